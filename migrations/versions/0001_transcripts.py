@@ -1,0 +1,100 @@
+"""Transcript tables: sessions, transcript events, branches.
+
+What a host stored before this plugin indexed anything. No index tables here.
+
+Revision ID: 0001_transcripts
+Revises:
+Create Date: 2026-12-02
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0001_transcripts"
+down_revision: str | None = None
+branch_labels: tuple[str, ...] | None = ("openclaw_fts",)
+depends_on: str | None = None
+
+KEY = sa.String(512)
+
+
+def upgrade() -> None:
+    op.create_table(
+        "sessions",
+        sa.Column("session_id", KEY, nullable=False),
+        sa.Column("session_key", KEY, nullable=False),
+        sa.Column("agent_id", KEY, nullable=False),
+        sa.Column("spawned_by", KEY, nullable=True),
+        sa.Column("parent_session_key", KEY, nullable=True),
+        sa.Column("owner_session_key", KEY, nullable=True),
+        sa.Column("archived", sa.Boolean(), server_default=sa.text("0"), nullable=False),
+        sa.Column("incognito", sa.Boolean(), server_default=sa.text("0"), nullable=False),
+        sa.Column("last_seq", sa.Integer(), server_default=sa.text("-1"), nullable=False),
+        sa.Column(
+            "created_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("CURRENT_TIMESTAMP"),
+            nullable=False,
+        ),
+        sa.Column(
+            "updated_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("CURRENT_TIMESTAMP"),
+            nullable=False,
+        ),
+        sa.PrimaryKeyConstraint("session_id", name=op.f("pk_sessions")),
+    )
+    for column in ("session_key", "agent_id", "spawned_by", "parent_session_key",
+                   "owner_session_key"):
+        op.create_index(op.f(f"ix_sessions_{column}"), "sessions", [column])
+    op.create_table(
+        "transcript_events",
+        sa.Column("session_id", KEY, nullable=False),
+        sa.Column("seq", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("event_id", KEY, nullable=True),
+        sa.Column("parent_id", KEY, nullable=True),
+        sa.Column("type", sa.String(64), nullable=True),
+        sa.Column("role", sa.String(64), nullable=True),
+        sa.Column("target_id", KEY, nullable=True),
+        sa.Column("side", sa.Boolean(), server_default=sa.text("0"), nullable=False),
+        sa.Column("timestamp_ms", sa.BigInteger(), nullable=True),
+        sa.Column("event", sa.Text(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["session_id"],
+            ["sessions.session_id"],
+            name=op.f("fk_transcript_events_session_id_sessions"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("session_id", "seq", name=op.f("pk_transcript_events")),
+        sa.UniqueConstraint(
+            "session_id", "event_id", name=op.f("uq_transcript_events_session_id_event_id")
+        ),
+    )
+    op.create_table(
+        "branches",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("session_id", KEY, nullable=False),
+        sa.Column("tip_id", KEY, nullable=True),
+        sa.Column("tip_seq", sa.Integer(), nullable=True),
+        sa.Column("is_active", sa.Boolean(), server_default=sa.text("0"), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["session_id"],
+            ["sessions.session_id"],
+            name=op.f("fk_branches_session_id_sessions"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_branches")),
+    )
+    op.create_index(op.f("ix_branches_session_id"), "branches", ["session_id"])
+
+
+def downgrade() -> None:
+    op.drop_index(op.f("ix_branches_session_id"), table_name="branches")
+    op.drop_table("branches")
+    op.drop_table("transcript_events")
+    for column in ("session_key", "agent_id", "spawned_by", "parent_session_key",
+                   "owner_session_key"):
+        op.drop_index(op.f(f"ix_sessions_{column}"), table_name="sessions")
+    op.drop_table("sessions")

@@ -1,0 +1,46 @@
+"""openclaw-fts: exact session recall for AI agents.
+
+Transcripts (a tree of events per session, one active branch) stored through SQLAlchemy, with
+their user/assistant text mirrored into a SQLite FTS5 index in the same transaction, a
+reconciler for everything that is not a plain append, and OpenClaw's ``sessions_search`` /
+``sessions_history`` on top. See README.md.
+"""
+
+from __future__ import annotations
+
+from . import tools
+from .errors import (
+    DuplicateEventError,
+    ImportFormatError,
+    InvalidEventError,
+    OpenClawFtsError,
+    SessionExistsError,
+    ToolInputError,
+    UnknownSessionError,
+)
+from .hooks import install, uninstall
+from .models import AgentSession, Branch, TranscriptEvent, metadata
+from .store import TranscriptStore
+from .visibility import AgentToAgent, Caller
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentSession",
+    "AgentToAgent",
+    "Branch",
+    "Caller",
+    "DuplicateEventError",
+    "ImportFormatError",
+    "InvalidEventError",
+    "OpenClawFtsError",
+    "SessionExistsError",
+    "ToolInputError",
+    "TranscriptEvent",
+    "TranscriptStore",
+    "UnknownSessionError",
+    "install",
+    "metadata",
+    "tools",
+    "uninstall",
+]

@@ -1,0 +1,40 @@
+"""Helpers for hosts that run the plugin's migrations inside their own Alembic environment.
+
+Invariant: :func:`include_name` hides exactly the objects Alembic cannot model (the FTS5
+virtual table and its shadow tables) and the plugin's stand-alone version table, so
+autogenerate against a migrated database reports no changes.
+
+In a host's ``env.py``::
+
+    from openclaw_fts import metadata as openclaw_fts_metadata
+    from openclaw_fts.alembic import include_name
+
+    context.configure(
+        connection=connection,
+        target_metadata=[my_app_metadata, openclaw_fts_metadata],
+        include_name=include_name,
+    )
+
+and in its ``alembic.ini``::
+
+    version_locations = %(here)s/migrations/versions <output of
+        python -c "import openclaw_fts.migrate as m; print(m.version_location())">
+
+then ``alembic upgrade heads``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .index.sqlite import is_fts_table
+
+#: Version table of the plugin's stand-alone migrations (``openclaw-fts upgrade``).
+VERSION_TABLE = "openclaw_fts_version"
+
+
+def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
+    """Alembic ``include_name`` hook: skip FTS5 tables and the plugin's version table."""
+    if type_ == "table" and name is not None:
+        return not (is_fts_table(name) or name == VERSION_TABLE)
+    return True

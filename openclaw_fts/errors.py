@@ -1,0 +1,36 @@
+"""The exceptions the plugin raises on bad input.
+
+Invariant: every error a caller can cause with bad arguments or bad data is one of these
+(all ``ValueError``s, so generic handlers keep working) and carries a one-line message that
+names what was wrong; nothing deeper (SQL, JSON, Unicode) escapes the public API for bad input.
+"""
+
+from __future__ import annotations
+
+
+class OpenClawFtsError(ValueError):
+    """Base class of the plugin's input errors."""
+
+
+class ToolInputError(OpenClawFtsError):
+    """Invalid arguments of ``sessions_search`` / ``sessions_history`` (OpenClaw's messages)."""
+
+
+class InvalidEventError(OpenClawFtsError):
+    """An event that cannot be stored (not an object, too large, not serialisable)."""
+
+
+class DuplicateEventError(OpenClawFtsError):
+    """An event id or ``seq`` already taken in that session."""
+
+
+class UnknownSessionError(OpenClawFtsError):
+    """A session id that does not exist."""
+
+
+class SessionExistsError(OpenClawFtsError):
+    """``create_session`` with a session id that is taken."""
+
+
+class ImportFormatError(OpenClawFtsError):
+    """A file that is not an OpenClaw transcript (or sessions folder)."""

@@ -1,0 +1,212 @@
+"""SQLAlchemy session hooks: mirror appended transcript events into the index on flush.
+
+Invariant: whatever way a host adds :class:`TranscriptEvent` objects to an installed session
+(``session.add``, a relationship append, ``TranscriptStore.append``), the flush that writes them
+also writes their index rows — or repairs / marks the session — on the same connection, inside
+the same transaction (and savepoint). A rollback therefore leaves neither event nor index row.
+``seq`` and the derived columns are filled here, before the INSERTs are emitted.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import event, inspect, select
+from sqlalchemy.orm import Session, UOWTransaction, scoped_session, sessionmaker
+
+from . import indexer, transcript
+from .errors import DuplicateEventError, InvalidEventError, UnknownSessionError
+from .models import MAX_KEY_LENGTH, AgentSession, TranscriptEvent, dump_event
+
+#: Largest event accepted, serialised (a 10 MB message fits; a runaway blob does not).
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+#: Key under which a flush's work travels from ``before_flush`` to ``after_flush``.
+_INFO_KEY = "openclaw_fts.flush"
+_INSTALLED_KEY = "_openclaw_fts_installed"
+_creation_order = itertools.count()
+
+
+@dataclass
+class _FlushWork:
+    new_sessions: list[str] = field(default_factory=list)
+    appended: dict[str, list[indexer.Appended]] = field(default_factory=dict)
+    rebuild: set[str] = field(default_factory=set)
+
+
+@event.listens_for(TranscriptEvent, "init")
+def _stamp_creation_order(target: TranscriptEvent, args: Any, kwargs: Any) -> None:
+    # Append order is creation order: session.new is a set, and seq must follow the host's order.
+    target.__dict__["_ocfts_order"] = next(_creation_order)
+
+
+def agent_id_from_key(session_key: str) -> str | None:
+    """``agent:<id>:...`` keys carry their agent id."""
+    parts = session_key.split(":")
+    if len(parts) >= 3 and parts[0] == "agent" and parts[1]:
+        return parts[1]
+    return None
+
+
+def validate_event(event_obj: Any) -> dict[str, Any]:
+    """Check an event before it is stored; raise :class:`InvalidEventError` with the reason."""
+    if not isinstance(event_obj, dict):
+        raise InvalidEventError(f"an event must be a JSON object, not {type(event_obj).__name__}")
+    try:
+        size = len(dump_event(event_obj).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidEventError(f"event is not JSON-serialisable: {exc}") from None
+    if size > MAX_EVENT_BYTES:
+        raise InvalidEventError(f"event is {size} bytes; the limit is {MAX_EVENT_BYTES}")
+    for key in ("id", "parentId", "targetId"):
+        value = event_obj.get(key)
+        if isinstance(value, str) and len(value) > MAX_KEY_LENGTH:
+            raise InvalidEventError(f"event {key} longer than {MAX_KEY_LENGTH} characters")
+    return event_obj
+
+
+def fill_derived(obj: TranscriptEvent, seq: int) -> transcript.TreeNode:
+    for column, value in transcript.derived_columns(seq, obj.event).items():
+        setattr(obj, column, value)
+    return transcript.tree_node(seq, obj.event)
+
+
+def _session_id_of(session: Session, obj: TranscriptEvent) -> str:
+    if obj.session is not None:
+        if obj.session.session_id is None:
+            raise UnknownSessionError("the event's session has no session_id")
+        obj.session_id = obj.session.session_id
+    if obj.session_id is None:
+        raise UnknownSessionError("a TranscriptEvent needs a session (or session_id)")
+    return obj.session_id
+
+
+def _before_flush(session: Session, flush_context: UOWTransaction, instances: Any) -> None:
+    work = _FlushWork()
+    session.info[_INFO_KEY] = work
+    by_session: dict[str, list[TranscriptEvent]] = defaultdict(list)
+    new_owners: dict[str, AgentSession] = {}
+    with session.no_autoflush:
+        for obj in session.new:
+            if isinstance(obj, AgentSession):
+                if not obj.session_id or not obj.session_key:
+                    raise InvalidEventError("a session needs a session_id and a session_key")
+                if not obj.agent_id:
+                    obj.agent_id = agent_id_from_key(obj.session_key) or "main"
+                if obj.last_seq is None:
+                    obj.last_seq = -1
+                work.new_sessions.append(obj.session_id)
+                new_owners[obj.session_id] = obj
+            elif isinstance(obj, TranscriptEvent):
+                validate_event(obj.event)
+                by_session[_session_id_of(session, obj)].append(obj)
+        for obj in session.dirty:
+            if isinstance(obj, AgentSession) and inspect(obj).attrs.incognito.history.has_changes():
+                work.rebuild.add(obj.session_id)
+        for sid, objs in by_session.items():
+            owner = new_owners.get(sid) or session.get(AgentSession, sid)
+            if owner is None:
+                raise UnknownSessionError(f"unknown session {sid!r}")
+            _assign_seqs(session, owner, objs, work)
+
+
+def _assign_seqs(
+    session: Session, owner: AgentSession, objs: list[TranscriptEvent], work: _FlushWork
+) -> None:
+    sid = owner.session_id
+    last = owner.last_seq if owner.last_seq is not None else -1
+    objs.sort(key=lambda o: (o.seq is None, o.seq or 0, o.__dict__.get("_ocfts_order", 0)))
+    ids = [i for o in objs if isinstance(i := o.event.get("id"), str) and i.strip()]
+    if len(ids) != len(set(ids)):
+        raise DuplicateEventError(f"duplicate event id in one append to session {sid!r}")
+    if ids and not inspect(owner).pending:
+        clash = session.execute(
+            select(TranscriptEvent.event_id).where(
+                TranscriptEvent.session_id == sid, TranscriptEvent.event_id.in_(ids)
+            )
+        ).first()
+        if clash is not None:
+            raise DuplicateEventError(f"session {sid!r} already has an event with id {clash[0]!r}")
+    appended = []
+    for obj in objs:
+        if obj.seq is None:
+            seq = last + 1
+        elif obj.seq <= last:
+            raise DuplicateEventError(f"seq {obj.seq} of session {sid!r} is already taken")
+        else:
+            seq = obj.seq
+        node = fill_derived(obj, seq)
+        appended.append(indexer.Appended(seq, obj.event, node))
+        last = seq
+    owner.last_seq = last
+    work.appended[sid] = appended
+
+
+def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
+    work = session.info.pop(_INFO_KEY, None)
+    if not isinstance(work, _FlushWork):
+        return
+    if not (work.new_sessions or work.appended or work.rebuild):
+        return
+    conn = session.connection()
+    for sid in work.new_sessions:
+        if indexer.read_state(conn, sid) is None:
+            indexer.create_state(conn, sid, clean=True)
+            indexer.write_branches(conn, sid, transcript.resolve_tree(()), {})
+    for sid, appended in work.appended.items():
+        indexer.on_appended(conn, sid, appended)
+    for sid in work.rebuild - work.appended.keys():
+        indexer.repair_or_mark(conn, sid)
+
+
+def _discard_work(session: Session, *args: Any) -> None:
+    session.info.pop(_INFO_KEY, None)
+
+
+SessionTarget = sessionmaker[Any] | scoped_session[Any] | type[Session] | Session
+
+
+def install(target: SessionTarget) -> SessionTarget:
+    """Install the index hooks on a ``sessionmaker``, ``scoped_session``, ``Session`` subclass
+    or a single ``Session``. Idempotent. When the target is bound to an SQLite engine, that
+    engine gets the plugin's connection settings too (:func:`openclaw_fts.engine.configure`)."""
+    listen_target: Any = target
+    if isinstance(target, scoped_session):
+        listen_target = target.session_factory
+    if getattr(listen_target, _INSTALLED_KEY, False) if not isinstance(listen_target, Session) \
+            else listen_target.info.get(_INSTALLED_KEY):
+        return target
+    event.listen(listen_target, "before_flush", _before_flush)
+    event.listen(listen_target, "after_flush", _after_flush)
+    event.listen(listen_target, "after_rollback", _discard_work)
+    if isinstance(listen_target, Session):
+        listen_target.info[_INSTALLED_KEY] = True
+    else:
+        setattr(listen_target, _INSTALLED_KEY, True)
+    bind = listen_target.kw.get("bind") if isinstance(listen_target, sessionmaker) else None
+    if bind is not None:
+        from .engine import configure
+
+        configure(bind)
+    return target
+
+
+def uninstall(target: SessionTarget) -> None:
+    """Remove what :func:`install` added."""
+    listen_target: Any = target.session_factory if isinstance(target, scoped_session) else target
+    for name, fn in (
+        ("before_flush", _before_flush),
+        ("after_flush", _after_flush),
+        ("after_rollback", _discard_work),
+    ):
+        if event.contains(listen_target, name, fn):
+            event.remove(listen_target, name, fn)
+    if isinstance(listen_target, Session):
+        listen_target.info.pop(_INSTALLED_KEY, None)
+    elif hasattr(listen_target, _INSTALLED_KEY):
+        delattr(listen_target, _INSTALLED_KEY)
+
+
+__all__ = ["MAX_EVENT_BYTES", "install", "uninstall"]

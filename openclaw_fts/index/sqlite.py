@@ -1,0 +1,133 @@
+"""The SQLite FTS5 side of the index: DDL, row writes and deletes, and the search statement.
+
+Invariant: ``message_fts`` (external content over ``message_index``) holds exactly the
+``(body, sess)`` of every ``message_index`` row. Inserts write both tables explicitly in one
+``executemany`` each (no insert trigger: a trigger opens a statement savepoint per row, which
+makes FTS5 flush one segment per row); deletes go through the ``message_index`` delete trigger,
+so FK cascades from ``sessions`` keep the FTS entries exact too. Nothing outside this module
+writes FTS5 SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, text
+
+FTS_TABLE = "message_fts"
+CONTENT_TABLE = "message_index"
+DELETE_TRIGGER = "message_index_fts_delete"
+#: unicode61 folds case and (with 2) diacritics of every script: `cafe` finds `Café`.
+TOKENIZER = "unicode61 remove_diacritics 2"
+#: FTS5 shadow tables (autogenerate must ignore them).
+FTS_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
+#: bm25 column weights: the text counts, the session token never does.
+BM25_WEIGHTS = "1.0, 0.0"
+
+CREATE_FTS = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
+    f"body, sess, content='{CONTENT_TABLE}', content_rowid='id', "
+    f"tokenize='{TOKENIZER}')"
+)
+CREATE_DELETE_TRIGGER = (
+    f"CREATE TRIGGER IF NOT EXISTS {DELETE_TRIGGER} AFTER DELETE ON {CONTENT_TABLE} BEGIN "
+    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, body, sess) "
+    "VALUES ('delete', old.id, old.body, old.sess); END"
+)
+DROP_DELETE_TRIGGER = f"DROP TRIGGER IF EXISTS {DELETE_TRIGGER}"
+DROP_FTS = f"DROP TABLE IF EXISTS {FTS_TABLE}"
+
+CREATE_STATEMENTS = (CREATE_FTS, CREATE_DELETE_TRIGGER)
+DROP_STATEMENTS = (DROP_DELETE_TRIGGER, DROP_FTS)
+
+
+def is_fts_table(name: str) -> bool:
+    """True for the FTS5 virtual table and its shadow tables."""
+    return name == FTS_TABLE or any(name == FTS_TABLE + s for s in FTS_SHADOW_SUFFIXES)
+
+
+def session_token(state_id: int) -> str:
+    """The token a session's rows carry in the ``sess`` column."""
+    return f"s{state_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class NewRow:
+    session_id: str
+    seq: int
+    event_id: str
+    role: str
+    timestamp_ms: int
+    body: str
+    sess: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRow:
+    id: int
+    seq: int
+    event_id: str
+    role: str
+    timestamp_ms: int
+    body: str
+
+
+def insert_rows(conn: Connection, rows: Sequence[NewRow]) -> None:
+    """Write rows into the content table and FTS5, two ``executemany`` calls."""
+    if not rows:
+        return
+    start = conn.execute(text(f"SELECT coalesce(max(id), 0) FROM {CONTENT_TABLE}")).scalar_one()
+    params = [
+        {
+            "id": start + i + 1,
+            "session_id": r.session_id,
+            "seq": r.seq,
+            "event_id": r.event_id,
+            "role": r.role,
+            "ts": r.timestamp_ms,
+            "body": r.body,
+            "sess": r.sess,
+        }
+        for i, r in enumerate(rows)
+    ]
+    conn.execute(
+        text(
+            f"INSERT INTO {CONTENT_TABLE} (id, session_id, seq, event_id, role, timestamp_ms, "
+            "body, sess) VALUES (:id, :session_id, :seq, :event_id, :role, :ts, :body, :sess)"
+        ),
+        params,
+    )
+    conn.execute(
+        text(f"INSERT INTO {FTS_TABLE} (rowid, body, sess) VALUES (:id, :body, :sess)"),
+        params,
+    )
+
+
+def delete_rows(conn: Connection, ids: Sequence[int]) -> None:
+    """Delete rows by id; the trigger removes their FTS5 entries."""
+    if not ids:
+        return
+    conn.execute(text(f"DELETE FROM {CONTENT_TABLE} WHERE id = :id"), [{"id": i} for i in ids])
+
+
+def read_rows(conn: Connection, session_id: str) -> list[StoredRow]:
+    """Every index row of one session."""
+    result = conn.execute(
+        text(
+            f"SELECT id, seq, event_id, role, timestamp_ms, body FROM {CONTENT_TABLE} "
+            "WHERE session_id = :sid"
+        ),
+        {"sid": session_id},
+    )
+    return [StoredRow(*row) for row in result]
+
+
+def integrity_check(conn: Connection) -> None:
+    """FTS5's own check of the index against the content table; raises on corruption."""
+    conn.execute(text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)"))
+
+
+def optimize(conn: Connection) -> None:
+    """Merge FTS5 segments (after bulk work)."""
+    conn.execute(text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')"))

@@ -1,0 +1,331 @@
+"""Keeping one session's index rows equal to its active branch: extend, diff, repair, mark dirty.
+
+Invariant: after any function here returns inside a transaction, each session touched is either
+*clean* — its ``index_state`` says ``needs_rebuild = false``, ``indexed_seq = sessions.last_seq``,
+current ``index_version``, and its ``message_index`` rows equal
+``transcript.index_rows(active branch)`` — or *pending* (no state, dirty, or watermark behind),
+in which case search hides it. The live hooks and the reconciler both go through
+:func:`plan_session` / :func:`apply_changes` / :func:`finalize`, so the two writers share one
+definition of "exact".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from . import transcript
+from .index import sqlite as fts
+from .models import INDEX_VERSION, EventJSON
+from .tokens import index_body
+
+#: A stale session whose active branch is at most this many events is repaired inline, in the
+#: appending transaction (beyond OpenClaw); a larger one is left to the reconciler. Bounded so a
+#: live append never waits for more than a few tens of milliseconds of diffing.
+INLINE_REPAIR_MAX_EVENTS = 4000
+#: ... and at most this much indexed text (UTF-8 bytes).
+INLINE_REPAIR_MAX_TEXT_BYTES = 4 * 1024 * 1024
+
+_EVENT_JSON = EventJSON()
+
+
+@dataclass(slots=True)
+class Appended:
+    """An event written by the current flush, with its derived tree fields."""
+
+    seq: int
+    event: Mapping[str, Any]
+    node: transcript.TreeNode
+
+
+@dataclass(slots=True)
+class StateRow:
+    id: int
+    indexed_seq: int
+    indexed_leaf: str | None
+    needs_rebuild: bool
+    generation: int
+    index_version: int
+
+
+@dataclass(slots=True)
+class Plan:
+    """What one session's index needs to become exact, computed from a snapshot."""
+
+    session_id: str
+    state_id: int
+    generation: int
+    last_seq: int
+    tree: transcript.Tree
+    seq_of_tip: dict[str, int]
+    deletes: list[int] = field(default_factory=list)
+    inserts: list[fts.NewRow] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.deletes) + len(self.inserts)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def read_state(conn: Connection, session_id: str) -> StateRow | None:
+    row = conn.execute(
+        text(
+            "SELECT id, indexed_seq, indexed_leaf, needs_rebuild, generation, index_version "
+            "FROM index_state WHERE session_id = :sid"
+        ),
+        {"sid": session_id},
+    ).first()
+    if row is None:
+        return None
+    return StateRow(row[0], row[1], row[2], bool(row[3]), row[4], row[5])
+
+
+def create_state(conn: Connection, session_id: str, *, clean: bool) -> StateRow:
+    """Give a session its index state: clean+empty (new session) or dirty (to be rebuilt)."""
+    conn.execute(
+        text(
+            "INSERT INTO index_state (session_id, indexed_seq, needs_rebuild, generation, "
+            "index_version) VALUES (:sid, -1, :dirty, 0, :v)"
+        ),
+        {"sid": session_id, "dirty": not clean, "v": INDEX_VERSION},
+    )
+    state = read_state(conn, session_id)
+    assert state is not None
+    return state
+
+
+def mark_dirty(conn: Connection, session_id: str) -> None:
+    """Flag a session for the reconciler (sessions without state are pending already)."""
+    conn.execute(
+        text("UPDATE index_state SET needs_rebuild = 1 WHERE session_id = :sid"),
+        {"sid": session_id},
+    )
+
+
+def _session_row(conn: Connection, session_id: str) -> tuple[bool, int] | None:
+    row = conn.execute(
+        text("SELECT incognito, last_seq FROM sessions WHERE session_id = :sid"),
+        {"sid": session_id},
+    ).first()
+    return None if row is None else (bool(row[0]), int(row[1]))
+
+
+def on_appended(conn: Connection, session_id: str, appended: Sequence[Appended]) -> None:
+    """Index what a flush appended to one session: extend the indexed branch, or repair."""
+    session = _session_row(conn, session_id)
+    if session is None or not appended:
+        return
+    incognito, _ = session
+    state = read_state(conn, session_id)
+    if (
+        state is None
+        or state.needs_rebuild
+        or state.index_version != INDEX_VERSION
+        or state.indexed_seq != appended[0].seq - 1
+    ):
+        repair_or_mark(conn, session_id)
+        return
+    leaf = state.indexed_leaf
+    rows: list[fts.NewRow] = []
+    token = fts.session_token(state.id)
+    expected = appended[0].seq
+    for item in appended:
+        node = item.node
+        if item.seq != expected or node.type == transcript.LEAF_TYPE or node.side:
+            repair_or_mark(conn, session_id)
+            return
+        expected += 1
+        if node.type == transcript.HEADER_TYPE or node.event_id is None:
+            continue  # not part of the tree: the branch is unchanged
+        if node.parent_id is not None and node.parent_id != leaf:
+            repair_or_mark(conn, session_id)
+            return
+        leaf = node.event_id
+        row = None if incognito else transcript.index_row(item.seq, item.event)
+        if row is not None:
+            rows.append(_new_row(session_id, token, row))
+    fts.insert_rows(conn, rows)
+    last = appended[-1].seq
+    conn.execute(
+        text(
+            "UPDATE index_state SET indexed_seq = :seq, indexed_leaf = :leaf, "
+            "generation = generation + 1 WHERE id = :id"
+        ),
+        {"seq": last, "leaf": leaf, "id": state.id},
+    )
+    if leaf != state.indexed_leaf:
+        _advance_active_branch(conn, session_id, leaf, _seq_of(appended, leaf))
+
+
+def _seq_of(appended: Sequence[Appended], event_id: str | None) -> int | None:
+    for item in appended:
+        if item.node.event_id == event_id:
+            return item.seq
+    return None
+
+
+def _advance_active_branch(
+    conn: Connection, session_id: str, tip: str | None, tip_seq: int | None
+) -> None:
+    moved = conn.execute(
+        text(
+            "UPDATE branches SET tip_id = :tip, tip_seq = :seq "
+            "WHERE session_id = :sid AND is_active = 1"
+        ),
+        {"tip": tip, "seq": tip_seq, "sid": session_id},
+    )
+    if moved.rowcount == 0:
+        conn.execute(
+            text(
+                "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) "
+                "VALUES (:sid, :tip, :seq, 1)"
+            ),
+            {"sid": session_id, "tip": tip, "seq": tip_seq},
+        )
+
+
+def _new_row(session_id: str, token: str, row: transcript.IndexRow) -> fts.NewRow:
+    return fts.NewRow(
+        session_id=session_id,
+        seq=row.seq,
+        event_id=row.event_id,
+        role=row.role,
+        timestamp_ms=row.timestamp if row.timestamp is not None else now_ms(),
+        body=index_body(row.text),
+        sess=token,
+    )
+
+
+def repair_or_mark(conn: Connection, session_id: str) -> bool:
+    """Repair a stale session inline when small, else mark it dirty. True when repaired."""
+    session = _session_row(conn, session_id)
+    if session is None:
+        return False
+    if session[1] + 1 <= INLINE_REPAIR_MAX_EVENTS:
+        plan = plan_session(conn, session_id, max_text_bytes=INLINE_REPAIR_MAX_TEXT_BYTES)
+        if plan is not None:
+            apply_changes(conn, plan.deletes, plan.inserts)
+            finalize(conn, plan)
+            return True
+    if read_state(conn, session_id) is None:
+        create_state(conn, session_id, clean=False)
+    else:
+        mark_dirty(conn, session_id)
+    return False
+
+
+def load_events(conn: Connection, session_id: str) -> list[tuple[int, dict[str, Any]]]:
+    """Every stored event of a session as ``(seq, event)``, in seq order."""
+    result = conn.execute(
+        text("SELECT seq, event FROM transcript_events WHERE session_id = :sid ORDER BY seq"),
+        {"sid": session_id},
+    )
+    events = []
+    for seq, raw in result:
+        event = _EVENT_JSON.process_result_value(raw, conn.dialect)
+        events.append((int(seq), event if event is not None else {}))
+    return events
+
+
+def plan_session(
+    conn: Connection, session_id: str, *, max_text_bytes: int | None = None
+) -> Plan | None:
+    """Diff a session's active branch against its index rows. None when the session is gone,
+    or its indexed text would exceed ``max_text_bytes``. Creates a dirty state if it has none."""
+    session = _session_row(conn, session_id)
+    if session is None:
+        return None
+    incognito, _ = session
+    events = load_events(conn, session_id)
+    tree = transcript.resolve_tree(transcript.tree_node(seq, ev) for seq, ev in events)
+    by_seq = dict(events)
+    wanted = transcript.index_rows([(s, by_seq[s]) for s in tree.active_seqs], incognito=incognito)
+    if max_text_bytes is not None:
+        total = 0
+        for row in wanted:
+            total += len(row.text.encode("utf-8", "surrogatepass"))
+            if total > max_text_bytes:
+                return None
+    state = read_state(conn, session_id) or create_state(conn, session_id, clean=False)
+    token = fts.session_token(state.id)
+    stored = {r.event_id: r for r in fts.read_rows(conn, session_id)}
+    plan = Plan(
+        session_id=session_id,
+        state_id=state.id,
+        generation=state.generation,
+        last_seq=events[-1][0] if events else -1,
+        tree=tree,
+        seq_of_tip={
+            eid: seq for seq, ev in events if (eid := transcript.event_id_of(ev)) in tree.tips
+        },
+    )
+    for row in wanted:
+        body = index_body(row.text)
+        old = stored.pop(row.event_id, None)
+        if old is not None and (
+            old.body == body
+            and old.role == row.role
+            and old.seq == row.seq
+            and (row.timestamp is None or row.timestamp == old.timestamp_ms)
+        ):
+            continue
+        if old is not None:
+            plan.deletes.append(old.id)
+        new = _new_row(session_id, token, row)
+        if row.timestamp is None and old is not None:
+            new = dataclasses.replace(new, timestamp_ms=old.timestamp_ms)
+        plan.inserts.append(new)
+    plan.deletes.extend(r.id for r in stored.values())
+    return plan
+
+
+def apply_changes(conn: Connection, deletes: Sequence[int], inserts: Sequence[fts.NewRow]) -> None:
+    """Deletes first (a changed row is a delete plus an insert of the same event id)."""
+    fts.delete_rows(conn, deletes)
+    fts.insert_rows(conn, inserts)
+
+
+def finalize(conn: Connection, plan: Plan) -> None:
+    """Mark the planned session clean at the plan's watermark and rewrite its branch records."""
+    conn.execute(
+        text(
+            "UPDATE index_state SET indexed_seq = :seq, indexed_leaf = :leaf, "
+            "needs_rebuild = 0, index_version = :v, generation = generation + 1 WHERE id = :id"
+        ),
+        {"seq": plan.last_seq, "leaf": plan.tree.active_leaf, "v": INDEX_VERSION,
+         "id": plan.state_id},
+    )
+    conn.execute(
+        text("UPDATE sessions SET last_seq = :seq WHERE session_id = :sid AND last_seq < :seq"),
+        {"seq": plan.last_seq, "sid": plan.session_id},
+    )
+    write_branches(conn, plan.session_id, plan.tree, plan.seq_of_tip)
+
+
+def write_branches(
+    conn: Connection, session_id: str, tree: transcript.Tree, seq_of_tip: Mapping[str, int]
+) -> None:
+    """Replace a session's branch records with the tips of its resolved tree."""
+    conn.execute(text("DELETE FROM branches WHERE session_id = :sid"), {"sid": session_id})
+    rows = [
+        {"sid": session_id, "tip": tip, "seq": seq_of_tip.get(tip), "active": tip == tree.active_leaf}
+        for tip in tree.tips
+    ]
+    if tree.active_leaf is None:
+        rows.append({"sid": session_id, "tip": None, "seq": None, "active": True})
+    if rows:
+        conn.execute(
+            text(
+                "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) "
+                "VALUES (:sid, :tip, :seq, :active)"
+            ),
+            rows,
+        )

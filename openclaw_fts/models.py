@@ -1,0 +1,249 @@
+"""ORM models of the plugin, on the plugin's own :data:`metadata`.
+
+Invariant: every plugin table hangs off ``sessions`` through a foreign key with
+``ON DELETE CASCADE``, so deleting a session by any path (ORM, ORM bulk delete, raw SQL with
+``PRAGMA foreign_keys=ON``) removes its events, branches, index rows and index state in the same
+transaction; the FTS5 entries follow ``message_index`` through its delete trigger. The schema
+here is the one the Alembic migrations create (autogenerate reports no difference).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    DDL,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    event,
+    text,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+from .index import sqlite as fts
+
+#: Bumped when what the index holds for the same events changes (tokenisation, predicate):
+#: every session indexed under an older version becomes pending and is re-indexed.
+INDEX_VERSION = 1
+#: Longest session key / id / event id accepted (OpenClaw keys are short; this bounds abuse).
+MAX_KEY_LENGTH = 512
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def dump_event(event: dict[str, Any]) -> str:
+    """Serialise an event verbatim; lone surrogates fall back to ASCII escapes (still lossless)."""
+    dumped = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    try:
+        dumped.encode("utf-8")
+    except UnicodeEncodeError:
+        dumped = json.dumps(event, ensure_ascii=True, separators=(",", ":"))
+    return dumped
+
+
+class EventJSON(TypeDecorator[dict[str, Any]]):
+    """A JSON object stored as text, key order and unknown fields preserved."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: dict[str, Any] | None, dialect: Dialect) -> str | None:
+        return None if value is None else dump_event(value)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        loaded = json.loads(value)
+        assert isinstance(loaded, dict)
+        return loaded
+
+
+class Base(DeclarativeBase):
+    metadata = metadata
+
+
+class AgentSession(Base):
+    """One transcript incarnation (``session_id``) under a routing key (``session_key``)."""
+
+    __tablename__ = "sessions"
+
+    session_id: Mapped[str] = mapped_column(String(MAX_KEY_LENGTH), primary_key=True)
+    session_key: Mapped[str] = mapped_column(String(MAX_KEY_LENGTH), index=True)
+    agent_id: Mapped[str] = mapped_column(String(MAX_KEY_LENGTH), index=True)
+    spawned_by: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH), index=True)
+    parent_session_key: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH), index=True)
+    owner_session_key: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH), index=True)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
+    incognito: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
+    #: Highest ``seq`` stored for this session (-1: none). Kept by the session hooks.
+    last_seq: Mapped[int] = mapped_column(Integer, default=-1, server_default=text("-1"))
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, server_default=text("CURRENT_TIMESTAMP")
+    )
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True),
+        default=utcnow,
+        onupdate=utcnow,
+        server_default=text("CURRENT_TIMESTAMP"),
+    )
+
+    events: Mapped[list[TranscriptEvent]] = relationship(
+        back_populates="session",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="TranscriptEvent.seq",
+    )
+    branches: Mapped[list[Branch]] = relationship(
+        back_populates="session",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        viewonly=False,
+    )
+
+    def __repr__(self) -> str:
+        return f"AgentSession({self.session_id!r}, {self.session_key!r})"
+
+
+class TranscriptEvent(Base):
+    """One transcript event, stored verbatim; ``seq`` and the derived columns are set on flush."""
+
+    __tablename__ = "transcript_events"
+    __table_args__ = (UniqueConstraint("session_id", "event_id"),)
+
+    session_id: Mapped[str] = mapped_column(
+        String(MAX_KEY_LENGTH),
+        ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        primary_key=True,
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    event_id: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
+    parent_id: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
+    type: Mapped[str | None] = mapped_column(String(64))
+    role: Mapped[str | None] = mapped_column(String(64))
+    target_id: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
+    side: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
+    timestamp_ms: Mapped[int | None] = mapped_column(BigInteger)
+    event: Mapped[dict[str, Any]] = mapped_column(EventJSON)
+
+    session: Mapped[AgentSession] = relationship(back_populates="events")
+
+    def __repr__(self) -> str:
+        return f"TranscriptEvent({self.session_id!r}, seq={self.seq!r}, id={self.event_id!r})"
+
+
+class Branch(Base):
+    """A root-to-tip path of a session's tree; exactly one per session is active."""
+
+    __tablename__ = "branches"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        String(MAX_KEY_LENGTH),
+        ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        index=True,
+    )
+    #: Id of the branch's last event; None for an active branch rewound to empty.
+    tip_id: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
+    tip_seq: Mapped[int | None] = mapped_column(Integer)
+    is_active: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
+
+    session: Mapped[AgentSession] = relationship(back_populates="branches")
+
+    def __repr__(self) -> str:
+        flag = " active" if self.is_active else ""
+        return f"Branch({self.session_id!r}, tip={self.tip_id!r}{flag})"
+
+
+class IndexState(Base):
+    """Per-session watermark of the full-text index (revision 2). No row = never indexed."""
+
+    __tablename__ = "index_state"
+
+    #: Also the session's token in the FTS ``sess`` column (``s<id>``).
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        String(MAX_KEY_LENGTH),
+        ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        unique=True,
+    )
+    indexed_seq: Mapped[int] = mapped_column(Integer, default=-1, server_default=text("-1"))
+    indexed_leaf: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
+    needs_rebuild: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
+    #: Bumped by every write to this session's index rows (the reconciler's optimistic check).
+    generation: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    index_version: Mapped[int] = mapped_column(
+        Integer, default=INDEX_VERSION, server_default=text(str(INDEX_VERSION))
+    )
+
+
+class MessageIndex(Base):
+    """Content table of the FTS5 index: one row per indexed message (revision 2)."""
+
+    __tablename__ = "message_index"
+    __table_args__ = (
+        UniqueConstraint("session_id", "event_id"),
+        Index("ix_message_index_ts", "timestamp_ms"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        String(MAX_KEY_LENGTH), ForeignKey("sessions.session_id", ondelete="CASCADE")
+    )
+    seq: Mapped[int] = mapped_column(Integer)
+    event_id: Mapped[str] = mapped_column(String(MAX_KEY_LENGTH))
+    role: Mapped[str] = mapped_column(String(16))
+    timestamp_ms: Mapped[int] = mapped_column(BigInteger)
+    #: The text as indexed (``tokens.index_body``: CJK characters spaced). Read by FTS5.
+    body: Mapped[str] = mapped_column(Text)
+    #: The session token FTS5 indexes beside the text, for narrow visibility filters.
+    sess: Mapped[str] = mapped_column(String(32))
+
+
+class ReconcileLease(Base):
+    """At most one reconciler per database holds the lease until ``expires_at`` (revision 2)."""
+
+    __tablename__ = "reconcile_lease"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(128))
+    expires_at: Mapped[float] = mapped_column(Float)
+
+
+# metadata.create_all() (hosts without Alembic, quick tests) gets the FTS5 side too.
+for _statement in fts.CREATE_STATEMENTS:
+    event.listen(
+        MessageIndex.__table__, "after_create", DDL(_statement).execute_if(dialect="sqlite")
+    )
+for _statement in fts.DROP_STATEMENTS:
+    event.listen(
+        MessageIndex.__table__, "before_drop", DDL(_statement).execute_if(dialect="sqlite")
+    )
+
+#: Tables of revision 1 (what a host stored before anything was indexed).
+TRANSCRIPT_TABLES = ("sessions", "transcript_events", "branches")
+#: Tables revision 2 adds (the FTS5 virtual table is created beside them by DDL).
+INDEX_TABLES = ("index_state", "message_index", "reconcile_lease")

@@ -1,0 +1,311 @@
+"""The reconciliation job: bring every pending session's index back to its active branch.
+
+Invariant: at most one reconciler works on a database at a time (a lease row with an expiry,
+renewed every batch, so a crashed holder is replaced once its lease runs out). Each pending
+session is diffed against its index rows from a snapshot and the changes are written in bounded
+batches, each its own short write transaction that first re-checks the snapshot (newest ``seq``
+and the state's ``generation``): a session that changed meanwhile is left pending and re-planned,
+never marked clean over newer events. A crash loses at most the batch in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from . import indexer
+from .engine import READ_ONLY
+from .index import sqlite as fts
+from .models import INDEX_VERSION
+
+log = logging.getLogger(__name__)
+
+#: Index-row changes written per reconcile transaction: a live writer waits at most this long.
+RECONCILE_BATCH_ROWS = 2000
+#: Sessions planned per read snapshot before their changes are written.
+RECONCILE_PLAN_SESSIONS = 200
+#: Seconds a lease lasts without renewal; a crashed reconciler is replaced after this.
+RECONCILE_LEASE_SECONDS = 30.0
+#: Polling interval while waiting for another reconciler's lease (seconds).
+LEASE_POLL_SECONDS = 0.2
+#: Passes over the pending list before giving up on sessions that keep changing under us.
+MAX_PASSES = 50
+LEASE_NAME = "reconcile"
+
+#: SQL of "this session is pending" over ``sessions s LEFT JOIN index_state st``.
+PENDING_CONDITION = (
+    "(st.id IS NULL OR st.needs_rebuild = 1 OR st.indexed_seq < s.last_seq "
+    f"OR st.index_version != {INDEX_VERSION})"
+)
+
+ProgressFn = Callable[[dict[str, int]], None]
+
+
+def status(conn: Connection) -> dict[str, int]:
+    """``{pending, indexed, total}`` counted in sessions."""
+    row = conn.execute(
+        text(
+            f"SELECT count(*), coalesce(sum(CASE WHEN {PENDING_CONDITION} THEN 1 ELSE 0 END), 0) "
+            "FROM sessions s LEFT JOIN index_state st ON st.session_id = s.session_id"
+        )
+    ).one()
+    total, pending = int(row[0]), int(row[1])
+    return {"pending": pending, "indexed": total - pending, "total": total}
+
+
+def pending_session_ids(conn: Connection) -> list[str]:
+    """Pending sessions, including ones whose events were written behind the hooks' back."""
+    result = conn.execute(
+        text(
+            "SELECT s.session_id FROM sessions s "
+            "LEFT JOIN index_state st ON st.session_id = s.session_id "
+            f"WHERE {PENDING_CONDITION} OR s.last_seq < coalesce((SELECT max(e.seq) FROM "
+            "transcript_events e WHERE e.session_id = s.session_id), -1) ORDER BY s.session_id"
+        )
+    )
+    return [r[0] for r in result]
+
+
+@dataclass
+class Lease:
+    """The database-wide reconcile lease."""
+
+    engine: Engine
+    holder: str
+    seconds: float = RECONCILE_LEASE_SECONDS
+
+    def try_acquire(self) -> bool:
+        now = time.time()
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text("SELECT holder, expires_at FROM reconcile_lease WHERE name = :n"),
+                {"n": LEASE_NAME},
+            ).first()
+            if row is not None and row[0] != self.holder and row[1] > now:
+                return False
+            conn.execute(
+                text(
+                    "INSERT INTO reconcile_lease (name, holder, expires_at) VALUES (:n, :h, :e) "
+                    "ON CONFLICT (name) DO UPDATE SET holder = :h, expires_at = :e"
+                ),
+                {"n": LEASE_NAME, "h": self.holder, "e": now + self.seconds},
+            )
+        return True
+
+    def renew(self, conn: Connection) -> bool:
+        """Extend the lease inside a write transaction; False if it was taken over."""
+        result = conn.execute(
+            text(
+                "UPDATE reconcile_lease SET expires_at = :e WHERE name = :n AND holder = :h"
+            ),
+            {"n": LEASE_NAME, "h": self.holder, "e": time.time() + self.seconds},
+        )
+        return bool(result.rowcount)
+
+    def release(self) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                text("DELETE FROM reconcile_lease WHERE name = :n AND holder = :h"),
+                {"n": LEASE_NAME, "h": self.holder},
+            )
+
+
+class LeaseLost(RuntimeError):
+    """Another reconciler took the lease over (ours expired)."""
+
+
+@dataclass
+class _Work:
+    plan: indexer.Plan
+    generation: int
+    done: int = 0  # changes already written
+
+
+class Reconciler:
+    """Runs reconciliation passes on one engine (see module docstring)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        lease_seconds: float = RECONCILE_LEASE_SECONDS,
+        batch_rows: int = RECONCILE_BATCH_ROWS,
+    ) -> None:
+        self.engine = engine
+        holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.lease = Lease(engine, holder, lease_seconds)
+        self.batch_rows = batch_rows
+        self.stats = {"sessions": 0, "inserted": 0, "deleted": 0, "retried": 0}
+
+    def run(
+        self,
+        *,
+        wait: bool = True,
+        progress: ProgressFn | None = None,
+        stop: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """Index every pending session. Without ``wait``, return at once if the lease is held."""
+        while not self.lease.try_acquire():
+            if not wait or (stop is not None and stop.is_set()):
+                return {"ran": False, **self._status()}
+            time.sleep(LEASE_POLL_SECONDS)
+        try:
+            for _ in range(MAX_PASSES):
+                if stop is not None and stop.is_set():
+                    break
+                with self.engine.connect() as conn:
+                    pending = pending_session_ids(conn)
+                if not pending:
+                    break
+                for start in range(0, len(pending), RECONCILE_PLAN_SESSIONS):
+                    if stop is not None and stop.is_set():
+                        break
+                    self._reconcile_chunk(pending[start : start + RECONCILE_PLAN_SESSIONS])
+                    if progress is not None:
+                        progress(self._status())
+            self._sweep()
+        finally:
+            self.lease.release()
+        result: dict[str, Any] = {"ran": True, **self._status(), **self.stats}
+        return result
+
+    def _status(self) -> dict[str, int]:
+        with self.engine.connect() as conn:
+            return status(conn)
+
+    def _reconcile_chunk(self, session_ids: list[str]) -> None:
+        with self.engine.begin() as conn:
+            for sid in session_ids:
+                if indexer.read_state(conn, sid) is None:
+                    conn.execute(
+                        text(
+                            "INSERT INTO index_state (session_id, indexed_seq, needs_rebuild, "
+                            "generation, index_version) SELECT session_id, -1, 1, 0, :v "
+                            "FROM sessions WHERE session_id = :sid"
+                        ),
+                        {"sid": sid, "v": INDEX_VERSION},
+                    )
+            if not self.lease.renew(conn):
+                raise LeaseLost("reconcile lease lost")
+        works: list[_Work] = []
+        with self.engine.connect().execution_options(**{READ_ONLY: True}) as conn, conn.begin():
+            for sid in session_ids:
+                plan = indexer.plan_session(conn, sid)
+                if plan is not None:
+                    works.append(_Work(plan, plan.generation))
+        batch: list[tuple[_Work, int]] = []  # (work, number of changes to write now)
+        room = self.batch_rows
+        for work in works:
+            remaining = work.plan.size
+            if remaining == 0:
+                batch.append((work, 0))
+                continue
+            while remaining > 0:
+                take = min(room, remaining)
+                batch.append((work, take))
+                remaining -= take
+                room -= take
+                if room == 0:
+                    self._write(batch)
+                    batch, room = [], self.batch_rows
+        if batch:
+            self._write(batch)
+
+    def _write(self, batch: list[tuple[_Work, int]]) -> None:
+        """One write transaction: for each session, re-check its snapshot, apply, maybe finish."""
+        with self.engine.begin() as conn:
+            if not self.lease.renew(conn):
+                raise LeaseLost("reconcile lease lost")
+            for work, count in batch:
+                plan = work.plan
+                if work.generation < 0 or not self._unchanged(conn, work):
+                    work.generation = -1  # changed under us: leave pending, re-plan next pass
+                    self.stats["retried"] += 1
+                    continue
+                changes_d = plan.deletes[work.done : work.done + count]
+                first_insert = max(0, work.done - len(plan.deletes))
+                take_i = count - len(changes_d)
+                changes_i = plan.inserts[first_insert : first_insert + take_i]
+                indexer.apply_changes(conn, changes_d, changes_i)
+                work.done += count
+                self.stats["deleted"] += len(changes_d)
+                self.stats["inserted"] += len(changes_i)
+                if work.done >= plan.size:
+                    indexer.finalize(conn, plan)
+                    self.stats["sessions"] += 1
+                else:
+                    conn.execute(
+                        text(
+                            "UPDATE index_state SET generation = generation + 1 WHERE id = :id"
+                        ),
+                        {"id": plan.state_id},
+                    )
+                work.generation += 1
+
+    @staticmethod
+    def _unchanged(conn: Connection, work: _Work) -> bool:
+        row = conn.execute(
+            text(
+                "SELECT st.generation, (SELECT coalesce(max(seq), -1) FROM transcript_events "
+                "WHERE session_id = :sid) FROM index_state st WHERE st.session_id = :sid"
+            ),
+            {"sid": work.plan.session_id},
+        ).first()
+        return row is not None and row[0] == work.generation and row[1] == work.plan.last_seq
+
+    def _sweep(self) -> None:
+        """Remove index rows and states whose session no longer exists."""
+        with self.engine.begin() as conn:
+            for table in (fts.CONTENT_TABLE, "index_state", "branches"):
+                conn.execute(
+                    text(
+                        f"DELETE FROM {table} WHERE session_id NOT IN "
+                        "(SELECT session_id FROM sessions)"
+                    )
+                )
+
+
+class BackgroundReconciler:
+    """Starts at most one reconcile thread per store when search finds pending sessions."""
+
+    def __init__(self, factory: Callable[[], Reconciler]) -> None:
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.last_error: BaseException | None = None
+
+    def trigger(self) -> None:
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._run, name="openclaw-fts-reconcile", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._factory().run(wait=False, stop=self._stop)
+        except BaseException as exc:  # a background thread must not die silently
+            self.last_error = exc
+            log.exception("openclaw-fts background reconcile failed")
+
+    def wait(self, timeout: float | None = None) -> None:
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def stop(self, timeout: float | None = 10.0) -> None:
+        self._stop.set()
+        self.wait(timeout)

@@ -1,0 +1,288 @@
+"""``sessions_search``: validation, one ranked SQL statement, snippets, caps, result shape.
+
+Invariant: visibility, the pending filter and every user filter are in the same statement as
+the full-text MATCH, before ranking and LIMIT — hidden sessions never consume the limit, never
+set ``truncated`` and never appear. Snippets are cut from the redacted ORIGINAL message text
+(re-read through the one predicate), so no secret is shown even partly and no artefact of how
+CJK is indexed leaks out. The JSON of ``results`` never exceeds :data:`MAX_RESULTS_BYTES`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
+
+from sqlalchemy import Connection, and_, select, text
+from sqlalchemy.sql import ColumnElement
+
+from . import transcript
+from .errors import ToolInputError
+from .index import sqlite as fts
+from .models import INDEX_VERSION, AgentSession, EventJSON
+from .query import CompiledQuery, compile_query
+from .redact import Redactor, redact_text
+from .snippet import make_snippet
+from .visibility import Caller, visible
+
+#: OpenClaw's bounds on the query and the number of results.
+MAX_QUERY_CHARS = 4096
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 25
+#: Cap on the UTF-8 JSON of ``results`` (OpenClaw's response budget).
+MAX_RESULTS_BYTES = 32 * 1024
+INDEXING_WARNING = (
+    "Transcript indexing is in progress; results may be incomplete. "
+    "Retry sessions_search shortly."
+)
+ROLES = ("user", "assistant")
+ORDERS = ("relevance", "recent")
+
+Order = Literal["relevance", "recent"]
+_EVENT_JSON = EventJSON()
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """Validated arguments of one search."""
+
+    query: str
+    compiled: CompiledQuery | None
+    limit: int
+    session_key: str | None
+    role: str | None
+    since: int | None
+    until: int | None
+    order: Order
+
+
+def validate_limit(limit: Any, *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -> int:
+    """OpenClaw's limit rule: a positive integer ≤ ``maximum``; None → ``default``."""
+    if limit is None:
+        return default
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+        raise ToolInputError("limit must be a positive integer")
+    if isinstance(limit, float) and (not math.isfinite(limit) or not limit.is_integer()):
+        raise ToolInputError("limit must be a positive integer")
+    value = int(limit)
+    if value <= 0 or value > maximum:
+        raise ToolInputError("limit must be a positive integer")
+    return value
+
+
+def parse_time_bound(value: Any, name: str, *, end_of_day: bool) -> int | None:
+    """``since`` / ``until``: epoch ms or ISO 8601 (a bare date covers its whole day)."""
+    if value is None:
+        return None
+    error = ToolInputError(f"{name} must be epoch milliseconds or an ISO 8601 date/time")
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.isdigit():
+            return int(stripped)
+        parsed = transcript.parse_timestamp(stripped)
+        if parsed is None:
+            raise error
+        if end_of_day and len(stripped) == 10:  # YYYY-MM-DD: inclusive through 23:59:59.999
+            day = datetime.fromtimestamp(parsed / 1000, tz=timezone.utc)
+            parsed = int((day + timedelta(days=1)).timestamp() * 1000) - 1
+        return parsed
+    parsed = transcript.parse_timestamp(value)
+    if parsed is None:
+        raise error
+    return parsed
+
+
+def build_request(
+    query: Any,
+    *,
+    limit: Any = None,
+    session_key: Any = None,
+    role: Any = None,
+    since: Any = None,
+    until: Any = None,
+    order: Any = None,
+) -> SearchRequest:
+    """Validate search arguments (OpenClaw's messages) into a :class:`SearchRequest`."""
+    if not isinstance(query, str):
+        raise ToolInputError("query must not be empty")
+    trimmed = query.strip()
+    if not trimmed:
+        raise ToolInputError("query must not be empty")
+    if len(trimmed) > MAX_QUERY_CHARS:
+        raise ToolInputError(f"query must not exceed {MAX_QUERY_CHARS} characters")
+    if session_key is not None and (not isinstance(session_key, str) or not session_key.strip()):
+        raise ToolInputError("sessionKey must be a non-empty string")
+    if role is not None and role not in ROLES:
+        raise ToolInputError('role must be "user" or "assistant"')
+    if order is not None and order not in ORDERS:
+        raise ToolInputError('order must be "relevance" or "recent"')
+    return SearchRequest(
+        query=trimmed,
+        compiled=compile_query(trimmed),
+        limit=validate_limit(limit),
+        session_key=session_key.strip() if isinstance(session_key, str) else None,
+        role=role,
+        since=parse_time_bound(since, "since", end_of_day=False),
+        until=parse_time_bound(until, "until", end_of_day=True),
+        order=order or "relevance",
+    )
+
+
+def _compile(conn: Connection, clause: ColumnElement[bool]) -> tuple[str, dict[str, Any]]:
+    """Render a Core predicate as SQL with named parameters, for embedding in text SQL."""
+    dialect = type(conn.dialect)(paramstyle="named")
+    compiled = clause.compile(dialect=dialect)
+    return str(compiled), dict(compiled.params)
+
+
+def _visible_sql(conn: Connection, caller: Caller, extra: ColumnElement[bool] | None = None
+                 ) -> tuple[str, dict[str, Any]]:
+    s = AgentSession.__table__.alias("s")
+    pred = visible(caller, s)
+    if extra is not None:
+        pred = and_(pred, extra)
+    return _compile(conn, pred)
+
+
+def session_key_access(conn: Connection, caller: Caller, session_key: str) -> str | None:
+    """None when the caller may see ``session_key``; else ``"forbidden"`` or ``"error"``."""
+    s = AgentSession.__table__.alias("s")
+    exists = conn.execute(select(s.c.session_id).where(s.c.session_key == session_key).limit(1))
+    if exists.first() is None:
+        return "error"
+    seen = conn.execute(
+        select(s.c.session_id)
+        .where(s.c.session_key == session_key, visible(caller, s, for_search=False))
+        .limit(1)
+    ).first()
+    return None if seen is not None else "forbidden"
+
+
+def pending_visible(conn: Connection, caller: Caller, session_key: str | None) -> bool:
+    """Whether any session the caller may see is pending (not yet exactly indexed)."""
+    s = AgentSession.__table__.alias("s")
+    extra = s.c.session_key == session_key if session_key is not None else None
+    where, params = _visible_sql(conn, caller, extra)
+    params["v"] = INDEX_VERSION
+    sql = (
+        "SELECT EXISTS (SELECT 1 FROM sessions AS s "
+        "LEFT JOIN index_state st ON st.session_id = s.session_id "
+        f"WHERE ({where}) AND (st.id IS NULL OR st.needs_rebuild = 1 "
+        "OR st.indexed_seq < s.last_seq OR st.index_version != :v))"
+    )
+    return bool(conn.execute(text(sql), params).scalar())
+
+
+def _hits_sql(conn: Connection, caller: Caller, req: SearchRequest) -> tuple[str, dict[str, Any]]:
+    s = AgentSession.__table__.alias("s")
+    extra = s.c.session_key == req.session_key if req.session_key is not None else None
+    where, params = _visible_sql(conn, caller, extra)
+    assert req.compiled is not None
+    params.update(q=req.compiled.match, v=INDEX_VERSION, lim=req.limit + 1)
+    match = ":q"
+    if caller.is_narrow:
+        # FTS5 intersects the text doclist with the visible sessions' tokens, so ranking only
+        # scores rows the caller may see (engine-facts: 8 ms instead of 268 ms). The subquery
+        # re-uses the visibility SQL: its own alias `s` shadows the outer one.
+        match = (
+            "'(' || :q || ') AND sess : (' || coalesce((SELECT group_concat('s' || st2.id, "
+            "' OR ') FROM sessions AS s JOIN index_state AS st2 ON st2.session_id = s.session_id "
+            f"WHERE {where}), 's0') || ')'"
+        )
+    filters = []
+    if req.role is not None:
+        filters.append("AND mi.role = :role")
+        params["role"] = req.role
+    if req.since is not None:
+        filters.append("AND mi.timestamp_ms >= :since")
+        params["since"] = req.since
+    if req.until is not None:
+        filters.append("AND mi.timestamp_ms <= :until")
+        params["until"] = req.until
+    score = f"bm25({fts.FTS_TABLE}, {fts.BM25_WEIGHTS})"
+    if req.order == "recent":
+        order = "mi.timestamp_ms DESC, s.session_key, mi.event_id"
+    else:
+        order = "rank, mi.timestamp_ms DESC, s.session_key, mi.event_id"
+    sql = (
+        f"SELECT mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, s.session_key, "
+        f"{score} AS rank "
+        f"FROM {fts.FTS_TABLE} CROSS JOIN {fts.CONTENT_TABLE} AS mi "
+        f"ON mi.id = {fts.FTS_TABLE}.rowid "
+        "CROSS JOIN sessions AS s ON s.session_id = mi.session_id "
+        "CROSS JOIN index_state AS st ON st.session_id = s.session_id "
+        f"WHERE {fts.FTS_TABLE} MATCH {match} AND ({where}) "
+        "AND st.needs_rebuild = 0 AND st.indexed_seq >= s.last_seq AND st.index_version = :v "
+        f"{' '.join(filters)} ORDER BY {order} LIMIT :lim"
+    )
+    return sql, params
+
+
+def _original_text(conn: Connection, session_id: str, seq: int) -> str:
+    raw = conn.execute(
+        text("SELECT event FROM transcript_events WHERE session_id = :sid AND seq = :seq"),
+        {"sid": session_id, "seq": seq},
+    ).scalar()
+    event = _EVENT_JSON.process_result_value(raw, conn.dialect) if raw is not None else None
+    row = transcript.index_row(seq, event) if event is not None else None
+    return row.text if row is not None else ""
+
+
+def run_search(
+    conn: Connection,
+    caller: Caller,
+    req: SearchRequest,
+    *,
+    redactor: Redactor | None = None,
+    on_pending: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """Run a validated search on a (read) connection; the result dict of behaviour.md §4."""
+    if req.session_key is not None:
+        denied = session_key_access(conn, caller, req.session_key)
+        if denied == "error":
+            return {"status": "error", "error": f"Session not found: {req.session_key}"}
+        if denied == "forbidden":
+            return {
+                "status": "forbidden",
+                "error": f"Session {req.session_key} is not visible to this session",
+            }
+    out: dict[str, Any] = {"results": []}
+    if pending_visible(conn, caller, req.session_key):
+        out["indexing"] = True
+        out["warning"] = INDEXING_WARNING
+        if on_pending is not None:
+            on_pending()
+    if req.compiled is None:
+        return out
+    sql, params = _hits_sql(conn, caller, req)
+    rows = conn.execute(text(sql), params).all()
+    truncated = len(rows) > req.limit
+    results: list[dict[str, Any]] = []
+    used = 2  # the enclosing "[]"
+    for session_id, seq, event_id, role, ts, session_key, rank in rows[: req.limit]:
+        original = _original_text(conn, session_id, seq)
+        snippet = make_snippet(redact_text(original, redactor), req.compiled.terms)
+        item = {
+            "sessionKey": session_key,
+            "sessionId": session_id,
+            "messageId": event_id,
+            "role": role,
+            "timestamp": int(ts),
+            "snippet": snippet,
+            "score": -float(rank) if rank is not None else 0.0,
+        }
+        size = len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + (1 if results else 0)
+        if used + size > MAX_RESULTS_BYTES:
+            truncated = True
+            break
+        used += size
+        results.append(item)
+    out["results"] = results
+    if truncated:
+        out["truncated"] = True
+    return out
+
+

@@ -1,0 +1,249 @@
+"""``TranscriptStore``: the facade — engine set-up, schema upgrade, writes, imports, reads.
+
+Invariant: every write goes through an installed ORM session (so the index hooks run in the
+writing transaction) or through the importer (which leaves sessions pending); every read runs
+on a deferred read transaction. The store never reads environment variables or files beyond
+those it is handed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, delete, select
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from . import importer, migrate
+from .engine import READ_ONLY, configure, is_memory_url, make_engine
+from .errors import DuplicateEventError, SessionExistsError, UnknownSessionError
+from .hooks import install
+from .models import MAX_KEY_LENGTH, AgentSession, Branch, TranscriptEvent
+from .reconcile import BackgroundReconciler, Reconciler, status
+from .redact import Redactor
+from .search import build_request, run_search
+from .visibility import Caller
+
+
+class TranscriptStore:
+    """Sessions, transcripts and their full-text index in one database (see api.md)."""
+
+    def __init__(
+        self,
+        url: str | URL | Engine,
+        *,
+        upgrade: bool = True,
+        background: bool = True,
+        redactor: Redactor | None = None,
+        lease_seconds: float | None = None,
+    ) -> None:
+        if isinstance(url, Engine):
+            self.engine = configure(url)
+            self._owns_engine = False
+        else:
+            self.engine = make_engine(url)
+            self._owns_engine = True
+        if upgrade:
+            migrate.upgrade(self.engine)
+        self.sessions = install(sessionmaker(self.engine, expire_on_commit=False))
+        self.redactor = redactor
+        self._lease_seconds = lease_seconds
+        # An in-memory database lives on one shared connection: no second thread on it.
+        self.background = background and not is_memory_url(self.engine.url)
+        self._background = BackgroundReconciler(self._make_reconciler)
+        self._closed = False
+        self._lock = threading.Lock()
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        session_id: str,
+        session_key: str,
+        *,
+        agent_id: str | None = None,
+        spawned_by: str | None = None,
+        parent_session_key: str | None = None,
+        owner_session_key: str | None = None,
+        archived: bool = False,
+        incognito: bool = False,
+    ) -> AgentSession:
+        """Create a session (a new transcript incarnation under ``session_key``)."""
+        for name, value in (("session_id", session_id), ("session_key", session_key)):
+            if not isinstance(value, str) or not value.strip():
+                raise UnknownSessionError(f"{name} must be a non-empty string")
+            if len(value) > MAX_KEY_LENGTH:
+                raise UnknownSessionError(f"{name} longer than {MAX_KEY_LENGTH} characters")
+        obj = AgentSession(
+            session_id=session_id,
+            session_key=session_key,
+            agent_id=agent_id,
+            spawned_by=spawned_by,
+            parent_session_key=parent_session_key,
+            owner_session_key=owner_session_key,
+            archived=archived,
+            incognito=incognito,
+        )
+        try:
+            with self.sessions.begin() as db:
+                if db.get(AgentSession, session_id) is not None:
+                    raise SessionExistsError(f"session {session_id!r} already exists")
+                db.add(obj)
+        except IntegrityError:
+            raise SessionExistsError(f"session {session_id!r} already exists") from None
+        return obj
+
+    def append(self, session_id: str, event: Mapping[str, Any]) -> int:
+        """Append one event in its own transaction; returns its ``seq``."""
+        return self.append_many(session_id, [event])[0]
+
+    def append_many(self, session_id: str, events: Iterable[Mapping[str, Any]]) -> list[int]:
+        """Append several events in one transaction; returns their ``seq``s."""
+        objs = [TranscriptEvent(session_id=session_id, event=e) for e in events]
+        if not objs:
+            return []
+        try:
+            with self.sessions.begin() as db:
+                db.add_all(objs)
+                db.flush()
+                return [o.seq for o in objs]
+        except IntegrityError as exc:
+            raise DuplicateEventError(f"append to {session_id!r} conflicts: {exc.orig}") from None
+
+    def rewind(self, session_id: str, target_id: str | None) -> int:
+        """Make ``target_id`` the active leaf (None: an empty branch) by appending a leaf control."""
+        with self.sessions.begin() as db:
+            if db.get(AgentSession, session_id) is None:
+                raise UnknownSessionError(f"unknown session {session_id!r}")
+            if target_id is not None:
+                found = db.execute(
+                    select(TranscriptEvent.seq).where(
+                        TranscriptEvent.session_id == session_id,
+                        TranscriptEvent.event_id == target_id,
+                    )
+                ).first()
+                if found is None:
+                    raise UnknownSessionError(
+                        f"session {session_id!r} has no event {target_id!r} to rewind to"
+                    )
+            leaf = db.execute(
+                select(Branch.tip_id).where(Branch.session_id == session_id, Branch.is_active)
+            ).scalar()
+        event: dict[str, Any] = {
+            "type": "leaf",
+            "id": f"leaf-{uuid.uuid4().hex[:12]}",
+            "parentId": leaf,
+            "targetId": target_id,
+            "timestamp": int(time.time() * 1000),
+        }
+        return self.append(session_id, event)
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session with its events, branches and index rows. True if it existed."""
+        with self.sessions.begin() as db:
+            result = db.execute(delete(AgentSession).where(AgentSession.session_id == session_id))
+            return bool(getattr(result, "rowcount", 0))
+
+    def import_jsonl(
+        self, path: str | Path, session_key: str | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Import one transcript like ``openclaw doctor``: stored, not indexed (pending)."""
+        return importer.import_jsonl(self.engine, path, session_key=session_key, **kwargs).as_dict()
+
+    def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+        """Import an OpenClaw agent sessions folder (``sessions.json`` + ``<id>.jsonl``)."""
+        return importer.import_dir(self.engine, sessions_dir, **kwargs).as_dict()
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def read_session(self) -> Session:
+        """A session whose transactions are deferred (read-only use)."""
+        return Session(self.engine.execution_options(**{READ_ONLY: True}))
+
+    def search(
+        self,
+        caller: Caller,
+        query: str,
+        *,
+        limit: int | None = None,
+        session_key: str | None = None,
+        role: str | None = None,
+        since: int | str | None = None,
+        until: int | str | None = None,
+        order: str | None = None,
+    ) -> dict[str, Any]:
+        """``sessions_search`` (behaviour.md §4)."""
+        req = build_request(
+            query, limit=limit, session_key=session_key, role=role, since=since, until=until,
+            order=order,
+        )
+        with self._read() as conn:
+            return run_search(
+                conn, caller, req, redactor=self.redactor, on_pending=self._on_pending
+            )
+
+    def history(self, caller: Caller, session_key: str, **kwargs: Any) -> dict[str, Any]:
+        """``sessions_history`` (behaviour.md §5)."""
+        from .history import run_history
+
+        with self._read() as conn:
+            return run_history(conn, caller, session_key, redactor=self.redactor, **kwargs)
+
+    def branches(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's branch tips, the active one flagged."""
+        with self._read() as conn:
+            rows = conn.execute(
+                select(Branch.tip_id, Branch.tip_seq, Branch.is_active)
+                .where(Branch.session_id == session_id)
+                .order_by(Branch.tip_seq)
+            ).all()
+        return [{"tipId": r[0], "tipSeq": r[1], "active": bool(r[2])} for r in rows]
+
+    # -- the index ----------------------------------------------------------------------------
+
+    def _make_reconciler(self) -> Reconciler:
+        if self._lease_seconds is None:
+            return Reconciler(self.engine)
+        return Reconciler(self.engine, lease_seconds=self._lease_seconds)
+
+    def _on_pending(self) -> None:
+        if self.background and not self._closed:
+            self._background.trigger()
+
+    def reconcile(self, progress: Any = None) -> dict[str, Any]:
+        """Index every pending session now (waits for a running reconciler's lease)."""
+        return self._make_reconciler().run(wait=True, progress=progress)
+
+    def index_status(self) -> dict[str, int]:
+        """``{"pending", "indexed", "total"}`` in sessions."""
+        with self._read() as conn:
+            return status(conn)
+
+    def wait_for_index(self, timeout: float | None = None) -> None:
+        """Wait for the background reconciler started by a search (tests, scripts)."""
+        self._background.wait(timeout)
+
+    def _read(self) -> Any:
+        return self.engine.connect().execution_options(**{READ_ONLY: True})
+
+    def close(self) -> None:
+        """Stop the background reconciler and release the engine (if the store made it)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._background.stop()
+        if self._owns_engine:
+            self.engine.dispose()
+
+    def __enter__(self) -> TranscriptStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
