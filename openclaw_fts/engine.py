@@ -30,7 +30,7 @@ def is_memory_url(url: URL) -> bool:
 
 
 def make_engine(url: str | URL, **kwargs: Any) -> Engine:
-    """Create an engine for a URL with the plugin's settings (``:memory:`` shares one connection)."""
+    """An engine for ``url`` with the plugin's settings (``:memory:``: one shared connection)."""
     parsed = make_url(url)
     if is_memory_url(parsed):
         kwargs.setdefault("poolclass", StaticPool)

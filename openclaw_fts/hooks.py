@@ -175,8 +175,11 @@ def install(target: SessionTarget) -> SessionTarget:
     listen_target: Any = target
     if isinstance(target, scoped_session):
         listen_target = target.session_factory
-    if getattr(listen_target, _INSTALLED_KEY, False) if not isinstance(listen_target, Session) \
-            else listen_target.info.get(_INSTALLED_KEY):
+    if (
+        getattr(listen_target, _INSTALLED_KEY, False)
+        if not isinstance(listen_target, Session)
+        else listen_target.info.get(_INSTALLED_KEY)
+    ):
         return target
     event.listen(listen_target, "before_flush", _before_flush)
     event.listen(listen_target, "after_flush", _after_flush)

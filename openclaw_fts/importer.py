@@ -119,7 +119,7 @@ def _sniff(path: Path) -> dict[str, Any] | None:
     if seen == 0 and scratch.error_count == 0:
         return None  # empty file: nothing to import, not an error
     raise ImportFormatError(
-        f"{path}: not an OpenClaw transcript (no JSON object with a \"type\" in its first "
+        f'{path}: not an OpenClaw transcript (no JSON object with a "type" in its first '
         f"{IMPORT_SNIFF_LINES} lines)"
     )
 
@@ -210,7 +210,7 @@ def _write_batch(
         )
         taken = _existing_ids(conn, sid, [transcript.event_id_of(e) for _, e in batch])
         rows = []
-        for number, event in batch:
+        for _number, event in batch:
             event_id = transcript.event_id_of(event)
             if event_id is None and existed:
                 report.skipped_duplicates += 1  # no id to tell it apart from the stored copy
@@ -316,8 +316,12 @@ def import_dir(
         key, meta = index.get(path.stem, (None, None))
         try:
             part = import_jsonl(
-                engine, path, session_key=key, session_id=path.stem if key else None,
-                meta=meta, progress=progress,
+                engine,
+                path,
+                session_key=key,
+                session_id=path.stem if key else None,
+                meta=meta,
+                progress=progress,
             )
         except ImportFormatError as exc:
             report.files += 1

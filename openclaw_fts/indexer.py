@@ -300,8 +300,12 @@ def finalize(conn: Connection, plan: Plan) -> None:
             "UPDATE index_state SET indexed_seq = :seq, indexed_leaf = :leaf, "
             "needs_rebuild = 0, index_version = :v, generation = generation + 1 WHERE id = :id"
         ),
-        {"seq": plan.last_seq, "leaf": plan.tree.active_leaf, "v": INDEX_VERSION,
-         "id": plan.state_id},
+        {
+            "seq": plan.last_seq,
+            "leaf": plan.tree.active_leaf,
+            "v": INDEX_VERSION,
+            "id": plan.state_id,
+        },
     )
     conn.execute(
         text("UPDATE sessions SET last_seq = :seq WHERE session_id = :sid AND last_seq < :seq"),
@@ -316,7 +320,12 @@ def write_branches(
     """Replace a session's branch records with the tips of its resolved tree."""
     conn.execute(text("DELETE FROM branches WHERE session_id = :sid"), {"sid": session_id})
     rows = [
-        {"sid": session_id, "tip": tip, "seq": seq_of_tip.get(tip), "active": tip == tree.active_leaf}
+        {
+            "sid": session_id,
+            "tip": tip,
+            "seq": seq_of_tip.get(tip),
+            "active": tip == tree.active_leaf,
+        }
         for tip in tree.tips
     ]
     if tree.active_leaf is None:

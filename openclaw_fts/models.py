@@ -236,11 +236,15 @@ class ReconcileLease(Base):
 # metadata.create_all() (hosts without Alembic, quick tests) gets the FTS5 side too.
 for _statement in fts.CREATE_STATEMENTS:
     event.listen(
-        MessageIndex.__table__, "after_create", DDL(_statement).execute_if(dialect="sqlite")
+        MessageIndex.__table__,
+        "after_create",
+        DDL(_statement).execute_if(dialect="sqlite"),  # type: ignore[no-untyped-call]
     )
 for _statement in fts.DROP_STATEMENTS:
     event.listen(
-        MessageIndex.__table__, "before_drop", DDL(_statement).execute_if(dialect="sqlite")
+        MessageIndex.__table__,
+        "before_drop",
+        DDL(_statement).execute_if(dialect="sqlite"),  # type: ignore[no-untyped-call]
     )
 
 #: Tables of revision 1 (what a host stored before anything was indexed).

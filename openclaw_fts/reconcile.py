@@ -104,9 +104,7 @@ class Lease:
     def renew(self, conn: Connection) -> bool:
         """Extend the lease inside a write transaction; False if it was taken over."""
         result = conn.execute(
-            text(
-                "UPDATE reconcile_lease SET expires_at = :e WHERE name = :n AND holder = :h"
-            ),
+            text("UPDATE reconcile_lease SET expires_at = :e WHERE name = :n AND holder = :h"),
             {"n": LEASE_NAME, "h": self.holder, "e": time.time() + self.seconds},
         )
         return bool(result.rowcount)
@@ -244,9 +242,7 @@ class Reconciler:
                     self.stats["sessions"] += 1
                 else:
                     conn.execute(
-                        text(
-                            "UPDATE index_state SET generation = generation + 1 WHERE id = :id"
-                        ),
+                        text("UPDATE index_state SET generation = generation + 1 WHERE id = :id"),
                         {"id": plan.state_id},
                     )
                 work.generation += 1

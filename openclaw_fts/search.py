@@ -35,8 +35,7 @@ MAX_LIMIT = 25
 #: Cap on the UTF-8 JSON of ``results`` (OpenClaw's response budget).
 MAX_RESULTS_BYTES = 32 * 1024
 INDEXING_WARNING = (
-    "Transcript indexing is in progress; results may be incomplete. "
-    "Retry sessions_search shortly."
+    "Transcript indexing is in progress; results may be incomplete. Retry sessions_search shortly."
 )
 ROLES = ("user", "assistant")
 ORDERS = ("relevance", "recent")
@@ -133,13 +132,14 @@ def build_request(
 
 def _compile(conn: Connection, clause: ColumnElement[bool]) -> tuple[str, dict[str, Any]]:
     """Render a Core predicate as SQL with named parameters, for embedding in text SQL."""
-    dialect = type(conn.dialect)(paramstyle="named")
+    dialect = type(conn.dialect)(paramstyle="named")  # type: ignore[call-arg]
     compiled = clause.compile(dialect=dialect)
     return str(compiled), dict(compiled.params)
 
 
-def _visible_sql(conn: Connection, caller: Caller, extra: ColumnElement[bool] | None = None
-                 ) -> tuple[str, dict[str, Any]]:
+def _visible_sql(
+    conn: Connection, caller: Caller, extra: ColumnElement[bool] | None = None
+) -> tuple[str, dict[str, Any]]:
     s = AgentSession.__table__.alias("s")
     pred = visible(caller, s)
     if extra is not None:
@@ -284,5 +284,3 @@ def run_search(
     if truncated:
         out["truncated"] = True
     return out
-
-

@@ -51,7 +51,8 @@ class TranscriptStore:
             self._owns_engine = True
         if upgrade:
             migrate.upgrade(self.engine)
-        self.sessions = install(sessionmaker(self.engine, expire_on_commit=False))
+        self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
+        install(self.sessions)
         self.redactor = redactor
         self._lease_seconds = lease_seconds
         # An in-memory database lives on one shared connection: no second thread on it.
@@ -117,7 +118,7 @@ class TranscriptStore:
             raise DuplicateEventError(f"append to {session_id!r} conflicts: {exc.orig}") from None
 
     def rewind(self, session_id: str, target_id: str | None) -> int:
-        """Make ``target_id`` the active leaf (None: an empty branch) by appending a leaf control."""
+        """Make ``target_id`` the active leaf (None: empty branch) by appending a leaf control."""
         with self.sessions.begin() as db:
             if db.get(AgentSession, session_id) is None:
                 raise UnknownSessionError(f"unknown session {session_id!r}")
@@ -180,7 +181,12 @@ class TranscriptStore:
     ) -> dict[str, Any]:
         """``sessions_search`` (behaviour.md §4)."""
         req = build_request(
-            query, limit=limit, session_key=session_key, role=role, since=since, until=until,
+            query,
+            limit=limit,
+            session_key=session_key,
+            role=role,
+            since=since,
+            until=until,
             order=order,
         )
         with self._read() as conn:

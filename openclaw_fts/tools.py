@@ -130,7 +130,9 @@ def _error(message: str) -> dict[str, Any]:
     return {"status": "error", "error": message}
 
 
-def _unknown(args: dict[str, Any], known: dict[str, str], extra: tuple[str, ...] = ()) -> str | None:
+def _unknown(
+    args: dict[str, Any], known: dict[str, str], extra: tuple[str, ...] = ()
+) -> str | None:
     for name in args:
         if name not in known and name not in extra:
             return f"unknown argument: {name}"

@@ -231,14 +231,18 @@ def resolve_tree(nodes: Iterable[TreeNode]) -> Tree:
     return Tree(active_leaf=leaf, active_seqs=tuple(path), tips=tuple(tips))
 
 
-def active_branch(events: Sequence[tuple[int, Mapping[str, Any]]]) -> list[tuple[int, Mapping[str, Any]]]:
+def active_branch(
+    events: Sequence[tuple[int, Mapping[str, Any]]],
+) -> list[tuple[int, Mapping[str, Any]]]:
     """The events on the active branch, root first, from ``(seq, event)`` pairs."""
     tree = resolve_tree(tree_node(seq, event) for seq, event in events)
     by_seq = dict(events)
     return [(seq, by_seq[seq]) for seq in tree.active_seqs]
 
 
-def index_rows(events: Sequence[tuple[int, Mapping[str, Any]]], *, incognito: bool = False) -> list[IndexRow]:
+def index_rows(
+    events: Sequence[tuple[int, Mapping[str, Any]]], *, incognito: bool = False
+) -> list[IndexRow]:
     """THE predicate: the index rows a session's events must produce (behaviour.md §2)."""
     if incognito:
         return []

@@ -28,8 +28,8 @@ MAX_ALLOW_PATTERNS = 64
 
 @dataclass(frozen=True)
 class AgentToAgent:
-    """Agent-to-agent policy: other agents' sessions are visible under ``all`` only when enabled
-    and both agent ids match an ``allow`` pattern (``*`` wildcard, case-insensitive; empty = any)."""
+    """Agent-to-agent policy: under ``all``, other agents' sessions are visible only when
+    enabled and both agent ids match an ``allow`` pattern (``*``, case-insensitive; empty: any)."""
 
     enabled: bool = False
     allow: Sequence[str] = ()
@@ -92,8 +92,9 @@ def visible(caller: Caller, s: FromClause, *, for_search: bool = True) -> Column
     elif caller.visibility == "self":
         pred = own
     else:
-        tree = or_(own, c.owner_session_key == key, c.spawned_by == key,
-                   c.parent_session_key == key)
+        tree = or_(
+            own, c.owner_session_key == key, c.spawned_by == key, c.parent_session_key == key
+        )
         if caller.visibility == "tree":
             pred = tree
         else:
@@ -114,6 +115,4 @@ def _other_agents(caller: Caller, column: ColumnElement[str]) -> ColumnElement[b
     patterns = [p for p in list(policy.allow)[:MAX_ALLOW_PATTERNS] if p]
     if not patterns:
         return true()
-    return or_(
-        *(func.lower(column).like(_like_pattern(p), escape="\\") for p in patterns)
-    )
+    return or_(*(func.lower(column).like(_like_pattern(p), escape="\\") for p in patterns))

@@ -46,8 +46,13 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("session_id", name=op.f("pk_sessions")),
     )
-    for column in ("session_key", "agent_id", "spawned_by", "parent_session_key",
-                   "owner_session_key"):
+    for column in (
+        "session_key",
+        "agent_id",
+        "spawned_by",
+        "parent_session_key",
+        "owner_session_key",
+    ):
         op.create_index(op.f(f"ix_sessions_{column}"), "sessions", [column])
     op.create_table(
         "transcript_events",
@@ -94,7 +99,12 @@ def downgrade() -> None:
     op.drop_index(op.f("ix_branches_session_id"), table_name="branches")
     op.drop_table("branches")
     op.drop_table("transcript_events")
-    for column in ("session_key", "agent_id", "spawned_by", "parent_session_key",
-                   "owner_session_key"):
+    for column in (
+        "session_key",
+        "agent_id",
+        "spawned_by",
+        "parent_session_key",
+        "owner_session_key",
+    ):
         op.drop_index(op.f(f"ix_sessions_{column}"), table_name="sessions")
     op.drop_table("sessions")

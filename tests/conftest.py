@@ -1,0 +1,39 @@
+"""Shared fixtures: a real SQLite database file per test, migrated to head."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from openclaw_fts import TranscriptStore
+from openclaw_fts.engine import make_engine
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'test.sqlite'}"
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[TranscriptStore]:
+    """A store on a fresh database file; no background thread (reconcile() is explicit)."""
+    s = TranscriptStore(db_url, background=False)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def engine(db_url: str, store: TranscriptStore) -> Iterator[Engine]:
+    """A second engine on the store's database (another connection pool, like another process)."""
+    e = make_engine(db_url)
+    try:
+        yield e
+    finally:
+        e.dispose()
