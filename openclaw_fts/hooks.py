@@ -23,6 +23,8 @@ from .models import MAX_KEY_LENGTH, AgentSession, TranscriptEvent, dump_event
 
 #: Largest event accepted, serialised (a 10 MB message fits; a runaway blob does not).
 MAX_EVENT_BYTES = 16 * 1024 * 1024
+#: Largest ``seq`` accepted (far beyond any transcript; keeps SQLite's 64-bit integers safe).
+MAX_SEQ = 2**53
 #: Key under which a flush's work travels from ``before_flush`` to ``after_flush``.
 _INFO_KEY = "openclaw_fts.flush"
 _INSTALLED_KEY = "_openclaw_fts_installed"
@@ -52,19 +54,28 @@ def agent_id_from_key(session_key: str) -> str | None:
 
 def validate_event(event_obj: Any) -> dict[str, Any]:
     """Check an event before it is stored; raise :class:`InvalidEventError` with the reason."""
+    serialise_event(event_obj)
+    return event_obj  # type: ignore[no-any-return]
+
+
+def serialise_event(event_obj: Any) -> str:
+    """The stored JSON text of a valid event; raise :class:`InvalidEventError` otherwise."""
     if not isinstance(event_obj, dict):
         raise InvalidEventError(f"an event must be a JSON object, not {type(event_obj).__name__}")
     try:
-        size = len(dump_event(event_obj).encode("utf-8"))
+        dumped = dump_event(event_obj)
+    except RecursionError:
+        raise InvalidEventError("event is nested too deeply to store") from None
     except (TypeError, ValueError) as exc:
         raise InvalidEventError(f"event is not JSON-serialisable: {exc}") from None
+    size = len(dumped.encode("utf-8", "surrogatepass"))
     if size > MAX_EVENT_BYTES:
         raise InvalidEventError(f"event is {size} bytes; the limit is {MAX_EVENT_BYTES}")
     for key in ("id", "parentId", "targetId"):
         value = event_obj.get(key)
         if isinstance(value, str) and len(value) > MAX_KEY_LENGTH:
             raise InvalidEventError(f"event {key} longer than {MAX_KEY_LENGTH} characters")
-    return event_obj
+    return dumped
 
 
 def fill_derived(obj: TranscriptEvent, seq: int) -> transcript.TreeNode:
@@ -117,6 +128,12 @@ def _assign_seqs(
 ) -> None:
     sid = owner.session_id
     last = owner.last_seq if owner.last_seq is not None else -1
+    for obj in objs:
+        seq = obj.seq
+        if seq is not None and (
+            isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq <= MAX_SEQ
+        ):
+            raise InvalidEventError(f"seq must be an integer from 0 to {MAX_SEQ}")
     objs.sort(key=lambda o: (o.seq is None, o.seq or 0, o.__dict__.get("_ocfts_order", 0)))
     ids = [i for o in objs if isinstance(i := o.event.get("id"), str) and i.strip()]
     if len(ids) != len(set(ids)):

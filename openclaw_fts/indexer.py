@@ -118,13 +118,46 @@ def _session_row(conn: Connection, session_id: str) -> tuple[bool, int] | None:
     return None if row is None else (bool(row[0]), int(row[1]))
 
 
-def on_appended(conn: Connection, session_id: str, appended: Sequence[Appended]) -> None:
-    """Index what a flush appended to one session: extend the indexed branch, or repair."""
-    session = _session_row(conn, session_id)
-    if session is None or not appended:
+@dataclass(slots=True)
+class SessionContext:
+    """A session's write-relevant columns and index state, read in one statement."""
+
+    last_seq: int
+    incognito: bool
+    state: StateRow | None
+
+
+def read_context(conn: Connection, session_id: str) -> SessionContext | None:
+    row = (
+        fts.cursor(conn)
+        .execute(
+            "SELECT s.last_seq, s.incognito, st.id, st.indexed_seq, st.indexed_leaf, "
+            "st.needs_rebuild, st.generation, st.index_version FROM sessions s "
+            "LEFT JOIN index_state st ON st.session_id = s.session_id WHERE s.session_id = ?",
+            (session_id,),
+        )
+        .fetchone()
+    )
+    if row is None:
+        return None
+    state = None
+    if row[2] is not None:
+        state = StateRow(row[2], row[3], row[4], bool(row[5]), row[6], row[7])
+    return SessionContext(int(row[0]), bool(row[1]), state)
+
+
+def on_appended(
+    conn: Connection,
+    session_id: str,
+    appended: Sequence[Appended],
+    context: SessionContext | None = None,
+) -> None:
+    """Index what was just appended to one session: extend the indexed branch, or repair.
+    ``context`` is the session as read before the append (saves a query when given)."""
+    context = context or read_context(conn, session_id)
+    if context is None or not appended:
         return
-    incognito, _ = session
-    state = read_state(conn, session_id)
+    incognito, state = context.incognito, context.state
     if (
         state is None
         or state.needs_rebuild
@@ -153,13 +186,10 @@ def on_appended(conn: Connection, session_id: str, appended: Sequence[Appended])
         if row is not None:
             rows.append(_new_row(session_id, token, row))
     fts.insert_rows(conn, rows)
-    last = appended[-1].seq
-    conn.execute(
-        text(
-            "UPDATE index_state SET indexed_seq = :seq, indexed_leaf = :leaf, "
-            "generation = generation + 1 WHERE id = :id"
-        ),
-        {"seq": last, "leaf": leaf, "id": state.id},
+    fts.cursor(conn).execute(
+        "UPDATE index_state SET indexed_seq = ?, indexed_leaf = ?, generation = generation + 1 "
+        "WHERE id = ?",
+        (appended[-1].seq, leaf, state.id),
     )
     if leaf != state.indexed_leaf:
         _advance_active_branch(conn, session_id, leaf, _seq_of(appended, leaf))
@@ -175,12 +205,9 @@ def _seq_of(appended: Sequence[Appended], event_id: str | None) -> int | None:
 def _advance_active_branch(
     conn: Connection, session_id: str, tip: str | None, tip_seq: int | None
 ) -> None:
-    moved = conn.execute(
-        text(
-            "UPDATE branches SET tip_id = :tip, tip_seq = :seq "
-            "WHERE session_id = :sid AND is_active = 1"
-        ),
-        {"tip": tip, "seq": tip_seq, "sid": session_id},
+    moved = fts.cursor(conn).execute(
+        "UPDATE branches SET tip_id = ?, tip_seq = ? WHERE session_id = ? AND is_active = 1",
+        (tip, tip_seq, session_id),
     )
     if moved.rowcount == 0:
         conn.execute(

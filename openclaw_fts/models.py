@@ -20,7 +20,6 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
-    Index,
     Integer,
     MetaData,
     String,
@@ -204,10 +203,7 @@ class MessageIndex(Base):
     """Content table of the FTS5 index: one row per indexed message (revision 2)."""
 
     __tablename__ = "message_index"
-    __table_args__ = (
-        UniqueConstraint("session_id", "event_id"),
-        Index("ix_message_index_ts", "timestamp_ms"),
-    )
+    __table_args__ = (UniqueConstraint("session_id", "event_id"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     session_id: Mapped[str] = mapped_column(

@@ -26,6 +26,7 @@ from .models import INDEX_VERSION, AgentSession, EventJSON
 from .query import CompiledQuery, compile_query
 from .redact import Redactor, redact_text
 from .snippet import make_snippet
+from .tokens import clean_text
 from .visibility import Caller, visible
 
 #: OpenClaw's bounds on the query and the number of results.
@@ -228,7 +229,7 @@ def _original_text(conn: Connection, session_id: str, seq: int) -> str:
     ).scalar()
     event = _EVENT_JSON.process_result_value(raw, conn.dialect) if raw is not None else None
     row = transcript.index_row(seq, event) if event is not None else None
-    return row.text if row is not None else ""
+    return clean_text(row.text) if row is not None else ""
 
 
 def run_search(

@@ -8,6 +8,7 @@ those it is handed.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 import uuid
@@ -29,6 +30,7 @@ from .reconcile import BackgroundReconciler, Reconciler, status
 from .redact import Redactor
 from .search import build_request, run_search
 from .visibility import Caller
+from .writer import append_events
 
 
 class TranscriptStore:
@@ -106,16 +108,17 @@ class TranscriptStore:
 
     def append_many(self, session_id: str, events: Iterable[Mapping[str, Any]]) -> list[int]:
         """Append several events in one transaction; returns their ``seq``s."""
-        objs = [TranscriptEvent(session_id=session_id, event=e) for e in events]
-        if not objs:
+        batch = list(events)
+        if not batch:
             return []
         try:
-            with self.sessions.begin() as db:
-                db.add_all(objs)
-                db.flush()
-                return [o.seq for o in objs]
-        except IntegrityError as exc:
-            raise DuplicateEventError(f"append to {session_id!r} conflicts: {exc.orig}") from None
+            with self.engine.begin() as conn:
+                return append_events(conn, session_id, batch)
+        except (IntegrityError, sqlite3.IntegrityError) as exc:
+            reason = exc.orig if isinstance(exc, IntegrityError) else exc
+            raise DuplicateEventError(
+                f"append to {session_id!r} conflicts with a stored event ({reason})"
+            ) from None
 
     def rewind(self, session_id: str, target_id: str | None) -> int:
         """Make ``target_id`` the active leaf (None: empty branch) by appending a leaf control."""

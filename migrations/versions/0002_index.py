@@ -75,7 +75,6 @@ def upgrade() -> None:
             "session_id", "event_id", name=op.f("uq_message_index_session_id_event_id")
         ),
     )
-    op.create_index("ix_message_index_ts", "message_index", ["timestamp_ms"])
     op.create_table(
         "reconcile_lease",
         sa.Column("name", sa.String(64), nullable=False),
@@ -93,6 +92,5 @@ def downgrade() -> None:
         op.execute("DROP TRIGGER IF EXISTS message_index_fts_delete")
         op.execute("DROP TABLE IF EXISTS message_fts")
     op.drop_table("reconcile_lease")
-    op.drop_index("ix_message_index_ts", table_name="message_index")
     op.drop_table("message_index")
     op.drop_table("index_state")

@@ -10,6 +10,7 @@ writes FTS5 SQL.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,6 +41,14 @@ DROP_FTS = f"DROP TABLE IF EXISTS {FTS_TABLE}"
 
 CREATE_STATEMENTS = (CREATE_FTS, CREATE_DELETE_TRIGGER)
 DROP_STATEMENTS = (DROP_DELETE_TRIGGER, DROP_FTS)
+
+
+def cursor(conn: Connection) -> sqlite3.Cursor:
+    """A DBAPI cursor on the connection's current transaction, for the per-append hot path
+    (a handful of statements per append: SQLAlchemy's per-statement overhead would dominate)."""
+    driver = conn.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection), "the SQLite index needs a sqlite3 connection"
+    return driver.cursor()
 
 
 def is_fts_table(name: str) -> bool:
@@ -74,33 +83,23 @@ class StoredRow:
 
 
 def insert_rows(conn: Connection, rows: Sequence[NewRow]) -> None:
-    """Write rows into the content table and FTS5, two ``executemany`` calls."""
+    """Write rows into the content table and FTS5: two ``executemany`` calls, explicit ids."""
     if not rows:
         return
-    start = conn.execute(text(f"SELECT coalesce(max(id), 0) FROM {CONTENT_TABLE}")).scalar_one()
-    params = [
-        {
-            "id": start + i + 1,
-            "session_id": r.session_id,
-            "seq": r.seq,
-            "event_id": r.event_id,
-            "role": r.role,
-            "ts": r.timestamp_ms,
-            "body": r.body,
-            "sess": r.sess,
-        }
-        for i, r in enumerate(rows)
-    ]
-    conn.execute(
-        text(
-            f"INSERT INTO {CONTENT_TABLE} (id, session_id, seq, event_id, role, timestamp_ms, "
-            "body, sess) VALUES (:id, :session_id, :seq, :event_id, :role, :ts, :body, :sess)"
-        ),
-        params,
+    cur = cursor(conn)
+    start = cur.execute(f"SELECT coalesce(max(id), 0) FROM {CONTENT_TABLE}").fetchone()[0]
+    ids = range(start + 1, start + 1 + len(rows))
+    cur.executemany(
+        f"INSERT INTO {CONTENT_TABLE} (id, session_id, seq, event_id, role, timestamp_ms, body, "
+        "sess) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (i, r.session_id, r.seq, r.event_id, r.role, r.timestamp_ms, r.body, r.sess)
+            for i, r in zip(ids, rows, strict=True)
+        ],
     )
-    conn.execute(
-        text(f"INSERT INTO {FTS_TABLE} (rowid, body, sess) VALUES (:id, :body, :sess)"),
-        params,
+    cur.executemany(
+        f"INSERT INTO {FTS_TABLE} (rowid, body, sess) VALUES (?, ?, ?)",
+        [(i, r.body, r.sess) for i, r in zip(ids, rows, strict=True)],
     )
 
 

@@ -1,0 +1,70 @@
+"""The store's write path: append events with Core statements, index them in the same transaction.
+
+Invariant: does exactly what the flush hooks do for ORM writes — the same validation
+(``hooks.validate_event``), the same ``seq`` rule (next after ``sessions.last_seq``), the same
+derived columns (``transcript.derived_columns``) and the same indexing step
+(``indexer.on_appended``) — without building ORM objects, so a facade append costs a handful of
+statements however many events it carries. Everything runs on the caller's connection and
+transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+
+from . import indexer, transcript
+from .errors import DuplicateEventError, UnknownSessionError
+from .hooks import serialise_event
+from .index import sqlite as fts
+
+_INSERT_EVENTS = (
+    "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, role, target_id, "
+    "side, timestamp_ms, event) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_BUMP_SESSION = (
+    "UPDATE sessions SET last_seq = ?, updated_at = CURRENT_TIMESTAMP WHERE session_id = ?"
+)
+
+
+def append_events(
+    conn: Connection, session_id: str, events: Sequence[Mapping[str, Any]]
+) -> list[int]:
+    """Append ``events`` to a session on ``conn``; returns their seqs. Raises on bad input."""
+    checked = [(e, serialise_event(e)) for e in events]
+    if not checked:
+        return []
+    context = indexer.read_context(conn, session_id)
+    if context is None:
+        raise UnknownSessionError(f"unknown session {session_id!r}")
+    ids = [i for e, _ in checked if (i := transcript.event_id_of(e)) is not None]
+    if len(ids) != len(set(ids)):
+        raise DuplicateEventError(f"duplicate event id in one append to session {session_id!r}")
+    seq = context.last_seq
+    rows = []
+    appended = []
+    for event, dumped in checked:
+        seq += 1
+        c = transcript.derived_columns(seq, event)
+        rows.append(
+            (
+                session_id,
+                seq,
+                c["event_id"],
+                c["parent_id"],
+                c["type"],
+                c["role"],
+                c["target_id"],
+                c["side"],
+                c["timestamp_ms"],
+                dumped,
+            )
+        )
+        appended.append(indexer.Appended(seq, event, transcript.tree_node(seq, event)))
+    cur = fts.cursor(conn)
+    cur.executemany(_INSERT_EVENTS, rows)  # a taken event id raises sqlite3.IntegrityError
+    cur.execute(_BUMP_SESSION, (seq, session_id))
+    indexer.on_appended(conn, session_id, appended, context)
+    return [a.seq for a in appended]
