@@ -19,8 +19,9 @@ from sqlalchemy import Connection, Engine, text
 
 from . import transcript
 from .errors import ImportFormatError, InvalidEventError
-from .hooks import agent_id_from_key, validate_event
-from .models import MAX_KEY_LENGTH, dump_event
+from .hooks import agent_id_from_key, serialise_event
+from .index import sqlite as fts
+from .models import MAX_KEY_LENGTH
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
 IMPORT_BATCH_EVENTS = 500
@@ -147,21 +148,21 @@ def import_jsonl(
         raise ImportFormatError(f"{path}: session id or key longer than {MAX_KEY_LENGTH}")
     existed = _ensure_session(engine, sid, key, meta)
     report.sessions.append(sid)
-    batch: list[tuple[int, dict[str, Any]]] = []
+    batch: list[tuple[dict[str, Any], str]] = []
     for number, event in _read_lines(path, report):
         try:
-            validate_event(event)
+            dumped = serialise_event(event)
         except InvalidEventError as exc:
             report.error(f"{path}:{number}: {exc}")
             continue
-        batch.append((number, event))
+        batch.append((event, dumped))
         if len(batch) >= IMPORT_BATCH_EVENTS:
-            _write_batch(engine, sid, batch, existed, report, path)
+            _write_batch(engine, sid, batch, existed, report)
             if progress:
                 progress(len(batch))
             batch = []
     if batch:
-        _write_batch(engine, sid, batch, existed, report, path)
+        _write_batch(engine, sid, batch, existed, report)
         if progress:
             progress(len(batch))
     return report
@@ -197,10 +198,9 @@ def _ensure_session(engine: Engine, sid: str, key: str, meta: SessionMeta) -> bo
 def _write_batch(
     engine: Engine,
     sid: str,
-    batch: list[tuple[int, dict[str, Any]]],
+    batch: list[tuple[dict[str, Any], str]],
     existed: bool,
     report: ImportReport,
-    path: Path,
 ) -> None:
     with engine.begin() as conn:
         last = int(
@@ -208,9 +208,9 @@ def _write_batch(
                 text("SELECT last_seq FROM sessions WHERE session_id = :sid"), {"sid": sid}
             ).scalar_one()
         )
-        taken = _existing_ids(conn, sid, [transcript.event_id_of(e) for _, e in batch])
+        taken = _existing_ids(conn, sid, [transcript.event_id_of(e) for e, _ in batch])
         rows = []
-        for _number, event in batch:
+        for event, dumped in batch:
             event_id = transcript.event_id_of(event)
             if event_id is None and existed:
                 report.skipped_duplicates += 1  # no id to tell it apart from the stored copy
@@ -223,16 +223,14 @@ def _write_batch(
             last += 1
             columns = transcript.derived_columns(last, event)
             columns["session_id"] = sid
-            columns["event"] = dump_event(event)
+            columns["event"] = dumped
             rows.append(columns)
         if not rows:
             return
-        conn.execute(
-            text(
-                "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, role, "
-                "target_id, side, timestamp_ms, event) VALUES (:session_id, :seq, :event_id, "
-                ":parent_id, :type, :role, :target_id, :side, :timestamp_ms, :event)"
-            ),
+        fts.cursor(conn).executemany(
+            "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, role, "
+            "target_id, side, timestamp_ms, event) VALUES (:session_id, :seq, :event_id, "
+            ":parent_id, :type, :role, :target_id, :side, :timestamp_ms, :event)",
             rows,
         )
         conn.execute(
@@ -243,7 +241,6 @@ def _write_batch(
             {"seq": last, "sid": sid},
         )
         report.imported += len(rows)
-    del path
 
 
 def _existing_ids(conn: Connection, sid: str, ids: list[str | None]) -> set[str]:

@@ -12,6 +12,7 @@ definition of "exact".
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from sqlalchemy import Connection, text
 
 from . import transcript
 from .index import sqlite as fts
-from .models import INDEX_VERSION, EventJSON
+from .models import INDEX_VERSION
 from .tokens import index_body
 
 #: A stale session whose active branch is at most this many events is repaired inline, in the
@@ -30,8 +31,6 @@ from .tokens import index_body
 INLINE_REPAIR_MAX_EVENTS = 4000
 #: ... and at most this much indexed text (UTF-8 bytes).
 INLINE_REPAIR_MAX_TEXT_BYTES = 4 * 1024 * 1024
-
-_EVENT_JSON = EventJSON()
 
 
 @dataclass(slots=True)
@@ -251,14 +250,17 @@ def repair_or_mark(conn: Connection, session_id: str) -> bool:
 
 def load_events(conn: Connection, session_id: str) -> list[tuple[int, dict[str, Any]]]:
     """Every stored event of a session as ``(seq, event)``, in seq order."""
-    result = conn.execute(
-        text("SELECT seq, event FROM transcript_events WHERE session_id = :sid ORDER BY seq"),
-        {"sid": session_id},
+    result = fts.cursor(conn).execute(
+        "SELECT seq, event FROM transcript_events WHERE session_id = ? ORDER BY seq",
+        (session_id,),
     )
     events = []
     for seq, raw in result:
-        event = _EVENT_JSON.process_result_value(raw, conn.dialect)
-        events.append((int(seq), event if event is not None else {}))
+        try:
+            event = json.loads(raw) if raw is not None else {}
+        except ValueError:
+            event = {}  # a row written behind our back with broken JSON: not indexable
+        events.append((int(seq), event if isinstance(event, dict) else {}))
     return events
 
 
