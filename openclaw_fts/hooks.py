@@ -58,12 +58,13 @@ def validate_event(event_obj: Any) -> dict[str, Any]:
     return event_obj  # type: ignore[no-any-return]
 
 
-def serialise_event(event_obj: Any) -> str:
-    """The stored JSON text of a valid event; raise :class:`InvalidEventError` otherwise."""
+def serialise_event(event_obj: Any, source: str | None = None) -> str:
+    """The stored JSON text of a valid event; raise :class:`InvalidEventError` otherwise.
+    ``source`` is the JSON text the event was just parsed from (an import line): stored as is."""
     if not isinstance(event_obj, dict):
         raise InvalidEventError(f"an event must be a JSON object, not {type(event_obj).__name__}")
     try:
-        dumped = dump_event(event_obj)
+        dumped = source if source is not None else dump_event(event_obj)
     except RecursionError:
         raise InvalidEventError("event is nested too deeply to store") from None
     except (TypeError, ValueError) as exc:

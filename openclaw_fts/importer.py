@@ -24,7 +24,7 @@ from .index import sqlite as fts
 from .models import MAX_KEY_LENGTH
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
-IMPORT_BATCH_EVENTS = 500
+IMPORT_BATCH_EVENTS = 2000
 #: Lines read before deciding whether a file is a transcript at all.
 IMPORT_SNIFF_LINES = 50
 #: Longest JSONL line accepted (bytes); longer lines are reported and skipped unread.
@@ -82,8 +82,8 @@ class SessionMeta:
     owner_session_key: str | None = None
 
 
-def _read_lines(path: Path, report: ImportReport) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, event object)`` for each well-formed line; report the rest."""
+def _read_lines(path: Path, report: ImportReport) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """Yield ``(line number, event object, line text)`` per well-formed line; report the rest."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if len(raw) > MAX_LINE_BYTES:
@@ -92,7 +92,8 @@ def _read_lines(path: Path, report: ImportReport) -> Iterator[tuple[int, dict[st
             if not raw.strip():
                 continue
             try:
-                value = json.loads(raw.decode("utf-8"))
+                line = raw.decode("utf-8").strip()
+                value = json.loads(line)
             except UnicodeDecodeError:
                 report.error(f"{path}:{number}: not valid UTF-8")
                 continue
@@ -102,7 +103,7 @@ def _read_lines(path: Path, report: ImportReport) -> Iterator[tuple[int, dict[st
             if not isinstance(value, dict):
                 report.error(f"{path}:{number}: not a JSON object")
                 continue
-            yield number, value
+            yield number, value, line
 
 
 def _sniff(path: Path) -> dict[str, Any] | None:
@@ -111,7 +112,7 @@ def _sniff(path: Path) -> dict[str, Any] | None:
         raise ImportFormatError(f"{path}: no such file")
     scratch = ImportReport()
     seen = 0
-    for _, value in _read_lines(path, scratch):
+    for _, value, _ in _read_lines(path, scratch):
         if isinstance(value.get("type"), str):
             return value
         seen += 1
@@ -149,9 +150,9 @@ def import_jsonl(
     existed = _ensure_session(engine, sid, key, meta)
     report.sessions.append(sid)
     batch: list[tuple[dict[str, Any], str]] = []
-    for number, event in _read_lines(path, report):
+    for number, event, line in _read_lines(path, report):
         try:
-            dumped = serialise_event(event)
+            dumped = serialise_event(event, line)
         except InvalidEventError as exc:
             report.error(f"{path}:{number}: {exc}")
             continue

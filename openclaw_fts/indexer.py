@@ -276,7 +276,7 @@ def plan_session(
     events = load_events(conn, session_id)
     tree = transcript.resolve_tree(transcript.tree_node(seq, ev) for seq, ev in events)
     by_seq = dict(events)
-    wanted = transcript.index_rows([(s, by_seq[s]) for s in tree.active_seqs], incognito=incognito)
+    wanted = transcript.branch_rows(((s, by_seq[s]) for s in tree.active_seqs), incognito=incognito)
     if max_text_bytes is not None:
         total = 0
         for row in wanted:

@@ -244,10 +244,17 @@ def index_rows(
     events: Sequence[tuple[int, Mapping[str, Any]]], *, incognito: bool = False
 ) -> list[IndexRow]:
     """THE predicate: the index rows a session's events must produce (behaviour.md §2)."""
+    return branch_rows(active_branch(events), incognito=incognito)
+
+
+def branch_rows(
+    branch: Iterable[tuple[int, Mapping[str, Any]]], *, incognito: bool = False
+) -> list[IndexRow]:
+    """The index rows of events already known to form the active branch (root first)."""
     if incognito:
         return []
     rows = []
-    for seq, event in active_branch(events):
+    for seq, event in branch:
         row = index_row(seq, event)
         if row is not None:
             rows.append(row)
