@@ -1,0 +1,265 @@
+"""Snippets: the window of a message that shows why it matched.
+
+Invariant: :func:`make_snippet` returns text of the message it is given (already redacted
+ORIGINAL text, never the CJK-spaced index body) and nothing else: a short text (at most
+``max_chars`` characters) whole and unchanged; otherwise the original substring from the first to
+the last token of a window of ``window_tokens`` tokens, whitespace runs collapsed to one space,
+``"… "`` in front when something was cut before it and ``" …"`` behind when something was cut
+after it, no highlight markers. The result is then cut to at most ``max_chars`` characters with
+``"…"`` appended when cut (so at most ``max_chars + 1``), only between grapheme clusters (never
+inside a surrogate pair, an emoji ZWJ sequence or a letter with combining marks), and it always
+encodes as UTF-8 (:func:`~openclaw_fts.tokens.clean_text`).
+
+The window is the one holding the most distinct query terms (a phrase needs its consecutive
+tokens; a prefix term matches a token that starts with it; CJK terms are runs of single-character
+tokens, so their window is the original text around the hit, without spaces), the earliest of
+equals, with the remaining room split between context before and after but never so much before
+that the hit falls past the character cut. Without a hit the window is the start of the text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import regex  # type: ignore[import-untyped,unused-ignore]  # no stubs in the venv
+
+from .query import Term
+from .tokens import clean_text, is_token_char, scan_tokens
+
+#: Tokens in a snippet window (OpenClaw: "about 48 tokens").
+SNIPPET_WINDOW_TOKENS = 48
+
+#: Characters a snippet keeps before it is cut (and ``ELLIPSIS`` appended).
+SNIPPET_MAX_CHARS = 300
+
+#: Marks text cut off a snippet (one character, U+2026).
+ELLIPSIS = "…"
+
+#: Characters of a long message that are tokenized to look for the best window. Tokenizing in
+#: Python costs ~0.1 ms per KB (measured: 200 KB message ~21 ms, 12 MB message ~40 ms, on a
+#: loaded 2-core machine), so this bounds one snippet whatever the message size. In a longer
+#: message the region is centred on the first case-insensitive occurrence of a term's first
+#: token (a diacritic variant is not found this way), else it is the start of the message.
+SNIPPET_SCAN_MAX_CHARS = 262_144
+
+#: Characters of the window's text kept before whitespace is collapsed and the text cut (a window
+#: of 48 tokens can be megabytes long when its tokens are, e.g. base64).
+SNIPPET_WINDOW_MAX_CHARS = 16 * SNIPPET_MAX_CHARS
+
+#: Punctuation attached to the window's first or last token that is kept with it (``--verbose``,
+#: ``deployment.``, ``(see``), at most this many characters on each side.
+SNIPPET_EDGE_CHARS = 16
+
+#: Characters looked at around a window edge to find the grapheme cluster it falls in (cluster
+#: boundaries depend on little context; a longer cluster is only cut at a boundary inside it).
+GRAPHEME_CONTEXT_CHARS = 256
+
+_SPACE_RUN_RE = re.compile(r"\s+")
+_NON_SPACE_RE = re.compile(r"\S")
+_GRAPHEME_RE = regex.compile(r"\X")
+
+
+def _matches_at(norms: Sequence[str], i: int, term: Term) -> bool:
+    wanted = term.tokens
+    if i + len(wanted) > len(norms):
+        return False
+    last = len(wanted) - 1
+    for j in range(last):
+        if norms[i + j] != wanted[j]:
+            return False
+    norm = norms[i + last]
+    return norm.startswith(wanted[last]) if term.prefix else norm == wanted[last]
+
+
+def _occurrences(norms: Sequence[str], terms: Sequence[Term]) -> list[tuple[int, int, int]]:
+    """``(first token, end token, term index)`` of every occurrence of every term, by position."""
+    by_first: dict[str, list[int]] = {}  # first token (compared exactly) -> term indexes
+    prefixes: dict[str, list[int]] = {}  # one-token prefix terms (compared with startswith)
+    for index, term in enumerate(terms):
+        if term.tokens and term.prefix and len(term.tokens) == 1:
+            prefixes.setdefault(term.tokens[0], []).append(index)
+        elif term.tokens:
+            by_first.setdefault(term.tokens[0], []).append(index)
+    found: list[tuple[int, int, int]] = []
+    # Candidate positions are found by comprehensions (fast), checked one by one (few).
+    hits = [i for i, norm in enumerate(norms) if norm in by_first]
+    for i in hits:
+        for index in by_first[norms[i]]:
+            if _matches_at(norms, i, terms[index]):
+                found.append((i, i + len(terms[index].tokens), index))
+    if prefixes:
+        starts = tuple(prefixes)
+        for i in [i for i, norm in enumerate(norms) if norm.startswith(starts)]:
+            for prefix, indexes in prefixes.items():
+                if norms[i].startswith(prefix):
+                    found.extend((i, i + 1, index) for index in indexes)
+        found.sort()
+    return found
+
+
+def _best_cluster(occurrences: list[tuple[int, int, int]], window: int) -> tuple[int, int]:
+    """The token span ``[first, end)`` of the occurrences in the earliest window of ``window``
+    tokens (starting at an occurrence) that holds the most distinct terms.
+
+    A sliding window over the occurrences (sorted by first token): an occurrence counts for the
+    window starting at ``f`` while ``end - window <= f <= first``; O(k log k) for k occurrences.
+    """
+    n = len(occurrences)
+    everything = len({index for _, _, index in occurrences})
+    by_end = sorted(range(n), key=lambda k: occurrences[k][1])
+    active = [False] * n
+    counts: dict[int, int] = {}
+    entered = left = 0
+    best_count, best_first = 0, occurrences[0][0]
+    for first, _, _ in occurrences:
+        while entered < n and occurrences[by_end[entered]][1] - window <= first:
+            k = by_end[entered]
+            entered += 1
+            if occurrences[k][0] >= first:
+                active[k] = True
+                index = occurrences[k][2]
+                counts[index] = counts.get(index, 0) + 1
+        while left < n and occurrences[left][0] < first:
+            if active[left]:
+                active[left] = False
+                index = occurrences[left][2]
+                counts[index] -= 1
+                if not counts[index]:
+                    del counts[index]
+            left += 1
+        if len(counts) > best_count:
+            best_count, best_first = len(counts), first
+            if best_count == everything:
+                break
+    end = max(
+        (e for s, e, _ in occurrences if best_first <= s and e <= best_first + window),
+        default=best_first + 1,
+    )
+    return best_first, end
+
+
+def _window(
+    starts: Sequence[int],
+    ends: Sequence[int],
+    norms: Sequence[str],
+    terms: Sequence[Term],
+    window: int,
+    max_chars: int,
+) -> tuple[int, int]:
+    """The window ``[s, e)`` of token indexes to show."""
+    occurrences = _occurrences(norms, terms)
+    if not occurrences:
+        return 0, min(len(norms), window)
+    first, end = _best_cluster(occurrences, window)
+    slack = window - (end - first)
+    start = min(max(0, first - slack // 2), max(0, len(norms) - window))
+    start = min(start, first)
+    # Keep the hit inside the character cut: give up context before it when the tokens are long.
+    budget = max_chars - len(ELLIPSIS + " ") - SNIPPET_EDGE_CHARS
+    while start < first and ends[end - 1] - starts[start] > budget:
+        start += 1
+    return start, min(len(norms), start + window)
+
+
+def _anchor(text: str, terms: Sequence[Term]) -> int | None:
+    """Where a term's first token first occurs in ``text`` (case-insensitive), if anywhere."""
+    firsts = sorted({term.tokens[0] for term in terms if term.tokens}, key=len, reverse=True)
+    if not firsts:
+        return None
+    found = regex.search("|".join(regex.escape(f) for f in firsts), text, flags=regex.IGNORECASE)
+    return None if found is None else int(found.start())
+
+
+def _scan_region(text: str, terms: Sequence[Term]) -> tuple[int, int]:
+    """The character range of ``text`` to tokenize (all of it unless it is very long)."""
+    if len(text) <= SNIPPET_SCAN_MAX_CHARS:
+        return 0, len(text)
+    anchor = _anchor(text, terms)
+    if anchor is None:
+        return 0, SNIPPET_SCAN_MAX_CHARS
+    lo = max(0, min(anchor - SNIPPET_SCAN_MAX_CHARS // 2, len(text) - SNIPPET_SCAN_MAX_CHARS))
+    if lo > 0:  # start after whitespace, not inside a token
+        space = _SPACE_RUN_RE.search(text, lo, anchor)
+        lo = anchor if space is None else space.end()
+    return lo, min(len(text), lo + SNIPPET_SCAN_MAX_CHARS)
+
+
+def _with_edges(text: str, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` widened over punctuation that attaches the first and last token to the
+    surrounding whitespace (not over punctuation between two tokens, as in ``node.js``), then
+    to whole grapheme clusters."""
+    wider = start
+    limit = max(0, start - SNIPPET_EDGE_CHARS)
+    while wider > limit and not text[wider - 1].isspace() and not is_token_char(text[wider - 1]):
+        wider -= 1
+    if wider == 0 or text[wider - 1].isspace():
+        start = wider
+    wider = end
+    limit = min(len(text), end + SNIPPET_EDGE_CHARS)
+    while wider < limit and not text[wider].isspace() and not is_token_char(text[wider]):
+        wider += 1
+    if wider == len(text) or text[wider].isspace():
+        end = wider
+    if start < len(text):
+        for cluster in _GRAPHEME_RE.finditer(
+            text, max(0, start - GRAPHEME_CONTEXT_CHARS), start + 1
+        ):
+            if cluster.end() > start:
+                start = int(cluster.start())
+                break
+    if end > 0:
+        for cluster in _GRAPHEME_RE.finditer(
+            text,
+            max(0, end - 1 - GRAPHEME_CONTEXT_CHARS),
+            min(len(text), end + GRAPHEME_CONTEXT_CHARS),
+        ):
+            if cluster.end() >= end:
+                end = int(cluster.end())
+                break
+    return start, end
+
+
+def cut_graphemes(text: str, max_chars: int) -> str:
+    """The longest prefix of ``text`` of at most ``max_chars`` characters that ends between
+    grapheme clusters."""
+    if len(text) <= max_chars:
+        return text
+    end = 0
+    # A boundary at position p depends on the characters before p and on text[p] only.
+    for cluster in _GRAPHEME_RE.finditer(text[: max_chars + 1]):
+        if cluster.end() > max_chars:
+            break
+        end = cluster.end()
+    return text[:end]
+
+
+def make_snippet(
+    text: str,
+    terms: Sequence[Term],
+    window_tokens: int = SNIPPET_WINDOW_TOKENS,
+    max_chars: int = SNIPPET_MAX_CHARS,
+) -> str:
+    """The snippet of ``text`` (a message, already redacted) for the query ``terms``."""
+    text = clean_text(text)
+    if len(text) <= max_chars:
+        return text
+    lo, hi = _scan_region(text, terms)
+    starts, ends, norms = scan_tokens(text, lo, hi)
+    if norms:
+        s, e = _window(starts, ends, norms, terms, max(1, window_tokens), max_chars)
+        start, end = _with_edges(text, starts[s], ends[e - 1])
+    else:  # nothing but punctuation and symbols: show the start of the region
+        first = _NON_SPACE_RE.search(text, lo, hi)
+        start = lo if first is None else first.start()
+        start, end = _with_edges(text, start, min(hi, start + SNIPPET_WINDOW_MAX_CHARS))
+    before = _NON_SPACE_RE.search(text, 0, start) is not None
+    after = _NON_SPACE_RE.search(text, end) is not None
+    raw = text[start:end]
+    if len(raw) > SNIPPET_WINDOW_MAX_CHARS:
+        raw, after = cut_graphemes(raw, SNIPPET_WINDOW_MAX_CHARS), True
+    body = _SPACE_RUN_RE.sub(" ", raw).strip()
+    snippet = (ELLIPSIS + " " if before else "") + body + (" " + ELLIPSIS if after else "")
+    if len(snippet) <= max_chars:
+        return snippet
+    return cut_graphemes(snippet, max_chars).rstrip() + ELLIPSIS

@@ -1,0 +1,290 @@
+"""CJK spacing, text cleaning, folding, and the Python mirror of the unicode61 tokenizer."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import time
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from openclaw_fts.tokens import (
+    CJK_RANGES,
+    Token,
+    clean_text,
+    fold,
+    has_token,
+    index_body,
+    is_cjk,
+    is_token_char,
+    iter_tokens,
+    scan_tokens,
+    tokenize,
+)
+
+DDL = "CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')"
+
+
+@pytest.fixture(scope="module")
+def fts() -> Iterator[sqlite3.Connection]:
+    con = sqlite3.connect(":memory:")
+    con.execute(DDL)
+    con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+    yield con
+    con.close()
+
+
+def fts5_tokens(con: sqlite3.Connection, text: str) -> list[str]:
+    """The tokens FTS5 indexes for ``text`` (as the application stores it: index_body)."""
+    con.execute("DELETE FROM t")
+    con.execute("INSERT INTO t(rowid, body) VALUES (1, ?)", (index_body(text),))
+    return [row[0] for row in con.execute("SELECT term FROM v ORDER BY offset")]
+
+
+# --- CJK_RANGES, is_cjk -------------------------------------------------------------------------
+
+
+def test_cjk_ranges_are_sorted_and_disjoint() -> None:
+    for (lo, hi), (next_lo, _) in itertools.pairwise(CJK_RANGES):
+        assert lo <= hi < next_lo
+    assert CJK_RANGES[0][0] <= CJK_RANGES[-1][1] <= 0x10FFFF
+
+
+@pytest.mark.parametrize(
+    "ch",
+    [
+        "明",  # Han
+        "㐀",  # Extension A
+        "\U00020000",  # Extension B
+        "\U00030000",  # Extension G
+        "豈",  # compatibility ideograph U+F900
+        "々",  # iteration mark
+        "〇",
+        "あ",  # Hiragana
+        "ア",  # Katakana
+        "ー",  # prolonged sound mark
+        "ｱ",  # halfwidth Katakana
+        "ｰ",  # halfwidth prolonged sound mark
+        "ﾞ",  # halfwidth voiced sound mark
+        "가",  # Hangul syllable
+        "힣",
+        "ᄀ",  # Hangul Jamo
+        "ㄱ",  # compatibility Jamo
+        "ﾡ",  # halfwidth Hangul
+        "ㄅ",  # Bopomofo
+    ],
+)
+def test_is_cjk(ch: str) -> None:
+    assert is_cjk(ch)
+
+
+@pytest.mark.parametrize("ch", ["a", "é", "1", "。", "、", " ", "\u3000", "Ａ", "😀", "", "明天"])
+def test_is_not_cjk(ch: str) -> None:
+    assert not is_cjk(ch)
+
+
+# --- clean_text ---------------------------------------------------------------------------------
+
+
+def test_clean_text() -> None:
+    assert clean_text("a\x00b") == "a b"
+    assert clean_text("a\ud800b") == "a\ufffdb"
+    assert clean_text("\udfff") == "\ufffd"
+    assert clean_text("x\ud83d") == "x\ufffd"
+    assert clean_text("\ud83d\ude00 ok") == "😀 ok"  # a well-formed pair is joined
+    assert clean_text("é\x00\ud800") == "é \ufffd"
+    for text in ["plain", "Café résumé", "明天", "😀", ""]:
+        assert clean_text(text) is text
+
+
+_DIRTY = st.sampled_from(["\x00", "\ud800", "\udbff", "\udc00", "\udfff", "\ud83d", "\ude00"])
+
+
+@given(st.text(alphabet=st.one_of(st.characters(), _DIRTY)))
+def test_clean_text_always_encodes(text: str) -> None:
+    cleaned = clean_text(text)
+    cleaned.encode("utf-8")
+    assert "\x00" not in cleaned
+
+
+# --- index_body ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "plain ASCII text, with punctuation: it's fine.",
+        "Café résumé naïve",
+        "Привет, мир",
+        "Ελληνικά",
+        "emoji 😀 and 👩‍👩‍👧‍👦",
+        "fullwidth ＡＢＣ １２３ and 。、",
+        "tabs\tand\nnewlines",
+    ],
+)
+def test_index_body_is_identity_without_cjk(text: str) -> None:
+    assert index_body(text) is text
+
+
+def test_index_body_spaces_every_cjk_character() -> None:
+    assert index_body("用SQLite部署") == " 用 SQLite 部 署 "
+    assert index_body("明天下午") == " 明 天 下 午 "
+    assert index_body("회의록은") == " 회 의 록 은 "
+    assert index_body("サーバー") == " サ ー バ ー "
+    assert index_body("人々") == " 人 々 "
+    assert index_body("a\x00明\ud800") == "a  明 \ufffd"
+
+
+def best_seconds(text: str) -> float:
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        assert index_body(text) is text
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_index_body_is_cheap_without_cjk() -> None:
+    ascii_text = "The quick brown fox jumps over the lazy dog. " * 25_000  # ~1.1 MB
+    latin1_text = "Café résumé naïve über straße " * 35_000
+    assert best_seconds(ascii_text) < 0.005
+    assert best_seconds(latin1_text) < 0.005
+    # Other text needs one character-class scan (~40 ns per character).
+    assert best_seconds("The quick — “brown” fox… 😀 " * 40_000) < 0.5
+
+
+@given(st.text(alphabet=st.one_of(st.characters(), _DIRTY, st.sampled_from("明天회의ーｱ々"))))
+def test_index_body_changes_only_spacing(text: str) -> None:
+    body = index_body(text)
+    assert body.replace(" ", "") == clean_text(text).replace(" ", "")
+    body.encode("utf-8")
+
+
+# --- fold ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("token", "folded"),
+    [
+        ("Deploy", "deploy"),
+        ("Café", "cafe"),
+        ("RÉSUMÉ", "resume"),
+        ("re\u0301sume\u0301", "resume"),
+        ("naïve", "naive"),
+        ("Ångström", "angstrom"),
+        ("Việt", "viet"),
+        ("İstanbul", "istanbul"),
+        ("Straße", "straße"),
+        ("ΣΟΦΊΑ", "σοφία"),  # Greek keeps its accents in remove_diacritics 2
+        ("Ёж", "ёж"),
+        ("ＡＢＣ", "ａｂｃ"),
+        ("明", "明"),
+        ("회", "회"),
+    ],
+)
+def test_fold(token: str, folded: str) -> None:
+    assert fold(token) == folded
+
+
+# --- tokenize -----------------------------------------------------------------------------------
+
+
+def test_tokenize_offsets_point_into_the_original_text() -> None:
+    text = "Hello, Wörld! 明天ok x_y 3.14 re\u0301sume\u0301"
+    tokens = tokenize(text)
+    assert [text[t.start : t.end] for t in tokens] == [
+        "Hello",
+        "Wörld",
+        "明",
+        "天",
+        "ok",
+        "x",
+        "y",
+        "3",
+        "14",
+        "re\u0301sume\u0301",
+    ]
+    assert [t.norm for t in tokens] == [
+        "hello",
+        "world",
+        "明",
+        "天",
+        "ok",
+        "x",
+        "y",
+        "3",
+        "14",
+        "resume",
+    ]
+    assert tokens[0] == Token(0, 5, "hello")
+
+
+def test_tokenize_separators() -> None:
+    assert tokenize("... --- *** ::: \u0301 😀 。") == []
+    assert not has_token("... 😀 \u0301")
+    assert has_token("... x")
+    assert has_token("、明")
+    assert is_token_char("a") and is_token_char("明") and is_token_char("\ue000")
+    assert not is_token_char("*") and not is_token_char("\u0301") and not is_token_char("ab")
+
+
+def test_tokenize_cjk_characters_one_by_one() -> None:
+    assert [t.norm for t in tokenize("我们的数据库")] == ["我", "们", "的", "数", "据", "库"]
+    assert [t.norm for t in tokenize("サーバー")] == ["サ", "ー", "バ", "ー"]
+
+
+_MIRROR_ALPHABET = st.one_of(
+    st.characters(min_codepoint=0x20, max_codepoint=0x24F),  # ASCII, Latin-1, Latin Ext-A/B
+    st.characters(min_codepoint=0x300, max_codepoint=0x36F),  # combining diacritics
+    st.characters(min_codepoint=0x391, max_codepoint=0x3C9),  # Greek
+    st.characters(min_codepoint=0x400, max_codepoint=0x45F),  # Cyrillic
+    st.characters(min_codepoint=0x1E00, max_codepoint=0x1EFF),  # Latin Extended Additional
+    st.characters(min_codepoint=0x3000, max_codepoint=0x30FF),  # CJK punctuation, kana
+    st.characters(min_codepoint=0x4E00, max_codepoint=0x4E80),  # Han
+    st.characters(min_codepoint=0xAC00, max_codepoint=0xAC80),  # Hangul
+    st.characters(min_codepoint=0xFF00, max_codepoint=0xFFDC),  # fullwidth / halfwidth forms
+    st.sampled_from(["\t", "\n", " ", "_", "'", "😀"]),
+)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(alphabet=_MIRROR_ALPHABET, max_size=60))
+def test_tokenize_mirrors_fts5(fts: sqlite3.Connection, text: str) -> None:
+    assert [t.norm for t in tokenize(text)] == fts5_tokens(fts, text)
+
+
+def test_tokenize_mirrors_fts5_on_examples(fts: sqlite3.Connection) -> None:
+    for text in [
+        "Café résumé naïve Ǖber İstanbul Ⅻ",
+        "re\u0301sume\u0301 \u0301x",
+        "我们的数据库很好 明天下午三点开项目评审会议",
+        "明日の会議はキャンセルされました サーバー ｻｰﾊﾞｰ 人々",
+        "회의록은 내일 공유합니다",
+        "it's gateway/run.py user@host.com 50% C:\\Users\\me c++ node.js --verbose",
+    ]:
+        assert [t.norm for t in tokenize(text)] == fts5_tokens(fts, text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    text=st.text(
+        alphabet=st.one_of(
+            st.characters(),
+            st.characters(max_codepoint=0x7F),
+            st.sampled_from(["\u0301", "\u0305", "明", "회", "\ufffe", "\uffff", "\x00", "é"]),
+        ),
+        max_size=80,
+    )
+)
+def test_fast_paths_give_the_exact_tokens(text: str) -> None:
+    exact = list(iter_tokens(text))
+    assert tokenize(text) == exact
+    for pos in (0, 1, len(text) // 2):
+        starts, ends, norms = scan_tokens(text, pos)
+        assert list(zip(starts, ends, norms, strict=True)) == [
+            tuple(token) for token in iter_tokens(text, pos)
+        ]
