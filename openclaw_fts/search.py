@@ -275,7 +275,8 @@ def run_search(
             "snippet": snippet,
             "score": -float(rank) if rank is not None else 0.0,
         }
-        size = len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + (1 if results else 0)
+        # Counted as json.dumps(results, ensure_ascii=False) writes it: ", " between items.
+        size = len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + (2 if results else 0)
         if used + size > MAX_RESULTS_BYTES:
             truncated = True
             break
