@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, select, text
 
 from . import transcript
 from .errors import ToolInputError
@@ -79,10 +79,10 @@ def _resolve_session(
             ).first()
         if row is None:
             return not_found
+    pred = visible(caller, "s", for_search=False)
     seen = conn.execute(
-        select(s.c.session_id).where(
-            s.c.session_id == row[0], visible(caller, s, for_search=False)
-        )
+        text(f"SELECT 1 FROM sessions AS s WHERE s.session_id = :sid AND {pred.sql}"),
+        {**pred.params, "sid": row[0]},
     ).first()
     if seen is None:
         return forbidden

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from sqlalchemy import Connection, and_, select, text
-from sqlalchemy.sql import ColumnElement
+from sqlalchemy import Connection, text
 
 from . import transcript
 from .errors import ToolInputError
 from .index import sqlite as fts
-from .models import INDEX_VERSION, AgentSession, EventJSON
+from .models import INDEX_VERSION
 from .query import CompiledQuery, compile_query
+from .reconcile import PENDING_CONDITION
 from .redact import Redactor, redact_text
 from .snippet import make_snippet
 from .tokens import clean_text
@@ -42,7 +42,6 @@ ROLES = ("user", "assistant")
 ORDERS = ("relevance", "recent")
 
 Order = Literal["relevance", "recent"]
-_EVENT_JSON = EventJSON()
 
 
 @dataclass(frozen=True)
@@ -131,56 +130,44 @@ def build_request(
     )
 
 
-def _compile(conn: Connection, clause: ColumnElement[bool]) -> tuple[str, dict[str, Any]]:
-    """Render a Core predicate as SQL with named parameters, for embedding in text SQL."""
-    dialect = type(conn.dialect)(paramstyle="named")  # type: ignore[call-arg]
-    compiled = clause.compile(dialect=dialect)
-    return str(compiled), dict(compiled.params)
-
-
-def _visible_sql(
-    conn: Connection, caller: Caller, extra: ColumnElement[bool] | None = None
-) -> tuple[str, dict[str, Any]]:
-    s = AgentSession.__table__.alias("s")
-    pred = visible(caller, s)
-    if extra is not None:
-        pred = and_(pred, extra)
-    return _compile(conn, pred)
+def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
+    """Visibility (plus the explicit ``sessionKey`` filter) over alias ``s``."""
+    pred = visible(caller, "s")
+    params: dict[str, Any] = dict(pred.params)
+    if session_key is None:
+        return pred.sql, params
+    params["only_key"] = session_key
+    return f"({pred.sql} AND s.session_key = :only_key)", params
 
 
 def session_key_access(conn: Connection, caller: Caller, session_key: str) -> str | None:
     """None when the caller may see ``session_key``; else ``"forbidden"`` or ``"error"``."""
-    s = AgentSession.__table__.alias("s")
-    exists = conn.execute(select(s.c.session_id).where(s.c.session_key == session_key).limit(1))
-    if exists.first() is None:
+    pred = visible(caller, "s", for_search=False)
+    row = conn.execute(
+        text(
+            "SELECT count(*), coalesce(max(CASE WHEN "
+            f"{pred.sql} THEN 1 ELSE 0 END), 0) FROM sessions AS s WHERE s.session_key = :k"
+        ),
+        {**pred.params, "k": session_key},
+    ).one()
+    if not row[0]:
         return "error"
-    seen = conn.execute(
-        select(s.c.session_id)
-        .where(s.c.session_key == session_key, visible(caller, s, for_search=False))
-        .limit(1)
-    ).first()
-    return None if seen is not None else "forbidden"
+    return None if row[1] else "forbidden"
 
 
 def pending_visible(conn: Connection, caller: Caller, session_key: str | None) -> bool:
     """Whether any session the caller may see is pending (not yet exactly indexed)."""
-    s = AgentSession.__table__.alias("s")
-    extra = s.c.session_key == session_key if session_key is not None else None
-    where, params = _visible_sql(conn, caller, extra)
-    params["v"] = INDEX_VERSION
+    where, params = _visible_sql(caller, session_key)
     sql = (
         "SELECT EXISTS (SELECT 1 FROM sessions AS s "
         "LEFT JOIN index_state st ON st.session_id = s.session_id "
-        f"WHERE ({where}) AND (st.id IS NULL OR st.needs_rebuild = 1 "
-        "OR st.indexed_seq < s.last_seq OR st.index_version != :v))"
+        f"WHERE {where} AND {PENDING_CONDITION})"
     )
     return bool(conn.execute(text(sql), params).scalar())
 
 
-def _hits_sql(conn: Connection, caller: Caller, req: SearchRequest) -> tuple[str, dict[str, Any]]:
-    s = AgentSession.__table__.alias("s")
-    extra = s.c.session_key == req.session_key if req.session_key is not None else None
-    where, params = _visible_sql(conn, caller, extra)
+def _hits_sql(caller: Caller, req: SearchRequest) -> tuple[str, dict[str, Any]]:
+    where, params = _visible_sql(caller, req.session_key)
     assert req.compiled is not None
     params.update(q=req.compiled.match, v=INDEX_VERSION, lim=req.limit + 1)
     match = ":q"
@@ -215,7 +202,7 @@ def _hits_sql(conn: Connection, caller: Caller, req: SearchRequest) -> tuple[str
         f"ON mi.id = {fts.FTS_TABLE}.rowid "
         "CROSS JOIN sessions AS s ON s.session_id = mi.session_id "
         "CROSS JOIN index_state AS st ON st.session_id = s.session_id "
-        f"WHERE {fts.FTS_TABLE} MATCH {match} AND ({where}) "
+        f"WHERE {fts.FTS_TABLE} MATCH {match} AND {where} "
         "AND st.needs_rebuild = 0 AND st.indexed_seq >= s.last_seq AND st.index_version = :v "
         f"{' '.join(filters)} ORDER BY {order} LIMIT :lim"
     )
@@ -223,12 +210,20 @@ def _hits_sql(conn: Connection, caller: Caller, req: SearchRequest) -> tuple[str
 
 
 def _original_text(conn: Connection, session_id: str, seq: int) -> str:
-    raw = conn.execute(
-        text("SELECT event FROM transcript_events WHERE session_id = :sid AND seq = :seq"),
-        {"sid": session_id, "seq": seq},
-    ).scalar()
-    event = _EVENT_JSON.process_result_value(raw, conn.dialect) if raw is not None else None
-    row = transcript.index_row(seq, event) if event is not None else None
+    """The message's searchable text, re-read through the one predicate."""
+    found = (
+        fts.cursor(conn)
+        .execute(
+            "SELECT event FROM transcript_events WHERE session_id = ? AND seq = ?",
+            (session_id, seq),
+        )
+        .fetchone()
+    )
+    try:
+        event = json.loads(found[0]) if found is not None else None
+    except ValueError:
+        event = None
+    row = transcript.index_row(seq, event) if isinstance(event, dict) else None
     return clean_text(row.text) if row is not None else ""
 
 
@@ -258,7 +253,7 @@ def run_search(
             on_pending()
     if req.compiled is None:
         return out
-    sql, params = _hits_sql(conn, caller, req)
+    sql, params = _hits_sql(caller, req)
     rows = conn.execute(text(sql), params).all()
     truncated = len(rows) > req.limit
     results: list[dict[str, Any]] = []

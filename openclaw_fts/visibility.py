@@ -8,12 +8,10 @@ Incognito sessions are never visible to search.
 
 from __future__ import annotations
 
-import fnmatch
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
-
-from sqlalchemy import ColumnElement, FromClause, and_, false, func, or_, true
 
 from .errors import ToolInputError
 from .hooks import agent_id_from_key
@@ -24,6 +22,12 @@ VISIBILITIES: tuple[str, ...] = ("self", "tree", "agent", "all")
 SANDBOX_VISIBILITIES: tuple[str, ...] = ("spawned", "all")
 #: Most agent-to-agent allow patterns honoured (each becomes one LIKE in the statement).
 MAX_ALLOW_PATTERNS = 64
+
+
+def _allow_regex(pattern: str) -> re.Pattern[str]:
+    """An allow pattern: ``*`` is the only wildcard (as in the SQL LIKE it also becomes)."""
+    parts = (".*" if ch == "*" else re.escape(ch) for ch in pattern.lower())
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ class AgentToAgent:
     def allows(self, agent_id: str) -> bool:
         if not self.allow:
             return True
-        return any(fnmatch.fnmatchcase(agent_id.lower(), p.lower()) for p in self.allow)
+        return any(_allow_regex(p).match(agent_id.lower()) for p in self.allow if p)
 
 
 @dataclass(frozen=True)
@@ -82,37 +86,55 @@ def _like_pattern(pattern: str) -> str:
     return escaped.replace("*", "%")
 
 
-def visible(caller: Caller, s: FromClause, *, for_search: bool = True) -> ColumnElement[bool]:
-    """The predicate over the ``sessions`` table (or alias) ``s`` of what ``caller`` may see."""
-    c = s.c
-    key = caller.session_key
-    own = c.session_key == key
+@dataclass(frozen=True)
+class Predicate:
+    """A SQL boolean expression with its bound parameters (names prefixed ``vis_``)."""
+
+    sql: str
+    params: dict[str, str]
+
+
+def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Predicate:
+    """What ``caller`` may see, as a predicate over the ``sessions`` table aliased ``alias``.
+
+    Plain SQL text (no per-call SQLAlchemy compilation: it is built on every search); every
+    value is a bound parameter, never spliced into the text.
+    """
+    a = alias
+    params: dict[str, str] = {"vis_key": caller.session_key}
+    own = f"{a}.session_key = :vis_key"
     if caller.sandboxed and caller.sandbox_visibility == "spawned":
-        pred: ColumnElement[bool] = or_(own, c.spawned_by == key)
+        sql = f"({own} OR {a}.spawned_by = :vis_key)"
     elif caller.visibility == "self":
-        pred = own
+        sql = own
     else:
-        tree = or_(
-            own, c.owner_session_key == key, c.spawned_by == key, c.parent_session_key == key
+        tree = (
+            f"{own} OR {a}.owner_session_key = :vis_key OR {a}.spawned_by = :vis_key "
+            f"OR {a}.parent_session_key = :vis_key"
         )
         if caller.visibility == "tree":
-            pred = tree
+            sql = f"({tree})"
         else:
-            agent = caller.effective_agent_id
-            pred = or_(tree, c.agent_id == agent)
+            params["vis_agent"] = caller.effective_agent_id
+            parts = [tree, f"{a}.agent_id = :vis_agent"]
             if caller.visibility == "all":
-                pred = or_(pred, _other_agents(caller, c.agent_id))
+                parts.extend(_other_agents(caller, a, params))
+            sql = "(" + " OR ".join(parts) + ")"
     if for_search:
-        pred = and_(pred, c.incognito == false())
-    return pred
+        sql = f"({sql} AND {a}.incognito = 0)"
+    return Predicate(sql, params)
 
 
-def _other_agents(caller: Caller, column: ColumnElement[str]) -> ColumnElement[bool]:
-    """Other agents' sessions under ``all``, per the agent-to-agent policy (a SQL condition)."""
+def _other_agents(caller: Caller, alias: str, params: dict[str, str]) -> list[str]:
+    """Other agents' sessions under ``all``, per the agent-to-agent policy (SQL conditions)."""
     policy = caller.agent_to_agent
     if not policy.enabled or not policy.allows(caller.effective_agent_id):
-        return false()
+        return []
     patterns = [p for p in list(policy.allow)[:MAX_ALLOW_PATTERNS] if p]
     if not patterns:
-        return true()
-    return or_(*(func.lower(column).like(_like_pattern(p), escape="\\") for p in patterns))
+        return ["1 = 1"]
+    conditions = []
+    for n, pattern in enumerate(patterns):
+        params[f"vis_allow{n}"] = _like_pattern(pattern)
+        conditions.append(f"lower({alias}.agent_id) LIKE :vis_allow{n} ESCAPE '\\'")
+    return conditions
