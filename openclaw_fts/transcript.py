@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 #: Roles whose text is searchable. Tool results, system prompts and the rest never are.
@@ -28,6 +28,7 @@ SIDE_APPEND_MODE = "side"
 #: Epoch-ms timestamps outside this range are treated as absent (year 1 .. year 9999).
 MIN_EPOCH_MS = -62_135_596_800_000
 MAX_EPOCH_MS = 253_402_300_799_999
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +129,8 @@ def parse_timestamp(value: Any) -> int | None:
             return None
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=timezone.utc)
-        return int(parsed.timestamp() * 1000)
+        # Integer arithmetic: float seconds * 1000 loses the last millisecond (…47.472 → 471).
+        return (parsed - _EPOCH) // timedelta(milliseconds=1)
     return None
 
 
