@@ -8,13 +8,17 @@ connection, inside one transaction per call.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine
 
 from .alembic import VERSION_TABLE
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# Alembic is imported inside the functions: it costs a few hundred ms at start-up, and most
+# command-line runs (search, history) never migrate.
 
 #: The Alembic branch label of the plugin's revisions.
 BRANCH_LABEL = "openclaw_fts"
@@ -36,6 +40,8 @@ def version_location() -> Path:
 
 
 def _config(conn: Connection) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(script_location()))
     cfg.attributes["connection"] = conn
@@ -47,6 +53,8 @@ def _run(bind: Engine | Connection, action: str, revision: str) -> None:
         with bind.begin() as conn:
             _run(conn, action, revision)
         return
+    from alembic import command
+
     cfg = _config(bind)
     if action == "upgrade":
         command.upgrade(cfg, revision)
@@ -69,5 +77,7 @@ def current_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     if isinstance(bind, Engine):
         with bind.connect() as conn:
             return current_revisions(conn)
+    from alembic.runtime.migration import MigrationContext
+
     ctx = MigrationContext.configure(bind, opts={"version_table": VERSION_TABLE})
     return tuple(ctx.get_current_heads())
