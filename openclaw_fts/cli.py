@@ -1,0 +1,996 @@
+"""The ``openclaw-fts`` command line: import, search, history, reconcile, status, check, upgrade.
+
+Invariant: this module is the ONLY place in the project that reads environment variables
+(:data:`DB_ENV_VAR`) or talks to a terminal. Every command opens its own
+``TranscriptStore(..., background=False)`` and closes it before exiting; every failure becomes
+one line on stderr and an exit code — :data:`EXIT_OK` on success, :data:`EXIT_FAILURE` for
+runtime failures (a file that could not be imported, drift found by ``check``, a database that
+cannot be used, a forbidden or unknown session), :data:`EXIT_USAGE` for bad arguments — and no
+Python traceback is ever shown unless ``--traceback`` is given. With ``--json`` stdout carries
+exactly one JSON document; progress bars and diagnostics go to stderr only. Text shown to the
+operator is the store's already redacted output; this module never prints raw transcript text.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal, ParamSpec, TypeVar, cast
+
+import click
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from rich import box
+from rich.console import Console
+from rich.padding import Padding
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
+
+from . import __version__, importer, migrate
+from .check import check as run_check
+from .errors import ImportFormatError, OpenClawFtsError, ToolInputError
+from .history import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT
+from .search import DEFAULT_LIMIT, MAX_LIMIT, ORDERS, ROLES
+from .store import TranscriptStore
+from .visibility import VISIBILITIES, AgentToAgent, Caller, Visibility
+
+PROG_NAME = "openclaw-fts"
+#: Environment variable naming the database when ``--db`` is not given.
+DB_ENV_VAR = "OPENCLAW_FTS_DB"
+#: Database file used when neither ``--db`` nor :data:`DB_ENV_VAR` is set (current folder).
+DEFAULT_DB_FILE = "openclaw_fts.sqlite"
+#: The CLI user is the operator: by default they search as the main agent's main session...
+DEFAULT_CALLER_KEY = "agent:main:main"
+#: ...seeing every session of every agent (agent-to-agent on, no allow list).
+DEFAULT_VISIBILITY = "all"
+#: Side files of a SQLite database whose sizes ``status`` reports (besides the main file).
+SQLITE_SIDE_FILES = ("-wal",)
+#: Line errors of an import listed in the human summary (the JSON lists what the report kept).
+MAX_ERRORS_SHOWN = 20
+#: Output width when stdout is not a terminal and ``$COLUMNS`` is unset (pipes, log files).
+NON_TERMINAL_WIDTH = 160
+#: The terminal-width variable Rich honours; an explicit value wins over the default above.
+COLUMNS_ENV_VAR = "COLUMNS"
+#: Session keys up to this long are never folded in the search table.
+KEY_COLUMN_MAX_WIDTH = 40
+#: The snippet column never gets narrower than this (wide layout).
+SNIPPET_MIN_WIDTH = 24
+#: Narrower outputs get the two-column search table (hit details stacked, snippet).
+WIDE_TABLE_MIN_WIDTH = 120
+#: Columns by which a history message's text is indented under its header line.
+HISTORY_INDENT = 4
+#: Bytes read at a time when counting the lines of files to size the import progress bar.
+LINE_COUNT_CHUNK_BYTES = 1024 * 1024
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+#: Exit code after Ctrl-C (128 + SIGINT), as shells report it.
+EXIT_INTERRUPTED = 130
+
+P = ParamSpec("P")
+R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CliError(click.ClickException):
+    """A runtime failure: one line on stderr, exit :data:`EXIT_FAILURE`."""
+
+    exit_code = EXIT_FAILURE
+
+
+@dataclass
+class State:
+    """Options of the command group, shared with every subcommand through ``ctx.obj``."""
+
+    db: str | None = None
+    json: bool = False
+    traceback: bool = False
+    _url: URL | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> URL:
+        if self._url is None:
+            self._url = resolve_db_url(self.db)
+        return self._url
+
+
+def _state(ctx: click.Context | None = None) -> State:
+    ctx = ctx or click.get_current_context()
+    root = ctx.find_root()
+    return root.ensure_object(State)
+
+
+def _one_line(message: str) -> str:
+    """Collapse a possibly multi-line message (SQL errors, click hints) into one line."""
+    return re.sub(r"\s*\n\s*", " ", message.strip())
+
+
+# -- the database URL -------------------------------------------------------------------------
+
+
+def resolve_db_url(value: str | None) -> URL:
+    """``--db`` as a SQLAlchemy URL: a URL as given, a bare file path as a SQLite URL."""
+    raw = (value or "").strip() or f"sqlite:///{DEFAULT_DB_FILE}"
+    if "://" in raw:
+        try:
+            return make_url(raw)
+        except ArgumentError as exc:
+            raise click.BadParameter(_one_line(str(exc)), param_hint="'--db'") from None
+    if raw == ":memory:":
+        return URL.create("sqlite")
+    return URL.create("sqlite", database=str(Path(raw).expanduser()))
+
+
+def sqlite_path(url: URL) -> Path | None:
+    """The database file of a SQLite URL (None for other backends and in-memory databases)."""
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    database = str(url.database)
+    if database.startswith("file:"):  # sqlite URI filenames: not a plain path
+        return None
+    return Path(database)
+
+
+def _describe(url: URL) -> str:
+    path = sqlite_path(url)
+    return str(path) if path is not None else url.render_as_string(hide_password=True)
+
+
+#: How a command treats the database schema: ``auto`` migrates only when it is behind head (so
+#: an up-to-date database is opened without a write), ``require`` refuses a database without the
+#: plugin's schema and never migrates, ``any`` leaves it alone (the ``upgrade`` command).
+SchemaMode = Literal["auto", "require", "any"]
+
+
+def head_revisions() -> set[str]:
+    """The plugin's head revision(s), read from the shipped migration scripts."""
+    script = ScriptDirectory(str(migrate.script_location()))
+    return {r.revision for r in script.get_revisions(migrate.HEAD) if r is not None}
+
+
+@contextmanager
+def open_store(
+    state: State, *, schema: SchemaMode, must_exist: bool = True
+) -> Iterator[TranscriptStore]:
+    """A store on ``--db`` without a background thread; a one-line error if it is unusable."""
+    url = state.url
+    name = _describe(url)
+    path = sqlite_path(url)
+    if path is not None:
+        if must_exist and not path.exists():
+            raise CliError(
+                f"database {name} does not exist (create it with `{PROG_NAME} import PATH` "
+                f"or `{PROG_NAME} upgrade`, or choose one with --db / ${DB_ENV_VAR})"
+            )
+        if path.exists() and not path.is_file():
+            raise CliError(f"database {name} is not a file")
+    try:
+        store = TranscriptStore(url, upgrade=False, background=False)
+    except ArgumentError as exc:  # e.g. an unknown dialect in the URL
+        raise click.BadParameter(_one_line(str(exc)), param_hint="'--db'") from None
+    try:
+        try:
+            revisions = set(migrate.current_revisions(store.engine))
+            if schema == "auto" and revisions != head_revisions():
+                migrate.upgrade(store.engine)
+        except DBAPIError as exc:
+            raise CliError(f"cannot use database {name}: {_one_line(str(exc.orig))}") from None
+        except CommandError as exc:
+            raise CliError(f"cannot migrate database {name}: {_one_line(str(exc))}") from None
+        if schema == "require" and not revisions:
+            raise CliError(
+                f"database {name} has no openclaw-fts schema (run `{PROG_NAME} upgrade`)"
+            )
+        yield store
+    finally:
+        store.close()
+
+
+# -- error handling ---------------------------------------------------------------------------
+
+
+def handled(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn the plugin's and the database's exceptions into one-line CLI errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except BrokenPipeError:
+            raise
+        except ToolInputError as exc:
+            raise click.UsageError(str(exc), click.get_current_context()) from None
+        except OpenClawFtsError as exc:
+            raise CliError(_one_line(str(exc))) from None
+        except DBAPIError as exc:
+            raise CliError(f"database error: {_one_line(str(exc.orig))}") from None
+        except SQLAlchemyError as exc:
+            raise CliError(f"database error: {_one_line(str(exc))}") from None
+        except CommandError as exc:
+            raise CliError(f"schema migration failed: {_one_line(str(exc))}") from None
+        except OSError as exc:
+            raise CliError(_one_line(str(exc))) from None
+        except Exception as exc:
+            if _state().traceback:
+                raise
+            raise CliError(
+                f"unexpected error ({type(exc).__name__}): {_one_line(str(exc))} "
+                "(run with --traceback for details)"
+            ) from None
+
+    return wrapper
+
+
+# -- output helpers ---------------------------------------------------------------------------
+
+
+def _stdout() -> Console:
+    console = Console(highlight=False, emoji=False, markup=False)
+    if not console.is_terminal and not os.environ.get(COLUMNS_ENV_VAR):
+        console.width = NON_TERMINAL_WIDTH  # logs and pipes: no 80-column squeeze
+    return console
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False, emoji=False, markup=False)
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
+
+
+def _progress(console: Console) -> Progress:
+    """A progress bar on stderr, shown only when stderr is a terminal (logs stay clean)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+
+
+def _iso(epoch_ms: Any) -> str:
+    if isinstance(epoch_ms, bool) or not isinstance(epoch_ms, (int, float)):
+        return "-"
+    try:
+        moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return "-"
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover - the loop always returns
+
+
+def _n(count: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _flatten(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+# -- shared options ---------------------------------------------------------------------------
+
+
+def _json_callback(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value:
+        _state(ctx).json = True
+    return value
+
+
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    expose_value=False,
+    callback=_json_callback,
+    help="Machine-readable output: one JSON document on stdout.",
+)
+
+
+def caller_options(fn: F) -> F:
+    """``--as``, ``--visibility``, ``--agent-to-agent`` and ``--allow``: who is asking."""
+    decorators = [
+        click.option(
+            "--as",
+            "caller_key",
+            default=DEFAULT_CALLER_KEY,
+            show_default=True,
+            metavar="KEY",
+            help="Session key of the caller whose visibility applies.",
+        ),
+        click.option(
+            "--visibility",
+            type=click.Choice(VISIBILITIES),
+            default=DEFAULT_VISIBILITY,
+            show_default=True,
+            help="What the caller may see: self, tree (own + spawned), agent, all.",
+        ),
+        click.option(
+            "--agent-to-agent/--no-agent-to-agent",
+            "agent_to_agent",
+            default=True,
+            show_default=True,
+            help="Under 'all', also show other agents' sessions (the operator default).",
+        ),
+        click.option(
+            "--allow",
+            "allow",
+            multiple=True,
+            metavar="PATTERN",
+            help="Agent ids visible across agents ('*' wildcard; repeatable; none = any).",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        fn = decorator(fn)
+    return fn
+
+
+def _caller(caller_key: str, visibility: str, agent_to_agent: bool, allow: Sequence[str]) -> Caller:
+    return Caller(
+        caller_key,
+        visibility=cast(Visibility, visibility),
+        agent_to_agent=AgentToAgent(enabled=agent_to_agent, allow=tuple(allow)),
+    )
+
+
+def _reconcile_with_progress(store: TranscriptStore, description: str) -> dict[str, Any]:
+    console = _stderr()
+    with _progress(console) as progress:
+        task: TaskID | None = None
+
+        def report(counts: dict[str, int]) -> None:
+            nonlocal task
+            if task is None:
+                task = progress.add_task(description, total=counts["total"])
+            progress.update(task, total=counts["total"], completed=counts["indexed"])
+
+        return store.reconcile(progress=report)
+
+
+# -- the command group ------------------------------------------------------------------------
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    help=(
+        "Exact session recall for AI agents: import OpenClaw transcripts into a SQLite FTS5 "
+        "store, search them and read the history around a hit.\n\n"
+        "The CLI user is the operator: search and history default to "
+        f"--as {DEFAULT_CALLER_KEY} --visibility {DEFAULT_VISIBILITY} --agent-to-agent, "
+        "i.e. every session of every agent (incognito sessions are never searchable)."
+    ),
+)
+@click.option(
+    "--db",
+    envvar=DB_ENV_VAR,
+    show_envvar=True,
+    metavar="URL",
+    help=(f"SQLAlchemy URL or SQLite file path of the store [default: ./{DEFAULT_DB_FILE}]."),
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Machine-readable output (also accepted after the subcommand).",
+)
+@click.option("--traceback", is_flag=True, help="Show Python tracebacks of unexpected errors.")
+@click.version_option(__version__, prog_name=PROG_NAME)
+@click.pass_context
+def cli(ctx: click.Context, db: str | None, as_json: bool, traceback: bool) -> None:
+    state = _state(ctx)
+    state.db = db
+    state.json = state.json or as_json
+    state.traceback = traceback
+    state.url  # noqa: B018 - validate --db now, as a usage error before any work
+
+
+# -- import -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _ImportItem:
+    path: Path
+    session_key: str | None = None
+    session_id: str | None = None
+    meta: importer.SessionMeta | None = None
+
+
+def _count_lines(path: Path) -> int:
+    count = 0
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(LINE_COUNT_CHUNK_BYTES):
+                count += chunk.count(b"\n")
+    except OSError:
+        return 0
+    return count
+
+
+def _plan_import(
+    paths: Sequence[Path], session_key: str | None, failures: list[str]
+) -> list[_ImportItem]:
+    """Expand folders like ``import_dir`` does; record paths that cannot be imported at all."""
+    items: list[_ImportItem] = []
+    for path in paths:
+        if path.is_dir():
+            try:
+                index = importer.read_sessions_index(path)
+            except ImportFormatError as exc:
+                failures.append(str(exc))
+                continue
+            files = sorted(path.glob("*.jsonl"))
+            if not files:
+                failures.append(f"{path}: no .jsonl transcripts in it")
+                continue
+            for file in files:
+                key, meta = index.get(file.stem, (None, None))
+                items.append(_ImportItem(file, key, file.stem if key else None, meta))
+        elif path.is_file():
+            items.append(_ImportItem(path, session_key))
+        else:
+            failures.append(f"{path}: no such file or folder")
+    return items
+
+
+def _import_items(
+    store: TranscriptStore, items: Sequence[_ImportItem], failures: list[str]
+) -> importer.ImportReport:
+    """Import each file with a progress bar; files refused as a whole go to ``failures``."""
+    totals = importer.ImportReport()
+    console = _stderr()
+    with _progress(console) as progress:
+        total = sum(_count_lines(i.path) for i in items) if console.is_terminal else None
+        task = progress.add_task("importing", total=total)
+        for item in items:
+            progress.update(task, description=f"importing {item.path.name}")
+            try:
+                part = store.import_jsonl(
+                    item.path,
+                    session_key=item.session_key,
+                    session_id=item.session_id,
+                    meta=item.meta,
+                    progress=lambda n: progress.advance(task, n),
+                )
+            except ImportFormatError as exc:
+                failures.append(str(exc))
+                continue
+            totals.files += part["files"]
+            totals.sessions.extend(s for s in part["sessions"] if s not in totals.sessions)
+            totals.imported += part["imported"]
+            totals.skipped_duplicates += part["skippedDuplicates"]
+            for message in part["errors"]:
+                totals.error(message)  # counts each kept message once...
+            # ...plus the ones the file's report counted but did not keep.
+            totals.error_count += part["errorCount"] - len(part["errors"])
+    return totals
+
+
+@cli.command("import", short_help="Import .jsonl transcripts or sessions folders.")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--session-key",
+    metavar="KEY",
+    help=(
+        f"Session key for lone .jsonl files [default: {importer.DEFAULT_SESSION_KEY}]; "
+        "sessions in a folder take theirs from its sessions.json."
+    ),
+)
+@json_option
+@handled
+def import_cmd(paths: tuple[Path, ...], session_key: str | None) -> None:
+    """Import .jsonl transcripts or OpenClaw sessions folders (sessions.json + <id>.jsonl).
+
+    Events are stored as they are (re-importing skips events already stored); the sessions are
+    left pending and get indexed by `reconcile` or the next `search`. Malformed lines are
+    reported with file:line and skipped. Exit status 1 if a path could not be imported at all.
+    """
+    state = _state()
+    if session_key is not None and not session_key.strip():
+        raise click.BadParameter("must not be empty", param_hint="'--session-key'")
+    failures: list[str] = []
+    items = _plan_import(paths, session_key, failures)
+    totals = importer.ImportReport()
+    index: dict[str, int] | None = None
+    if items:  # nothing importable: do not create a database for it
+        with open_store(state, schema="auto", must_exist=False) as store:
+            totals = _import_items(store, items, failures)
+            index = store.index_status()
+    result = totals.as_dict()
+    result["failedFiles"] = failures
+    result["index"] = index
+    if state.json:
+        _emit_json(result)
+    else:
+        _print_import(result)
+    for failure in failures:  # in both modes: one line each on stderr
+        click.echo(f"Error: not imported: {_one_line(failure)}", err=True)
+    if failures:
+        click.get_current_context().exit(EXIT_FAILURE)
+
+
+def _print_import(result: dict[str, Any]) -> None:
+    out = _stdout()
+    out.print(
+        f"Imported {_n(result['imported'], 'event')} into {_n(len(result['sessions']), 'session')}"
+        f" from {_n(result['files'], 'file')}; "
+        f"{_n(result['skippedDuplicates'], 'duplicate')} skipped."
+    )
+    errors: list[str] = result["errors"]
+    if result["errorCount"]:
+        out.print(f"{_n(result['errorCount'], 'line error')} (lines skipped):")
+        for message in errors[:MAX_ERRORS_SHOWN]:
+            out.print(f"  {message}")
+        if result["errorCount"] > min(len(errors), MAX_ERRORS_SHOWN):
+            out.print(f"  … and {result['errorCount'] - min(len(errors), MAX_ERRORS_SHOWN)} more")
+    pending = (result["index"] or {}).get("pending", 0)
+    if pending:
+        out.print(
+            f"{_n(pending, 'session')} pending indexing: `{PROG_NAME} search` indexes them first "
+            f"(or run `{PROG_NAME} reconcile`)."
+        )
+
+
+# -- search -----------------------------------------------------------------------------------
+
+
+@cli.command("search", short_help="Full-text search (sessions_search).")
+@click.argument("query")
+@caller_options
+@click.option(
+    "--limit",
+    type=click.IntRange(1, MAX_LIMIT),
+    default=None,
+    metavar="N",
+    help=f"Most results to return [default: {DEFAULT_LIMIT}; max {MAX_LIMIT}].",
+)
+@click.option("--role", type=click.Choice(ROLES), help="Only messages of this role.")
+@click.option("--since", metavar="WHEN", help="Not before (epoch ms or ISO 8601, inclusive).")
+@click.option("--until", metavar="WHEN", help="Not after (epoch ms or ISO 8601, inclusive).")
+@click.option(
+    "--order",
+    type=click.Choice(ORDERS),
+    default=ORDERS[0],
+    show_default=True,
+    help="Best matches first, or newest first.",
+)
+@click.option("--session-key", metavar="KEY", help="Only this session key.")
+@click.option(
+    "--reconcile/--no-reconcile",
+    "reconcile",
+    default=True,
+    show_default=True,
+    help="Index pending sessions (e.g. fresh imports) before searching.",
+)
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="Always index pending sessions first, even with --no-reconcile.",
+)
+@json_option
+@handled
+def search_cmd(
+    query: str,
+    caller_key: str,
+    visibility: str,
+    agent_to_agent: bool,
+    allow: tuple[str, ...],
+    limit: int | None,
+    role: str | None,
+    since: str | None,
+    until: str | None,
+    order: str,
+    session_key: str | None,
+    reconcile: bool,
+    wait: bool,
+) -> None:
+    """Full-text search of the transcripts (sessions_search).
+
+    Words are ANDed and matched as whole words (case and diacritics folded: cafe finds Café);
+    "a phrase" in double quotes, deploy* as a prefix, OR between terms; everything else is
+    literal. Chinese, Japanese and Korean are matched as substrings.
+
+    Pending sessions (fresh imports, rewinds) are indexed first unless --no-reconcile: then the
+    results may be incomplete and a note says so.
+    """
+    state = _state()
+    caller = _caller(caller_key, visibility, agent_to_agent, allow)
+    with open_store(state, schema="auto") as store:
+        if (reconcile or wait) and store.index_status()["pending"]:
+            _reconcile_with_progress(store, "indexing")
+        result = store.search(
+            caller,
+            query,
+            limit=limit,
+            session_key=session_key,
+            role=role,
+            since=since,
+            until=until,
+            order=order,
+        )
+        pending = store.index_status()["pending"] if result.get("indexing") else 0
+    if state.json:
+        _emit_json(result)
+    elif "status" not in result:
+        _print_search(result, pending)
+    if "status" in result:
+        if not state.json:
+            raise CliError(str(result.get("error", result["status"])))
+        click.get_current_context().exit(EXIT_FAILURE)
+
+
+def _hits_table(hits: list[dict[str, Any]], width: int) -> Table:
+    """Search hits as a table: one column per field when wide, two stacked columns when narrow."""
+    narrow = width < WIDE_TABLE_MIN_WIDTH
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, show_lines=narrow)
+    if narrow:
+        table.add_column("Hit", overflow="fold", ratio=2)
+        table.add_column("Snippet", overflow="fold", ratio=3)
+        for hit in hits:
+            head = Text(str(hit["sessionKey"]), style="bold")
+            head.append(
+                f"\n{hit['messageId']} · {hit['role']} · {float(hit['score']):.2f}"
+                f"\n{_iso(hit['timestamp'])}",
+                style="",
+            )
+            table.add_row(head, Text(_flatten(str(hit["snippet"]))))
+        return table
+    longest = max(len(str(hit["sessionKey"])) for hit in hits)
+    table.add_column("Session key", overflow="fold", min_width=min(longest, KEY_COLUMN_MAX_WIDTH))
+    table.add_column("Id", overflow="fold")
+    table.add_column("Time (UTC)", no_wrap=True)
+    table.add_column("Role", no_wrap=True)
+    table.add_column("Score", justify="right", no_wrap=True)
+    table.add_column("Snippet", overflow="fold", ratio=1, min_width=SNIPPET_MIN_WIDTH)
+    for hit in hits:
+        table.add_row(
+            Text(str(hit["sessionKey"])),
+            Text(str(hit["messageId"])),
+            Text(_iso(hit["timestamp"])),
+            Text(str(hit["role"])),
+            Text(f"{float(hit['score']):.2f}"),
+            Text(_flatten(str(hit["snippet"]))),
+        )
+    return table
+
+
+def _print_search(result: dict[str, Any], pending: int) -> None:
+    out = _stdout()
+    hits: list[dict[str, Any]] = result["results"]
+    if not hits:
+        out.print("No matches.")
+    else:
+        out.print(_hits_table(hits, out.width))
+        first = hits[0]
+        out.print(
+            f"Read around a hit: {PROG_NAME} history {first['sessionKey']} "
+            f"--message-id {first['messageId']}",
+            soft_wrap=True,  # a command line to copy: never broken
+        )
+    if result.get("truncated"):
+        out.print(f"More matches exist: refine the query or raise --limit (max {MAX_LIMIT}).")
+    if result.get("indexing"):
+        out.print(
+            f"Note: indexing incomplete ({_n(pending, 'session')} pending), results may be "
+            f"missing; run `{PROG_NAME} reconcile` or search without --no-reconcile."
+        )
+
+
+# -- history ----------------------------------------------------------------------------------
+
+
+@cli.command("history", short_help="Read a session's active branch (sessions_history).")
+@click.argument("key")
+@caller_options
+@click.option("--message-id", metavar="ID", help="Show the window around this message.")
+@click.option("--session-id", metavar="ID", help="Incarnation of KEY to read (with --message-id).")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, MAX_HISTORY_LIMIT),
+    default=None,
+    metavar="N",
+    help=f"Most messages to return [default: {DEFAULT_HISTORY_LIMIT}; max {MAX_HISTORY_LIMIT}].",
+)
+@click.option(
+    "--offset",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Skip this many newest messages (paging back; not with --message-id).",
+)
+@click.option("--include-tools", is_flag=True, help="Also show tool calls and tool results.")
+@json_option
+@handled
+def history_cmd(
+    key: str,
+    caller_key: str,
+    visibility: str,
+    agent_to_agent: bool,
+    allow: tuple[str, ...],
+    message_id: str | None,
+    session_id: str | None,
+    limit: int | None,
+    offset: int | None,
+    include_tools: bool,
+) -> None:
+    """The active branch of session KEY (a session key or id), oldest first (sessions_history).
+
+    Texts are redacted and cut, images omitted; tool-only messages are left out unless
+    --include-tools.
+    """
+    state = _state()
+    caller = _caller(caller_key, visibility, agent_to_agent, allow)
+    with open_store(state, schema="auto") as store:
+        result = store.history(
+            caller,
+            key,
+            limit=limit,
+            offset=offset,
+            message_id=message_id,
+            session_id=session_id,
+            include_tools=include_tools,
+        )
+    if state.json:
+        _emit_json(result)
+        if "status" in result:
+            click.get_current_context().exit(EXIT_FAILURE)
+        return
+    if "status" in result:
+        raise CliError(str(result.get("error", result["status"])))
+    _print_history(result, message_id)
+
+
+def _block_text(block: Any) -> str:
+    if not isinstance(block, dict):
+        return str(block)
+    kind = block.get("type")
+    if kind in ("text", "input_text", "output_text"):
+        return str(block.get("text", ""))
+    if kind in ("thinking", "reasoning"):
+        return f"[thinking] {block.get('thinking', block.get('text', ''))}"
+    if kind == "image":
+        size = block.get("bytes")
+        return f"[image omitted, {size} bytes]" if size is not None else "[image omitted]"
+    if kind in ("toolCall", "tool_use", "toolUse"):
+        args = json.dumps(block.get("arguments", block.get("input", {})), ensure_ascii=False)
+        return f"[tool call {block.get('name', '?')} {args}]"
+    return f"[{kind}]"
+
+
+def message_display_text(message: dict[str, Any]) -> str:
+    """A history message's content as plain text for a terminal."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(t for t in (_block_text(b) for b in content) if t.strip())
+    text = message.get("text")
+    return text if isinstance(text, str) else ""
+
+
+def _print_history(result: dict[str, Any], anchor: str | None) -> None:
+    out = _stdout()
+    messages: list[dict[str, Any]] = result["messages"]
+    total = result.get("totalMessages", len(messages))
+    out.print(
+        f"{result['sessionKey']} ({result.get('sessionId', '?')}): "
+        f"{len(messages)} of {_n(total, 'message')}"
+    )
+    if not messages:
+        out.print("No messages." + (" (the anchor is not on the active branch)" if anchor else ""))
+    for message in messages:
+        meta = message.get("__openclaw") or {}
+        role = str(message.get("role", "?"))
+        if message.get("toolName"):
+            role = f"{role} ({message['toolName']})"
+        marker = "▶" if anchor is not None and meta.get("id") == anchor else " "
+        out.print(
+            Text(
+                f"{marker} #{meta.get('seq', '?')} {meta.get('id', '')}  {role}  "
+                f"{_iso(meta.get('timestamp'))}",
+                style="bold",
+            )
+        )
+        out.print(
+            Padding(Text(message_display_text(message)), (0, 0, 0, HISTORY_INDENT), expand=False)
+        )
+    if result.get("hasMore"):
+        out.print(f"Older messages: --offset {result.get('nextOffset')}")
+    if result.get("droppedMessages"):
+        out.print(f"{_n(result['droppedMessages'], 'message')} left out to fit the size budget.")
+
+
+# -- reconcile / status / check / upgrade -----------------------------------------------------
+
+
+@cli.command("reconcile", short_help="Index every pending session now.")
+@json_option
+@handled
+def reconcile_cmd() -> None:
+    """Index every pending session now (fresh imports, rewinds, rows written behind the hooks)."""
+    state = _state()
+    with open_store(state, schema="auto") as store:
+        result = _reconcile_with_progress(store, "reconciling")
+    if state.json:
+        _emit_json(result)
+        return
+    _stdout().print(
+        f"Reconciled {_n(result.get('sessions', 0), 'session')} "
+        f"({_n(result.get('inserted', 0), 'index row')} inserted, "
+        f"{result.get('deleted', 0)} deleted). "
+        f"Sessions: {result['indexed']} indexed, {result['pending']} pending, "
+        f"{result['total']} total."
+    )
+
+
+def _file_sizes(path: Path) -> dict[str, int]:
+    sizes = {"db": path.stat().st_size if path.is_file() else 0}
+    for suffix in SQLITE_SIDE_FILES:
+        side = path.with_name(path.name + suffix)
+        sizes[suffix.lstrip("-")] = side.stat().st_size if side.is_file() else 0
+    return sizes
+
+
+@cli.command("status", short_help="Pending / indexed / total sessions, size on disk.")
+@json_option
+@handled
+def status_cmd() -> None:
+    """Sessions pending / indexed / total, schema revision and the database's size on disk."""
+    state = _state()
+    with open_store(state, schema="require") as store:
+        counts = store.index_status()
+        revisions = list(migrate.current_revisions(store.engine))
+        path = sqlite_path(store.engine.url)
+        name = _describe(store.engine.url)
+    result: dict[str, Any] = {"database": name, **counts, "schema": revisions}
+    if path is not None:
+        result["sizes"] = _file_sizes(path)
+    if state.json:
+        _emit_json(result)
+        return
+    out = _stdout()
+    out.print(f"database  {name}")
+    out.print(f"schema    {', '.join(revisions)}")
+    out.print(
+        f"sessions  {counts['total']} total, {counts['indexed']} indexed, "
+        f"{counts['pending']} pending"
+    )
+    if "sizes" in result:
+        sizes: dict[str, int] = result["sizes"]
+        out.print("size      " + ", ".join(f"{k} {_human_size(v)}" for k, v in sizes.items()))
+
+
+@cli.command("check", short_help="Verify the index; exit 1 on drift or corruption.")
+@json_option
+@handled
+def check_cmd() -> None:
+    """Verify FTS5 integrity and that the index equals the active branches (exit 1 if not)."""
+    state = _state()
+    with open_store(state, schema="require") as store:
+        report = run_check(store.engine)
+    data = report.as_dict()
+    if state.json:
+        _emit_json(data)
+    else:
+        out = _stdout()
+        out.print(f"FTS5 integrity: {'ok' if report.fts_ok else report.fts_error}")
+        if report.drift:
+            out.print(f"Drift in {_n(len(report.drift), 'indexed session')}:")
+            for sid, diff in sorted(report.drift.items()):
+                out.print(
+                    f"  {sid}: {_n(diff.get('missing', 0), 'row')} missing, "
+                    f"{diff.get('extra', 0)} extra"
+                )
+        else:
+            out.print("Drift: none")
+        out.print(f"Orphan index rows: {report.orphans}")
+        out.print(
+            f"Sessions: {data.get('total', 0)} total, {data.get('indexed', 0)} indexed, "
+            f"{data.get('pending', 0)} pending (pending sessions are not checked)"
+        )
+        out.print("OK" if report.ok else "PROBLEMS FOUND")
+    if not report.ok:
+        click.get_current_context().exit(EXIT_FAILURE)
+
+
+@cli.command("upgrade", short_help="Migrate the schema to head.")
+@json_option
+@handled
+def upgrade_cmd() -> None:
+    """Migrate the database schema to the newest revision (creates the database if missing)."""
+    state = _state()
+    with open_store(state, schema="any", must_exist=False) as store:
+        before = list(migrate.current_revisions(store.engine))
+        migrate.upgrade(store.engine)
+        after = list(migrate.current_revisions(store.engine))
+        name = _describe(store.engine.url)
+    if state.json:
+        _emit_json({"database": name, "from": before, "to": after})
+        return
+    if before == after:
+        _stdout().print(f"{name}: schema already at head ({', '.join(after)}).")
+    else:
+        _stdout().print(
+            f"{name}: schema upgraded from {', '.join(before) or '(none)'} to {', '.join(after)}."
+        )
+
+
+# -- entry point ------------------------------------------------------------------------------
+
+
+def _usage_line(exc: click.UsageError) -> str:
+    hint = ""
+    if exc.ctx is not None:
+        hint = f" (see '{exc.ctx.command_path} --help')"
+    return f"Error: {_one_line(exc.format_message())}{hint}"
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on ``argv`` (default ``sys.argv[1:]``); the exit code."""
+    try:
+        rv = cli.main(args=argv, prog_name=PROG_NAME, standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        exc.show()
+        return EXIT_USAGE
+    except click.UsageError as exc:
+        click.echo(_usage_line(exc), err=True)
+        return EXIT_USAGE
+    except click.ClickException as exc:
+        click.echo(f"Error: {_one_line(exc.format_message())}", err=True)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_FAILURE
+    return rv if isinstance(rv, int) and not isinstance(rv, bool) else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point of ``openclaw-fts``."""
+    code = run(argv)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        code = code or EXIT_FAILURE
+    sys.exit(code)
+
+
+def _silence_stdout() -> None:
+    """After the reader of stdout went away (``| head``): no second error at interpreter exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
