@@ -420,14 +420,6 @@ def cli(ctx: click.Context, db: str | None, as_json: bool, traceback: bool) -> N
 # -- import -----------------------------------------------------------------------------------
 
 
-@dataclass
-class _ImportItem:
-    path: Path
-    session_key: str | None = None
-    session_id: str | None = None
-    meta: importer.SessionMeta | None = None
-
-
 def _count_lines(path: Path) -> int:
     count = 0
     try:
@@ -441,32 +433,24 @@ def _count_lines(path: Path) -> int:
 
 def _plan_import(
     paths: Sequence[Path], session_key: str | None, failures: list[str]
-) -> list[_ImportItem]:
+) -> list[importer.ImportItem]:
     """Expand folders like ``import_dir`` does; record paths that cannot be imported at all."""
-    items: list[_ImportItem] = []
+    items: list[importer.ImportItem] = []
     for path in paths:
         if path.is_dir():
             try:
-                index = importer.read_sessions_index(path)
+                items.extend(importer.folder_items(path))
             except ImportFormatError as exc:
                 failures.append(str(exc))
-                continue
-            files = sorted(path.glob("*.jsonl"))
-            if not files:
-                failures.append(f"{path}: no .jsonl transcripts in it")
-                continue
-            for file in files:
-                key, meta = index.get(file.stem, (None, None))
-                items.append(_ImportItem(file, key, file.stem if key else None, meta))
         elif path.is_file():
-            items.append(_ImportItem(path, session_key))
+            items.append(importer.ImportItem(path, session_key))
         else:
             failures.append(f"{path}: no such file or folder")
     return items
 
 
 def _import_items(
-    store: TranscriptStore, items: Sequence[_ImportItem], failures: list[str]
+    store: TranscriptStore, items: Sequence[importer.ImportItem], failures: list[str]
 ) -> importer.ImportReport:
     """Import each file with a progress bar; files refused as a whole go to ``failures``."""
     totals = importer.ImportReport()
@@ -477,13 +461,7 @@ def _import_items(
         for item in items:
             progress.update(task, description=f"importing {item.path.name}")
             try:
-                part = store.import_jsonl(
-                    item.path,
-                    session_key=item.session_key,
-                    session_id=item.session_id,
-                    meta=item.meta,
-                    progress=lambda n: progress.advance(task, n),
-                )
+                part = store.import_item(item, progress=lambda n: progress.advance(task, n))
             except ImportFormatError as exc:
                 failures.append(str(exc))
                 continue

@@ -49,6 +49,7 @@ class ImportReport:
     skipped_duplicates: int = 0
     error_count: int = 0
     errors: list[str] = field(default_factory=list)
+    failed_files: list[str] = field(default_factory=list)
 
     def error(self, message: str) -> None:
         self.error_count += 1
@@ -62,6 +63,7 @@ class ImportReport:
         self.skipped_duplicates += other.skipped_duplicates
         self.error_count += other.error_count
         self.errors.extend(other.errors[: MAX_REPORTED_ERRORS - len(self.errors)])
+        self.failed_files.extend(other.failed_files)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +73,7 @@ class ImportReport:
             "skippedDuplicates": self.skipped_duplicates,
             "errorCount": self.error_count,
             "errors": list(self.errors),
+            "failedFiles": list(self.failed_files),
         }
 
 
@@ -298,10 +301,18 @@ def read_sessions_index(folder: Path) -> dict[str, tuple[str, SessionMeta]]:
     return out
 
 
-def import_dir(
-    engine: Engine, folder: str | Path, *, progress: Progress | None = None
-) -> ImportReport:
-    """Import an OpenClaw agent sessions folder (``sessions.json`` + ``<sessionId>.jsonl``)."""
+@dataclass(frozen=True)
+class ImportItem:
+    """One transcript file of an import, with what its folder's index says about it."""
+
+    path: Path
+    session_key: str | None = None
+    session_id: str | None = None
+    meta: SessionMeta | None = None
+
+
+def folder_items(folder: str | Path) -> list[ImportItem]:
+    """The transcripts of an OpenClaw sessions folder; raise if it is not one."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ImportFormatError(f"{folder}: not a folder")
@@ -309,20 +320,39 @@ def import_dir(
     files = sorted(folder.glob("*.jsonl"))
     if not files:
         raise ImportFormatError(f"{folder}: no .jsonl transcripts in it")
-    report = ImportReport()
+    items = []
     for path in files:
         key, meta = index.get(path.stem, (None, None))
+        items.append(ImportItem(path, key, path.stem if key else None, meta))
+    return items
+
+
+def import_item(
+    engine: Engine, item: ImportItem, *, progress: Progress | None = None
+) -> ImportReport:
+    """Import one planned file (see :func:`import_jsonl`)."""
+    return import_jsonl(
+        engine,
+        item.path,
+        session_key=item.session_key,
+        session_id=item.session_id,
+        meta=item.meta,
+        progress=progress,
+    )
+
+
+def import_dir(
+    engine: Engine, folder: str | Path, *, progress: Progress | None = None
+) -> ImportReport:
+    """Import an OpenClaw agent sessions folder (``sessions.json`` + ``<sessionId>.jsonl``).
+    A file refused as a whole is reported (``failed_files``) and the others are imported."""
+    report = ImportReport()
+    for item in folder_items(folder):
         try:
-            part = import_jsonl(
-                engine,
-                path,
-                session_key=key,
-                session_id=path.stem if key else None,
-                meta=meta,
-                progress=progress,
-            )
+            part = import_item(engine, item, progress=progress)
         except ImportFormatError as exc:
             report.files += 1
+            report.failed_files.append(str(exc))
             report.error(str(exc))
             continue
         report.merge(part)

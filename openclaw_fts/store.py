@@ -160,6 +160,10 @@ class TranscriptStore:
         """Import one transcript like ``openclaw doctor``: stored, not indexed (pending)."""
         return importer.import_jsonl(self.engine, path, session_key=session_key, **kwargs).as_dict()
 
+    def import_item(self, item: importer.ImportItem, **kwargs: Any) -> dict[str, Any]:
+        """Import one planned file of a folder (``importer.folder_items``)."""
+        return importer.import_item(self.engine, item, **kwargs).as_dict()
+
     def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
         """Import an OpenClaw agent sessions folder (``sessions.json`` + ``<id>.jsonl``)."""
         return importer.import_dir(self.engine, sessions_dir, **kwargs).as_dict()
