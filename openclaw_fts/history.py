@@ -25,6 +25,8 @@ from .visibility import Caller, visible
 #: Messages returned when no limit is given, and the most a caller may ask for.
 DEFAULT_HISTORY_LIMIT = 50
 MAX_HISTORY_LIMIT = 500
+#: Room kept for the response's other fields, so the WHOLE response stays within the cap.
+ENVELOPE_RESERVE_BYTES = 1024
 
 
 def _validate(
@@ -169,7 +171,7 @@ def run_history(
             "timestamp": transcript.parse_timestamp(event.get("timestamp")),
         }
         items.append(item)
-    kept, dropped = fit_to_budget(items, MAX_HISTORY_BYTES, anchor_index)
+    kept, dropped = fit_to_budget(items, MAX_HISTORY_BYTES - ENVELOPE_RESERVE_BYTES, anchor_index)
     out["messages"] = kept
     out["truncated"] = bool(dropped) or content_truncated
     out["droppedMessages"] = dropped

@@ -20,8 +20,9 @@ Visibility = Literal["self", "tree", "agent", "all"]
 SandboxVisibility = Literal["spawned", "all"]
 VISIBILITIES: tuple[str, ...] = ("self", "tree", "agent", "all")
 SANDBOX_VISIBILITIES: tuple[str, ...] = ("spawned", "all")
-#: Most agent-to-agent allow patterns honoured (each becomes one LIKE in the statement).
-MAX_ALLOW_PATTERNS = 64
+#: Most agent-to-agent allow patterns accepted (each becomes one LIKE in the statement; more is
+#: refused rather than silently ignored).
+MAX_ALLOW_PATTERNS = 256
 
 
 def _allow_regex(pattern: str) -> re.Pattern[str]:
@@ -37,6 +38,14 @@ class AgentToAgent:
 
     enabled: bool = False
     allow: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.allow, str) or not all(isinstance(p, str) for p in self.allow):
+            raise ToolInputError("agent-to-agent allow must be a list of strings")
+        if len(self.allow) > MAX_ALLOW_PATTERNS:
+            raise ToolInputError(
+                f"agent-to-agent allow takes at most {MAX_ALLOW_PATTERNS} patterns"
+            )
 
     def allows(self, agent_id: str) -> bool:
         if not self.allow:
@@ -130,7 +139,7 @@ def _other_agents(caller: Caller, alias: str, params: dict[str, str]) -> list[st
     policy = caller.agent_to_agent
     if not policy.enabled or not policy.allows(caller.effective_agent_id):
         return []
-    patterns = [p for p in list(policy.allow)[:MAX_ALLOW_PATTERNS] if p]
+    patterns = list(dict.fromkeys(p for p in policy.allow if p))
     if not patterns:
         return ["1 = 1"]
     conditions = []
