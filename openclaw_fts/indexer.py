@@ -104,7 +104,10 @@ def create_state(conn: Connection, session_id: str, *, clean: bool) -> StateRow:
 def mark_dirty(conn: Connection, session_id: str) -> None:
     """Flag a session for the reconciler (sessions without state are pending already)."""
     conn.execute(
-        text("UPDATE index_state SET needs_rebuild = 1 WHERE session_id = :sid"),
+        text(
+            "UPDATE index_state SET needs_rebuild = 1, generation = generation + 1 "
+            "WHERE session_id = :sid"
+        ),
         {"sid": session_id},
     )
 

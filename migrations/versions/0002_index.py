@@ -34,6 +34,12 @@ CREATE_DELETE_TRIGGER = (
     "VALUES ('delete', old.id, old.body, old.sess); END"
 )
 
+CREATE_SEQ_TRIGGER = (
+    "CREATE TRIGGER IF NOT EXISTS transcript_events_last_seq AFTER INSERT ON transcript_events "
+    "BEGIN UPDATE sessions SET last_seq = new.seq "
+    "WHERE session_id = new.session_id AND last_seq < new.seq; END"
+)
+
 
 def upgrade() -> None:
     op.create_table(
@@ -85,10 +91,12 @@ def upgrade() -> None:
     if op.get_context().dialect.name == "sqlite":
         op.execute(CREATE_FTS)
         op.execute(CREATE_DELETE_TRIGGER)
+        op.execute(CREATE_SEQ_TRIGGER)
 
 
 def downgrade() -> None:
     if op.get_context().dialect.name == "sqlite":
+        op.execute("DROP TRIGGER IF EXISTS transcript_events_last_seq")
         op.execute("DROP TRIGGER IF EXISTS message_index_fts_delete")
         op.execute("DROP TABLE IF EXISTS message_fts")
     op.drop_table("reconcile_lease")

@@ -38,9 +38,18 @@ CREATE_DELETE_TRIGGER = (
 )
 DROP_DELETE_TRIGGER = f"DROP TRIGGER IF EXISTS {DELETE_TRIGGER}"
 DROP_FTS = f"DROP TABLE IF EXISTS {FTS_TABLE}"
+#: Keeps ``sessions.last_seq`` right even for events written behind the plugin's back (raw SQL),
+#: so such a session turns pending (its watermark falls behind) instead of staying "clean".
+SEQ_TRIGGER = "transcript_events_last_seq"
+CREATE_SEQ_TRIGGER = (
+    f"CREATE TRIGGER IF NOT EXISTS {SEQ_TRIGGER} AFTER INSERT ON transcript_events BEGIN "
+    "UPDATE sessions SET last_seq = new.seq "
+    "WHERE session_id = new.session_id AND last_seq < new.seq; END"
+)
+DROP_SEQ_TRIGGER = f"DROP TRIGGER IF EXISTS {SEQ_TRIGGER}"
 
-CREATE_STATEMENTS = (CREATE_FTS, CREATE_DELETE_TRIGGER)
-DROP_STATEMENTS = (DROP_DELETE_TRIGGER, DROP_FTS)
+CREATE_STATEMENTS = (CREATE_FTS, CREATE_DELETE_TRIGGER, CREATE_SEQ_TRIGGER)
+DROP_STATEMENTS = (DROP_SEQ_TRIGGER, DROP_DELETE_TRIGGER, DROP_FTS)
 
 
 def cursor(conn: Connection) -> sqlite3.Cursor:
