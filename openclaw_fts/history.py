@@ -8,7 +8,6 @@ some other window); every text is redacted and cut, and the JSON of ``messages``
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sqlalchemy import Connection, select, text
@@ -18,8 +17,15 @@ from .errors import ToolInputError
 from .indexer import load_events
 from .models import AgentSession
 from .redact import Redactor
-from .sanitize import MAX_HISTORY_BYTES, fit_to_budget, is_tool_only, sanitize_message
+from .sanitize import (
+    MAX_HISTORY_BYTES,
+    fit_to_budget,
+    is_tool_only,
+    json_size,
+    sanitize_message,
+)
 from .search import validate_limit
+from .tokens import is_valid_unicode
 from .visibility import Caller, visible
 
 #: Messages returned when no limit is given, and the most a caller may ask for.
@@ -40,10 +46,13 @@ def _validate(
         raise ToolInputError("offset and messageId cannot be used together")
     if session_id is not None and message_id is None:
         raise ToolInputError("sessionId requires messageId")
-    if message_id is not None and (not isinstance(message_id, str) or not message_id.strip()):
-        raise ToolInputError("messageId must be a non-empty string")
-    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
-        raise ToolInputError("sessionId must be a non-empty string")
+    for name, value in (("messageId", message_id), ("sessionId", session_id)):
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise ToolInputError(f"{name} must be a non-empty string")
+        if not is_valid_unicode(value):
+            raise ToolInputError(f"{name} is not valid Unicode")
     lim = validate_limit(limit, default=DEFAULT_HISTORY_LIMIT, maximum=MAX_HISTORY_LIMIT)
     return lim, offset, message_id, session_id
 
@@ -119,6 +128,8 @@ def run_history(
     """``sessions_history`` on a read connection (behaviour.md §5)."""
     if not isinstance(session_key, str) or not session_key.strip():
         raise ToolInputError("sessionKey must be a non-empty string")
+    if not is_valid_unicode(session_key):
+        raise ToolInputError("sessionKey is not valid Unicode")
     if not isinstance(include_tools, bool):
         raise ToolInputError("includeTools must be a boolean")
     lim, off, anchor_id, sid = _validate(limit, offset, message_id, session_id)
@@ -177,6 +188,6 @@ def run_history(
     out["droppedMessages"] = dropped
     out["contentTruncated"] = content_truncated
     out["contentRedacted"] = content_redacted
-    out["bytes"] = len(json.dumps(kept, ensure_ascii=False).encode("utf-8"))
+    out["bytes"] = json_size(kept)
     out["totalMessages"] = total
     return out

@@ -1,0 +1,860 @@
+"""Credential masking for snippets and history text (OpenClaw's rule, behaviour.md §7).
+
+Invariant: for every string ``t``, :meth:`Redactor.redact` returns ``t`` character for
+character, except that every *credential span* found in ``t`` (overlapping spans merged first)
+is replaced by its mask: ``***`` when the span is shorter than :data:`MIN_PARTIAL_MASK_CHARS`,
+else its first :data:`KEEP_START_CHARS` and last :data:`KEEP_END_CHARS` characters around
+``…``; a PEM private-key block becomes its BEGIN line, ``\\n…redacted…\\n`` and its END line.
+So no 8-character substring of the masked-away middle of a recognised secret survives (the
+search layer relies on this). Spans are all found on the ORIGINAL text, so the result does not
+depend on the order of the rules, and for the built-in rules the work is linear in ``len(t)``:
+every pattern starts only where its token starts (never inside a longer run of the same
+characters) and is built so that a failed attempt never rescans what a later attempt scans.
+
+What is a credential span (the "families", all tested):
+
+* the VALUE of an assignment whose name is sensitive (:func:`is_sensitive_name`): env style
+  ``OPENAI_API_KEY=…``, ``export X="…"``, ``DB_PASSWORD: …``, JSON/YAML/Python/TOML fields
+  ``"apiKey": "…"`` (also JSON escaped inside a JSON string: ``\\"token\\": \\"…\\"``);
+* the VALUE of a sensitive CLI flag: ``--api-key=…``, ``--token …``, ``--client-secret …``, and
+  the password of ``curl -u user:password``;
+* the credential of ``Authorization: Bearer|Basic|Token …`` and of a bare ``Bearer <18+ chars>``;
+* the password of a URL's userinfo (``https://user:pass@``, ``postgres://user:pass@``) and the
+  value of a sensitive URL query/fragment key (``?token=``, ``&sig=``, ``#access_token=`` …);
+* vendor-prefixed keys (``sk-``, ``sk_live_``, ``ghp_``, ``github_pat_``, ``glpat-``, ``xoxb-``,
+  ``AIza``, ``ya29.``, JWTs, ``AKIA``/``ASIA``, ``hf_``, ``npm_``, ``pypi-``, ``SG.``, ``gsk_``,
+  ``xai-``, Telegram bot tokens, …) and PEM private-key blocks;
+* whatever a host adds with ``extra_patterns`` (group 1 if the pattern has a group, else the
+  whole match). Host patterns run on Python's backtracking engine: their cost is the host's.
+
+Deliberately NOT masked (ordinary prose and code stay searchable): words such as "the token
+bucket algorithm" or "password reset page" that are not followed by ``=``/``:`` and a value;
+``name: value`` where the value is a plain word (``token: bucket``, ``apiKey: string``) — with a
+colon, a value is masked only when it looks like a credential (it holds a digit or a symbol, or
+has at least :data:`LOOSE_VALUE_MIN_CHARS` characters); references to a secret rather than the
+secret (``$API_KEY``, ``${TOKEN}``, ``process.env.TOKEN``, ``api_key=api_key``, ``null``); git
+commit hashes, UUIDs and other bare hex/base64 strings without a vendor prefix or a sensitive
+name (a hash is not a credential, and masking them would make commits unsearchable).
+
+A hostile text with more than :data:`MAX_CANDIDATES_PER_RULE` candidates for one rule is
+masked from the first candidate that rule did not examine to its end (:data:`OVERFLOW_MASK`):
+bounded work, nothing leaks.
+
+Known limits: a secret in free prose with no recognisable shape (``my password is hunter2``) is
+not found; a quoted value is taken to its closing quote on the same line; a value containing
+``…`` is cut there (that character marks an already-masked value, which keeps redaction
+idempotent); an unterminated PEM block is masked from its BEGIN line to the end of its
+base64-looking body.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Final
+
+__all__ = [
+    "DEFAULT_REDACTOR",
+    "KEEP_END_CHARS",
+    "KEEP_START_CHARS",
+    "MAX_CANDIDATES_PER_RULE",
+    "MIN_PARTIAL_MASK_CHARS",
+    "OVERFLOW_MASK",
+    "Redactor",
+    "field_mask",
+    "is_sensitive_name",
+    "mask_secret",
+    "redact_text",
+]
+
+# --------------------------------------------------------------------------- the mask itself
+
+#: Secrets shorter than this become ``***`` (OpenClaw): keeping 6 + 4 characters of a short
+#: secret would reveal most of it.
+MIN_PARTIAL_MASK_CHARS: Final = 18
+#: Characters kept at the start of a long secret (OpenClaw): enough to tell ``sk-ant`` from
+#: ``sk-or-`` when debugging, too few to use.
+KEEP_START_CHARS: Final = 6
+#: Characters kept at the end of a long secret (OpenClaw): enough to tell two keys apart.
+KEEP_END_CHARS: Final = 4
+#: Joins the kept start and end of a long secret (one character, U+2026).
+MASK_ELLIPSIS: Final = "…"
+#: The whole mask of a short secret.
+SHORT_SECRET_MASK: Final = "***"
+#: Replaces the body of a PEM private-key block, between its BEGIN and END lines.
+PEM_BODY_MASK: Final = "\n…redacted…\n"
+
+# --------------------------------------------------------------------------- bounds
+
+#: Longest identifier considered as the name of an assignment or CLI flag. Real names are far
+#: shorter; the bound caps the work per candidate position on a hostile run of name characters.
+MAX_NAME_CHARS: Final = 64
+#: Blanks allowed around ``=``/``:`` (``KEY   =   value``); bounded for the same reason.
+MAX_SEPARATOR_BLANKS: Final = 8
+#: With a ``:`` separator, a value made only of letters is taken for prose (``token: bucket``)
+#: unless it is at least this long (a long letters-only word after ``password:`` is a password).
+LOOSE_VALUE_MIN_CHARS: Final = 16
+#: A bare ``Bearer`` followed by a token this long is a credential (OpenClaw); shorter words
+#: after "bearer" are prose ("the bearer of the note").
+BARE_BEARER_MIN_CHARS: Final = 18
+#: Longest user name of a URL userinfo looked at; bounds the work per ``://``.
+MAX_URL_USER_CHARS: Final = 128
+#: Longest URL password looked at (a longer one is not recognised); bounds the work per ``://``
+#: and lets the password contain an unencoded ``@`` (the LAST ``@`` in reach ends it).
+MAX_URL_PASSWORD_CHARS: Final = 256
+#: Longest name of a URL query or fragment parameter looked at.
+MAX_QUERY_NAME_CHARS: Final = 64
+#: Longest label between ``BEGIN`` and ``PRIVATE KEY`` (``ENCRYPTED``, ``OPENSSH``, ``RSA`` …).
+MAX_PEM_LABEL_CHARS: Final = 40
+
+# --------------------------------------------------------------------------- sensitive names
+
+# Words that make a name sensitive wherever they occur in it (``*PASSWORD*``, ``*PASSWD*``).
+_ANYWHERE_WORDS: Final = ("password", "passwd", "passphrase")
+# Last words (or whole one-word names, lower-cased, separators removed) that are secrets.
+_SECRET_COMPOUNDS: Final = frozenset(
+    {
+        "apikey",
+        "apisecret",
+        "apitoken",
+        "accesskey",
+        "accesstoken",
+        "authkey",
+        "authtoken",
+        "bearertoken",
+        "clientsecret",
+        "encryptionkey",
+        "idtoken",
+        "masterkey",
+        "privatekey",
+        "refreshtoken",
+        "secretkey",
+        "sessiontoken",
+        "signingkey",
+    }
+)
+# "<word> token" is NOT a secret for these words (pagination and language-model vocabulary).
+_HARMLESS_TOKEN_PREFIXES: Final = frozenset(
+    {
+        "bos",
+        "cancel",
+        "cancellation",
+        "cls",
+        "continuation",
+        "end",
+        "eos",
+        "mask",
+        "max",
+        "min",
+        "next",
+        "num",
+        "pad",
+        "page",
+        "prev",
+        "previous",
+        "sep",
+        "special",
+        "start",
+        "stop",
+        "unk",
+    }
+)
+# "<word> key" in lower/camel case (code, JSON) is a secret only after these words; a bare
+# ``key`` or ``sort_key``/``sessionKey``/``cacheKey`` is an ordinary identifier.
+_SECRET_KEY_PREFIXES: Final = frozenset(
+    {
+        "access",
+        "account",
+        "admin",
+        "api",
+        "app",
+        "application",
+        "auth",
+        "client",
+        "encryption",
+        "license",
+        "master",
+        "private",
+        "secret",
+        "service",
+        "signing",
+        "subscription",
+    }
+)
+# "<WORD>_KEY" in UPPER case (environment variables) is a secret unless after these words.
+_HARMLESS_ENV_KEY_PREFIXES: Final = frozenset(
+    {
+        "cache",
+        "foreign",
+        "hash",
+        "lookup",
+        "partition",
+        "primary",
+        "pub",
+        "public",
+        "routing",
+        "row",
+        "session",
+        "sort",
+    }
+)
+# URL query/fragment parameters whose value is a credential (besides sensitive names).
+_SECRET_QUERY_NAMES: Final = frozenset(
+    {
+        "access_token",
+        "api-key",
+        "api_key",
+        "apikey",
+        "auth",
+        "auth_token",
+        "client_secret",
+        "code",
+        "id_token",
+        "jwt",
+        "key",
+        "pass",
+        "passwd",
+        "password",
+        "private_token",
+        "pwd",
+        "refresh_token",
+        "secret",
+        "sig",
+        "signature",
+        "token",
+        "x-amz-credential",
+        "x-amz-security-token",
+        "x-amz-signature",
+        "x-goog-credential",
+        "x-goog-signature",
+    }
+)
+
+_NAME_WORD_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+#: Distinct names whose verdict is remembered: a text repeats the same few names (``"token":``
+#: in every object of a JSON dump), so a small cache removes the word splitting from hot loops.
+NAME_CACHE_SIZE: Final = 4096
+
+
+@lru_cache(maxsize=NAME_CACHE_SIZE)
+def is_sensitive_name(name: str) -> bool:
+    """Whether ``name`` (a variable, JSON field or CLI flag name) holds a credential.
+
+    Words are split at ``_ - .`` and camelCase. Sensitive: any name containing ``password``,
+    ``passwd`` or ``passphrase``; a name whose last word is ``secret`` or ``token`` (but not
+    ``max_token``, ``eos_token``, ``next_token`` …), or a known compound (``apikey``,
+    ``accesstoken``, ``clientsecret``, ``privatekey`` …); ``*_KEY`` in upper case unless it is
+    ``PUBLIC_KEY``, ``SORT_KEY``, ``SESSION_KEY`` …; ``*Key``/``*_key`` in code only after
+    ``api``, ``secret``, ``private``, ``access``, ``client`` …; ``*_PWD`` (not ``PWD`` alone,
+    the current directory).
+    """
+    lowered = name.lower()
+    if any(word in lowered for word in _ANYWHERE_WORDS):
+        return True
+    words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
+    if not words:
+        return False
+    last = words[-1]
+    previous = words[-2] if len(words) > 1 else ""
+    if last in _SECRET_COMPOUNDS or (previous + last) in _SECRET_COMPOUNDS:
+        return True
+    if last == "secret":
+        return True
+    if last == "token":
+        return previous not in _HARMLESS_TOKEN_PREFIXES
+    if last == "pwd":
+        return bool(previous)
+    if last == "key" and previous:
+        letters = [c for c in name if c.isalpha()]
+        if letters and all(c.isupper() for c in letters):
+            return previous not in _HARMLESS_ENV_KEY_PREFIXES
+        return previous in _SECRET_KEY_PREFIXES
+    return False
+
+
+# --------------------------------------------------------------------------- value checks
+
+# Literal values that are never credentials (``token = None``, ``"password": null``). The short
+# mask ``***`` is not one either (re-redacting a redacted text changes nothing).
+_LITERAL_VALUES: Final = frozenset({"false", "nil", "none", "null", "true", "undefined"})
+_TRAILING_PUNCTUATION: Final = ".,;)]}"
+_REFERENCE_PREFIXES: Final = (
+    "process.env.",
+    "import.meta.env.",
+    "os.environ",
+    "os.getenv(",
+    "getenv(",
+    "env(",
+    "env.",
+    "secrets.",
+)
+_SHELL_REFERENCE_RE: Final = re.compile(r"\$(?:\{[^}]*\}?|\([^)]*\)?|[A-Za-z_][A-Za-z0-9_]*:?)")
+_IDENTIFIER_PATH_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _trim_value(text: str, start: int, end: int) -> int:
+    """End of the value ``text[start:end]`` without trailing sentence/bracket punctuation."""
+    while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
+        end -= 1
+    return end
+
+
+def _is_reference(value: str, name: str | None) -> bool:
+    """Whether ``value`` names a secret instead of being one (``$TOKEN``, ``null``, …)."""
+    first = value[0]
+    if first == "$":
+        return _SHELL_REFERENCE_RE.fullmatch(value) is not None
+    if first == "%":
+        return len(value) > 2 and value.endswith("%")  # %API_KEY%
+    if not (first.isalpha() or first == "_"):
+        return value == SHORT_SECRET_MASK
+    if value.lower() in _LITERAL_VALUES or value.startswith(_REFERENCE_PREFIXES):
+        return True
+    if name is not None and _IDENTIFIER_PATH_RE.fullmatch(value):
+        # ``api_key=api_key``, ``token: self.token``, ``API_KEY=settings.API_KEY``
+        return value.rsplit(".", 1)[-1].lower() == name.rsplit(".", 1)[-1].lower()
+    return False
+
+
+def _looks_like_credential(value: str) -> bool:
+    """For ``name: value``: a digit or a symbol in it, or a long word (see module doc)."""
+    return len(value) >= LOOSE_VALUE_MIN_CHARS or not value.isalpha()
+
+
+# --------------------------------------------------------------------------- patterns
+#
+# Linear time: a pattern is tried at a position only when that position starts its token (a
+# lookbehind, placed after a literal first character so that the regex engine can skip ahead
+# to that character), repetitions are bounded or end where the next element cannot match, and
+# a value that was taken is never scanned again by the same rule.
+
+_BLANKS: Final = rf"[ \t]{{0,{MAX_SEPARATOR_BLANKS}}}"
+_NAME_CHARS: Final = r"A-Za-z0-9_.\-"
+_SEPARATOR: Final = r"(?P<sep>:=|=>|=(?![=~])|:(?![:=]))"
+
+# The END of a sensitive-looking name and its separator: a name ending in key/token/secret/pwd
+# or holding password/passwd/passphrase, an optional closing quote (``"apiKey":``), ``=``,
+# ``:``, ``:=`` or ``=>``. The start of the name is then found on the reversed text
+# (:data:`_REVERSED_NAME_RE`): anchoring on the keyword keeps the scan fast on prose, where
+# almost every word starts a name but few names are sensitive.
+_ASSIGN_TAIL_RE: Final = re.compile(
+    r"(?P<kw>[KkTtSsPp](?:(?<=[Kk])(?i:ey)|(?<=[Tt])(?i:oken)|(?<=[Ss])(?i:ecret)"
+    r"|(?<=[Pp])(?i:wd)|(?<=[Pp])(?i:ass)(?i:word|wd|phrase)"
+    # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
+    rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest)))"
+    r"(?P<quote>\\?[\"'])?" + _BLANKS + _SEPARATOR
+)
+# A whole name, read backwards from its end: at most MAX_NAME_CHARS name characters, and the
+# run must end there (a longer run is not a name).
+_REVERSED_NAME_RE: Final = re.compile(rf"[{_NAME_CHARS}]{{1,{MAX_NAME_CHARS}}}(?![{_NAME_CHARS}])")
+# A name right after one of these is not an assignment: ``$NAME`` is a shell expansion and a
+# name after ``? & #`` is a URL parameter (its own rule).
+_NOT_BEFORE_NAME: Final = "$?&#"
+
+# ``--name=`` or ``--name <blanks>``; the ``--`` does not continue a word or a longer dash run.
+_CLI_FLAG_RE: Final = re.compile(
+    r"--(?<![A-Za-z0-9_\-]--)"
+    rf"(?P<name>[A-Za-z][A-Za-z0-9_\-]{{0,{MAX_NAME_CHARS - 1}}})"
+    r"(?P<sep>=|[ \t]+)"
+)
+
+# The value after a separator: one alternative per quoting style, else a bare word.
+# ``…`` ends every value: it marks an already masked value (keeps redaction idempotent).
+_VALUE_RE: Final = re.compile(
+    _BLANKS + r"(?:"
+    r'\\"(?P<escaped>(?:[^"\\\r\n…]|\\\\)*)'
+    r'|"(?P<double>(?:[^"\\\r\n…]|\\[^\r\n…])*)'
+    r"|'(?P<single>(?:[^'\\\r\n…]|\\[^\r\n…])*)"
+    r"|`(?P<backtick>[^`\r\n…]*)"
+    r"|(?P<bare>[^\s\"'`\\<>…]+)"
+    r")"
+)
+
+_AUTH_SCHEMES: Final = ("bearer", "basic", "token", "bot", "apikey", "api-key", "sso-key")
+# ``Authorization`` (also ``Proxy-Authorization``, any case), found by its ``u``.
+_AUTHORIZATION_RE: Final = re.compile(
+    r"[Uu](?<=[Aa][Uu])(?<![A-Za-z0-9_][Aa][Uu])(?i:thorization)\\?[\"']?"
+    + _BLANKS
+    + r"[:=]"
+    + _BLANKS
+    + r"\\?[\"']?"
+    + _BLANKS
+    + r"(?:(?P<scheme>(?i:"
+    + "|".join(re.escape(s) for s in _AUTH_SCHEMES)
+    + r"))[ \t]+)?"
+    r"(?P<value>[A-Za-z0-9._~+/=:@%\-]+)"
+)
+_BARE_BEARER_RE: Final = re.compile(
+    r"[Bb](?<![A-Za-z0-9_\-][Bb])(?i:earer)[ \t]+"
+    rf"(?P<value>[A-Za-z0-9._~+/\-]{{{BARE_BEARER_MIN_CHARS},}}=*)"
+)
+
+# ``scheme://user:password@``: the literal ``://`` first (fast scan), the scheme checked behind.
+_URL_USERINFO_RE: Final = re.compile(
+    r"://(?<=[A-Za-z0-9]://)"
+    rf"(?P<user>[^\s:/?#@\"'<>\[\]\\…]{{0,{MAX_URL_USER_CHARS}}}):"
+    rf"(?P<value>[^\s/?#\"'<>\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})@"
+)
+_URL_PARAM_RE: Final = re.compile(
+    rf"[?&#](?P<name>[{_NAME_CHARS}]{{1,{MAX_QUERY_NAME_CHARS}}})="
+    r"(?P<value>[^&#\s\"'<>`\\…]+)"
+)
+# ``curl -u user:password`` / ``--user user:password``.
+_CLI_USER_RE: Final = re.compile(
+    r"-(?<![A-Za-z0-9_\-]-)(?:u|-user)(?:[ \t]+|=)\\?[\"']?"
+    rf"[^\s:\"'\\]{{1,{MAX_URL_USER_CHARS}}}:"
+    rf"(?P<value>[^\s\"'\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})"
+)
+
+_PEM_LABEL: Final = rf"[ A-Z0-9]{{0,{MAX_PEM_LABEL_CHARS}}}PRIVATE KEY(?: BLOCK)?-----"
+_PEM_BEGIN_RE: Final = re.compile(r"-----BEGIN" + _PEM_LABEL)
+_PEM_END_RE: Final = re.compile(r"-----END" + _PEM_LABEL)
+# The body: base64 lines and ``Proc-Type:``/``DEK-Info:`` headers, possibly JSON-escaped
+# (``\n``). It is matched only up to the next ``-----`` (found with ``str.find``), so each
+# character is looked at by one block at most.
+_PEM_BODY_RE: Final = re.compile(r"[A-Za-z0-9+/=\s:,.\\\-]*")
+
+# Vendor-prefixed tokens: (family, prefix, body character class, minimum body length). The
+# minimum is well below the vendor's real length and high enough that kebab-case words
+# (``sk-button-primary``) do not qualify. The prefix must start a token: the lookbehind placed
+# after the literal prefix rejects a prefix preceded by a token character.
+_TOKEN_CHARS: Final = r"[A-Za-z0-9_\-]"
+_VENDOR_TOKENS: Final[tuple[tuple[str, str, str, int], ...]] = (
+    # OpenAI, Anthropic, OpenRouter, DeepSeek …: a real key always holds a digit.
+    ("sk", r"sk-", r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]", 16),
+    ("stripe-secret", r"sk_(?:live|test)_", r"[A-Za-z0-9]", 16),
+    ("stripe-restricted", r"rk_(?:live|test)_", r"[A-Za-z0-9]", 16),
+    ("stripe-webhook", r"whsec_", r"[A-Za-z0-9]", 16),
+    ("github", r"gh[pousr]_", r"[A-Za-z0-9]", 20),
+    ("github-pat", r"github_pat_", r"[A-Za-z0-9_]", 20),
+    ("gitlab", r"glpat-", _TOKEN_CHARS, 20),
+    ("slack", r"xox[baprs]-", r"[A-Za-z0-9\-]", 10),
+    ("slack-app", r"xapp-", r"[A-Za-z0-9\-]", 10),
+    ("google-api", r"AIza", _TOKEN_CHARS, 30),
+    ("google-oauth", r"ya29\.", _TOKEN_CHARS, 20),
+    ("huggingface", r"hf_", r"[A-Za-z0-9]", 20),
+    ("npm", r"npm_", r"[A-Za-z0-9]", 20),
+    ("pypi", r"pypi-", _TOKEN_CHARS, 20),
+    ("groq", r"gsk_", r"[A-Za-z0-9]", 20),
+    ("xai", r"xai-", r"[A-Za-z0-9]", 20),
+    ("perplexity", r"pplx-", r"[A-Za-z0-9]", 20),
+)
+#: Segments of a JWT shorter than this are not a JWT (a real header is ~36 characters).
+MIN_JWT_SEGMENT_CHARS: Final = 5
+#: Segments after a JWT's header and payload: 1 for a signed JWT (JWS), 3 for an encrypted one
+#: (JWE: header.key.iv.ciphertext.tag).
+MAX_JWT_EXTRA_SEGMENTS: Final = 3
+#: Characters after ``AKIA``/``ASIA`` in an AWS access key id (exactly this many).
+AWS_KEY_ID_BODY_CHARS: Final = 16
+#: Both dot-separated parts of a SendGrid key are at least this long (real: 22 and 43).
+MIN_SENDGRID_PART_CHARS: Final = 16
+#: Digits of a Telegram bot id (real ids: 8 to 10).
+TELEGRAM_BOT_ID_DIGITS: Final = (6, 12)
+#: Characters after the colon of a Telegram bot token (real: 35).
+MIN_TELEGRAM_SECRET_CHARS: Final = 30
+
+
+def _vendor_regex(prefix: str, body: str, minimum: int) -> re.Pattern[str]:
+    return re.compile(f"(?P<value>{prefix}(?<!{_TOKEN_CHARS}{prefix}){body}{{{minimum},}})")
+
+
+_SPECIAL_TOKENS: Final[tuple[tuple[str, str], ...]] = (
+    (
+        "jwt",
+        rf"(?P<value>eyJ(?<!{_TOKEN_CHARS}eyJ){_TOKEN_CHARS}{{{MIN_JWT_SEGMENT_CHARS},}}"
+        rf"\.{_TOKEN_CHARS}{{{MIN_JWT_SEGMENT_CHARS},}}(?:\.{_TOKEN_CHARS}*){{1,{MAX_JWT_EXTRA_SEGMENTS}}})",
+    ),
+    (
+        "sendgrid",
+        rf"(?P<value>SG\.(?<!{_TOKEN_CHARS}SG\.){_TOKEN_CHARS}{{{MIN_SENDGRID_PART_CHARS},}}"
+        rf"\.{_TOKEN_CHARS}{{{MIN_SENDGRID_PART_CHARS},}})",
+    ),
+    (
+        "aws",
+        rf"(?P<value>A[KS]IA(?<![A-Za-z0-9_\-]A[KS]IA)[A-Z0-9]{{{AWS_KEY_ID_BODY_CHARS}}})"
+        r"(?![A-Za-z0-9])",
+    ),
+)
+_TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
+    (family, _vendor_regex(prefix, body, minimum))
+    for family, prefix, body, minimum in _VENDOR_TOKENS
+) + tuple((family, re.compile(pattern)) for family, pattern in _SPECIAL_TOKENS)
+
+# Telegram bot token ``123456789:AA…``, alone or as ``/bot<token>/`` in an API URL. Where it
+# starts is checked in Python (a lookbehind in front would be tried at every position).
+_TELEGRAM_RE: Final = re.compile(
+    rf"[0-9]{{{TELEGRAM_BOT_ID_DIGITS[0]},{TELEGRAM_BOT_ID_DIGITS[1]}}}:"
+    rf"{_TOKEN_CHARS}{{{MIN_TELEGRAM_SECRET_CHARS},}}"
+)
+_TOKEN_CHAR_SET: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+)
+
+
+# --------------------------------------------------------------------------- spans
+
+# A span is ``(start, end, kind)``: ``text[start:end]`` is a secret; ``kind`` is :data:`_PLAIN`,
+# :data:`_OVERFLOW` (the rest of a text with too many candidates), or the index of the
+# ``(BEGIN line, END line or None)`` of a PEM block in the scan's ``pems`` list.
+_Span = tuple[int, int, int]
+_PLAIN: Final = -1
+_OVERFLOW: Final = -2
+
+#: Candidates one rule examines in Python per text (a ``name=``, a ``?param=``, a token …).
+#: A real message holds a handful of credentials; tens of thousands only occur in generated or
+#: hostile text, where examining each costs a few microseconds. Past this budget the rule
+#: stops and the text from its first unexamined candidate to the end is replaced by
+#: :data:`OVERFLOW_MASK`: nothing leaks, and a 1 MB hostile text costs a bounded ~0.1 s/rule.
+MAX_CANDIDATES_PER_RULE: Final = 10_000
+#: Replaces the tail of a text that exceeded :data:`MAX_CANDIDATES_PER_RULE`.
+OVERFLOW_MASK: Final = "…(redacted: too many credential-like values)…"
+
+
+def mask_secret(secret: str) -> str:
+    """``***`` for a secret shorter than 18 characters, else first 6 + ``…`` + last 4."""
+    if len(secret) < MIN_PARTIAL_MASK_CHARS:
+        return SHORT_SECRET_MASK
+    return f"{secret[:KEEP_START_CHARS]}{MASK_ELLIPSIS}{secret[-KEEP_END_CHARS:]}"
+
+
+class _Scan:
+    """The credential spans of one text, rule by rule."""
+
+    __slots__ = ("cutoff", "pems", "spans", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.spans: list[_Span] = []
+        self.pems: list[tuple[str, str | None]] = []
+        self.cutoff = len(text)  # from here on, everything is masked (candidate budget)
+
+    def _over_budget(self, position: int) -> None:
+        if position < self.cutoff:
+            self.cutoff = position
+
+    def value(self, start: int, end: int, name: str | None = None) -> None:
+        """Add ``text[start:end]`` (trailing punctuation trimmed) unless it is a reference."""
+        text = self.text
+        while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
+            end -= 1
+        if end > start and not _is_reference(text[start:end], name):
+            self.spans.append((start, end, _PLAIN))
+
+    def value_at(self, pos: int) -> tuple[int, int, bool] | None:
+        """``(start, end, quoted)`` of the value starting at ``pos`` (after a separator)."""
+        m = _VALUE_RE.match(self.text, pos)
+        if m is None:
+            return None
+        group = m.lastgroup
+        assert group is not None
+        if group == "bare":
+            return m.start(group), _trim_value(self.text, m.start(group), m.end(group)), False
+        return m.start(group), m.end(group), True
+
+    def assignments(self) -> None:
+        text = self.text
+        size = len(text)
+        reversed_text = ""
+        resume = 0  # inside a value already taken, a "name=" is part of that value
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in _ASSIGN_TAIL_RE.finditer(text):
+            if m.start() < resume:
+                continue
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            name_end = m.start("quote") if m.group("quote") else m.end("kw")
+            if not reversed_text:
+                reversed_text = text[::-1]
+            run = _REVERSED_NAME_RE.match(reversed_text, size - name_end)
+            if run is None:
+                continue  # a run of name characters longer than MAX_NAME_CHARS
+            name_start = name_end - run.end() + run.start()
+            first = text[name_start]
+            if not (first.isalpha() or first == "_") or (
+                name_start and text[name_start - 1] in _NOT_BEFORE_NAME
+            ):
+                continue
+            name = text[name_start:name_end]
+            if not is_sensitive_name(name):
+                continue
+            found = self.value_at(m.end())
+            if found is None:
+                continue
+            start, end, quoted = found
+            resume = end
+            value = text[start:end]
+            if not value.strip() or _is_reference(value, name):
+                continue
+            if m.group("sep") == ":" and not quoted and not _looks_like_credential(value):
+                continue
+            self.spans.append((start, end, _PLAIN))
+
+    def cli_flags(self) -> None:
+        text = self.text
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in _CLI_FLAG_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                break
+            name = m.group("name")
+            if not is_sensitive_name(name):
+                continue
+            found = self.value_at(m.end())
+            if found is None:
+                continue
+            start, end, quoted = found
+            value = text[start:end]
+            if not value.strip() or (not quoted and value.startswith("-")):
+                continue  # ``--password-stdin --user x``: the next flag is not the value
+            if not _is_reference(value, name):
+                self.spans.append((start, end, _PLAIN))
+        self._values(_CLI_USER_RE)
+
+    def _values(self, pattern: re.Pattern[str]) -> None:
+        """Every ``value`` group of ``pattern``."""
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in pattern.finditer(self.text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            self.value(m.start("value"), m.end("value"))
+
+    def headers(self) -> None:
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in _AUTHORIZATION_RE.finditer(self.text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                break
+            value = m.group("value")
+            if m.group("scheme") is None and (
+                value.lower() in _AUTH_SCHEMES or not _looks_like_credential(value)
+            ):
+                continue  # "Authorization: Bearer $TOKEN", "authorization: required"
+            self.value(m.start("value"), m.end("value"))
+        self._values(_BARE_BEARER_RE)
+
+    def urls(self) -> None:
+        self._values(_URL_USERINFO_RE)
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in _URL_PARAM_RE.finditer(self.text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            name = m.group("name")
+            if name.lower() in _SECRET_QUERY_NAMES or is_sensitive_name(name):
+                self.value(m.start("value"), m.end("value"), name)
+
+    def pem_blocks(self) -> None:
+        text = self.text
+        pos = 0
+        budget = MAX_CANDIDATES_PER_RULE
+        while (m := _PEM_BEGIN_RE.search(text, pos)) is not None:
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            body_start = m.end()
+            dashes = text.find("-----", body_start)
+            if dashes < 0:
+                dashes = len(text)
+            body = _PEM_BODY_RE.match(text, body_start, dashes)
+            stop = body.end() if body is not None else body_start
+            closing = _PEM_END_RE.match(text, dashes) if stop == dashes else None
+            if closing is not None:
+                self.spans.append((m.start(), closing.end(), len(self.pems)))
+                self.pems.append((m.group(), closing.group()))
+                pos = closing.end()
+                continue
+            pos = max(stop, body_start)
+            while stop > body_start:  # drop trailing blanks and escaped line breaks
+                if text[stop - 1].isspace():
+                    stop -= 1
+                elif stop - 2 >= body_start and text[stop - 2 : stop] in ("\\n", "\\r"):
+                    stop -= 2
+                else:
+                    break
+            if stop > body_start:  # unterminated, with a body (a blank one hides nothing)
+                self.spans.append((m.start(), stop, len(self.pems)))
+                self.pems.append((m.group(), None))
+
+    def tokens(self) -> None:
+        text = self.text
+        spans = self.spans
+        budget = MAX_CANDIDATES_PER_RULE
+        for _family, pattern in _TOKEN_RULES:
+            for m in pattern.finditer(text):
+                budget -= 1
+                if budget < 0:
+                    self._over_budget(m.start())
+                    break
+                spans.append((m.start("value"), m.end("value"), _PLAIN))
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in _TELEGRAM_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            start = m.start()
+            if start and text[start - 1] == ":":
+                continue
+            before = start - 3 if start >= 3 and text.startswith("bot", start - 3) else start
+            if before and (text[before - 1] in _TOKEN_CHAR_SET or text[before - 1] == ":"):
+                continue
+            spans.append((start, m.end(), _PLAIN))
+
+    def extra(self, patterns: tuple[re.Pattern[str], ...]) -> None:
+        for pattern in patterns:
+            budget = MAX_CANDIDATES_PER_RULE
+            for m in pattern.finditer(self.text):
+                budget -= 1
+                if budget < 0:
+                    self._over_budget(m.start())
+                    break
+                if pattern.groups and m.start(1) >= 0:
+                    self.spans.append((m.start(1), m.end(1), _PLAIN))
+                else:
+                    self.spans.append((m.start(), m.end(), _PLAIN))
+
+    def merged(self) -> list[tuple[int, int, list[int]]]:
+        """Spans sorted and merged: ``(start, end, kinds other than plain)``.
+
+        The kept start (before ``…``) or end (after ``…``) of an already masked secret is not
+        a secret: skipping it keeps redaction idempotent.
+        """
+        text = self.text
+        spans = self.spans
+        if self.cutoff < len(text):
+            spans.append((self.cutoff, len(text), _OVERFLOW))
+        out: list[tuple[int, int, list[int]]] = []
+        last_end = -1
+        for start, end, kind in sorted(spans):
+            length = end - start
+            if length <= 0:
+                continue
+            if length <= KEEP_START_CHARS and (
+                text.startswith(MASK_ELLIPSIS, end)
+                or (length <= KEEP_END_CHARS and start and text[start - 1] == MASK_ELLIPSIS)
+            ):
+                continue
+            if start < last_end:
+                group_start, group_end, kinds = out[-1]
+                if kind != _PLAIN:
+                    kinds.append(kind)
+                if end > group_end:
+                    out[-1] = (group_start, end, kinds)
+                    last_end = end
+            else:
+                out.append((start, end, [] if kind == _PLAIN else [kind]))
+                last_end = end
+        return out
+
+    def render(self) -> str:
+        text = self.text
+        parts: list[str] = []
+        pos = 0
+        for start, end, kinds in self.merged():
+            parts.append(text[pos:start])
+            if not kinds:
+                parts.append(mask_secret(text[start:end]))
+            elif _OVERFLOW in kinds:
+                parts.append(OVERFLOW_MASK)
+            else:
+                begin = self.pems[kinds[0]][0]
+                end_line = self.pems[kinds[-1]][1]
+                parts.append(
+                    begin + PEM_BODY_MASK + end_line
+                    if end_line is not None
+                    else begin + PEM_BODY_MASK.rstrip("\n")
+                )
+            pos = end
+        parts.append(text[pos:])
+        return "".join(parts)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def _compile_extra(pattern: str | re.Pattern[str]) -> re.Pattern[str]:
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid redaction pattern {pattern!r}: {exc}") from exc
+
+
+class Redactor:
+    """Masks credentials in text (see the module docstring for the rules and the invariant).
+
+    ``extra_patterns``: a host's own patterns (strings are compiled with :func:`re.compile`,
+    no flags; an invalid one raises :class:`ValueError` here rather than being ignored). A match
+    masks group 1 when the pattern has a group and group 1 took part in the match, else the
+    whole match; empty matches are ignored.
+    """
+
+    def __init__(self, extra_patterns: Iterable[str | re.Pattern[str]] = ()) -> None:
+        self._extra: tuple[re.Pattern[str], ...] = tuple(_compile_extra(p) for p in extra_patterns)
+
+    @property
+    def extra_patterns(self) -> tuple[re.Pattern[str], ...]:
+        """The host patterns, compiled."""
+        return self._extra
+
+    def _scan(self, text: str) -> _Scan:
+        scan = _Scan(text)
+        scan.pem_blocks()
+        scan.assignments()
+        scan.cli_flags()
+        scan.headers()
+        scan.urls()
+        scan.tokens()
+        scan.extra(self._extra)
+        return scan
+
+    def secret_spans(self, text: str) -> list[tuple[int, int]]:
+        """The merged ``(start, end)`` ranges of ``text`` that :meth:`redact` masks, in order."""
+        return [(start, end) for start, end, _ in self._scan(text).merged()]
+
+    def redact(self, text: str) -> str:
+        """``text`` with every credential masked."""
+        if not text:
+            return text
+        scan = self._scan(text)
+        return scan.render() if scan.spans or scan.cutoff < len(text) else text
+
+    def redact_field(self, name: str, value: str) -> str:
+        """A string ``value`` stored under the key ``name`` of a structured object.
+
+        The whole value is masked when ``name`` is sensitive (see :func:`field_mask`);
+        otherwise the value is redacted as text.
+        """
+        masked = field_mask(name, value)
+        return self.redact(value) if masked is None else masked
+
+
+def field_mask(name: str, value: str) -> str | None:
+    """The mask of ``value`` if, stored under the key ``name``, it is a credential, else None.
+
+    As ``"name": "value"`` in JSON text: ``name`` is sensitive (:func:`is_sensitive_name`)
+    and ``value`` is neither blank nor a reference (``$TOKEN``, ``null`` …). O(1) in
+    ``len(value)`` apart from the reference check.
+    """
+    if value.strip() and is_sensitive_name(name) and not _is_reference(value, name):
+        return mask_secret(value)
+    return None
+
+
+#: The redactor with the built-in rules only.
+DEFAULT_REDACTOR: Final = Redactor()
+
+
+def redact_text(text: str, redactor: Redactor | None = None) -> str:
+    """``text`` with every credential masked, by ``redactor`` or :data:`DEFAULT_REDACTOR`."""
+    return (redactor or DEFAULT_REDACTOR).redact(text)
