@@ -24,6 +24,10 @@ class DuplicateEventError(OpenClawFtsError):
     """An event id or ``seq`` already taken in that session."""
 
 
+class InvalidSessionError(OpenClawFtsError):
+    """Session fields that cannot be stored (not strings, too long, not valid Unicode)."""
+
+
 class UnknownSessionError(OpenClawFtsError):
     """A session id that does not exist."""
 

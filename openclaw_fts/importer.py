@@ -18,10 +18,9 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from . import transcript
-from .errors import ImportFormatError, InvalidEventError
-from .hooks import agent_id_from_key, serialise_event
+from .errors import ImportFormatError, InvalidEventError, InvalidSessionError
+from .hooks import agent_id_from_key, serialise_event, validate_session_fields
 from .index import sqlite as fts
-from .models import MAX_KEY_LENGTH
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
 IMPORT_BATCH_EVENTS = 2000
@@ -148,8 +147,18 @@ def import_jsonl(
     sid = session_id or (header_id if isinstance(header_id, str) and header_id else path.stem)
     meta = meta or SessionMeta()
     key = session_key or meta.session_key or DEFAULT_SESSION_KEY
-    if len(sid) > MAX_KEY_LENGTH or len(key) > MAX_KEY_LENGTH:
-        raise ImportFormatError(f"{path}: session id or key longer than {MAX_KEY_LENGTH}")
+    try:
+        validate_session_fields(
+            {
+                "session_id": sid,
+                "session_key": key,
+                "spawned_by": meta.spawned_by,
+                "parent_session_key": meta.parent_session_key,
+                "owner_session_key": meta.owner_session_key,
+            }
+        )
+    except InvalidSessionError as exc:
+        raise ImportFormatError(f"{path}: {exc}") from None
     existed = _ensure_session(engine, sid, key, meta)
     report.sessions.append(sid)
     batch: list[tuple[dict[str, Any], str]] = []

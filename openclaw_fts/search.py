@@ -26,7 +26,7 @@ from .query import CompiledQuery, compile_query
 from .reconcile import PENDING_CONDITION
 from .redact import Redactor, redact_text
 from .snippet import make_snippet
-from .tokens import clean_text
+from .tokens import clean_text, is_valid_unicode
 from .visibility import Caller, visible
 
 #: OpenClaw's bounds on the query and the number of results.
@@ -79,9 +79,11 @@ def parse_time_bound(value: Any, name: str, *, end_of_day: bool) -> int | None:
     error = ToolInputError(f"{name} must be epoch milliseconds or an ISO 8601 date/time")
     if isinstance(value, str):
         stripped = value.strip()
-        if stripped.isdigit():
-            return int(stripped)
-        parsed = transcript.parse_timestamp(stripped)
+        parsed = transcript.parse_timestamp(
+            int(stripped)
+            if stripped.isascii() and stripped.isdigit() and len(stripped) <= 19
+            else stripped
+        )
         if parsed is None:
             raise error
         if end_of_day and len(stripped) == 10:  # YYYY-MM-DD: inclusive through 23:59:59.999
@@ -114,6 +116,8 @@ def build_request(
         raise ToolInputError(f"query must not exceed {MAX_QUERY_CHARS} characters")
     if session_key is not None and (not isinstance(session_key, str) or not session_key.strip()):
         raise ToolInputError("sessionKey must be a non-empty string")
+    if session_key is not None and not is_valid_unicode(session_key):
+        raise ToolInputError("sessionKey is not valid Unicode")
     if role is not None and role not in ROLES:
         raise ToolInputError('role must be "user" or "assistant"')
     if order is not None and order not in ORDERS:
@@ -221,7 +225,7 @@ def _original_text(conn: Connection, session_id: str, seq: int) -> str:
     )
     try:
         event = json.loads(found[0]) if found is not None else None
-    except ValueError:
+    except (ValueError, RecursionError):
         event = None
     row = transcript.index_row(seq, event) if isinstance(event, dict) else None
     return clean_text(row.text) if row is not None else ""

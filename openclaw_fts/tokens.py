@@ -167,6 +167,11 @@ def _is_latin1(text: str) -> bool:
     return True
 
 
+def is_valid_unicode(text: str) -> bool:
+    """True when ``text`` encodes as UTF-8 (no lone surrogate): storable as a key or id."""
+    return _SURROGATE_RE.search(text) is None
+
+
 def clean_text(text: str) -> str:
     """``text`` made safe to encode as UTF-8: NUL becomes a space, a lone surrogate U+FFFD.
 

@@ -41,6 +41,8 @@ class TreeNode:
     type: str | None
     target_id: str | None = None
     side: bool = False
+    #: False for a leaf control whose ``targetId`` is neither null nor an id: it is ignored.
+    valid_leaf: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +71,15 @@ def tree_node(seq: int, event: Mapping[str, Any]) -> TreeNode:
     """Derive the tree-relevant fields of an event (the derived columns of an event row)."""
     etype = event.get("type")
     parent = event.get("parentId")
+    target = event.get("targetId") if etype == LEAF_TYPE else None
     return TreeNode(
         seq=seq,
         event_id=event_id_of(event),
         parent_id=parent if isinstance(parent, str) and parent else None,
         type=etype if isinstance(etype, str) else None,
-        target_id=_str_or_none(event.get("targetId")) if etype == LEAF_TYPE else None,
+        target_id=_str_or_none(target),
         side=event.get("appendMode") == SIDE_APPEND_MODE,
+        valid_leaf=target is None or _str_or_none(target) is not None,
     )
 
 
@@ -199,8 +203,8 @@ def resolve_tree(nodes: Iterable[TreeNode]) -> Tree:
             continue
         if node.type == LEAF_TYPE:
             target = node.target_id
-            if target is not None and target not in parent_of:
-                continue  # unknown target: ignored
+            if not node.valid_leaf or (target is not None and target not in parent_of):
+                continue  # unknown or malformed target: ignored
             leaf = target
             if node.event_id is not None:
                 leaf_alias[node.event_id] = target

@@ -15,6 +15,7 @@ from typing import Literal
 
 from .errors import ToolInputError
 from .hooks import agent_id_from_key
+from .tokens import is_valid_unicode
 
 Visibility = Literal["self", "tree", "agent", "all"]
 SandboxVisibility = Literal["spawned", "all"]
@@ -67,6 +68,8 @@ class Caller:
     def __post_init__(self) -> None:
         if not isinstance(self.session_key, str) or not self.session_key.strip():
             raise ToolInputError("caller session_key must be a non-empty string")
+        if not is_valid_unicode(self.session_key):
+            raise ToolInputError("caller session_key is not valid Unicode")
         if self.visibility not in VISIBILITIES:
             raise ToolInputError(f"visibility must be one of {', '.join(VISIBILITIES)}")
         if self.sandbox_visibility not in SANDBOX_VISIBILITIES:

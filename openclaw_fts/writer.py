@@ -16,9 +16,10 @@ from typing import Any
 from sqlalchemy import Connection
 
 from . import indexer, transcript
-from .errors import DuplicateEventError, UnknownSessionError
-from .hooks import serialise_event
+from .errors import DuplicateEventError, InvalidEventError, UnknownSessionError
+from .hooks import MAX_SEQ, serialise_event
 from .index import sqlite as fts
+from .tokens import is_valid_unicode
 
 _INSERT_EVENTS = (
     "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, role, target_id, "
@@ -33,6 +34,8 @@ def append_events(
     conn: Connection, session_id: str, events: Sequence[Mapping[str, Any]]
 ) -> list[int]:
     """Append ``events`` to a session on ``conn``; returns their seqs. Raises on bad input."""
+    if not isinstance(session_id, str) or not is_valid_unicode(session_id):
+        raise UnknownSessionError(f"unknown session {session_id!r}")
     checked = [(e, serialise_event(e)) for e in events]
     if not checked:
         return []
@@ -43,6 +46,8 @@ def append_events(
     if len(ids) != len(set(ids)):
         raise DuplicateEventError(f"duplicate event id in one append to session {session_id!r}")
     seq = context.last_seq
+    if seq + len(checked) > MAX_SEQ:
+        raise InvalidEventError(f"seq would pass {MAX_SEQ}, the largest accepted")
     rows = []
     appended = []
     for event, dumped in checked:
