@@ -18,11 +18,20 @@ from sqlalchemy import event, inspect, select
 from sqlalchemy.orm import Session, UOWTransaction, scoped_session, sessionmaker
 
 from . import indexer, transcript
-from .errors import DuplicateEventError, InvalidEventError, UnknownSessionError
+from .errors import (
+    DuplicateEventError,
+    InvalidEventError,
+    InvalidSessionError,
+    UnknownSessionError,
+)
 from .models import MAX_KEY_LENGTH, AgentSession, TranscriptEvent, dump_event
+from .tokens import is_valid_unicode
 
 #: Largest event accepted, serialised (a 10 MB message fits; a runaway blob does not).
 MAX_EVENT_BYTES = 16 * 1024 * 1024
+#: Deepest nesting accepted: a stored event must load again with ``json.loads`` from any call
+#: depth (Python's recursion limit is 1,000 frames); real transcripts nest a handful of levels.
+MAX_EVENT_DEPTH = 200
 #: Largest ``seq`` accepted (far beyond any transcript; keeps SQLite's 64-bit integers safe).
 MAX_SEQ = 2**53
 #: Key under which a flush's work travels from ``before_flush`` to ``after_flush``.
@@ -72,11 +81,71 @@ def serialise_event(event_obj: Any, source: str | None = None) -> str:
     size = len(dumped.encode("utf-8", "surrogatepass"))
     if size > MAX_EVENT_BYTES:
         raise InvalidEventError(f"event is {size} bytes; the limit is {MAX_EVENT_BYTES}")
-    for key in ("id", "parentId", "targetId"):
-        value = event_obj.get(key)
-        if isinstance(value, str) and len(value) > MAX_KEY_LENGTH:
+    if json_depth(event_obj) > MAX_EVENT_DEPTH:
+        raise InvalidEventError(f"event is nested deeper than {MAX_EVENT_DEPTH} levels")
+    message = event_obj.get("message")
+    role = message.get("role") if isinstance(message, dict) else None
+    for key, value in (
+        ("id", event_obj.get("id")),
+        ("parentId", event_obj.get("parentId")),
+        ("targetId", event_obj.get("targetId")),
+        ("type", event_obj.get("type")),
+        ("message.role", role),
+    ):
+        if not isinstance(value, str):
+            continue
+        if len(value) > MAX_KEY_LENGTH:
             raise InvalidEventError(f"event {key} longer than {MAX_KEY_LENGTH} characters")
+        if not is_valid_unicode(value):
+            raise InvalidEventError(f"event {key} is not valid Unicode (lone surrogate)")
     return dumped
+
+
+SESSION_TEXT_FIELDS = (
+    "session_id",
+    "session_key",
+    "agent_id",
+    "spawned_by",
+    "parent_session_key",
+    "owner_session_key",
+)
+_REQUIRED_SESSION_FIELDS = ("session_id", "session_key")
+
+
+def validate_session_fields(fields: dict[str, Any]) -> None:
+    """Check a session's text and flag fields; raise :class:`InvalidSessionError`."""
+    for name in SESSION_TEXT_FIELDS:
+        value = fields.get(name)
+        if value is None and name not in _REQUIRED_SESSION_FIELDS:
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidSessionError(f"{name} must be a non-empty string")
+        if len(value) > MAX_KEY_LENGTH:
+            raise InvalidSessionError(f"{name} longer than {MAX_KEY_LENGTH} characters")
+        if not is_valid_unicode(value):
+            raise InvalidSessionError(f"{name} is not valid Unicode (lone surrogate)")
+    for name in ("archived", "incognito"):
+        if fields.get(name) is not None and not isinstance(fields[name], bool):
+            raise InvalidSessionError(f"{name} must be true or false")
+
+
+def json_depth(value: Any) -> int:
+    """Nesting depth of a JSON value (iterative: safe at any depth and any stack height)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_EVENT_DEPTH:
+            return deepest
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
 
 
 def fill_derived(obj: TranscriptEvent, seq: int) -> transcript.TreeNode:
@@ -103,8 +172,7 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
     with session.no_autoflush:
         for obj in session.new:
             if isinstance(obj, AgentSession):
-                if not obj.session_id or not obj.session_key:
-                    raise InvalidEventError("a session needs a session_id and a session_key")
+                validate_session_fields({n: getattr(obj, n) for n in SESSION_TEXT_FIELDS})
                 if not obj.agent_id:
                     obj.agent_id = agent_id_from_key(obj.session_key) or "main"
                 if obj.last_seq is None:
@@ -128,7 +196,15 @@ def _assign_seqs(
     session: Session, owner: AgentSession, objs: list[TranscriptEvent], work: _FlushWork
 ) -> None:
     sid = owner.session_id
-    last = owner.last_seq if owner.last_seq is not None else -1
+    if inspect(owner).pending:
+        last = -1
+    else:
+        # Read on the flush's own (write-locked) transaction: a host's AgentSession object may
+        # be stale (expire_on_commit=False) after another writer appended.
+        stored = session.execute(
+            select(AgentSession.last_seq).where(AgentSession.session_id == sid)
+        ).scalar_one_or_none()
+        last = stored if stored is not None else -1
     for obj in objs:
         seq = obj.seq
         if seq is not None and (
@@ -155,6 +231,8 @@ def _assign_seqs(
             raise DuplicateEventError(f"seq {obj.seq} of session {sid!r} is already taken")
         else:
             seq = obj.seq
+        if seq > MAX_SEQ:
+            raise InvalidEventError(f"seq would pass {MAX_SEQ}, the largest accepted")
         node = fill_derived(obj, seq)
         appended.append(indexer.Appended(seq, obj.event, node))
         last = seq

@@ -261,8 +261,8 @@ def load_events(conn: Connection, session_id: str) -> list[tuple[int, dict[str, 
     for seq, raw in result:
         try:
             event = json.loads(raw) if raw is not None else {}
-        except ValueError:
-            event = {}  # a row written behind our back with broken JSON: not indexable
+        except (ValueError, RecursionError):
+            event = {}  # a row written behind our back (broken or absurdly deep): not indexable
         events.append((int(seq), event if isinstance(event, dict) else {}))
     return events
 
@@ -326,22 +326,27 @@ def apply_changes(conn: Connection, deletes: Sequence[int], inserts: Sequence[ft
 
 
 def finalize(conn: Connection, plan: Plan) -> None:
-    """Mark the planned session clean at the plan's watermark and rewrite its branch records."""
+    """Mark the planned session clean at the plan's watermark and rewrite its branch records.
+
+    ``sessions.last_seq`` is the highest seq ever assigned (never lowered, so seqs are not
+    reused); after events were deleted it can be above the newest stored one, and the watermark
+    then covers it: the plan saw every event that exists."""
+    conn.execute(
+        text("UPDATE sessions SET last_seq = :seq WHERE session_id = :sid AND last_seq < :seq"),
+        {"seq": plan.last_seq, "sid": plan.session_id},
+    )
     conn.execute(
         text(
-            "UPDATE index_state SET indexed_seq = :seq, indexed_leaf = :leaf, "
-            "needs_rebuild = 0, index_version = :v, generation = generation + 1 WHERE id = :id"
+            "UPDATE index_state SET indexed_seq = (SELECT last_seq FROM sessions "
+            "WHERE session_id = :sid), indexed_leaf = :leaf, needs_rebuild = 0, "
+            "index_version = :v, generation = generation + 1 WHERE id = :id"
         ),
         {
-            "seq": plan.last_seq,
+            "sid": plan.session_id,
             "leaf": plan.tree.active_leaf,
             "v": INDEX_VERSION,
             "id": plan.state_id,
         },
-    )
-    conn.execute(
-        text("UPDATE sessions SET last_seq = :seq WHERE session_id = :sid AND last_seq < :seq"),
-        {"seq": plan.last_seq, "sid": plan.session_id},
     )
     write_branches(conn, plan.session_id, plan.tree, plan.seq_of_tip)
 

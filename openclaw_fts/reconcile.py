@@ -261,7 +261,7 @@ class Reconciler:
     def _sweep(self) -> None:
         """Remove index rows and states whose session no longer exists."""
         with self.engine.begin() as conn:
-            for table in (fts.CONTENT_TABLE, "index_state", "branches"):
+            for table in (fts.CONTENT_TABLE, "index_state", "branches", "transcript_events"):
                 conn.execute(
                     text(
                         f"DELETE FROM {table} WHERE session_id NOT IN "

@@ -24,11 +24,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from . import importer, migrate
 from .engine import READ_ONLY, configure, is_memory_url, make_engine
 from .errors import DuplicateEventError, SessionExistsError, UnknownSessionError
-from .hooks import install
-from .models import MAX_KEY_LENGTH, AgentSession, Branch, TranscriptEvent
+from .hooks import install, validate_session_fields
+from .models import AgentSession, Branch, TranscriptEvent
 from .reconcile import BackgroundReconciler, Reconciler, status
 from .redact import Redactor
 from .search import build_request, run_search
+from .tokens import is_valid_unicode
+from .transcript import LEAF_TYPE
 from .visibility import Caller
 from .writer import append_events
 
@@ -78,11 +80,18 @@ class TranscriptStore:
         incognito: bool = False,
     ) -> AgentSession:
         """Create a session (a new transcript incarnation under ``session_key``)."""
-        for name, value in (("session_id", session_id), ("session_key", session_key)):
-            if not isinstance(value, str) or not value.strip():
-                raise UnknownSessionError(f"{name} must be a non-empty string")
-            if len(value) > MAX_KEY_LENGTH:
-                raise UnknownSessionError(f"{name} longer than {MAX_KEY_LENGTH} characters")
+        validate_session_fields(
+            {
+                "session_id": session_id,
+                "session_key": session_key,
+                "agent_id": agent_id,
+                "spawned_by": spawned_by,
+                "parent_session_key": parent_session_key,
+                "owner_session_key": owner_session_key,
+                "archived": archived,
+                "incognito": incognito,
+            }
+        )
         obj = AgentSession(
             session_id=session_id,
             session_key=session_key,
@@ -122,6 +131,10 @@ class TranscriptStore:
 
     def rewind(self, session_id: str, target_id: str | None) -> int:
         """Make ``target_id`` the active leaf (None: empty branch) by appending a leaf control."""
+        if not _valid_key(session_id):
+            raise UnknownSessionError(f"unknown session {session_id!r}")
+        if target_id is not None and not _valid_key(target_id):
+            raise UnknownSessionError(f"session {session_id!r} has no event {target_id!r}")
         with self.sessions.begin() as db:
             if db.get(AgentSession, session_id) is None:
                 raise UnknownSessionError(f"unknown session {session_id!r}")
@@ -130,6 +143,7 @@ class TranscriptStore:
                     select(TranscriptEvent.seq).where(
                         TranscriptEvent.session_id == session_id,
                         TranscriptEvent.event_id == target_id,
+                        TranscriptEvent.type.is_distinct_from(LEAF_TYPE),
                     )
                 ).first()
                 if found is None:
@@ -150,6 +164,8 @@ class TranscriptStore:
 
     def delete_session(self, session_id: str) -> bool:
         """Delete a session with its events, branches and index rows. True if it existed."""
+        if not _valid_key(session_id):
+            return False
         with self.sessions.begin() as db:
             result = db.execute(delete(AgentSession).where(AgentSession.session_id == session_id))
             return bool(getattr(result, "rowcount", 0))
@@ -260,3 +276,8 @@ class TranscriptStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _valid_key(value: object) -> bool:
+    """A value that could be a stored id or key (anything else matches nothing)."""
+    return isinstance(value, str) and is_valid_unicode(value)

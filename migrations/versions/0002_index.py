@@ -40,6 +40,12 @@ CREATE_SEQ_TRIGGER = (
     "WHERE session_id = new.session_id AND last_seq < new.seq; END"
 )
 
+CREATE_EVENT_DELETE_TRIGGER = (
+    "CREATE TRIGGER IF NOT EXISTS transcript_events_deleted AFTER DELETE ON transcript_events "
+    "BEGIN UPDATE index_state SET needs_rebuild = 1, generation = generation + 1 "
+    "WHERE session_id = old.session_id; END"
+)
+
 
 def upgrade() -> None:
     op.create_table(
@@ -92,10 +98,12 @@ def upgrade() -> None:
         op.execute(CREATE_FTS)
         op.execute(CREATE_DELETE_TRIGGER)
         op.execute(CREATE_SEQ_TRIGGER)
+        op.execute(CREATE_EVENT_DELETE_TRIGGER)
 
 
 def downgrade() -> None:
     if op.get_context().dialect.name == "sqlite":
+        op.execute("DROP TRIGGER IF EXISTS transcript_events_deleted")
         op.execute("DROP TRIGGER IF EXISTS transcript_events_last_seq")
         op.execute("DROP TRIGGER IF EXISTS message_index_fts_delete")
         op.execute("DROP TABLE IF EXISTS message_fts")

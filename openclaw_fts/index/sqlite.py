@@ -47,9 +47,28 @@ CREATE_SEQ_TRIGGER = (
     "WHERE session_id = new.session_id AND last_seq < new.seq; END"
 )
 DROP_SEQ_TRIGGER = f"DROP TRIGGER IF EXISTS {SEQ_TRIGGER}"
+#: Deleting an event (the transcript is append-only, so only behind the plugin's back) makes
+#: its session dirty: its text may be indexed and must be hidden until reconciled.
+EVENT_DELETE_TRIGGER = "transcript_events_deleted"
+CREATE_EVENT_DELETE_TRIGGER = (
+    f"CREATE TRIGGER IF NOT EXISTS {EVENT_DELETE_TRIGGER} AFTER DELETE ON transcript_events "
+    "BEGIN UPDATE index_state SET needs_rebuild = 1, generation = generation + 1 "
+    "WHERE session_id = old.session_id; END"
+)
+DROP_EVENT_DELETE_TRIGGER = f"DROP TRIGGER IF EXISTS {EVENT_DELETE_TRIGGER}"
 
-CREATE_STATEMENTS = (CREATE_FTS, CREATE_DELETE_TRIGGER, CREATE_SEQ_TRIGGER)
-DROP_STATEMENTS = (DROP_SEQ_TRIGGER, DROP_DELETE_TRIGGER, DROP_FTS)
+CREATE_STATEMENTS = (
+    CREATE_FTS,
+    CREATE_DELETE_TRIGGER,
+    CREATE_SEQ_TRIGGER,
+    CREATE_EVENT_DELETE_TRIGGER,
+)
+DROP_STATEMENTS = (
+    DROP_EVENT_DELETE_TRIGGER,
+    DROP_SEQ_TRIGGER,
+    DROP_DELETE_TRIGGER,
+    DROP_FTS,
+)
 
 
 def cursor(conn: Connection) -> sqlite3.Cursor:
