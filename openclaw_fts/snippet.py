@@ -201,14 +201,14 @@ def _with_edges(text: str, start: int, end: int) -> tuple[int, int]:
         wider += 1
     if wider == len(text) or text[wider].isspace():
         end = wider
-    if start < len(text):
+    if start < len(text) and not _ascii_boundary(text, start):
         for cluster in _GRAPHEME_RE.finditer(
             text, max(0, start - GRAPHEME_CONTEXT_CHARS), start + 1
         ):
             if cluster.end() > start:
                 start = int(cluster.start())
                 break
-    if end > 0:
+    if end > 0 and not _ascii_boundary(text, end):
         for cluster in _GRAPHEME_RE.finditer(
             text,
             max(0, end - 1 - GRAPHEME_CONTEXT_CHARS),
@@ -220,11 +220,22 @@ def _with_edges(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _ascii_boundary(text: str, pos: int) -> bool:
+    """True when ``pos`` is certainly a grapheme boundary: ASCII on both sides, not inside
+    CR LF (the only multi-character ASCII cluster). The fast path of the common case."""
+    if pos <= 0 or pos >= len(text):
+        return True
+    before, after = text[pos - 1], text[pos]
+    return before.isascii() and after.isascii() and not (before == "\r" and after == "\n")
+
+
 def cut_graphemes(text: str, max_chars: int) -> str:
     """The longest prefix of ``text`` of at most ``max_chars`` characters that ends between
     grapheme clusters."""
     if len(text) <= max_chars:
         return text
+    if _ascii_boundary(text, max_chars):
+        return text[:max_chars]
     end = 0
     # A boundary at position p depends on the characters before p and on text[p] only.
     for cluster in _GRAPHEME_RE.finditer(text[: max_chars + 1]):
