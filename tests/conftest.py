@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from sqlalchemy import Engine
 
 from openclaw_fts import TranscriptStore
 from openclaw_fts.engine import make_engine
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# CI (CI=true) runs the same Hypothesis examples every time: a red build is reproducible and
+# never a roll of the dice; local runs keep exploring new examples.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture

@@ -321,6 +321,18 @@ class TranscriptModel(RuleBasedStateMachine):
     def rewind(self, data: st.DataObject) -> None:
         sid = self.pick_session(data)
         target = self.pick_id(data, sid, allow_none=True)
+        with reader(self.store.engine) as conn:
+            kind = conn.execute(
+                text(
+                    "SELECT type FROM transcript_events WHERE session_id = :sid "
+                    "AND event_id = :target"
+                ),
+                {"sid": sid, "target": target},
+            ).scalar()
+        if kind == "leaf":  # a leaf control is not a node of the tree: refused, nothing stored
+            with pytest.raises(openclaw_fts.UnknownSessionError):
+                self.store.rewind(sid, target)
+            return
         seq = self.store.rewind(sid, target)
         with reader(self.store.engine) as conn:
             leaf_id = conn.execute(
