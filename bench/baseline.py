@@ -1,0 +1,350 @@
+"""The baseline: plain ``sqlite3`` (no SQLAlchemy) doing the same logical work on the same data.
+
+Invariant: the baseline database has the plugin's tables, indexes, FTS5 table (external content,
+same tokenizer, same delete trigger) and connection settings (WAL, ``synchronous=NORMAL``,
+foreign keys, ``BEGIN IMMEDIATE``), and writes the same rows: the same event rows (JSON plus the
+derived columns, computed with the same pure functions of ``openclaw_fts.transcript``) and the
+same ``message_index`` + ``message_fts`` rows (text through ``tokens.index_body``) with one
+``executemany`` per table. Where the plugin must work something out (which events end up on the
+active branch), the baseline is told the answer for free — it is the floor the plugin is measured
+against, not a second implementation. Search runs the equivalent FTS5 ``MATCH … bm25 … snippet
+… LIMIT`` SQL, limit first and snippets only for the returned rows.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from openclaw_fts import transcript
+from openclaw_fts.tokens import index_body
+
+BUSY_TIMEOUT_MS = 30_000
+JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
+TOKENIZER = "unicode61 remove_diacritics 2"
+FTS_TABLE = "message_fts"
+
+#: The plugin's schema at head (migrations 0001 + 0002), written out by hand.
+SCHEMA: tuple[str, ...] = (
+    """CREATE TABLE sessions (
+        session_id VARCHAR(512) NOT NULL, session_key VARCHAR(512) NOT NULL,
+        agent_id VARCHAR(512) NOT NULL, spawned_by VARCHAR(512), parent_session_key VARCHAR(512),
+        owner_session_key VARCHAR(512), archived BOOLEAN DEFAULT 0 NOT NULL,
+        incognito BOOLEAN DEFAULT 0 NOT NULL, last_seq INTEGER DEFAULT (-1) NOT NULL,
+        created_at DATETIME DEFAULT CURRENT_TIMESTAMP NOT NULL,
+        updated_at DATETIME DEFAULT CURRENT_TIMESTAMP NOT NULL,
+        CONSTRAINT pk_sessions PRIMARY KEY (session_id))""",
+    "CREATE INDEX ix_sessions_session_key ON sessions (session_key)",
+    "CREATE INDEX ix_sessions_agent_id ON sessions (agent_id)",
+    "CREATE INDEX ix_sessions_spawned_by ON sessions (spawned_by)",
+    "CREATE INDEX ix_sessions_parent_session_key ON sessions (parent_session_key)",
+    "CREATE INDEX ix_sessions_owner_session_key ON sessions (owner_session_key)",
+    """CREATE TABLE transcript_events (
+        session_id VARCHAR(512) NOT NULL, seq INTEGER NOT NULL, event_id VARCHAR(512),
+        parent_id VARCHAR(512), type VARCHAR(64), role VARCHAR(64), target_id VARCHAR(512),
+        side BOOLEAN DEFAULT 0 NOT NULL, timestamp_ms BIGINT, event TEXT NOT NULL,
+        CONSTRAINT pk_transcript_events PRIMARY KEY (session_id, seq),
+        FOREIGN KEY(session_id) REFERENCES sessions (session_id) ON DELETE CASCADE,
+        UNIQUE (session_id, event_id))""",
+)
+INDEX_SCHEMA: tuple[str, ...] = (
+    """CREATE TABLE message_index (
+        id INTEGER NOT NULL, session_id VARCHAR(512) NOT NULL, seq INTEGER NOT NULL,
+        event_id VARCHAR(512) NOT NULL, role VARCHAR(16) NOT NULL, timestamp_ms BIGINT NOT NULL,
+        body TEXT NOT NULL, sess VARCHAR(32) NOT NULL,
+        CONSTRAINT pk_message_index PRIMARY KEY (id),
+        FOREIGN KEY(session_id) REFERENCES sessions (session_id) ON DELETE CASCADE,
+        UNIQUE (session_id, event_id))""",
+    "CREATE INDEX ix_message_index_ts ON message_index (timestamp_ms)",
+    f"CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5(body, sess, content='message_index', "
+    f"content_rowid='id', tokenize='{TOKENIZER}')",
+    f"CREATE TRIGGER message_index_fts_delete AFTER DELETE ON message_index BEGIN "
+    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, body, sess) "
+    "VALUES ('delete', old.id, old.body, old.sess); END",
+)
+
+#: What revision 0002 adds (the baseline of the schema-upgrade figure).
+UPGRADE_SCHEMA: tuple[str, ...] = (
+    """CREATE TABLE index_state (
+        id INTEGER NOT NULL, session_id VARCHAR(512) NOT NULL,
+        indexed_seq INTEGER DEFAULT (-1) NOT NULL, indexed_leaf VARCHAR(512),
+        needs_rebuild BOOLEAN DEFAULT 0 NOT NULL, generation INTEGER DEFAULT 0 NOT NULL,
+        index_version INTEGER DEFAULT 1 NOT NULL, CONSTRAINT pk_index_state PRIMARY KEY (id),
+        FOREIGN KEY(session_id) REFERENCES sessions (session_id) ON DELETE CASCADE,
+        UNIQUE (session_id))""",
+    """CREATE TABLE reconcile_lease (
+        name VARCHAR(64) NOT NULL, holder VARCHAR(128) NOT NULL, expires_at FLOAT NOT NULL,
+        CONSTRAINT pk_reconcile_lease PRIMARY KEY (name))""",
+    *INDEX_SCHEMA,
+)
+
+INSERT_SESSION = (
+    "INSERT INTO sessions (session_id, session_key, agent_id, spawned_by, parent_session_key, "
+    "owner_session_key) VALUES (?, ?, ?, ?, ?, ?)"
+)
+INSERT_EVENT = (
+    "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, role, target_id, "
+    "side, timestamp_ms, event) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_INDEX = (
+    "INSERT INTO message_index (id, session_id, seq, event_id, role, timestamp_ms, body, sess) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_FTS = f"INSERT INTO {FTS_TABLE} (rowid, body, sess) VALUES (?, ?, ?)"
+BUMP_SESSION = "UPDATE sessions SET last_seq = ? WHERE session_id = ?"
+MAX_ID = "SELECT coalesce(max(id), 0) FROM message_index"
+
+IndexRowTuple = tuple[int, str, int, str, str, int, str, str]
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    """A connection with the plugin's settings; transactions are explicit (``BEGIN IMMEDIATE``)."""
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def create_schema(conn: sqlite3.Connection, *, index: bool = True) -> None:
+    for statement in SCHEMA + (INDEX_SCHEMA if index else ()):
+        conn.execute(statement)
+
+
+def event_row(session_id: str, seq: int, event: Mapping[str, Any], dumped: str) -> tuple[Any, ...]:
+    c = transcript.derived_columns(seq, event)
+    return (
+        session_id,
+        seq,
+        c["event_id"],
+        c["parent_id"],
+        c["type"],
+        c["role"],
+        c["target_id"],
+        c["side"],
+        c["timestamp_ms"],
+        dumped,
+    )
+
+
+def dump(event: Mapping[str, Any]) -> str:
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+
+
+def index_tuple(
+    row_id: int, session_id: str, row: transcript.IndexRow, token: str, now_ms: int
+) -> IndexRowTuple:
+    ts = row.timestamp if row.timestamp is not None else now_ms
+    return (row_id, session_id, row.seq, row.event_id, row.role, ts, index_body(row.text), token)
+
+
+class Baseline:
+    """Plain-``sqlite3`` writer and reader over its own database file."""
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        self.path = path
+        self.conn = connect(path)
+        if create:
+            create_schema(self.conn)
+        self.tokens: dict[str, str] = {}
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def token(self, session_id: str) -> str:
+        found = self.tokens.get(session_id)
+        if found is None:
+            found = self.tokens[session_id] = f"s{len(self.tokens) + 1}"
+        return found
+
+    def create_sessions(self, rows: Iterable[Sequence[Any]]) -> None:
+        """``(session_id, session_key, agent_id, spawned_by, parent_key, owner_key)`` rows."""
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        c.executemany(INSERT_SESSION, rows)
+        c.execute("COMMIT")
+
+    def append(
+        self,
+        session_id: str,
+        first_seq: int,
+        events: Sequence[Mapping[str, Any]],
+        indexed: Iterable[int],
+        now_ms: int = 0,
+    ) -> int:
+        """One live append transaction: event rows, their index rows (for the seqs in
+        ``indexed``, the events that end on the active branch), the session watermark.
+        Returns the number of index rows written."""
+        c = self.conn
+        wanted = set(indexed)
+        event_rows = []
+        pending: list[transcript.IndexRow] = []
+        seq = first_seq - 1
+        for event in events:
+            seq += 1
+            event_rows.append(event_row(session_id, seq, event, dump(event)))
+            if seq in wanted:
+                row = transcript.index_row(seq, event)
+                if row is not None:
+                    pending.append(row)
+        token = self.token(session_id)
+        c.execute("BEGIN IMMEDIATE")
+        c.executemany(INSERT_EVENT, event_rows)
+        if pending:
+            start = c.execute(MAX_ID).fetchone()[0]
+            rows = [
+                index_tuple(start + i + 1, session_id, r, token, now_ms)
+                for i, r in enumerate(pending)
+            ]
+            c.executemany(INSERT_INDEX, rows)
+            c.executemany(INSERT_FTS, [(r[0], r[6], r[7]) for r in rows])
+        c.execute(BUMP_SESSION, (seq, session_id))
+        c.execute("COMMIT")
+        return len(pending)
+
+    def import_dir(self, folder: Path, *, index: bool = True) -> tuple[int, int]:
+        """Backfill a sessions folder: per file, events and (with ``index``) index rows in one
+        transaction. Returns ``(events, index rows)``."""
+        meta: dict[str, tuple[str, dict[str, Any]]] = {}
+        index_file = folder / "sessions.json"
+        if index_file.is_file():
+            for key, entry in json.loads(index_file.read_text(encoding="utf-8")).items():
+                meta[entry["sessionId"]] = (key, entry)
+        n_events = n_rows = 0
+        c = self.conn
+        for path in sorted(folder.glob("*.jsonl")):
+            sid = path.stem
+            key, entry = meta.get(sid, ("agent:main:main", {}))
+            lines = []
+            events = []
+            with path.open("rb") as handle:
+                for raw in handle:
+                    if raw.strip():
+                        line = raw.decode("utf-8").strip()
+                        lines.append(line)
+                        events.append(json.loads(line))
+            event_rows = [
+                event_row(sid, seq, e, line)
+                for seq, (e, line) in enumerate(zip(events, lines, strict=True))
+            ]
+            wanted = transcript.index_rows(list(enumerate(events))) if index else []
+            token = self.token(sid)
+            c.execute("BEGIN IMMEDIATE")
+            c.execute(
+                INSERT_SESSION,
+                (
+                    sid,
+                    key,
+                    key.split(":")[1] if key.startswith("agent:") else "main",
+                    entry.get("spawnedBy"),
+                    entry.get("parentSessionKey"),
+                    entry.get("ownerSessionKey"),
+                ),
+            )
+            c.executemany(INSERT_EVENT, event_rows)
+            if wanted:
+                start = c.execute(MAX_ID).fetchone()[0]
+                rows = [index_tuple(start + i + 1, sid, r, token, 0) for i, r in enumerate(wanted)]
+                c.executemany(INSERT_INDEX, rows)
+                c.executemany(INSERT_FTS, [(r[0], r[6], r[7]) for r in rows])
+            c.execute(BUMP_SESSION, (len(events) - 1, sid))
+            c.execute("COMMIT")
+            n_events += len(events)
+            n_rows += len(wanted)
+        return n_events, n_rows
+
+    def rebuild_session(self, session_id: str, rows: Sequence[transcript.IndexRow]) -> None:
+        """The full rebuild the rewind repair is compared with: delete all the session's index
+        rows (the trigger removes their FTS entries), insert all of ``rows``; one transaction."""
+        c = self.conn
+        token = self.token(session_id)
+        c.execute("BEGIN IMMEDIATE")
+        c.execute("DELETE FROM message_index WHERE session_id = ?", (session_id,))
+        start = c.execute(MAX_ID).fetchone()[0]
+        tuples = [index_tuple(start + i + 1, session_id, r, token, 0) for i, r in enumerate(rows)]
+        c.executemany(INSERT_INDEX, tuples)
+        c.executemany(INSERT_FTS, [(r[0], r[6], r[7]) for r in tuples])
+        c.execute("COMMIT")
+
+    def checkpoint(self) -> None:
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+# -- search ------------------------------------------------------------------------------------
+
+#: Snippet of the returned rows only (FTS5's own ``snippet()``, ~48 tokens, no markers).
+_SNIPPET = (
+    f"(SELECT snippet({FTS_TABLE}, 0, '', '', ' … ', 48) FROM {FTS_TABLE} "
+    f"WHERE {FTS_TABLE} MATCH :q AND rowid = top.id)"
+)
+_OUTER = (
+    "SELECT mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, s.session_key, "
+    f"top.score, {_SNIPPET} FROM top JOIN message_index mi ON mi.id = top.id "
+    "JOIN sessions s ON s.session_id = mi.session_id ORDER BY top.score"
+)
+_SCORE = f"bm25({FTS_TABLE}, 1.0, 0.0)"
+#: The visible sessions' FTS tokens, for narrow callers (``tree``: own key and its children).
+_TREE_TOKENS = (
+    "SELECT group_concat('s' || st.id, ' OR ') FROM sessions s "
+    "JOIN index_state st ON st.session_id = s.session_id WHERE s.incognito = 0 AND "
+    "(s.session_key = :k OR s.spawned_by = :k OR s.parent_session_key = :k "
+    "OR s.owner_session_key = :k)"
+)
+_SELF_TOKENS = (
+    "SELECT group_concat('s' || st.id, ' OR ') FROM sessions s "
+    "JOIN index_state st ON st.session_id = s.session_id "
+    "WHERE s.incognito = 0 AND s.session_key = :k"
+)
+
+
+def search_sql(visibility: str) -> str:
+    """The raw ranked search for one visibility; parameters ``:q`` (an FTS5 expression),
+    ``:lim``, and ``:agent`` (agent) or ``:k`` (tree, self: the caller's key).
+
+    ``all`` sees every session; ``agent`` joins ``sessions`` and filters on ``agent_id``;
+    ``tree`` / ``self`` AND the query with the visible sessions' tokens in the ``sess`` column
+    (the plugin keeps them in ``index_state``), so FTS5 only ranks visible rows."""
+    if visibility == "all":
+        top = (
+            f"SELECT rowid AS id, {_SCORE} AS score FROM {FTS_TABLE} "
+            f"WHERE {FTS_TABLE} MATCH :q ORDER BY score LIMIT :lim"
+        )
+    elif visibility == "agent":
+        top = (
+            f"SELECT {FTS_TABLE}.rowid AS id, {_SCORE} AS score FROM {FTS_TABLE} "
+            f"JOIN message_index m2 ON m2.id = {FTS_TABLE}.rowid "
+            "JOIN sessions s2 ON s2.session_id = m2.session_id "
+            f"WHERE {FTS_TABLE} MATCH :q AND s2.agent_id = :agent AND s2.incognito = 0 "
+            "ORDER BY score LIMIT :lim"
+        )
+    elif visibility in ("tree", "self"):
+        tokens = _TREE_TOKENS if visibility == "tree" else _SELF_TOKENS
+        top = (
+            f"SELECT rowid AS id, {_SCORE} AS score FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH "
+            f"'(' || :q || ') AND sess : (' || coalesce(({tokens}), 's0') || ')' "
+            "ORDER BY score LIMIT :lim"
+        )
+    else:
+        raise ValueError(f"unknown visibility {visibility!r}")
+    return f"WITH top AS ({top}) {_OUTER}"
+
+
+def fts_word(word: str) -> str:
+    """An FTS5 string for one term (quoted; CJK characters spaced like the index)."""
+    return '"' + index_body(word).strip().replace('"', '""') + '"'
+
+
+def raw_match(kind: str, words: Sequence[str]) -> str:
+    """The hand-written FTS5 expression of a query class, on the ``body`` column."""
+    if kind == "phrase":
+        expr = fts_word(" ".join(words))
+    elif kind == "prefix":
+        expr = fts_word(words[0]) + "*"
+    else:
+        expr = " AND ".join(fts_word(w) for w in words)
+    return f"body : ({expr})"
