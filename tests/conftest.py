@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
 
+import openclaw_fts
 from openclaw_fts import TranscriptStore
 from openclaw_fts.engine import make_engine
 
@@ -45,3 +47,15 @@ def engine(db_url: str, store: TranscriptStore) -> Iterator[Engine]:
         yield e
     finally:
         e.dispose()
+
+
+@pytest.fixture
+def host(db_url: str, store: TranscriptStore) -> Iterator[sessionmaker[Session]]:
+    """The host application's own engine and sessionmaker, with the plugin installed."""
+    engine = make_engine(db_url)
+    factory = sessionmaker(engine)
+    openclaw_fts.install(factory)
+    try:
+        yield factory
+    finally:
+        engine.dispose()

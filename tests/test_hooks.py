@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -122,18 +121,6 @@ def events_of(engine: Engine, session_id: str) -> list[tuple[int, str | None]]:
                 {"sid": session_id},
             )
         ]
-
-
-@pytest.fixture
-def host(db_url: str, store: TranscriptStore) -> Iterator[sessionmaker[Session]]:
-    """The host application's own engine and sessionmaker, with the plugin installed."""
-    engine = make_engine(db_url)
-    factory = sessionmaker(engine)
-    openclaw_fts.install(factory)
-    try:
-        yield factory
-    finally:
-        engine.dispose()
 
 
 def host_engine(factory: sessionmaker[Session]) -> Engine:

@@ -15,7 +15,7 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,6 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-import openclaw_fts
 from openclaw_fts import (
     AgentSession,
     AgentToAgent,
@@ -39,7 +38,6 @@ from openclaw_fts import (
     tools,
 )
 from openclaw_fts.check import check
-from openclaw_fts.engine import make_engine
 from openclaw_fts.hooks import MAX_EVENT_BYTES, MAX_SEQ
 
 KEY = "agent:main:main"
@@ -110,17 +108,6 @@ def s1(store: TranscriptStore) -> TranscriptStore:
     store.create_session("s1", KEY)
     store.append("s1", msg("m0", "baseline message about lighthouses"))
     return store
-
-
-@pytest.fixture
-def host(db_url: str, store: TranscriptStore) -> Iterator[sessionmaker[Session]]:
-    engine = make_engine(db_url)
-    factory = sessionmaker(engine)
-    openclaw_fts.install(factory)
-    try:
-        yield factory
-    finally:
-        engine.dispose()
 
 
 # -- events that are not objects -------------------------------------------------------------

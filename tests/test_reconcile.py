@@ -15,7 +15,6 @@ import sys
 import threading
 import time
 import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ import pytest
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
-import openclaw_fts
 from openclaw_fts import AgentSession, Caller, ImportFormatError, TranscriptStore, transcript
 from openclaw_fts.engine import READ_ONLY, make_engine
 from openclaw_fts.indexer import INLINE_REPAIR_MAX_EVENTS
@@ -227,17 +225,6 @@ def insert_raw_sessions(
             ),
             event_rows,
         )
-
-
-@pytest.fixture
-def host(db_url: str, store: TranscriptStore) -> Iterator[sessionmaker[Session]]:
-    engine = make_engine(db_url)
-    factory = sessionmaker(engine)
-    openclaw_fts.install(factory)
-    try:
-        yield factory
-    finally:
-        engine.dispose()
 
 
 # -- OpenClaw's scenarios --------------------------------------------------------------------
