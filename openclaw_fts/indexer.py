@@ -180,7 +180,11 @@ def on_appended(
         expected += 1
         if node.type == transcript.HEADER_TYPE or node.event_id is None:
             continue  # not part of the tree: the branch is unchanged
-        if node.parent_id is not None and node.parent_id != leaf:
+        if (
+            node.parent_id is not None
+            and node.parent_id != leaf
+            and not _continues_through_marker(conn, session_id, node.parent_id, leaf)
+        ):
             repair_or_mark(conn, session_id)
             return
         leaf = node.event_id
@@ -195,6 +199,26 @@ def on_appended(
     )
     if leaf != state.indexed_leaf:
         _advance_active_branch(conn, session_id, leaf, _seq_of(appended, leaf))
+
+
+def _continues_through_marker(
+    conn: Connection, session_id: str, parent_id: str, leaf: str | None
+) -> bool:
+    """OpenClaw's continuation after a rewind: the parent is a stored leaf control whose target
+    is the indexed leaf (``transcript.resolve_tree`` hangs the event off that target), so the
+    append extends the indexed branch and needs no repair."""
+    if leaf is None:
+        return False
+    row = (
+        fts.cursor(conn)
+        .execute(
+            "SELECT target_id FROM transcript_events WHERE session_id = ? AND event_id = ? "
+            "AND type = ?",
+            (session_id, parent_id, transcript.LEAF_TYPE),
+        )
+        .fetchone()
+    )
+    return row is not None and row[0] == leaf
 
 
 def _seq_of(appended: Sequence[Appended], event_id: str | None) -> int | None:

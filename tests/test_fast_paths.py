@@ -1,0 +1,66 @@
+"""The cheap paths give the same index as the full diff: continuation through a leaf marker,
+and repairs that delete more rows than one DELETE statement takes."""
+
+from __future__ import annotations
+
+from factories import chain
+
+from openclaw_fts import Caller, TranscriptStore
+from openclaw_fts.index.sqlite import DELETE_CHUNK_IDS
+
+KEY = "agent:main:main"
+CALLER = Caller(KEY, visibility="self")
+
+
+def hits(store: TranscriptStore, query: str) -> set[str]:
+    out = store.search(CALLER, query, limit=25)
+    assert "indexing" not in out
+    return {r["messageId"] for r in out["results"]}
+
+
+def test_continuing_through_a_leaf_marker_extends_the_index_inline(
+    store: TranscriptStore,
+) -> None:
+    store.create_session("s1", KEY)
+    store.append_many("s1", chain(["alpha origin", "beta abandoned", "gamma abandoned"]))
+    seq = store.rewind("s1", "m0")
+    marker = store.branches("s1")  # the rewind moved the active branch to m0
+    assert {"tipId": "m0", "tipSeq": 0, "active": True} in marker
+    with store.engine.connect() as conn:
+        leaf_id = conn.exec_driver_sql(
+            "SELECT event_id FROM transcript_events WHERE session_id = 's1' AND seq = ?", (seq,)
+        ).scalar_one()
+    store.append(
+        "s1",
+        {
+            "type": "message",
+            "id": "d1",
+            "parentId": leaf_id,  # OpenClaw names the marker, not its target
+            "timestamp": 1_790_000_100_000,
+            "message": {"role": "user", "content": "delta continued"},
+        },
+    )
+    assert store.index_status()["pending"] == 0
+    assert hits(store, "delta") == {"d1"}
+    assert hits(store, "abandoned") == set()
+    assert hits(store, "alpha") == {"m0"}
+    assert {"tipId": "d1", "tipSeq": seq + 1, "active": True} in store.branches("s1")
+
+
+def test_a_repair_deleting_more_rows_than_one_statement_takes(store: TranscriptStore) -> None:
+    count = DELETE_CHUNK_IDS * 2 + 7
+    store.create_session("s1", KEY)
+    store.append_many("s1", chain([f"word{i} common" for i in range(count)]))
+    assert len(hits(store, "common")) == 25
+    store.rewind("s1", "m0")  # every row but m0's goes, inline (count < 4,000 events)
+    assert store.index_status()["pending"] == 0
+    assert hits(store, "common") == {"m0"}
+    with store.engine.connect() as conn:
+        rows = conn.exec_driver_sql("SELECT count(*) FROM message_index").scalar_one()
+        matches = conn.exec_driver_sql(
+            "SELECT count(*) FROM message_fts WHERE message_fts MATCH 'common'"
+        ).scalar_one()
+        conn.exec_driver_sql(
+            "INSERT INTO message_fts(message_fts, rank) VALUES ('integrity-check', 1)"
+        )
+    assert rows == 1 and matches == 1
