@@ -24,6 +24,8 @@ from .index import sqlite as fts
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
 IMPORT_BATCH_EVENTS = 2000
+#: Event ids per duplicate-check query (bounded IN lists, well under SQLite's parameter limit).
+ID_LOOKUP_CHUNK = 500
 #: Lines read before deciding whether a file is a transcript at all.
 IMPORT_SNIFF_LINES = 50
 #: Longest JSONL line accepted (bytes); longer lines are reported and skipped unread.
@@ -261,18 +263,14 @@ def _existing_ids(conn: Connection, sid: str, ids: list[str | None]) -> set[str]
     if not wanted:
         return set()
     found: set[str] = set()
-    # Bounded IN lists (SQLite's default variable limit is generous, but stay well under it).
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ", ".join(f":i{n}" for n in range(len(chunk)))
-        params: dict[str, Any] = {f"i{n}": v for n, v in enumerate(chunk)}
-        params["sid"] = sid
-        result = conn.execute(
-            text(
-                f"SELECT event_id FROM transcript_events WHERE session_id = :sid "
-                f"AND event_id IN ({marks})"
-            ),
-            params,
+    cur = fts.cursor(conn)  # plain DBAPI: 500 SQLAlchemy bind objects per batch cost ~50% of import
+    for start in range(0, len(wanted), ID_LOOKUP_CHUNK):
+        chunk = wanted[start : start + ID_LOOKUP_CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        result = cur.execute(
+            "SELECT event_id FROM transcript_events WHERE session_id = ? "
+            f"AND event_id IN ({marks})",
+            [sid, *chunk],
         )
         found.update(r[0] for r in result)
     return found
