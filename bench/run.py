@@ -207,6 +207,7 @@ class Bench:
         self.folder_written = False
         self.state: State | None = None
         self.profile = cProfile.Profile() if args.profile else None
+        self.environment = environment()  # at the start: the commit the library was loaded from
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -1242,7 +1243,7 @@ class Bench:
             "size": self.size_label,
             "createdAt": stamp,
             "figures": sorted(self.only),
-            "meta": environment(),
+            "meta": self.environment,
             "corpus": describe(self.corpus),
             "timingsSeconds": self.timings,
             "rows": [asdict(r) for r in self.rows],
