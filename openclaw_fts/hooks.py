@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,6 +155,14 @@ def fill_derived(obj: TranscriptEvent, seq: int) -> transcript.TreeNode:
     return transcript.tree_node(seq, obj.event)
 
 
+def distinct_event_ids(session_id: str, events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ids of events appended together; raise if two of them share one."""
+    ids = [i for e in events if (i := transcript.event_id_of(e)) is not None]
+    if len(ids) != len(set(ids)):
+        raise DuplicateEventError(f"duplicate event id in one append to session {session_id!r}")
+    return ids
+
+
 def _session_id_of(session: Session, obj: TranscriptEvent) -> str:
     if obj.session is not None:
         if obj.session.session_id is None:
@@ -212,9 +221,7 @@ def _assign_seqs(
         ):
             raise InvalidEventError(f"seq must be an integer from 0 to {MAX_SEQ}")
     objs.sort(key=lambda o: (o.seq is None, o.seq or 0, o.__dict__.get("_ocfts_order", 0)))
-    ids = [i for o in objs if isinstance(i := o.event.get("id"), str) and i.strip()]
-    if len(ids) != len(set(ids)):
-        raise DuplicateEventError(f"duplicate event id in one append to session {sid!r}")
+    ids = distinct_event_ids(sid, [o.event for o in objs])
     if ids and not inspect(owner).pending:
         clash = session.execute(
             select(TranscriptEvent.event_id).where(

@@ -112,14 +112,6 @@ def mark_dirty(conn: Connection, session_id: str) -> None:
     )
 
 
-def _session_row(conn: Connection, session_id: str) -> tuple[bool, int] | None:
-    row = conn.execute(
-        text("SELECT incognito, last_seq FROM sessions WHERE session_id = :sid"),
-        {"sid": session_id},
-    ).first()
-    return None if row is None else (bool(row[0]), int(row[1]))
-
-
 @dataclass(slots=True)
 class SessionContext:
     """A session's write-relevant columns and index state, read in one statement."""
@@ -259,16 +251,16 @@ def _new_row(session_id: str, token: str, row: transcript.IndexRow) -> fts.NewRo
 
 def repair_or_mark(conn: Connection, session_id: str) -> bool:
     """Repair a stale session inline when small, else mark it dirty. True when repaired."""
-    session = _session_row(conn, session_id)
-    if session is None:
+    context = read_context(conn, session_id)
+    if context is None:
         return False
-    if session[1] + 1 <= INLINE_REPAIR_MAX_EVENTS:
+    if context.last_seq + 1 <= INLINE_REPAIR_MAX_EVENTS:
         plan = plan_session(conn, session_id, max_text_bytes=INLINE_REPAIR_MAX_TEXT_BYTES)
         if plan is not None:
             apply_changes(conn, plan.deletes, plan.inserts)
             finalize(conn, plan)
             return True
-    if read_state(conn, session_id) is None:
+    if context.state is None:
         create_state(conn, session_id, clean=False)
     else:
         mark_dirty(conn, session_id)
@@ -296,10 +288,10 @@ def plan_session(
 ) -> Plan | None:
     """Diff a session's active branch against its index rows. None when the session is gone,
     or its indexed text would exceed ``max_text_bytes``. Creates a dirty state if it has none."""
-    session = _session_row(conn, session_id)
-    if session is None:
+    context = read_context(conn, session_id)
+    if context is None:
         return None
-    incognito, _ = session
+    incognito = context.incognito
     events = load_events(conn, session_id)
     tree = transcript.resolve_tree(transcript.tree_node(seq, ev) for seq, ev in events)
     by_seq = dict(events)
@@ -310,7 +302,7 @@ def plan_session(
             total += len(row.text.encode("utf-8", "surrogatepass"))
             if total > max_text_bytes:
                 return None
-    state = read_state(conn, session_id) or create_state(conn, session_id, clean=False)
+    state = context.state or create_state(conn, session_id, clean=False)
     token = fts.session_token(state.id)
     stored = {r.event_id: r for r in fts.read_rows(conn, session_id)}
     plan = Plan(

@@ -183,15 +183,9 @@ class Reconciler:
     def _reconcile_chunk(self, session_ids: list[str]) -> None:
         with self.engine.begin() as conn:
             for sid in session_ids:
-                if indexer.read_state(conn, sid) is None:
-                    conn.execute(
-                        text(
-                            "INSERT INTO index_state (session_id, indexed_seq, needs_rebuild, "
-                            "generation, index_version) SELECT session_id, -1, 1, 0, :v "
-                            "FROM sessions WHERE session_id = :sid"
-                        ),
-                        {"sid": sid, "v": INDEX_VERSION},
-                    )
+                context = indexer.read_context(conn, sid)
+                if context is not None and context.state is None:  # (None: deleted since)
+                    indexer.create_state(conn, sid, clean=False)
             if not self.lease.renew(conn):
                 raise LeaseLost("reconcile lease lost")
         works: list[_Work] = []

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from . import indexer, transcript
-from .errors import DuplicateEventError, InvalidEventError, UnknownSessionError
-from .hooks import MAX_SEQ, serialise_event
+from .errors import InvalidEventError, UnknownSessionError
+from .hooks import MAX_SEQ, distinct_event_ids, serialise_event
 from .index import sqlite as fts
 from .tokens import is_valid_unicode
 
@@ -42,9 +42,7 @@ def append_events(
     context = indexer.read_context(conn, session_id)
     if context is None:
         raise UnknownSessionError(f"unknown session {session_id!r}")
-    ids = [i for e, _ in checked if (i := transcript.event_id_of(e)) is not None]
-    if len(ids) != len(set(ids)):
-        raise DuplicateEventError(f"duplicate event id in one append to session {session_id!r}")
+    distinct_event_ids(session_id, [e for e, _ in checked])
     seq = context.last_seq
     if seq + len(checked) > MAX_SEQ:
         raise InvalidEventError(f"seq would pass {MAX_SEQ}, the largest accepted")

@@ -158,8 +158,3 @@ def read_rows(conn: Connection, session_id: str) -> list[StoredRow]:
 def integrity_check(conn: Connection) -> None:
     """FTS5's own check of the index against the content table; raises on corruption."""
     conn.execute(text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)"))
-
-
-def optimize(conn: Connection) -> None:
-    """Merge FTS5 segments (after bulk work)."""
-    conn.execute(text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')"))
