@@ -164,14 +164,24 @@ def on_appended(
     rows: list[fts.NewRow] = []
     token = fts.session_token(state.id)
     expected = appended[0].seq
+    side_tips: list[tuple[str, int, str | None]] = []  # (tip, seq, parent that stops being one)
     for item in appended:
         node = item.node
-        if item.seq != expected or node.type == transcript.LEAF_TYPE or node.side:
+        if item.seq != expected or node.type == transcript.LEAF_TYPE:
             repair_or_mark(conn, session_id)
             return
         expected += 1
         if node.type == transcript.HEADER_TYPE or node.event_id is None:
             continue  # not part of the tree: the branch is unchanged
+        if node.side:
+            # A side append never moves the leaf, so the index rows stay as they are; only the
+            # branch records gain a tip (and its parent, if it was an inactive tip, loses one).
+            parent = _side_parent(conn, session_id, node, leaf)
+            if parent is _UNRESOLVED:
+                repair_or_mark(conn, session_id)
+                return
+            side_tips.append((node.event_id, item.seq, parent if parent != leaf else None))
+            continue
         if (
             node.parent_id is not None
             and node.parent_id != leaf
@@ -191,6 +201,53 @@ def on_appended(
     )
     if leaf != state.indexed_leaf:
         _advance_active_branch(conn, session_id, leaf, _seq_of(appended, leaf))
+    if side_tips:
+        _add_side_tips(conn, session_id, side_tips)
+
+
+#: :func:`_side_parent` could not tell where a side append hangs without resolving the tree.
+_UNRESOLVED = "\0unresolved"
+
+
+def _side_parent(
+    conn: Connection, session_id: str, node: transcript.TreeNode, leaf: str | None
+) -> str | None:
+    """Where ``transcript.resolve_tree`` hangs a side append: its parent when that is an earlier
+    tree event, the current leaf when it has none or names an unknown id; ``_UNRESOLVED`` when
+    it names a leaf control or a row written without derived columns (rare: left to a repair)."""
+    if node.parent_id is None or node.parent_id == leaf:
+        return leaf
+    row = (
+        fts.cursor(conn)
+        .execute(
+            "SELECT type FROM transcript_events WHERE session_id = ? AND event_id = ? AND seq < ?",
+            (session_id, node.parent_id, node.seq),
+        )
+        .fetchone()
+    )
+    if row is None:
+        return leaf  # unknown parent: chained to the current leaf
+    if row[0] is None or row[0] == transcript.LEAF_TYPE:
+        return _UNRESOLVED  # a leaf control, or a row without derived columns
+    if row[0] == transcript.HEADER_TYPE:
+        return leaf  # a header line is not in the tree: an unknown parent
+    return node.parent_id
+
+
+def _add_side_tips(
+    conn: Connection, session_id: str, side_tips: Sequence[tuple[str, int, str | None]]
+) -> None:
+    cur = fts.cursor(conn)
+    for tip, seq, former_tip in side_tips:
+        if former_tip is not None:
+            cur.execute(
+                "DELETE FROM branches WHERE session_id = ? AND tip_id = ? AND is_active = 0",
+                (session_id, former_tip),
+            )
+        cur.execute(
+            "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) VALUES (?, ?, ?, 0)",
+            (session_id, tip, seq),
+        )
 
 
 def _continues_through_marker(
@@ -273,14 +330,64 @@ def load_events(conn: Connection, session_id: str) -> list[tuple[int, dict[str, 
         "SELECT seq, event FROM transcript_events WHERE session_id = ? ORDER BY seq",
         (session_id,),
     )
-    events = []
+    return [(int(seq), _parse_event(raw)) for seq, raw in result]
+
+
+#: Rows whose derived columns cannot stand in for their JSON: no ``type`` (a row written behind
+#: the plugin's back, without the derived columns) or a leaf control without a target (null
+#: target = empty branch, or a malformed one to ignore: only the JSON tells).
+_NEEDS_JSON = f"type IS NULL OR (type = '{transcript.LEAF_TYPE}' AND target_id IS NULL)"
+_INDEXED_ROLES_SQL = ", ".join(f"'{r}'" for r in sorted(transcript.INDEXED_ROLES))
+
+
+def _parse_event(raw: Any) -> dict[str, Any]:
+    try:
+        event = json.loads(raw) if raw is not None else {}
+    except (ValueError, RecursionError):
+        return {}  # a row written behind our back (broken or absurdly deep): not indexable
+    return event if isinstance(event, dict) else {}
+
+
+def load_tree(
+    conn: Connection, session_id: str
+) -> tuple[list[transcript.TreeNode], dict[int, dict[str, Any]]]:
+    """A session's tree nodes in seq order, read from the derived columns (the JSON is parsed
+    only where the columns cannot tell, see ``_NEEDS_JSON``), plus those parsed events."""
+    result = fts.cursor(conn).execute(
+        "SELECT seq, event_id, parent_id, type, target_id, side, "
+        f"CASE WHEN {_NEEDS_JSON} THEN event END FROM transcript_events "
+        "WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    )
+    nodes: list[transcript.TreeNode] = []
+    parsed: dict[int, dict[str, Any]] = {}
+    for seq, event_id, parent_id, etype, target_id, side, raw in result:
+        if raw is not None:
+            event = parsed[seq] = _parse_event(raw)
+            nodes.append(transcript.tree_node(seq, event))
+        else:
+            nodes.append(
+                transcript.TreeNode(seq, event_id, parent_id, etype, target_id, bool(side))
+            )
+    return nodes, parsed
+
+
+def _branch_events(
+    conn: Connection, session_id: str, active_seqs: Sequence[int], parsed: dict[int, dict[str, Any]]
+) -> list[tuple[int, dict[str, Any]]]:
+    """The events of the active branch that may produce an index row (user or assistant
+    messages), root first; the JSON of every other event stays unread."""
+    on_branch = set(active_seqs)
+    found = {seq: event for seq, event in parsed.items() if seq in on_branch}
+    result = fts.cursor(conn).execute(
+        "SELECT seq, event FROM transcript_events WHERE session_id = ? AND type = 'message' "
+        f"AND role IN ({_INDEXED_ROLES_SQL}) ORDER BY seq",
+        (session_id,),
+    )
     for seq, raw in result:
-        try:
-            event = json.loads(raw) if raw is not None else {}
-        except (ValueError, RecursionError):
-            event = {}  # a row written behind our back (broken or absurdly deep): not indexable
-        events.append((int(seq), event if isinstance(event, dict) else {}))
-    return events
+        if seq in on_branch and seq not in found:
+            found[seq] = _parse_event(raw)
+    return sorted(found.items())
 
 
 def plan_session(
@@ -291,11 +398,13 @@ def plan_session(
     context = read_context(conn, session_id)
     if context is None:
         return None
-    incognito = context.incognito
-    events = load_events(conn, session_id)
-    tree = transcript.resolve_tree(transcript.tree_node(seq, ev) for seq, ev in events)
-    by_seq = dict(events)
-    wanted = transcript.branch_rows(((s, by_seq[s]) for s in tree.active_seqs), incognito=incognito)
+    nodes, parsed = load_tree(conn, session_id)
+    tree = transcript.resolve_tree(nodes)
+    wanted = (
+        []
+        if context.incognito
+        else transcript.branch_rows(_branch_events(conn, session_id, tree.active_seqs, parsed))
+    )
     if max_text_bytes is not None:
         total = 0
         for row in wanted:
@@ -305,15 +414,18 @@ def plan_session(
     state = context.state or create_state(conn, session_id, clean=False)
     token = fts.session_token(state.id)
     stored = {r.event_id: r for r in fts.read_rows(conn, session_id)}
+    tips = set(tree.tips)
+    seq_of_tip: dict[str, int] = {}
+    for node in nodes:
+        if node.event_id in tips:
+            seq_of_tip.setdefault(node.event_id, node.seq)
     plan = Plan(
         session_id=session_id,
         state_id=state.id,
         generation=state.generation,
-        last_seq=events[-1][0] if events else -1,
+        last_seq=nodes[-1].seq if nodes else -1,
         tree=tree,
-        seq_of_tip={
-            eid: seq for seq, ev in events if (eid := transcript.event_id_of(ev)) in tree.tips
-        },
+        seq_of_tip=seq_of_tip,
     )
     for row in wanted:
         body = index_body(row.text)

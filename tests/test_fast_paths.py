@@ -64,3 +64,38 @@ def test_a_repair_deleting_more_rows_than_one_statement_takes(store: TranscriptS
             "INSERT INTO message_fts(message_fts, rank) VALUES ('integrity-check', 1)"
         )
     assert rows == 1 and matches == 1
+
+
+def side(event_id: str, parent: str | None, text: str) -> dict[str, object]:
+    return {
+        "type": "message",
+        "id": event_id,
+        "parentId": parent,
+        "appendMode": "side",
+        "timestamp": 1_790_000_200_000,
+        "message": {"role": "assistant", "content": text},
+    }
+
+
+def test_side_appends_keep_the_index_and_update_the_branch_records(
+    store: TranscriptStore,
+) -> None:
+    store.create_session("s1", KEY)
+    store.append_many("s1", chain(["alpha origin", "beta abandoned"]))
+    store.rewind("s1", "m0")
+    store.append_many("s1", chain(["gamma kept"], start=2, parent="m0"))
+    # m1 is an inactive tip; a side append under it takes its place as a tip.
+    store.append("s1", side("x1", "m1", "sidenote under the old branch"))
+    # Under the active leaf (no parent named): the leaf stays the active tip.
+    store.append("s1", side("x2", None, "sidenote under the leaf"))
+    # Naming an unknown id hangs it off the leaf, as the tree rules say.
+    store.append("s1", side("x3", "nope", "sidenote unknown parent"))
+    assert store.index_status()["pending"] == 0
+    assert hits(store, "sidenote") == set()  # side appends never join the active branch
+    assert hits(store, "gamma") == {"m2"}
+    tips = {(b["tipId"], b["active"]) for b in store.branches("s1")}
+    assert tips == {("m2", True), ("x1", False), ("x2", False), ("x3", False)}
+    store.append_many("s1", chain(["delta next"], start=3, parent="m2"))
+    tips = {(b["tipId"], b["active"]) for b in store.branches("s1")}
+    assert tips == {("m3", True), ("x1", False), ("x2", False), ("x3", False)}
+    assert hits(store, "delta") == {"m3"}

@@ -490,6 +490,14 @@ class TranscriptModel(RuleBasedStateMachine):
                 assert {e.get("id") for _, e in events} >= set(model.ids)
                 if pending[sid]:
                     continue
+                tree = transcript.resolve_tree(transcript.tree_node(s, e) for s, e in events)
+                seq_of = {e["id"]: s for s, e in events if e.get("id") in tree.tips}
+                tips = [(t, seq_of[t], t == tree.active_leaf) for t in tree.tips]
+                if tree.active_leaf is None:
+                    tips.append((None, None, True))
+                branches = self.store.branches(sid)
+                have_tips = [(b["tipId"], b["tipSeq"], b["active"]) for b in branches]
+                assert sorted(have_tips, key=repr) == sorted(tips, key=repr), sid
                 want = transcript.index_rows(events, incognito=model.incognito)
                 have = conn.execute(
                     text(
