@@ -391,10 +391,12 @@ _BARE_BEARER_RE: Final = re.compile(
 )
 
 # ``scheme://user:password@``: the literal ``://`` first (fast scan), the scheme checked behind.
+# The password runs to the LAST ``@`` of the authority (an ``@`` inside a password is not
+# split on), which also keeps the rule idempotent: a masked ``p@s…word@`` is not re-masked.
 _URL_USERINFO_RE: Final = re.compile(
     r"://(?<=[A-Za-z0-9]://)"
     rf"(?P<user>[^\s:/?#@\"'<>\[\]\\…]{{0,{MAX_URL_USER_CHARS}}}):"
-    rf"(?P<value>[^\s/?#\"'<>\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})@"
+    rf"(?P<value>[^\s/?#\"'<>\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})@(?![^\s/?#@]*@)"
 )
 _URL_PARAM_RE: Final = re.compile(
     rf"[?&#](?P<name>[{_NAME_CHARS}]{{1,{MAX_QUERY_NAME_CHARS}}})="
