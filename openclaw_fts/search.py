@@ -26,7 +26,7 @@ from .query import CompiledQuery, compile_query
 from .reconcile import PENDING_CONDITION
 from .redact import Redactor, redact_text
 from .snippet import make_snippet
-from .tokens import clean_text, is_valid_unicode
+from .tokens import body_is_clean_text, clean_text, is_valid_unicode
 from .visibility import Caller, visible
 
 #: OpenClaw's bounds on the query and the number of results.
@@ -159,6 +159,35 @@ def session_key_access(conn: Connection, caller: Caller, session_key: str) -> st
     return None if row[1] else "forbidden"
 
 
+#: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
+_PENDING_MEMO = "openclaw_fts_any_pending"
+
+
+def any_pending(conn: Connection) -> bool:
+    """Whether any session at all is pending in this transaction's snapshot.
+
+    Remembered per DBAPI connection and recomputed only when the database changed: ``PRAGMA
+    data_version`` (frozen for the life of a read transaction, bumped by other connections'
+    commits) plus the connection's own ``total_changes``. It is read first, so it starts the
+    snapshot every later statement of the search sees."""
+    version = conn.exec_driver_sql("PRAGMA data_version").scalar()
+    driver = conn.connection.driver_connection
+    key = (version, getattr(driver, "total_changes", None))
+    memo = conn.connection.info.get(_PENDING_MEMO)
+    if memo is not None and memo[0] == key and key[1] is not None:
+        return bool(memo[1])
+    found = (
+        fts.cursor(conn)
+        .execute(
+            "SELECT EXISTS (SELECT 1 FROM sessions AS s LEFT JOIN index_state st "
+            f"ON st.session_id = s.session_id WHERE {PENDING_CONDITION})"
+        )
+        .fetchone()[0]
+    )
+    conn.connection.info[_PENDING_MEMO] = (key, bool(found))
+    return bool(found)
+
+
 def pending_visible(conn: Connection, caller: Caller, session_key: str | None) -> bool:
     """Whether any session the caller may see is pending (not yet exactly indexed)."""
     where, params = _visible_sql(caller, session_key)
@@ -170,7 +199,17 @@ def pending_visible(conn: Connection, caller: Caller, session_key: str | None) -
     return bool(conn.execute(text(sql), params).scalar())
 
 
-def _hits_sql(caller: Caller, req: SearchRequest) -> tuple[str, dict[str, Any]]:
+#: A hit as the ranking returns it: (id, session_id, seq, event_id, role, timestamp_ms,
+#: session_key, rank).
+Hit = tuple[int, str, int, str, str, int, str, float | None]
+#: Rows beyond ``limit + 1`` the score-only ranking fetches, to see whether a tie on the score
+#: crosses the limit (then the full ORDER BY decides).
+_TIE_PROBE_ROWS = 1
+
+
+def _hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, dict[str, Any]]:
+    """The ranked statement; ``exact`` (no session is pending in this snapshot) drops the
+    per-row pending filter, which then holds for every row."""
     where, params = _visible_sql(caller, req.session_key)
     assert req.compiled is not None
     params.update(q=req.compiled.match, v=INDEX_VERSION, lim=req.limit + 1)
@@ -199,18 +238,107 @@ def _hits_sql(caller: Caller, req: SearchRequest) -> tuple[str, dict[str, Any]]:
         order = "mi.timestamp_ms DESC, s.session_key, mi.event_id"
     else:
         order = "rank, mi.timestamp_ms DESC, s.session_key, mi.event_id"
+    pending = (
+        ""
+        if exact
+        else "CROSS JOIN index_state AS st ON st.session_id = s.session_id "
+        "AND st.needs_rebuild = 0 AND st.indexed_seq >= s.last_seq AND st.index_version = :v "
+    )
     sql = (
-        f"SELECT mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, s.session_key, "
-        f"{score} AS rank "
+        f"SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
+        f"s.session_key, {score} AS rank "
         f"FROM {fts.FTS_TABLE} CROSS JOIN {fts.CONTENT_TABLE} AS mi "
         f"ON mi.id = {fts.FTS_TABLE}.rowid "
-        "CROSS JOIN sessions AS s ON s.session_id = mi.session_id "
-        "CROSS JOIN index_state AS st ON st.session_id = s.session_id "
+        f"CROSS JOIN sessions AS s ON s.session_id = mi.session_id {pending}"
         f"WHERE {fts.FTS_TABLE} MATCH {match} AND {where} "
-        "AND st.needs_rebuild = 0 AND st.indexed_seq >= s.last_seq AND st.index_version = :v "
         f"{' '.join(filters)} ORDER BY {order} LIMIT :lim"
     )
     return sql, params
+
+
+def _order_key(hit: Hit) -> tuple[float, int, str, str]:
+    return (hit[7] if hit[7] is not None else 0.0, -hit[5], hit[6], hit[3])
+
+
+def _top_of_everything(conn: Connection, req: SearchRequest) -> list[Hit] | None:
+    """The ranked hits of a caller who sees every session that is not incognito, in a snapshot
+    where no session is pending: FTS5 alone ranks (no join per match, as raw SQL would), then
+    only the top rows are joined. None when a tie on the score crosses the limit, or a top row
+    is not visible after all: the full statement then decides."""
+    assert req.compiled is not None
+    want = req.limit + 1
+    ranked = (
+        fts.cursor(conn)
+        .execute(
+            f"SELECT rowid, bm25({fts.FTS_TABLE}, {fts.BM25_WEIGHTS}) AS rank "
+            f"FROM {fts.FTS_TABLE} WHERE {fts.FTS_TABLE} MATCH ? ORDER BY rank LIMIT ?",
+            (req.compiled.match, want + _TIE_PROBE_ROWS),
+        )
+        .fetchall()
+    )
+    if len(ranked) > want and ranked[want - 1][1] == ranked[want][1]:
+        return None
+    ranked = ranked[:want]
+    if not ranked:
+        return []
+    score = dict(ranked)
+    marks = ", ".join("?" * len(ranked))
+    rows = (
+        fts.cursor(conn)
+        .execute(
+            "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
+            f"s.session_key FROM {fts.CONTENT_TABLE} AS mi JOIN sessions AS s "
+            f"ON s.session_id = mi.session_id WHERE mi.id IN ({marks}) AND s.incognito = 0",
+            list(score),
+        )
+        .fetchall()
+    )
+    if len(rows) != len(ranked):
+        return None
+    hits: list[Hit] = [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], score[r[0]]) for r in rows]
+    return sorted(hits, key=_order_key)
+
+
+def _ranked_hits(conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool) -> list[Hit]:
+    """Up to ``limit + 1`` hits in result order (one more than asked: ``truncated``)."""
+    if (
+        exact
+        and visible(caller, "s").everything
+        and req.session_key is None
+        and req.role is None
+        and req.since is None
+        and req.until is None
+        and req.order == "relevance"
+    ):
+        top = _top_of_everything(conn, req)
+        if top is not None:
+            return top
+    sql, params = _hits_sql(caller, req, exact=exact)
+    return [tuple(r) for r in conn.execute(text(sql), params)]
+
+
+def _hit_texts(conn: Connection, hits: list[Hit]) -> dict[int, str]:
+    """Each hit's searchable text (clean), by index row id. The indexed body IS that text
+    unless CJK was spaced for the index; only those messages are re-read through the one
+    predicate."""
+    if not hits:
+        return {}
+    marks = ", ".join("?" * len(hits))
+    bodies = dict(
+        fts.cursor(conn)
+        .execute(
+            f"SELECT id, body FROM {fts.CONTENT_TABLE} WHERE id IN ({marks})", [h[0] for h in hits]
+        )
+        .fetchall()
+    )
+    texts = {}
+    for hit in hits:
+        body = bodies.get(hit[0])
+        if body is not None and body_is_clean_text(body):
+            texts[hit[0]] = body
+        else:
+            texts[hit[0]] = _original_text(conn, hit[1], hit[2])
+    return texts
 
 
 def _original_text(conn: Connection, session_id: str, seq: int) -> str:
@@ -240,6 +368,7 @@ def run_search(
     on_pending: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Run a validated search on a (read) connection; the result dict of behaviour.md §4."""
+    exact = not any_pending(conn)  # first: it starts the snapshot every statement below reads
     if req.session_key is not None:
         denied = session_key_access(conn, caller, req.session_key)
         if denied == "error":
@@ -250,21 +379,21 @@ def run_search(
                 "error": f"Session {req.session_key} is not visible to this session",
             }
     out: dict[str, Any] = {"results": []}
-    if pending_visible(conn, caller, req.session_key):
+    if not exact and pending_visible(conn, caller, req.session_key):
         out["indexing"] = True
         out["warning"] = INDEXING_WARNING
         if on_pending is not None:
             on_pending()
     if req.compiled is None:
         return out
-    sql, params = _hits_sql(caller, req)
-    rows = conn.execute(text(sql), params).all()
-    truncated = len(rows) > req.limit
+    hits = _ranked_hits(conn, caller, req, exact=exact)
+    truncated = len(hits) > req.limit
+    hits = hits[: req.limit]
+    texts = _hit_texts(conn, hits)
     results: list[dict[str, Any]] = []
     used = 2  # the enclosing "[]"
-    for session_id, seq, event_id, role, ts, session_key, rank in rows[: req.limit]:
-        original = _original_text(conn, session_id, seq)
-        snippet = make_snippet(redact_text(original, redactor), req.compiled.terms)
+    for row_id, session_id, _seq, event_id, role, ts, session_key, rank in hits:
+        snippet = make_snippet(redact_text(texts[row_id], redactor), req.compiled.terms)
         item = {
             "sessionKey": session_key,
             "sessionId": session_id,

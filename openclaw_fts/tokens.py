@@ -207,6 +207,12 @@ def index_body(text: str) -> str:
     return _CJK_RUN_RE.sub(_space_run, text)
 
 
+def body_is_clean_text(body: str) -> bool:
+    """True when an indexed ``body`` is exactly ``clean_text`` of the message (no CJK run was
+    spaced by :func:`index_body`), so it can stand in for the message text."""
+    return _is_latin1(body) or _CJK_RUN_RE.search(body) is None
+
+
 def _in_ranges(cp: int, ranges: tuple[tuple[int, int], ...]) -> bool:
     return any(lo <= cp <= hi for lo, hi in ranges)
 

@@ -104,6 +104,8 @@ class Predicate:
 
     sql: str
     params: dict[str, str]
+    #: True when the predicate admits every session that is not incognito.
+    everything: bool = False
 
 
 def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Predicate:
@@ -114,6 +116,7 @@ def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Pre
     """
     a = alias
     params: dict[str, str] = {"vis_key": caller.session_key}
+    everything = False
     own = f"{a}.session_key = :vis_key"
     if caller.sandboxed and caller.sandbox_visibility == "spawned":
         sql = f"({own} OR {a}.spawned_by = :vis_key)"
@@ -130,11 +133,16 @@ def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Pre
             params["vis_agent"] = caller.effective_agent_id
             parts = [tree, f"{a}.agent_id = :vis_agent"]
             if caller.visibility == "all":
-                parts.extend(_other_agents(caller, a, params))
+                others = _other_agents(caller, a, params)
+                everything = others == [_ANY_AGENT]
+                parts.extend(others)
             sql = "(" + " OR ".join(parts) + ")"
     if for_search:
         sql = f"({sql} AND {a}.incognito = 0)"
-    return Predicate(sql, params)
+    return Predicate(sql, params, everything=everything and for_search)
+
+
+_ANY_AGENT = "1 = 1"
 
 
 def _other_agents(caller: Caller, alias: str, params: dict[str, str]) -> list[str]:
@@ -144,7 +152,7 @@ def _other_agents(caller: Caller, alias: str, params: dict[str, str]) -> list[st
         return []
     patterns = list(dict.fromkeys(p for p in policy.allow if p))
     if not patterns:
-        return ["1 = 1"]
+        return [_ANY_AGENT]
     conditions = []
     for n, pattern in enumerate(patterns):
         params[f"vis_allow{n}"] = _like_pattern(pattern)

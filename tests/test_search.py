@@ -19,13 +19,16 @@ from typing import Any
 import pytest
 import regex
 from factories import chain
+from sqlalchemy import Engine
 
-from openclaw_fts import Caller, ToolInputError, TranscriptStore
+from openclaw_fts import AgentToAgent, Caller, ToolInputError, TranscriptStore
 
 T0 = 1_790_000_000_000  # factories.chain: message i has timestamp T0 + i * 1000
 OWN = "agent:main:main"
 CALLER = Caller(OWN)  # default visibility: tree
 AGENT_CALLER = Caller(OWN, visibility="agent")
+#: Sees every session that is not incognito (search ranks with FTS5 alone, then joins the top).
+EVERYTHING = Caller(OWN, visibility="all", agent_to_agent=AgentToAgent(True))
 WARNING = (
     "Transcript indexing is in progress; results may be incomplete. Retry sessions_search shortly."
 )
@@ -360,8 +363,10 @@ def test_repeated_term_outranks_single_mention(store: TranscriptStore) -> None:
     assert out["results"][0]["score"] > out["results"][1]["score"] > 0
 
 
+@pytest.mark.parametrize("limit", [None, 1, 2, 3, 4])
+@pytest.mark.parametrize("caller", [AGENT_CALLER, EVERYTHING], ids=["agent", "everything"])
 def test_equal_scores_tie_by_timestamp_desc_then_session_key_then_message_id(
-    store: TranscriptStore,
+    store: TranscriptStore, caller: Caller, limit: int | None
 ) -> None:
     text = "identical text about zebras"
     # Created in an order that differs from the expected one, to catch insertion order.
@@ -376,15 +381,17 @@ def test_equal_scores_tie_by_timestamp_desc_then_session_key_then_message_id(
         ],
     )
     store.append_many("sa", [msg("m2", text, ts=T0), msg("early", text, ts=T0 + 7)])
-    out = store.search(AGENT_CALLER, "zebras")
+    out = store.search(caller, "zebras", limit=limit)
     got = [(r["sessionKey"], r["messageId"]) for r in out["results"]]
-    assert got == [
+    expected = [
         ("agent:main:alpha", "early"),  # newest
         ("agent:main:alpha", "m2"),  # T0: alpha before zeta
         ("agent:main:zeta", "m10"),  # T0, zeta: "m10" < "m2" as strings
         ("agent:main:zeta", "m2"),
         ("agent:main:zeta", "late"),  # oldest
     ]
+    assert got == expected[:limit]
+    assert out.get("truncated", False) is (limit is not None and limit < len(expected))
     assert len({r["score"] for r in out["results"]}) == 1
 
 
@@ -622,14 +629,15 @@ def test_pending_session_the_caller_cannot_see_does_not_set_indexing(
     assert store.search(Caller("agent:ops:main"), "zebra")["indexing"] is True
 
 
+@pytest.mark.parametrize("caller", [CALLER, EVERYTHING], ids=["tree", "everything"])
 def test_pending_session_hides_its_stale_rows_until_reconciled(
-    store: TranscriptStore, tmp_path: Path
+    store: TranscriptStore, tmp_path: Path, caller: Caller
 ) -> None:
     first = [msg("m0", "zebra keep"), msg("m1", "zebra oldword", parent="m0")]
     _write_jsonl(tmp_path / "a.jsonl", "imp", first)
     store.import_jsonl(tmp_path / "a.jsonl", session_key=OWN)
     store.reconcile()
-    assert set(ids(store.search(CALLER, "zebra"))) == {"m0", "m1"}
+    assert set(ids(store.search(caller, "zebra"))) == {"m0", "m1"}
     # Re-import with a rewind to m0 and a new message: the old rows are stale until reconciled.
     more = [
         *first,
@@ -638,13 +646,38 @@ def test_pending_session_hides_its_stale_rows_until_reconciled(
     ]
     _write_jsonl(tmp_path / "b.jsonl", "imp", more)
     store.import_jsonl(tmp_path / "b.jsonl", session_key=OWN)
-    pending = store.search(CALLER, "oldword")
+    pending = store.search(caller, "oldword")
     assert pending["results"] == []
     assert pending["indexing"] is True
-    assert store.search(CALLER, "zebra")["results"] == []
+    assert store.search(caller, "zebra")["results"] == []
     store.reconcile()
-    assert store.search(CALLER, "oldword") == {"results": []}
-    assert set(ids(store.search(CALLER, "zebra"))) == {"m0", "m2"}
+    assert store.search(caller, "oldword") == {"results": []}
+    assert set(ids(store.search(caller, "zebra"))) == {"m0", "m2"}
+
+
+def test_a_session_another_connection_makes_pending_is_hidden_at_once(
+    store: TranscriptStore, engine: Engine
+) -> None:
+    # The "is anything pending?" answer is remembered per connection until the database
+    # changes; a change committed through another connection pool must be seen immediately.
+    add_session(store, "s1", OWN, ["zebra one"])
+    add_session(store, "s2", "agent:ops:main", ["zebra two"])
+    for _ in range(2):
+        assert {r["sessionId"] for r in store.search(EVERYTHING, "zebra")["results"]} == {
+            "s1",
+            "s2",
+        }
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE index_state SET needs_rebuild = 1 WHERE session_id = 's2'")
+    out = store.search(EVERYTHING, "zebra")
+    assert [r["sessionId"] for r in out["results"]] == ["s1"] and out["indexing"] is True
+    store.reconcile()
+    assert len(store.search(EVERYTHING, "zebra")["results"]) == 2
+    # Rows of a session made incognito behind the plugin's back are not shown either.
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE sessions SET incognito = 1 WHERE session_id = 's1'")
+    out = store.search(EVERYTHING, "zebra")
+    assert [r["sessionId"] for r in out["results"]] == ["s2"] and "indexing" not in out
 
 
 # --------------------------------------------------------------------------- snippets
