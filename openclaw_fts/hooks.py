@@ -79,10 +79,16 @@ def serialise_event(event_obj: Any, source: str | None = None) -> str:
         raise InvalidEventError("event is nested too deeply to store") from None
     except (TypeError, ValueError) as exc:
         raise InvalidEventError(f"event is not JSON-serialisable: {exc}") from None
-    size = len(dumped.encode("utf-8", "surrogatepass"))
-    if size > MAX_EVENT_BYTES:
-        raise InvalidEventError(f"event is {size} bytes; the limit is {MAX_EVENT_BYTES}")
-    if json_depth(event_obj) > MAX_EVENT_DEPTH:
+    # Cheap bounds first (both exact when they pass): UTF-8 takes at most 4 bytes per
+    # character, and the JSON text opens one bracket per container (strings may add more).
+    if len(dumped) * 4 > MAX_EVENT_BYTES:
+        size = len(dumped.encode("utf-8", "surrogatepass"))
+        if size > MAX_EVENT_BYTES:
+            raise InvalidEventError(f"event is {size} bytes; the limit is {MAX_EVENT_BYTES}")
+    if (
+        dumped.count("{") + dumped.count("[") > MAX_EVENT_DEPTH
+        and json_depth(event_obj) > MAX_EVENT_DEPTH
+    ):
         raise InvalidEventError(f"event is nested deeper than {MAX_EVENT_DEPTH} levels")
     message = event_obj.get("message")
     role = message.get("role") if isinstance(message, dict) else None
@@ -150,9 +156,10 @@ def json_depth(value: Any) -> int:
 
 
 def fill_derived(obj: TranscriptEvent, seq: int) -> transcript.TreeNode:
-    for column, value in transcript.derived_columns(seq, obj.event).items():
+    node = transcript.tree_node(seq, obj.event)
+    for column, value in transcript.derived_columns(seq, obj.event, node).items():
         setattr(obj, column, value)
-    return transcript.tree_node(seq, obj.event)
+    return node
 
 
 def distinct_event_ids(session_id: str, events: Sequence[Mapping[str, Any]]) -> list[str]:

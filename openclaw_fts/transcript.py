@@ -87,9 +87,12 @@ def tree_node(seq: int, event: Mapping[str, Any]) -> TreeNode:
 DERIVED_NAME_LENGTH = 64
 
 
-def derived_columns(seq: int, event: Mapping[str, Any]) -> dict[str, Any]:
-    """The columns an event row carries beside its JSON (filled by the hooks and the importer)."""
-    node = tree_node(seq, event)
+def derived_columns(
+    seq: int, event: Mapping[str, Any], node: TreeNode | None = None
+) -> dict[str, Any]:
+    """The columns an event row carries beside its JSON (filled by the hooks and the importer);
+    ``node`` is ``tree_node(seq, event)`` when the caller has it already."""
+    node = node or tree_node(seq, event)
     role = message_role(event)
     return {
         "seq": seq,

@@ -50,7 +50,8 @@ def append_events(
     appended = []
     for event, dumped in checked:
         seq += 1
-        c = transcript.derived_columns(seq, event)
+        node = transcript.tree_node(seq, event)
+        c = transcript.derived_columns(seq, event, node)
         rows.append(
             (
                 session_id,
@@ -65,7 +66,7 @@ def append_events(
                 dumped,
             )
         )
-        appended.append(indexer.Appended(seq, event, transcript.tree_node(seq, event)))
+        appended.append(indexer.Appended(seq, event, node))
     cur = fts.cursor(conn)
     cur.executemany(_INSERT_EVENTS, rows)  # a taken event id raises sqlite3.IntegrityError
     cur.execute(_BUMP_SESSION, (seq, session_id))
