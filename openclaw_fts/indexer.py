@@ -168,7 +168,7 @@ def on_appended(
     for item in appended:
         node = item.node
         if item.seq != expected or node.type == transcript.LEAF_TYPE:
-            repair_or_mark(conn, session_id)
+            repair_or_mark(conn, session_id, was_clean=True)
             return
         expected += 1
         if node.type == transcript.HEADER_TYPE or node.event_id is None:
@@ -178,7 +178,7 @@ def on_appended(
             # branch records gain a tip (and its parent, if it was an inactive tip, loses one).
             parent = _side_parent(conn, session_id, node, leaf)
             if parent is _UNRESOLVED:
-                repair_or_mark(conn, session_id)
+                repair_or_mark(conn, session_id, was_clean=True)
                 return
             side_tips.append((node.event_id, item.seq, parent if parent != leaf else None))
             continue
@@ -187,7 +187,7 @@ def on_appended(
             and node.parent_id != leaf
             and not _continues_through_marker(conn, session_id, node.parent_id, leaf)
         ):
-            repair_or_mark(conn, session_id)
+            repair_or_mark(conn, session_id, was_clean=True)
             return
         leaf = node.event_id
         row = None if incognito else transcript.index_row(item.seq, item.event)
@@ -306,13 +306,20 @@ def _new_row(session_id: str, token: str, row: transcript.IndexRow) -> fts.NewRo
     )
 
 
-def repair_or_mark(conn: Connection, session_id: str) -> bool:
-    """Repair a stale session inline when small, else mark it dirty. True when repaired."""
+def repair_or_mark(conn: Connection, session_id: str, *, was_clean: bool = False) -> bool:
+    """Repair a stale session inline when small, else mark it dirty. True when repaired.
+    ``was_clean``: the session was clean at its watermark before this append (see
+    :func:`plan_session`)."""
     context = read_context(conn, session_id)
     if context is None:
         return False
     if context.last_seq + 1 <= INLINE_REPAIR_MAX_EVENTS:
-        plan = plan_session(conn, session_id, max_text_bytes=INLINE_REPAIR_MAX_TEXT_BYTES)
+        plan = plan_session(
+            conn,
+            session_id,
+            max_text_bytes=INLINE_REPAIR_MAX_TEXT_BYTES,
+            trust_stored=was_clean,
+        )
         if plan is not None:
             apply_changes(conn, plan.deletes, plan.inserts)
             finalize(conn, plan)
@@ -372,38 +379,67 @@ def load_tree(
     return nodes, parsed
 
 
+#: Events whose JSON one statement reads (well under SQLite's bound-parameter limit).
+READ_CHUNK_SEQS = 500
+
+
 def _branch_events(
-    conn: Connection, session_id: str, active_seqs: Sequence[int], parsed: dict[int, dict[str, Any]]
+    conn: Connection, session_id: str, seqs: Sequence[int], parsed: dict[int, dict[str, Any]]
 ) -> list[tuple[int, dict[str, Any]]]:
-    """The events of the active branch that may produce an index row (user or assistant
-    messages), root first; the JSON of every other event stays unread."""
-    on_branch = set(active_seqs)
-    found = {seq: event for seq, event in parsed.items() if seq in on_branch}
-    result = fts.cursor(conn).execute(
-        "SELECT seq, event FROM transcript_events WHERE session_id = ? AND type = 'message' "
-        f"AND role IN ({_INDEXED_ROLES_SQL}) ORDER BY seq",
-        (session_id,),
-    )
-    for seq, raw in result:
-        if seq in on_branch and seq not in found:
+    """The events among ``seqs`` (on the active branch) that may produce an index row — user
+    and assistant messages — in seq order; the JSON of every other event stays unread."""
+    found = {seq: parsed[seq] for seq in seqs if seq in parsed}
+    wanted = [seq for seq in seqs if seq not in found]
+    cur = fts.cursor(conn)
+    for start in range(0, len(wanted), READ_CHUNK_SEQS):
+        chunk = wanted[start : start + READ_CHUNK_SEQS]
+        marks = ", ".join("?" * len(chunk))
+        result = cur.execute(
+            "SELECT seq, event FROM transcript_events WHERE session_id = ? AND type = 'message' "
+            f"AND role IN ({_INDEXED_ROLES_SQL}) AND seq IN ({marks})",
+            (session_id, *chunk),
+        )
+        for seq, raw in result:
             found[seq] = _parse_event(raw)
     return sorted(found.items())
 
 
 def plan_session(
-    conn: Connection, session_id: str, *, max_text_bytes: int | None = None
+    conn: Connection,
+    session_id: str,
+    *,
+    max_text_bytes: int | None = None,
+    trust_stored: bool = False,
 ) -> Plan | None:
     """Diff a session's active branch against its index rows. None when the session is gone,
-    or its indexed text would exceed ``max_text_bytes``. Creates a dirty state if it has none."""
+    or the text it would index exceeds ``max_text_bytes``. Creates a dirty state if it has none.
+
+    ``trust_stored``: the session was clean at its watermark (the live path knows), so each
+    stored row is exact for its event, and events are immutable: rows whose event stays on the
+    branch are kept without reading them, and only events newly on the branch are read. The
+    reconciler and ``check`` compare every row's text instead."""
     context = read_context(conn, session_id)
     if context is None:
         return None
     nodes, parsed = load_tree(conn, session_id)
     tree = transcript.resolve_tree(nodes)
+    deletes: list[int] = []
+    stored: dict[str, fts.StoredRow] = {}
+    if trust_stored:
+        on_branch = set(tree.active_seqs)
+        kept: set[int] = set()
+        for row_id, seq in fts.read_row_seqs(conn, session_id):
+            if seq in on_branch:
+                kept.add(seq)
+            else:
+                deletes.append(row_id)
+        fresh = [seq for seq in tree.active_seqs if seq not in kept]
+    else:
+        fresh = list(tree.active_seqs)
     wanted = (
         []
         if context.incognito
-        else transcript.branch_rows(_branch_events(conn, session_id, tree.active_seqs, parsed))
+        else transcript.branch_rows(_branch_events(conn, session_id, fresh, parsed))
     )
     if max_text_bytes is not None:
         total = 0
@@ -413,7 +449,8 @@ def plan_session(
                 return None
     state = context.state or create_state(conn, session_id, clean=False)
     token = fts.session_token(state.id)
-    stored = {r.event_id: r for r in fts.read_rows(conn, session_id)}
+    if not trust_stored:
+        stored = {r.event_id: r for r in fts.read_rows(conn, session_id)}
     tips = set(tree.tips)
     seq_of_tip: dict[str, int] = {}
     for node in nodes:
@@ -426,6 +463,7 @@ def plan_session(
         last_seq=nodes[-1].seq if nodes else -1,
         tree=tree,
         seq_of_tip=seq_of_tip,
+        deletes=deletes,
     )
     for row in wanted:
         body = index_body(row.text)

@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session, sessionmaker
 import openclaw_fts
 from openclaw_fts import (
     AgentSession,
+    AgentToAgent,
     Caller,
     DuplicateEventError,
     TranscriptEvent,
@@ -47,6 +48,8 @@ from openclaw_fts.reconcile import Reconciler
 from openclaw_fts.tokens import index_body
 
 CALLER = Caller("agent:main:main", visibility="all")
+#: Sees every session that is not incognito: search takes its FTS5-only ranking path.
+EVERYTHING = Caller("agent:main:main", visibility="all", agent_to_agent=AgentToAgent(True))
 #: Words the messages are made of, and how FTS folds them.
 WORDS = {
     "alpha": "alpha",
@@ -536,7 +539,8 @@ class TranscriptModel(RuleBasedStateMachine):
             )
         if self.steps % SEARCH_EVERY:
             return
-        out = self.store.search(CALLER, word, limit=25)
+        caller = EVERYTHING if self.steps // SEARCH_EVERY % 2 else CALLER
+        out = self.store.search(caller, word, limit=25)
         hits = {(h["sessionId"], h["messageId"]) for h in out["results"]}
         if len(expected_hits) <= 25:
             assert hits == expected_hits

@@ -155,6 +155,15 @@ def read_rows(conn: Connection, session_id: str) -> list[StoredRow]:
     return [StoredRow(*row) for row in result]
 
 
+def read_row_seqs(conn: Connection, session_id: str) -> list[tuple[int, int]]:
+    """``(id, seq)`` of every index row of one session (no text)."""
+    return (
+        cursor(conn)
+        .execute(f"SELECT id, seq FROM {CONTENT_TABLE} WHERE session_id = ?", (session_id,))
+        .fetchall()
+    )
+
+
 def integrity_check(conn: Connection) -> None:
     """FTS5's own check of the index against the content table; raises on corruption."""
     conn.execute(text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)"))
