@@ -196,7 +196,7 @@ def pending_visible(conn: Connection, caller: Caller, session_key: str | None) -
         "LEFT JOIN index_state st ON st.session_id = s.session_id "
         f"WHERE {where} AND {PENDING_CONDITION})"
     )
-    return bool(conn.execute(text(sql), params).scalar())
+    return bool(fts.cursor(conn).execute(sql, params).fetchone()[0])
 
 
 #: A hit as the ranking returns it: (id, session_id, seq, event_id, role, timestamp_ms,
@@ -314,7 +314,9 @@ def _ranked_hits(conn: Connection, caller: Caller, req: SearchRequest, *, exact:
         if top is not None:
             return top
     sql, params = _hits_sql(caller, req, exact=exact)
-    return [tuple(r) for r in conn.execute(text(sql), params)]
+    # The DBAPI cursor (sqlite3 takes the same :name parameters): SQLAlchemy's statement
+    # handling cost ~0.3 ms a search, a third of a narrow search's SQL time.
+    return fts.cursor(conn).execute(sql, params).fetchall()
 
 
 def _hit_texts(conn: Connection, hits: list[Hit]) -> dict[int, str]:
