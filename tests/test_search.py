@@ -395,6 +395,23 @@ def test_equal_scores_tie_by_timestamp_desc_then_session_key_then_message_id(
     assert len({r["score"] for r in out["results"]}) == 1
 
 
+@pytest.mark.parametrize("limit", [1, 10, 25])
+def test_a_long_tie_orders_like_the_full_statement(store: TranscriptStore, limit: int) -> None:
+    # More equal scores than the score-only ranking fetches (limit + 1 + 64): the order must
+    # still be timestamp, session key, message id, as for a caller whose search joins.
+    for n in range(3):
+        store.create_session(f"s{n}", f"agent:main:k{n}")
+        store.append_many(
+            f"s{n}", [msg(f"m{i}", "identical yak words", ts=T0 + i % 7) for i in range(40)]
+        )
+    everything = store.search(EVERYTHING, "yak", limit=limit)
+    agent = store.search(AGENT_CALLER, "yak", limit=limit)
+    assert everything == agent
+    got = [(r["timestamp"], r["sessionKey"], r["messageId"]) for r in everything["results"]]
+    assert got == sorted(got, key=lambda g: (-g[0], g[1], g[2])) and len(got) == limit
+    assert everything["truncated"] is True
+
+
 def test_order_recent_sorts_by_timestamp_then_the_same_tiebreaks(store: TranscriptStore) -> None:
     store.create_session("sz", "agent:main:zeta")
     store.create_session("sa", "agent:main:alpha")
