@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Roles whose text is searchable. Tool results, system prompts and the rest never are.
 INDEXED_ROLES = frozenset({"user", "assistant"})
@@ -31,9 +31,10 @@ MAX_EPOCH_MS = 253_402_300_799_999
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-@dataclass(frozen=True, slots=True)
-class TreeNode:
-    """The part of an event the tree needs; derivable from the event dict or from table columns."""
+class TreeNode(NamedTuple):
+    """The part of an event the tree needs; derivable from the event dict or from table columns.
+    (A named tuple: built once per event when a tree is resolved, 4x cheaper than a frozen
+    dataclass.)"""
 
     seq: int
     event_id: str | None
