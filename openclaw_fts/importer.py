@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
 
 from . import transcript
 from .errors import ImportFormatError, InvalidEventError, InvalidSessionError
@@ -161,8 +161,8 @@ def import_jsonl(
         )
     except InvalidSessionError as exc:
         raise ImportFormatError(f"{path}: {exc}") from None
-    existed = _ensure_session(engine, sid, key, meta)
     report.sessions.append(sid)
+    target = _Target(sid, key, meta)
     batch: list[tuple[dict[str, Any], str]] = []
     for number, event, line in _read_lines(path, report):
         try:
@@ -172,56 +172,67 @@ def import_jsonl(
             continue
         batch.append((event, dumped))
         if len(batch) >= IMPORT_BATCH_EVENTS:
-            _write_batch(engine, sid, batch, existed, report)
+            _write_batch(engine, target, batch, report)
             if progress:
                 progress(len(batch))
             batch = []
-    if batch:
-        _write_batch(engine, sid, batch, existed, report)
-        if progress:
+    if batch or target.existed is None:  # (an empty transcript still gets its session)
+        _write_batch(engine, target, batch, report)
+        if progress and batch:
             progress(len(batch))
     return report
 
 
-def _ensure_session(engine: Engine, sid: str, key: str, meta: SessionMeta) -> bool:
-    """Create the session row if missing (no index state: it is pending). True if it existed."""
-    with engine.begin() as conn:
-        row = conn.execute(
-            text("SELECT last_seq FROM sessions WHERE session_id = :sid"), {"sid": sid}
-        ).first()
-        if row is not None:
-            return int(row[0]) >= 0
-        conn.execute(
-            text(
-                "INSERT INTO sessions (session_id, session_key, agent_id, spawned_by, "
-                "parent_session_key, owner_session_key, archived, incognito, last_seq, "
-                "created_at, updated_at) VALUES (:sid, :key, :agent, :spawned, :parent, :owner, "
-                "0, 0, -1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
-            ),
-            {
-                "sid": sid,
-                "key": key,
-                "agent": agent_id_from_key(key) or "main",
-                "spawned": meta.spawned_by,
-                "parent": meta.parent_session_key,
-                "owner": meta.owner_session_key,
-            },
-        )
-        return False
+@dataclass
+class _Target:
+    """The session a transcript is imported into; ``existed`` is learnt by the first batch."""
+
+    sid: str
+    key: str
+    meta: SessionMeta
+    existed: bool | None = None
+
+
+def _ensure_session(conn: Connection, target: _Target) -> bool:
+    """Create the session row if missing (no index state: it is pending). True if it existed
+    with events. Runs in the first batch's transaction (one commit fewer per file)."""
+    cur = fts.cursor(conn)
+    row = cur.execute(
+        "SELECT last_seq FROM sessions WHERE session_id = ?", (target.sid,)
+    ).fetchone()
+    if row is not None:
+        return int(row[0]) >= 0
+    cur.execute(
+        "INSERT INTO sessions (session_id, session_key, agent_id, spawned_by, "
+        "parent_session_key, owner_session_key, archived, incognito, last_seq, "
+        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, 0, -1, CURRENT_TIMESTAMP, "
+        "CURRENT_TIMESTAMP)",
+        (
+            target.sid,
+            target.key,
+            agent_id_from_key(target.key) or "main",
+            target.meta.spawned_by,
+            target.meta.parent_session_key,
+            target.meta.owner_session_key,
+        ),
+    )
+    return False
 
 
 def _write_batch(
     engine: Engine,
-    sid: str,
+    target: _Target,
     batch: list[tuple[dict[str, Any], str]],
-    existed: bool,
     report: ImportReport,
 ) -> None:
+    sid = target.sid
     with engine.begin() as conn:
+        if target.existed is None:
+            target.existed = _ensure_session(conn, target)
+        existed = target.existed
+        cur = fts.cursor(conn)
         last = int(
-            conn.execute(
-                text("SELECT last_seq FROM sessions WHERE session_id = :sid"), {"sid": sid}
-            ).scalar_one()
+            cur.execute("SELECT last_seq FROM sessions WHERE session_id = ?", (sid,)).fetchone()[0]
         )
         taken = _existing_ids(conn, sid, [transcript.event_id_of(e) for e, _ in batch])
         rows = []
@@ -248,12 +259,9 @@ def _write_batch(
             ":parent_id, :type, :role, :target_id, :side, :timestamp_ms, :event)",
             rows,
         )
-        conn.execute(
-            text(
-                "UPDATE sessions SET last_seq = :seq, updated_at = CURRENT_TIMESTAMP "
-                "WHERE session_id = :sid"
-            ),
-            {"seq": last, "sid": sid},
+        cur.execute(
+            "UPDATE sessions SET last_seq = ?, updated_at = CURRENT_TIMESTAMP WHERE session_id = ?",
+            (last, sid),
         )
         report.imported += len(rows)
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from . import transcript
 from .index import sqlite as fts
@@ -75,13 +75,15 @@ def now_ms() -> int:
 
 
 def read_state(conn: Connection, session_id: str) -> StateRow | None:
-    row = conn.execute(
-        text(
+    row = (
+        fts.cursor(conn)
+        .execute(
             "SELECT id, indexed_seq, indexed_leaf, needs_rebuild, generation, index_version "
-            "FROM index_state WHERE session_id = :sid"
-        ),
-        {"sid": session_id},
-    ).first()
+            "FROM index_state WHERE session_id = :sid",
+            {"sid": session_id},
+        )
+        .fetchone()
+    )
     if row is None:
         return None
     return StateRow(row[0], row[1], row[2], bool(row[3]), row[4], row[5])
@@ -89,11 +91,9 @@ def read_state(conn: Connection, session_id: str) -> StateRow | None:
 
 def create_state(conn: Connection, session_id: str, *, clean: bool) -> StateRow:
     """Give a session its index state: clean+empty (new session) or dirty (to be rebuilt)."""
-    conn.execute(
-        text(
-            "INSERT INTO index_state (session_id, indexed_seq, needs_rebuild, generation, "
-            "index_version) VALUES (:sid, -1, :dirty, 0, :v)"
-        ),
+    fts.cursor(conn).execute(
+        "INSERT INTO index_state (session_id, indexed_seq, needs_rebuild, generation, "
+        "index_version) VALUES (:sid, -1, :dirty, 0, :v)",
         {"sid": session_id, "dirty": not clean, "v": INDEX_VERSION},
     )
     state = read_state(conn, session_id)
@@ -103,11 +103,9 @@ def create_state(conn: Connection, session_id: str, *, clean: bool) -> StateRow:
 
 def mark_dirty(conn: Connection, session_id: str) -> None:
     """Flag a session for the reconciler (sessions without state are pending already)."""
-    conn.execute(
-        text(
-            "UPDATE index_state SET needs_rebuild = 1, generation = generation + 1 "
-            "WHERE session_id = :sid"
-        ),
+    fts.cursor(conn).execute(
+        "UPDATE index_state SET needs_rebuild = 1, generation = generation + 1 "
+        "WHERE session_id = :sid",
         {"sid": session_id},
     )
 
@@ -285,11 +283,9 @@ def _advance_active_branch(
         (tip, tip_seq, session_id),
     )
     if moved.rowcount == 0:
-        conn.execute(
-            text(
-                "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) "
-                "VALUES (:sid, :tip, :seq, 1)"
-            ),
+        fts.cursor(conn).execute(
+            "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) "
+            "VALUES (:sid, :tip, :seq, 1)",
             {"sid": session_id, "tip": tip, "seq": tip_seq},
         )
 
@@ -497,16 +493,14 @@ def finalize(conn: Connection, plan: Plan) -> None:
     ``sessions.last_seq`` is the highest seq ever assigned (never lowered, so seqs are not
     reused); after events were deleted it can be above the newest stored one, and the watermark
     then covers it: the plan saw every event that exists."""
-    conn.execute(
-        text("UPDATE sessions SET last_seq = :seq WHERE session_id = :sid AND last_seq < :seq"),
+    fts.cursor(conn).execute(
+        "UPDATE sessions SET last_seq = :seq WHERE session_id = :sid AND last_seq < :seq",
         {"seq": plan.last_seq, "sid": plan.session_id},
     )
-    conn.execute(
-        text(
-            "UPDATE index_state SET indexed_seq = (SELECT last_seq FROM sessions "
-            "WHERE session_id = :sid), indexed_leaf = :leaf, needs_rebuild = 0, "
-            "index_version = :v, generation = generation + 1 WHERE id = :id"
-        ),
+    fts.cursor(conn).execute(
+        "UPDATE index_state SET indexed_seq = (SELECT last_seq FROM sessions "
+        "WHERE session_id = :sid), indexed_leaf = :leaf, needs_rebuild = 0, "
+        "index_version = :v, generation = generation + 1 WHERE id = :id",
         {
             "sid": plan.session_id,
             "leaf": plan.tree.active_leaf,
@@ -521,7 +515,7 @@ def write_branches(
     conn: Connection, session_id: str, tree: transcript.Tree, seq_of_tip: Mapping[str, int]
 ) -> None:
     """Replace a session's branch records with the tips of its resolved tree."""
-    conn.execute(text("DELETE FROM branches WHERE session_id = :sid"), {"sid": session_id})
+    fts.cursor(conn).execute("DELETE FROM branches WHERE session_id = :sid", {"sid": session_id})
     rows = [
         {
             "sid": session_id,
@@ -534,10 +528,8 @@ def write_branches(
     if tree.active_leaf is None:
         rows.append({"sid": session_id, "tip": None, "seq": None, "active": True})
     if rows:
-        conn.execute(
-            text(
-                "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) "
-                "VALUES (:sid, :tip, :seq, :active)"
-            ),
+        fts.cursor(conn).executemany(
+            "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) "
+            "VALUES (:sid, :tip, :seq, :active)",
             rows,
         )

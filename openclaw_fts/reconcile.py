@@ -235,21 +235,23 @@ class Reconciler:
                     indexer.finalize(conn, plan)
                     self.stats["sessions"] += 1
                 else:
-                    conn.execute(
-                        text("UPDATE index_state SET generation = generation + 1 WHERE id = :id"),
-                        {"id": plan.state_id},
+                    fts.cursor(conn).execute(
+                        "UPDATE index_state SET generation = generation + 1 WHERE id = ?",
+                        (plan.state_id,),
                     )
                 work.generation += 1
 
     @staticmethod
     def _unchanged(conn: Connection, work: _Work) -> bool:
-        row = conn.execute(
-            text(
+        row = (
+            fts.cursor(conn)
+            .execute(
                 "SELECT st.generation, (SELECT coalesce(max(seq), -1) FROM transcript_events "
-                "WHERE session_id = :sid) FROM index_state st WHERE st.session_id = :sid"
-            ),
-            {"sid": work.plan.session_id},
-        ).first()
+                "WHERE session_id = :sid) FROM index_state st WHERE st.session_id = :sid",
+                {"sid": work.plan.session_id},
+            )
+            .fetchone()
+        )
         return row is not None and row[0] == work.generation and row[1] == work.plan.last_seq
 
     def _sweep(self) -> None:

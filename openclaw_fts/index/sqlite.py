@@ -145,12 +145,10 @@ def delete_rows(conn: Connection, ids: Sequence[int]) -> None:
 
 def read_rows(conn: Connection, session_id: str) -> list[StoredRow]:
     """Every index row of one session."""
-    result = conn.execute(
-        text(
-            f"SELECT id, seq, event_id, role, timestamp_ms, body FROM {CONTENT_TABLE} "
-            "WHERE session_id = :sid"
-        ),
-        {"sid": session_id},
+    result = cursor(conn).execute(
+        f"SELECT id, seq, event_id, role, timestamp_ms, body FROM {CONTENT_TABLE} "
+        "WHERE session_id = ?",
+        (session_id,),
     )
     return [StoredRow(*row) for row in result]
 
