@@ -396,7 +396,7 @@ _BARE_BEARER_RE: Final = re.compile(
 _URL_USERINFO_RE: Final = re.compile(
     r"://(?<=[A-Za-z0-9]://)"
     rf"(?P<user>[^\s:/?#@\"'<>\[\]\\…]{{0,{MAX_URL_USER_CHARS}}}):"
-    rf"(?P<value>[^\s/?#\"'<>\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})@(?![^\s/?#@]*@)"
+    rf"(?P<value>[^\s/?#\"'<>\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})@(?![^\s/?#@\"'<>\\]*@)"
 )
 _URL_PARAM_RE: Final = re.compile(
     rf"[?&#](?P<name>[{_NAME_CHARS}]{{1,{MAX_QUERY_NAME_CHARS}}})="

@@ -202,6 +202,15 @@ def test_bare_bearer_token_of_18_or_more_characters() -> None:
         ("mysql://root:p@ss@word123456789012@db/x", "mysql://root:p@ss@w…9012@db/x"),
         ("mongodb+srv://u:abc123@cluster0.x.net", "mongodb+srv://u:***@cluster0.x.net"),
         ("amqp://guest:guest@localhost:5672/", "amqp://guest:***@localhost:5672/"),
+        # another "@" later in the text (JSON, markup) does not hide the password
+        (
+            '{"db":"postgres://app:hunter2@db:5432","admin":"ops@example.com"}',
+            '{"db":"postgres://app:***@db:5432","admin":"ops@example.com"}',
+        ),
+        (
+            "<https://bob:pa55word@example.com>mailto:bob@example.com",
+            "<https://bob:***@example.com>mailto:bob@example.com",
+        ),
     ],
 )
 def test_url_userinfo_password_only(text: str, expected: str) -> None:
