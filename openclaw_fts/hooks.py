@@ -266,8 +266,11 @@ def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
             indexer.create_state(conn, sid, clean=True)
             indexer.write_branches(conn, sid, transcript.resolve_tree(()), {})
     for sid, appended in work.appended.items():
-        indexer.on_appended(conn, sid, appended)
-    for sid in work.rebuild - work.appended.keys():
+        if sid not in work.rebuild:
+            indexer.on_appended(conn, sid, appended)
+    # A session whose incognito flag changed is diffed in full, appended to or not: what was
+    # indexed followed the old flag, so no fast path may trust it.
+    for sid in work.rebuild:
         indexer.repair_or_mark(conn, sid)
 
 

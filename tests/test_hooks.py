@@ -537,6 +537,28 @@ def test_turning_incognito_on_and_off(store: TranscriptStore, host: sessionmaker
     assert found(store, "toggleword") == {"m0", "m1"}
 
 
+@pytest.mark.parametrize("kind", ["plain", "side", "leaf"])
+@pytest.mark.parametrize("incognito", [True, False])
+def test_incognito_flip_and_an_append_in_one_flush(
+    store: TranscriptStore, host: sessionmaker[Session], kind: str, incognito: bool
+) -> None:
+    # What was indexed followed the old flag: the append's fast paths must not trust it.
+    store.create_session("s1", KEY, incognito=not incognito)
+    store.append_many("s1", chain(["flipword one", "flipword two"]))
+    event = {
+        "plain": msg("m2", "flipword three", parent="m1"),
+        "side": {**msg("x1", "flipword side", parent="m0"), "appendMode": "side"},
+        "leaf": {"type": "leaf", "id": "l1", "parentId": "m1", "targetId": "m1"},
+    }[kind]
+    with host.begin() as db:
+        db.get(AgentSession, "s1").incognito = incognito  # type: ignore[union-attr]
+        db.add(TranscriptEvent(session_id="s1", event=event))
+    assert store.index_status()["pending"] == 0
+    expected = set() if incognito else {"m0", "m1"} | ({"m2"} if kind == "plain" else set())
+    assert {r[1] for r in index_rows_of(store.engine, "s1")} == expected
+    assert fts_count(store.engine, "flipword") == len(expected)
+
+
 # -- deletes -------------------------------------------------------------------------------------
 
 
