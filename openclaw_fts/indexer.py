@@ -211,8 +211,8 @@ def _side_parent(
     conn: Connection, session_id: str, node: transcript.TreeNode, leaf: str | None
 ) -> str | None:
     """Where ``transcript.resolve_tree`` hangs a side append: its parent when that is an earlier
-    tree event, the current leaf when it has none or names an unknown id; ``_UNRESOLVED`` when
-    it names a leaf control or a row written without derived columns (rare: left to a repair)."""
+    tree event, the current leaf when it names none; ``_UNRESOLVED`` when it names a leaf
+    control, an unknown id or a row written without derived columns (rare: left to a repair)."""
     if node.parent_id is None or node.parent_id == leaf:
         return leaf
     row = (
@@ -224,7 +224,7 @@ def _side_parent(
         .fetchone()
     )
     if row is None:
-        return leaf  # unknown parent: chained to the current leaf
+        return _UNRESOLVED  # unknown (rare; or a row without derived columns): a repair decides
     if row[0] is None or row[0] == transcript.LEAF_TYPE:
         return _UNRESOLVED  # a leaf control, or a row without derived columns
     if row[0] == transcript.HEADER_TYPE:
@@ -336,10 +336,14 @@ def load_events(conn: Connection, session_id: str) -> list[tuple[int, dict[str, 
     return [(int(seq), _parse_event(raw)) for seq, raw in result]
 
 
-#: Rows whose derived columns cannot stand in for their JSON: no ``type`` (a row written behind
-#: the plugin's back, without the derived columns) or a leaf control without a target (null
-#: target = empty branch, or a malformed one to ignore: only the JSON tells).
-_NEEDS_JSON = f"type IS NULL OR (type = '{transcript.LEAF_TYPE}' AND target_id IS NULL)"
+#: Rows whose derived columns cannot stand in for their JSON: no ``type`` or no ``event_id`` (a
+#: row written behind the plugin's back without, or with only some of, the derived columns; the
+#: plugin leaves both empty only for events that have neither, which are rare) or a leaf
+#: control without a target (null target = empty branch, or a malformed one to ignore: only the
+#: JSON tells).
+_NEEDS_JSON = (
+    f"type IS NULL OR event_id IS NULL OR (type = '{transcript.LEAF_TYPE}' AND target_id IS NULL)"
+)
 _INDEXED_ROLES_SQL = ", ".join(f"'{r}'" for r in sorted(transcript.INDEXED_ROLES))
 
 
@@ -421,12 +425,14 @@ def plan_session(
     tree = transcript.resolve_tree(nodes)
     deletes: list[int] = []
     stored: dict[str, fts.StoredRow] = {}
+    kept_bytes = 0
     if trust_stored:
         on_branch = set(tree.active_seqs)
         kept: set[int] = set()
-        for row_id, seq in fts.read_row_seqs(conn, session_id):
+        for row_id, seq, size in fts.read_row_sizes(conn, session_id):
             if seq in on_branch:
                 kept.add(seq)
+                kept_bytes += size
             else:
                 deletes.append(row_id)
         fresh = [seq for seq in tree.active_seqs if seq not in kept]
@@ -438,7 +444,9 @@ def plan_session(
         else transcript.branch_rows(_branch_events(conn, session_id, fresh, parsed))
     )
     if max_text_bytes is not None:
-        total = 0
+        total = kept_bytes
+        if total > max_text_bytes:
+            return None
         for row in wanted:
             total += len(row.text.encode("utf-8", "surrogatepass"))
             if total > max_text_bytes:

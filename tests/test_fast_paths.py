@@ -3,9 +3,10 @@ and repairs that delete more rows than one DELETE statement takes."""
 
 from __future__ import annotations
 
+import pytest
 from factories import chain
 
-from openclaw_fts import Caller, TranscriptStore
+from openclaw_fts import Caller, TranscriptStore, indexer
 from openclaw_fts.index.sqlite import DELETE_CHUNK_IDS
 
 KEY = "agent:main:main"
@@ -99,3 +100,18 @@ def test_side_appends_keep_the_index_and_update_the_branch_records(
     tips = {(b["tipId"], b["active"]) for b in store.branches("s1")}
     assert tips == {("m3", True), ("x1", False), ("x2", False), ("x3", False)}
     assert hits(store, "delta") == {"m3"}
+
+
+def test_a_rewind_keeping_more_text_than_the_inline_bound_is_left_to_the_reconciler(
+    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The inline bound counts the whole branch's text, kept rows included, not only what the
+    # repair reads.
+    store.create_session("s1", KEY)
+    store.append_many("s1", chain([f"bulky{i} " + "x" * 200 for i in range(10)]))
+    monkeypatch.setattr(indexer, "INLINE_REPAIR_MAX_TEXT_BYTES", 1000)
+    store.rewind("s1", "m8")
+    assert store.index_status()["pending"] == 1
+    store.reconcile()
+    assert store.index_status()["pending"] == 0
+    assert hits(store, "bulky9") == set() and hits(store, "bulky8") == {"m8"}

@@ -23,6 +23,7 @@ from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from openclaw_fts import AgentSession, Caller, ImportFormatError, TranscriptStore, transcript
+from openclaw_fts.check import check
 from openclaw_fts.engine import READ_ONLY, make_engine
 from openclaw_fts.indexer import INLINE_REPAIR_MAX_EVENTS
 from openclaw_fts.reconcile import Reconciler
@@ -857,6 +858,25 @@ def test_raw_rows_behind_the_hooks_make_the_session_pending(store: TranscriptSto
     assert out["results"] == [] and out.get("indexing") is True
     store.reconcile()
     assert found(store, "hiddenword") == {"m0"}
+
+
+def test_raw_rows_with_only_some_derived_columns_are_read_from_their_json(
+    store: TranscriptStore,
+) -> None:
+    # A writer behind the hooks that fills type and role but not event_id / parent_id: the
+    # tree must come from the JSON for that row, as search and history would otherwise differ.
+    store.create_session("s1", KEY)
+    store.append_many("s1", chain(["alpha first"]))
+    event = msg("m1", "zebra partial", parent="m0", role="assistant")
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO transcript_events (session_id, seq, type, role, event) "
+            "VALUES ('s1', 1, 'message', 'assistant', ?)",
+            (json.dumps(event),),
+        )
+    store.reconcile()
+    assert found(store, "zebra") == {"m1"}
+    assert check(store.engine).ok
 
 
 # -- branches and status ---------------------------------------------------------------------

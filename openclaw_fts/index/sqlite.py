@@ -153,11 +153,14 @@ def read_rows(conn: Connection, session_id: str) -> list[StoredRow]:
     return [StoredRow(*row) for row in result]
 
 
-def read_row_seqs(conn: Connection, session_id: str) -> list[tuple[int, int]]:
-    """``(id, seq)`` of every index row of one session (no text)."""
+def read_row_sizes(conn: Connection, session_id: str) -> list[tuple[int, int, int]]:
+    """``(id, seq, UTF-8 bytes of the indexed text)`` of every index row of one session."""
     return (
         cursor(conn)
-        .execute(f"SELECT id, seq FROM {CONTENT_TABLE} WHERE session_id = ?", (session_id,))
+        .execute(
+            f"SELECT id, seq, length(CAST(body AS BLOB)) FROM {CONTENT_TABLE} WHERE session_id = ?",
+            (session_id,),
+        )
         .fetchall()
     )
 
