@@ -235,10 +235,11 @@ def _hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, 
         filters.append("AND mi.timestamp_ms <= :until")
         params["until"] = req.until
     score = f"bm25({fts.FTS_TABLE}, {fts.BM25_WEIGHTS})"
+    # mi.id last: two incarnations of one session key may hold the same message id.
     if req.order == "recent":
-        order = "mi.timestamp_ms DESC, s.session_key, mi.event_id"
+        order = "mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
     else:
-        order = "rank, mi.timestamp_ms DESC, s.session_key, mi.event_id"
+        order = "rank, mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
     pending = (
         ""
         if exact
@@ -257,8 +258,8 @@ def _hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, 
     return sql, params
 
 
-def _order_key(hit: Hit) -> tuple[float, int, str, str]:
-    return (hit[7] if hit[7] is not None else 0.0, -hit[5], hit[6], hit[3])
+def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
+    return (hit[7] if hit[7] is not None else 0.0, -hit[5], hit[6], hit[3], hit[0])
 
 
 def _top_of_everything(conn: Connection, req: SearchRequest) -> list[Hit] | None:
