@@ -24,8 +24,6 @@ from .index import sqlite as fts
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
 IMPORT_BATCH_EVENTS = 2000
-#: Event ids per duplicate-check query (bounded IN lists, well under SQLite's parameter limit).
-ID_LOOKUP_CHUNK = 500
 #: Lines read before deciding whether a file is a transcript at all.
 IMPORT_SNIFF_LINES = 50
 #: Longest JSONL line accepted (bytes); longer lines are reported and skipped unread.
@@ -272,9 +270,7 @@ def _existing_ids(conn: Connection, sid: str, ids: list[str | None]) -> set[str]
         return set()
     found: set[str] = set()
     cur = fts.cursor(conn)  # plain DBAPI: 500 SQLAlchemy bind objects per batch cost ~50% of import
-    for start in range(0, len(wanted), ID_LOOKUP_CHUNK):
-        chunk = wanted[start : start + ID_LOOKUP_CHUNK]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in fts.in_lists(wanted):
         result = cur.execute(
             "SELECT event_id FROM transcript_events WHERE session_id = ? "
             f"AND event_id IN ({marks})",

@@ -379,10 +379,6 @@ def load_tree(
     return nodes, parsed
 
 
-#: Events whose JSON one statement reads (well under SQLite's bound-parameter limit).
-READ_CHUNK_SEQS = 500
-
-
 def _branch_events(
     conn: Connection, session_id: str, seqs: Sequence[int], parsed: dict[int, dict[str, Any]]
 ) -> list[tuple[int, dict[str, Any]]]:
@@ -391,9 +387,7 @@ def _branch_events(
     found = {seq: parsed[seq] for seq in seqs if seq in parsed}
     wanted = [seq for seq in seqs if seq not in found]
     cur = fts.cursor(conn)
-    for start in range(0, len(wanted), READ_CHUNK_SEQS):
-        chunk = wanted[start : start + READ_CHUNK_SEQS]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in fts.in_lists(wanted):
         result = cur.execute(
             "SELECT seq, event FROM transcript_events WHERE session_id = ? AND type = 'message' "
             f"AND role IN ({_INDEXED_ROLES_SQL}) AND seq IN ({marks})",

@@ -7,7 +7,7 @@ import pytest
 from factories import chain
 
 from openclaw_fts import Caller, TranscriptStore, indexer
-from openclaw_fts.index.sqlite import DELETE_CHUNK_IDS
+from openclaw_fts.index.sqlite import IN_LIST_CHUNK
 
 KEY = "agent:main:main"
 CALLER = Caller(KEY, visibility="self")
@@ -49,7 +49,7 @@ def test_continuing_through_a_leaf_marker_extends_the_index_inline(
 
 
 def test_a_repair_deleting_more_rows_than_one_statement_takes(store: TranscriptStore) -> None:
-    count = DELETE_CHUNK_IDS * 2 + 7
+    count = IN_LIST_CHUNK * 2 + 7
     store.create_session("s1", KEY)
     store.append_many("s1", chain([f"word{i} common" for i in range(count)]))
     assert len(hits(store, "common")) == 25
