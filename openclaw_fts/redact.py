@@ -290,6 +290,9 @@ _REFERENCE_PREFIXES: Final = (
     "secrets.",
 )
 _SHELL_REFERENCE_RE: Final = re.compile(r"\$(?:\{[^}]*\}?|\([^)]*\)?|[A-Za-z_][A-Za-z0-9_]*:?)")
+#: A Windows environment reference (``%API_KEY%``, ``%ProgramFiles(x86)%``): a name, not
+#: ``%`` around anything (``"%00000000%"`` or ``"%a9$…%"`` can be the secret itself).
+_WINDOWS_REFERENCE_RE: Final = re.compile(r"%[A-Za-z_][A-Za-z0-9_()]*%")
 _IDENTIFIER_PATH_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -306,7 +309,7 @@ def _is_reference(value: str, name: str | None) -> bool:
     if first == "$":
         return _SHELL_REFERENCE_RE.fullmatch(value) is not None
     if first == "%":
-        return len(value) > 2 and value.endswith("%")  # %API_KEY%
+        return _WINDOWS_REFERENCE_RE.fullmatch(value) is not None  # %API_KEY%
     if not (first.isalpha() or first == "_"):
         return value == SHORT_SECRET_MASK
     if value.lower() in _LITERAL_VALUES or value.startswith(_REFERENCE_PREFIXES):

@@ -190,6 +190,14 @@ def test_bare_bearer_token_of_18_or_more_characters() -> None:
     assert redact_text("use Bearer abcdefghijklmnopq now") == "use Bearer abcdefghijklmnopq now"
 
 
+def test_percent_signs_around_a_non_name_are_a_value_not_a_reference() -> None:
+    # Found by Hypothesis: "%…%" was taken for a Windows reference whatever it held.
+    assert redact_text('{"secret": "%00000000%"}') == '{"secret": "***"}'
+    assert redact_text("API_KEY=%0000000000%") == "API_KEY=***"
+    kept = "API_KEY=%MY_API_KEY% PASSWORD=%ProgramFiles(x86)%"
+    assert redact_text(kept) == kept
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
