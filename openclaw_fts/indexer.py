@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -381,21 +381,27 @@ def load_tree(
 
 def _branch_events(
     conn: Connection, session_id: str, seqs: Sequence[int], parsed: dict[int, dict[str, Any]]
-) -> list[tuple[int, dict[str, Any]]]:
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """The events among ``seqs`` (on the active branch) that may produce an index row — user
-    and assistant messages — in seq order; the JSON of every other event stays unread."""
-    found = {seq: parsed[seq] for seq in seqs if seq in parsed}
-    wanted = [seq for seq in seqs if seq not in found]
+    and assistant messages — in seq order; the JSON of every other event stays unread. Read
+    one IN-list at a time, so memory holds one chunk of parsed events, not the branch."""
     cur = fts.cursor(conn)
-    for chunk, marks in fts.in_lists(wanted):
-        result = cur.execute(
-            "SELECT seq, event FROM transcript_events WHERE session_id = ? AND type = 'message' "
-            f"AND role IN ({_INDEXED_ROLES_SQL}) AND seq IN ({marks})",
-            (session_id, *chunk),
-        )
-        for seq, raw in result:
-            found[seq] = _parse_event(raw)
-    return sorted(found.items())
+    for chunk, _ in fts.in_lists(sorted(seqs)):
+        unread = [seq for seq in chunk if seq not in parsed]
+        found: dict[int, dict[str, Any]] = {}
+        if unread:
+            marks = ", ".join("?" * len(unread))
+            result = cur.execute(
+                "SELECT seq, event FROM transcript_events WHERE session_id = ? "
+                f"AND type = 'message' AND role IN ({_INDEXED_ROLES_SQL}) AND seq IN ({marks})",
+                (session_id, *unread),
+            )
+            found = {seq: _parse_event(raw) for seq, raw in result}
+        for seq in chunk:
+            if seq in parsed:
+                yield seq, parsed[seq]
+            elif seq in found:
+                yield seq, found[seq]
 
 
 def plan_session(
