@@ -8,6 +8,9 @@ import factory
 
 from openclaw_fts.models import AgentSession
 
+#: The timestamp of ``msg`` by default, and of message 0 of a ``chain`` or factory (epoch ms).
+T0 = 1_790_000_000_000
+
 
 class AgentSessionFactory(factory.Factory):  # type: ignore[misc]
     """An unsaved AgentSession (add it to an installed ORM session)."""
@@ -28,7 +31,7 @@ class MessageFactory(factory.DictFactory):  # type: ignore[misc]
     type = "message"
     id = factory.Sequence(lambda n: f"m{n}")
     parentId = None
-    timestamp = factory.Sequence(lambda n: 1_790_000_000_000 + n * 1000)
+    timestamp = factory.Sequence(lambda n: T0 + n * 1000)
     message = factory.LazyAttribute(lambda o: {"role": o.role, "content": o.text})
 
     class Params:
@@ -36,21 +39,34 @@ class MessageFactory(factory.DictFactory):  # type: ignore[misc]
         text = factory.Sequence(lambda n: f"message number {n}")
 
 
+def msg(
+    event_id: str,
+    content: Any,
+    *,
+    parent: str | None = None,
+    role: str = "user",
+    ts: Any = T0,
+    **message_fields: Any,
+) -> dict[str, Any]:
+    """One OpenClaw message event (``message_fields`` go into its ``message`` object)."""
+    return {
+        "type": "message",
+        "id": event_id,
+        "parentId": parent,
+        "timestamp": ts,
+        "message": {"role": role, "content": content, **message_fields},
+    }
+
+
 def chain(
     texts: list[str], *, start: int = 0, parent: str | None = None, prefix: str = "m"
 ) -> list[dict[str, Any]]:
-    """A linear conversation alternating user/assistant, ids ``{prefix}{start}``..."""
+    """A linear conversation alternating user/assistant, ids ``{prefix}{start}``..., message i
+    at ``T0 + i * 1000``."""
     events = []
     for i, text in enumerate(texts, start=start):
         event_id = f"{prefix}{i}"
-        events.append(
-            {
-                "type": "message",
-                "id": event_id,
-                "parentId": parent,
-                "timestamp": 1_790_000_000_000 + i * 1000,
-                "message": {"role": "user" if i % 2 == 0 else "assistant", "content": text},
-            }
-        )
+        role = "user" if i % 2 == 0 else "assistant"
+        events.append(msg(event_id, text, parent=parent, role=role, ts=T0 + i * 1000))
         parent = event_id
     return events

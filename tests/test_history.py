@@ -12,33 +12,15 @@ import json
 from typing import Any
 
 import pytest
-from factories import chain
+from factories import T0, chain, msg
 
 from openclaw_fts import Caller, ToolInputError, TranscriptStore
 
-T0 = 1_790_000_000_000
 ME = "agent:main:main"
 CALLER = Caller(ME)
 CUT = "\n…(truncated)…"
 OMITTED = "[sessions_history omitted: message too large]"
 BUDGET = 80 * 1024
-
-
-def msg(
-    event_id: str,
-    content: Any,
-    *,
-    role: str = "user",
-    parent: str | None = None,
-    **message_fields: Any,
-) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "id": event_id,
-        "parentId": parent,
-        "timestamp": T0,
-        "message": {"role": role, "content": content, **message_fields},
-    }
 
 
 def linear(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

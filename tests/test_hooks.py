@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 import pytest
-from factories import AgentSessionFactory, MessageFactory, chain
+from factories import AgentSessionFactory, MessageFactory, chain, msg
 from sqlalchemy import Connection, Engine, create_engine, delete, select, text
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
 
@@ -45,23 +45,6 @@ def found(store: TranscriptStore, query: str, **kwargs: Any) -> set[str]:
 
 def search_out(store: TranscriptStore, query: str) -> dict[str, Any]:
     return store.search(CALLER, query, limit=25)
-
-
-def msg(
-    event_id: str,
-    content: Any,
-    *,
-    parent: str | None = None,
-    role: str = "user",
-    ts: int = 1_790_000_000_000,
-) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "id": event_id,
-        "parentId": parent,
-        "timestamp": ts,
-        "message": {"role": role, "content": content},
-    }
 
 
 def reader(engine: Engine) -> Connection:

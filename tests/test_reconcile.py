@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import chain, msg
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -37,46 +38,9 @@ WARNING = (
     "Transcript indexing is in progress; results may be incomplete. Retry sessions_search shortly."
 )
 BRANCHY_ID = "7f1c2a9e-branchy"
-TS = 1_790_000_000_000
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def msg(
-    event_id: str,
-    content: Any,
-    *,
-    parent: str | None = None,
-    role: str = "user",
-    ts: int | str = TS,
-) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "id": event_id,
-        "parentId": parent,
-        "timestamp": ts,
-        "message": {"role": role, "content": content},
-    }
-
-
-def chain(
-    texts: list[str], *, prefix: str = "m", parent: str | None = None, start: int = 0
-) -> list[dict[str, Any]]:
-    events = []
-    for i, body in enumerate(texts, start=start):
-        eid = f"{prefix}{i}"
-        events.append(
-            msg(
-                eid,
-                body,
-                parent=parent,
-                role="user" if i % 2 == 0 else "assistant",
-                ts=TS + i * 1000,
-            )
-        )
-        parent = eid
-    return events
 
 
 def reader(engine: Engine) -> Connection:

@@ -18,12 +18,11 @@ from typing import Any
 
 import pytest
 import regex
-from factories import chain
+from factories import T0, chain, msg
 from sqlalchemy import Engine
 
 from openclaw_fts import AgentToAgent, Caller, ToolInputError, TranscriptStore
 
-T0 = 1_790_000_000_000  # factories.chain: message i has timestamp T0 + i * 1000
 OWN = "agent:main:main"
 CALLER = Caller(OWN)  # default visibility: tree
 AGENT_CALLER = Caller(OWN, visibility="agent")
@@ -34,23 +33,6 @@ WARNING = (
 )
 RESULT_KEYS = {"sessionKey", "sessionId", "messageId", "role", "timestamp", "snippet", "score"}
 CAP = 32 * 1024
-
-
-def msg(
-    event_id: str,
-    text: Any,
-    *,
-    role: str = "user",
-    ts: Any = T0,
-    parent: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "id": event_id,
-        "parentId": parent,
-        "timestamp": ts,
-        "message": {"role": role, "content": text},
-    }
 
 
 def add_session(
