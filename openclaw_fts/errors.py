@@ -1,15 +1,43 @@
-"""The exceptions the plugin raises on bad input.
+"""The exceptions the plugin raises on bad input, and how their messages quote that input.
 
 Invariant: every error a caller can cause with bad arguments or bad data is one of these
 (all ``ValueError``s, so generic handlers keep working) and carries a one-line message that
 names what was wrong; nothing deeper (SQL, JSON, Unicode) escapes the public API for bad input.
+A message quotes caller input through :func:`quoted` / :func:`shorten`, cut to
+:data:`MAX_QUOTED_CHARS`, and no message is longer than :data:`MAX_ERROR_CHARS`.
 """
 
 from __future__ import annotations
 
+#: Most characters of caller input an error message quotes; longer input is cut with a note of
+#: its length, so a 100,000-character key cannot come back as a 100 KB error.
+MAX_QUOTED_CHARS = 120
+#: Longest message any of the plugin's errors carries (paths and reasons included).
+MAX_ERROR_CHARS = 2000
+
+
+def shorten(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
+    """``value`` as text, cut to ``limit`` characters plus a note of how much was left out."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def quoted(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
+    """``repr(value)`` of a string cut like :func:`shorten` (for ``'…'``-quoted messages)."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}… ({len(value):,} characters)"
+    return shorten(repr(value), limit + 2)
+
 
 class OpenClawFtsError(ValueError):
-    """Base class of the plugin's input errors."""
+    """Base class of the plugin's input errors (message cut to :data:`MAX_ERROR_CHARS`)."""
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        if isinstance(message, str) and len(message) > MAX_ERROR_CHARS:
+            message = shorten(message, MAX_ERROR_CHARS)
+        super().__init__(message, *args)
 
 
 class ToolInputError(OpenClawFtsError):

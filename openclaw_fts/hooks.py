@@ -24,6 +24,8 @@ from .errors import (
     InvalidEventError,
     InvalidSessionError,
     UnknownSessionError,
+    quoted,
+    shorten,
 )
 from .models import MAX_KEY_LENGTH, AgentSession, TranscriptEvent, dump_event
 from .tokens import is_valid_unicode
@@ -77,8 +79,14 @@ def serialise_event(event_obj: Any, source: str | None = None) -> str:
         dumped = source if source is not None else dump_event(event_obj)
     except RecursionError:
         raise InvalidEventError("event is nested too deeply to store") from None
-    except (TypeError, ValueError) as exc:
-        raise InvalidEventError(f"event is not JSON-serialisable: {exc}") from None
+    except ValueError as exc:
+        if "JSON compliant" in str(exc):  # json.dumps(allow_nan=False) of NaN / Infinity
+            raise InvalidEventError(
+                "event holds a non-finite number (NaN or Infinity), which is not valid JSON"
+            ) from None
+        raise InvalidEventError(f"event is not JSON-serialisable: {shorten(str(exc))}") from None
+    except TypeError as exc:
+        raise InvalidEventError(f"event is not JSON-serialisable: {shorten(str(exc))}") from None
     # Cheap bounds first (both exact when they pass): UTF-8 takes at most 4 bytes per
     # character, and the JSON text opens one bracket per container (strings may add more).
     if len(dumped) * 4 > MAX_EVENT_BYTES:
@@ -166,7 +174,7 @@ def distinct_event_ids(session_id: str, events: Sequence[Mapping[str, Any]]) -> 
     """The ids of events appended together; raise if two of them share one."""
     ids = [i for e in events if (i := transcript.event_id_of(e)) is not None]
     if len(ids) != len(set(ids)):
-        raise DuplicateEventError(f"duplicate event id in one append to session {session_id!r}")
+        raise DuplicateEventError(f"duplicate event id in one append to session {quoted(session_id)}")
     return ids
 
 
@@ -204,7 +212,7 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
         for sid, objs in by_session.items():
             owner = new_owners.get(sid) or session.get(AgentSession, sid)
             if owner is None:
-                raise UnknownSessionError(f"unknown session {sid!r}")
+                raise UnknownSessionError(f"unknown session {quoted(sid)}")
             _assign_seqs(session, owner, objs, work)
 
 
@@ -236,13 +244,13 @@ def _assign_seqs(
             )
         ).first()
         if clash is not None:
-            raise DuplicateEventError(f"session {sid!r} already has an event with id {clash[0]!r}")
+            raise DuplicateEventError(f"session {quoted(sid)} already has an event with id {quoted(clash[0])}")
     appended = []
     for obj in objs:
         if obj.seq is None:
             seq = last + 1
         elif obj.seq <= last:
-            raise DuplicateEventError(f"seq {obj.seq} of session {sid!r} is already taken")
+            raise DuplicateEventError(f"seq {obj.seq} of session {quoted(sid)} is already taken")
         else:
             seq = obj.seq
         if seq > MAX_SEQ:

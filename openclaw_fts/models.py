@@ -55,12 +55,13 @@ def utcnow() -> datetime:
 
 
 def dump_event(event: dict[str, Any]) -> str:
-    """Serialise an event verbatim; lone surrogates fall back to ASCII escapes (still lossless)."""
-    dumped = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    """Serialise an event verbatim; lone surrogates fall back to ASCII escapes (still lossless).
+    Strict JSON: a non-finite number (NaN, Infinity) raises ``ValueError``."""
+    dumped = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
         dumped.encode("utf-8")
     except UnicodeEncodeError:
-        dumped = json.dumps(event, ensure_ascii=True, separators=(",", ":"))
+        dumped = json.dumps(event, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     return dumped
 
 

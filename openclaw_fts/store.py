@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
 from .engine import READ_ONLY, configure, is_memory_url, make_engine
-from .errors import DuplicateEventError, SessionExistsError, UnknownSessionError
+from .errors import DuplicateEventError, SessionExistsError, UnknownSessionError, quoted
 from .hooks import install, validate_session_fields
 from .models import AgentSession, Branch, TranscriptEvent
 from .reconcile import BackgroundReconciler, Reconciler, status
@@ -105,10 +105,10 @@ class TranscriptStore:
         try:
             with self.sessions.begin() as db:
                 if db.get(AgentSession, session_id) is not None:
-                    raise SessionExistsError(f"session {session_id!r} already exists")
+                    raise SessionExistsError(f"session {quoted(session_id)} already exists")
                 db.add(obj)
         except IntegrityError:
-            raise SessionExistsError(f"session {session_id!r} already exists") from None
+            raise SessionExistsError(f"session {quoted(session_id)} already exists") from None
         return obj
 
     def append(self, session_id: str, event: Mapping[str, Any]) -> int:
@@ -126,18 +126,18 @@ class TranscriptStore:
         except (IntegrityError, sqlite3.IntegrityError) as exc:
             reason = exc.orig if isinstance(exc, IntegrityError) else exc
             raise DuplicateEventError(
-                f"append to {session_id!r} conflicts with a stored event ({reason})"
+                f"append to {quoted(session_id)} conflicts with a stored event ({reason})"
             ) from None
 
     def rewind(self, session_id: str, target_id: str | None) -> int:
         """Make ``target_id`` the active leaf (None: empty branch) by appending a leaf control."""
         if not _valid_key(session_id):
-            raise UnknownSessionError(f"unknown session {session_id!r}")
+            raise UnknownSessionError(f"unknown session {quoted(session_id)}")
         if target_id is not None and not _valid_key(target_id):
-            raise UnknownSessionError(f"session {session_id!r} has no event {target_id!r}")
+            raise UnknownSessionError(f"session {quoted(session_id)} has no event {quoted(target_id)}")
         with self.sessions.begin() as db:
             if db.get(AgentSession, session_id) is None:
-                raise UnknownSessionError(f"unknown session {session_id!r}")
+                raise UnknownSessionError(f"unknown session {quoted(session_id)}")
             if target_id is not None:
                 found = db.execute(
                     select(TranscriptEvent.seq).where(
@@ -148,7 +148,7 @@ class TranscriptStore:
                 ).first()
                 if found is None:
                     raise UnknownSessionError(
-                        f"session {session_id!r} has no event {target_id!r} to rewind to"
+                        f"session {quoted(session_id)} has no event {quoted(target_id)} to rewind to"
                     )
             leaf = db.execute(
                 select(Branch.tip_id).where(Branch.session_id == session_id, Branch.is_active)

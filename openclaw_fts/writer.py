@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from . import indexer, transcript
-from .errors import InvalidEventError, UnknownSessionError
+from .errors import InvalidEventError, UnknownSessionError, quoted
 from .hooks import MAX_SEQ, distinct_event_ids, serialise_event
 from .index import sqlite as fts
 from .tokens import is_valid_unicode
@@ -35,13 +35,13 @@ def append_events(
 ) -> list[int]:
     """Append ``events`` to a session on ``conn``; returns their seqs. Raises on bad input."""
     if not isinstance(session_id, str) or not is_valid_unicode(session_id):
-        raise UnknownSessionError(f"unknown session {session_id!r}")
+        raise UnknownSessionError(f"unknown session {quoted(session_id)}")
     checked = [(e, serialise_event(e)) for e in events]
     if not checked:
         return []
     context = indexer.read_context(conn, session_id)
     if context is None:
-        raise UnknownSessionError(f"unknown session {session_id!r}")
+        raise UnknownSessionError(f"unknown session {quoted(session_id)}")
     distinct_event_ids(session_id, [e for e, _ in checked])
     seq = context.last_seq
     if seq + len(checked) > MAX_SEQ:

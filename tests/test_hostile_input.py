@@ -539,8 +539,6 @@ BAD_TIMESTAMPS = [
     "yesterday",
     {},
     [],
-    1e400,
-    float("nan"),
     -5,
     True,
     False,
@@ -575,6 +573,21 @@ def test_timestamps_that_are_not_dates(s1: TranscriptStore, ts: Any) -> None:
         assert isinstance(result, (dict, ToolInputError)), result
     hist = s1.history(ALL, KEY)
     assert hist["messages"][-1]["__openclaw"]["id"] == "t1"
+    assert_intact(s1)
+
+
+@pytest.mark.parametrize("ts", [1e400, -1e400, float("nan")], ids=repr)
+def test_non_finite_timestamps_are_refused_on_append(s1: TranscriptStore, ts: float) -> None:
+    """NaN / Infinity are not JSON: an event holding one is refused with a clear error (they
+    would come back in history as invalid JSON); as search bounds they are a tool error."""
+    event = msg("t1", "chronometer reading", parent="m0")
+    event["timestamp"] = ts
+    with pytest.raises(InvalidEventError, match="non-finite number"):
+        s1.append("s1", event)
+    assert event_ids(s1.engine, "s1") == ["m0"]
+    for bound in ("since", "until"):
+        result = only_plugin_errors(lambda b=bound: s1.search(ALL, "lighthouses", **{b: ts}))
+        assert isinstance(result, (dict, ToolInputError)), result
     assert_intact(s1)
 
 
