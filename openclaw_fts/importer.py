@@ -3,13 +3,26 @@
 Invariant: an import streams its file (memory does not grow with the file size), stores every
 well-formed event verbatim in bounded batches, each its own transaction, and never writes index
 rows: the imported sessions are left pending (no index state, or a watermark behind the new
-events) for the reconciler. A malformed line is reported with file and line number and skipped;
-re-importing a file adds only events whose ids the session does not have yet.
+events) for the reconciler. A bad line — not UTF-8, not strict JSON (``NaN``, ``Infinity``,
+numbers out of range, over-long integers), too deep, not an object, an event the store refuses
+— is reported with file and line number and skipped; a byte-order mark opening line 1 is
+ignored. Nothing but :class:`~openclaw_fts.errors.ImportFormatError` (the file as a whole) leaves
+an import for bad input.
+
+Re-importing is idempotent, also after an interruption at any point: a file entry is stored
+unless the session already holds it. An entry's identity is its ``id`` when it has one; an entry
+without an ``id`` (older writers) is "the k-th id-less entry of the session whose stored JSON
+text is exactly this" (a content digest and an occurrence count). Because an import stores a
+file's accepted lines in file order, an interrupted import stored a prefix of them, so a retry
+skips exactly that prefix and stores the rest: the session ends as a clean import leaves it
+(same events, same ``seq`` order). See ``docs/import.md``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +31,16 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from . import transcript
-from .errors import ImportFormatError, InvalidEventError, InvalidSessionError
+from .errors import (
+    MAX_ERROR_CHARS,
+    ImportFormatError,
+    InvalidEventError,
+    InvalidSessionError,
+    shorten,
+)
 from .hooks import agent_id_from_key, serialise_event, validate_session_fields
 from .index import sqlite as fts
+from .jsonsafe import UTF8_BOM, JsonLineError, loads_strict
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
 IMPORT_BATCH_EVENTS = 2000
@@ -34,6 +54,8 @@ SESSIONS_INDEX_FILE = "sessions.json"
 DEFAULT_SESSION_KEY = "agent:main:main"
 #: At most this many line errors are kept in a report (the count is always exact).
 MAX_REPORTED_ERRORS = 100
+#: Bytes of the content digest that identifies an entry without an ``id`` (BLAKE2b).
+CONTENT_DIGEST_BYTES = 16
 
 Progress = Callable[[int], None]
 
@@ -53,7 +75,7 @@ class ImportReport:
     def error(self, message: str) -> None:
         self.error_count += 1
         if len(self.errors) < MAX_REPORTED_ERRORS:
-            self.errors.append(message)
+            self.errors.append(shorten(message, MAX_ERROR_CHARS))
 
     def merge(self, other: ImportReport) -> None:
         self.files += other.files
@@ -86,21 +108,28 @@ class SessionMeta:
 
 def _read_lines(path: Path, report: ImportReport) -> Iterator[tuple[int, dict[str, Any], str]]:
     """Yield ``(line number, event object, line text)`` per well-formed line; report the rest."""
-    with path.open("rb") as handle:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise ImportFormatError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with handle:
         for number, raw in enumerate(handle, start=1):
             if len(raw) > MAX_LINE_BYTES:
                 report.error(f"{path}:{number}: line longer than {MAX_LINE_BYTES} bytes")
                 continue
+            if number == 1 and raw.startswith(UTF8_BOM):
+                raw = raw[len(UTF8_BOM) :]  # a BOM opening the file is not part of line 1
             if not raw.strip():
                 continue
             try:
                 line = raw.decode("utf-8").strip()
-                value = json.loads(line)
-            except UnicodeDecodeError:
-                report.error(f"{path}:{number}: not valid UTF-8")
+            except UnicodeDecodeError as exc:
+                report.error(f"{path}:{number}: not valid UTF-8 (at byte {exc.start + 1})")
                 continue
-            except (json.JSONDecodeError, RecursionError) as exc:
-                report.error(f"{path}:{number}: malformed JSON ({exc.__class__.__name__})")
+            try:
+                value = loads_strict(line)
+            except JsonLineError as exc:
+                report.error(f"{path}:{number}: {exc}")
                 continue
             if not isinstance(value, dict):
                 report.error(f"{path}:{number}: not a JSON object")
@@ -136,8 +165,12 @@ def import_jsonl(
     session_id: str | None = None,
     meta: SessionMeta | None = None,
     progress: Progress | None = None,
+    batch_events: int = IMPORT_BATCH_EVENTS,
 ) -> ImportReport:
-    """Import one ``<sessionId>.jsonl`` transcript (see module docstring)."""
+    """Import one ``<sessionId>.jsonl`` transcript (see module docstring); ``batch_events``
+    entries are written per transaction."""
+    if isinstance(batch_events, bool) or not isinstance(batch_events, int) or batch_events < 1:
+        raise ImportFormatError("batch_events must be a positive integer")
     path = Path(path)
     report = ImportReport(files=1)
     first = _sniff(path)
@@ -161,15 +194,18 @@ def import_jsonl(
         raise ImportFormatError(f"{path}: {exc}") from None
     report.sessions.append(sid)
     target = _Target(sid, key, meta)
-    batch: list[tuple[dict[str, Any], str]] = []
+    batch: list[_Entry] = []
     for number, event, line in _read_lines(path, report):
         try:
-            dumped = serialise_event(event, line)
+            entry = _entry(event, line)
         except InvalidEventError as exc:
             report.error(f"{path}:{number}: {exc}")
             continue
-        batch.append((event, dumped))
-        if len(batch) >= IMPORT_BATCH_EVENTS:
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            report.error(f"{path}:{number}: event cannot be stored ({type(exc).__name__})")
+            continue
+        batch.append(entry)
+        if len(batch) >= batch_events:
             _write_batch(engine, target, batch, report)
             if progress:
                 progress(len(batch))
@@ -181,14 +217,41 @@ def import_jsonl(
     return report
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One accepted line: its stored text, derived columns (``seq`` filled when written) and
+    identity — the ``id``, or for an entry without one the digest of its stored text."""
+
+    event_id: str | None
+    digest: bytes | None
+    dumped: str
+    columns: dict[str, Any]
+
+
+def content_digest(stored_text: str) -> bytes:
+    """The identity of an entry without an ``id``: a digest of its stored JSON text."""
+    data = stored_text.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=CONTENT_DIGEST_BYTES).digest()
+
+
+def _entry(event: dict[str, Any], line: str) -> _Entry:
+    dumped = serialise_event(event, line)
+    columns = transcript.derived_columns(-1, event)
+    event_id = columns["event_id"]
+    return _Entry(event_id, None if event_id else content_digest(dumped), dumped, columns)
+
+
 @dataclass
 class _Target:
-    """The session a transcript is imported into; ``existed`` is learnt by the first batch."""
+    """The session a transcript is imported into; ``existed`` is learnt by the first batch,
+    with ``unmatched``: the digests of the id-less entries the session held before this import,
+    counted, minus those this import has matched (and so skipped) since."""
 
     sid: str
     key: str
     meta: SessionMeta
     existed: bool | None = None
+    unmatched: Counter[bytes] = field(default_factory=Counter)
 
 
 def _ensure_session(conn: Connection, target: _Target) -> bool:
@@ -217,37 +280,49 @@ def _ensure_session(conn: Connection, target: _Target) -> bool:
     return False
 
 
+def _unkeyed_digests(conn: Connection, sid: str) -> Counter[bytes]:
+    """Digests of the session's stored entries without an ``id``, counted."""
+    found: Counter[bytes] = Counter()
+    rows = fts.cursor(conn).execute(
+        "SELECT event FROM transcript_events WHERE session_id = ? AND event_id IS NULL", (sid,)
+    )
+    for (stored,) in rows:
+        if isinstance(stored, str):
+            found[content_digest(stored)] += 1
+    return found
+
+
 def _write_batch(
     engine: Engine,
     target: _Target,
-    batch: list[tuple[dict[str, Any], str]],
+    batch: list[_Entry],
     report: ImportReport,
 ) -> None:
     sid = target.sid
     with engine.begin() as conn:
         if target.existed is None:
             target.existed = _ensure_session(conn, target)
-        existed = target.existed
+            if target.existed:
+                target.unmatched = _unkeyed_digests(conn, sid)
         cur = fts.cursor(conn)
         last = int(
             cur.execute("SELECT last_seq FROM sessions WHERE session_id = ?", (sid,)).fetchone()[0]
         )
-        taken = _existing_ids(conn, sid, [transcript.event_id_of(e) for e, _ in batch])
+        taken = _existing_ids(conn, sid, [e.event_id for e in batch])
+        unmatched = target.unmatched
         rows = []
-        for event, dumped in batch:
-            event_id = transcript.event_id_of(event)
-            if event_id is None and existed:
-                report.skipped_duplicates += 1  # no id to tell it apart from the stored copy
-                continue
-            if event_id is not None and event_id in taken:
+        for entry in batch:
+            if entry.event_id is not None:
+                if entry.event_id in taken:
+                    report.skipped_duplicates += 1
+                    continue
+                taken.add(entry.event_id)
+            elif entry.digest is not None and unmatched[entry.digest] > 0:
+                unmatched[entry.digest] -= 1  # the stored copy of this occurrence
                 report.skipped_duplicates += 1
                 continue
-            if event_id is not None:
-                taken.add(event_id)
             last += 1
-            columns = transcript.derived_columns(last, event)
-            columns["session_id"] = sid
-            columns["event"] = dumped
+            columns = dict(entry.columns, seq=last, session_id=sid, event=entry.dumped)
             rows.append(columns)
         if not rows:
             return
