@@ -174,7 +174,9 @@ def distinct_event_ids(session_id: str, events: Sequence[Mapping[str, Any]]) -> 
     """The ids of events appended together; raise if two of them share one."""
     ids = [i for e in events if (i := transcript.event_id_of(e)) is not None]
     if len(ids) != len(set(ids)):
-        raise DuplicateEventError(f"duplicate event id in one append to session {quoted(session_id)}")
+        raise DuplicateEventError(
+            f"duplicate event id in one append to session {quoted(session_id)}"
+        )
     return ids
 
 
@@ -244,7 +246,9 @@ def _assign_seqs(
             )
         ).first()
         if clash is not None:
-            raise DuplicateEventError(f"session {quoted(sid)} already has an event with id {quoted(clash[0])}")
+            raise DuplicateEventError(
+                f"session {quoted(sid)} already has an event with id {quoted(clash[0])}"
+            )
     appended = []
     for obj in objs:
         if obj.seq is None:

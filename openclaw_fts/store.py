@@ -134,7 +134,9 @@ class TranscriptStore:
         if not _valid_key(session_id):
             raise UnknownSessionError(f"unknown session {quoted(session_id)}")
         if target_id is not None and not _valid_key(target_id):
-            raise UnknownSessionError(f"session {quoted(session_id)} has no event {quoted(target_id)}")
+            raise UnknownSessionError(
+                f"session {quoted(session_id)} has no event {quoted(target_id)}"
+            )
         with self.sessions.begin() as db:
             if db.get(AgentSession, session_id) is None:
                 raise UnknownSessionError(f"unknown session {quoted(session_id)}")
@@ -148,7 +150,8 @@ class TranscriptStore:
                 ).first()
                 if found is None:
                     raise UnknownSessionError(
-                        f"session {quoted(session_id)} has no event {quoted(target_id)} to rewind to"
+                        f"session {quoted(session_id)} has no event {quoted(target_id)} "
+                        "to rewind to"
                     )
             leaf = db.execute(
                 select(Branch.tip_id).where(Branch.session_id == session_id, Branch.is_active)

@@ -8,19 +8,21 @@ stored event, in ``seq`` order, and the session rows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import MessageFactory, msg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
 from openclaw_fts import TranscriptStore
 from openclaw_fts.check import check
-from factories import MessageFactory, msg
 
 #: Random transcripts × interruption points tried in process per run.
 INTERRUPT_EXAMPLES = 60
@@ -37,7 +39,9 @@ class Interrupted(Exception):
 def stored_events(engine: Engine, sid: str) -> list[tuple[Any, ...]]:
     with engine.connect() as conn:
         rows = conn.execute(
-            text(f"SELECT {EVENT_COLUMNS} FROM transcript_events WHERE session_id = :s ORDER BY seq"),
+            text(
+                f"SELECT {EVENT_COLUMNS} FROM transcript_events WHERE session_id = :s ORDER BY seq"
+            ),
             {"s": sid},
         ).all()
     return [tuple(r) for r in rows]
@@ -128,10 +132,8 @@ def test_interrupted_imports_end_as_a_clean_import(
             if batches > limit:
                 raise Interrupted
 
-        try:
+        with contextlib.suppress(Interrupted):
             store.import_jsonl(path, session_id=f"retry{n}", progress=stop, batch_events=3)
-        except Interrupted:
-            pass
     final = store.import_jsonl(path, session_id=f"retry{n}", batch_events=SMALL_BATCH)
     assert stored_events(store.engine, f"retry{n}") == stored_events(store.engine, f"clean{n}")
     assert session_row(store.engine, f"retry{n}") == session_row(store.engine, f"clean{n}")
@@ -141,7 +143,9 @@ def test_interrupted_imports_end_as_a_clean_import(
     assert stored_events(store.engine, f"retry{n}") == stored_events(store.engine, f"clean{n}")
 
 
-def test_reimport_without_ids_after_a_stop_is_complete(store: TranscriptStore, tmp_path: Path) -> None:
+def test_reimport_without_ids_after_a_stop_is_complete(
+    store: TranscriptStore, tmp_path: Path
+) -> None:
     """The issue's case: 21 entries without ids, the import stopped after a batch; the retry
     stores the rest (it used to report them as duplicates and store 16)."""
     path = tmp_path / "old.jsonl"
@@ -186,3 +190,61 @@ def test_a_grown_file_adds_only_its_new_entries(store: TranscriptStore, tmp_path
         "custom",
         "message",
     ]
+
+
+# -- SIGKILL in a subprocess -----------------------------------------------------------------
+
+#: Imports killed with SIGKILL per run, each at a seeded random moment.
+SIGKILL_TRIALS = 20
+#: Transcripts per trial and entries per transcript (with ~30 % id-less entries).
+SIGKILL_FILES = 3
+SIGKILL_ENTRIES = 300
+#: Entries per transaction in the killed worker (many commit points to land between or in).
+SIGKILL_BATCH = 10
+SIGKILL_SEED = 20261203
+
+
+@pytest.mark.slow
+def test_imports_killed_with_sigkill_end_as_a_clean_import(tmp_path: Path) -> None:
+    from test_crash import ForkServer
+
+    rng = random.Random(SIGKILL_SEED)
+    files = []
+    for k in range(SIGKILL_FILES):
+        path = tmp_path / f"f{k}.jsonl"
+        path.write_bytes(b"\n".join(transcript_lines(rng, SIGKILL_ENTRIES)) + b"\n")
+        files.append(path)
+    db = tmp_path / "kill.sqlite"
+    store = TranscriptStore(f"sqlite:///{db}", background=False)
+    worker = ForkServer(tmp_path)
+    mid_import = lost = 0
+    total = 0
+    try:
+        clean: dict[str, list[tuple[Any, ...]]] = {}
+        for path in files:
+            store.import_jsonl(path, session_id=f"clean-{path.stem}")
+            clean[path.stem] = stored_events(store.engine, f"clean-{path.stem}")
+        for trial in range(SIGKILL_TRIALS):
+            prefix = f"k{trial}-"
+            worker.start("crash_importer", db, prefix, SIGKILL_BATCH, *files)
+            worker.wait_for("ready")
+            time.sleep(rng.uniform(0.0, 0.25))
+            lines, alive = worker.kill()
+            finished = any("done" in line for line in lines)
+            mid_import += alive and not finished and any("batch" in line for line in lines)
+            for path in files:  # the retry
+                store.import_jsonl(path, session_id=prefix + path.stem)
+                got = stored_events(store.engine, prefix + path.stem)
+                lost += len(clean[path.stem]) - len(got)
+                total += len(got)
+                assert got == clean[path.stem], f"trial {trial}, {path.name}"
+        store.reconcile()
+        assert check(store.engine).ok
+    finally:
+        worker.close()
+        store.close()
+    print(
+        f"\n[import-crash] {SIGKILL_TRIALS} SIGKILLs ({mid_import} mid-import), "
+        f"{total} entries re-imported, {lost} lost"
+    )
+    assert mid_import >= SIGKILL_TRIALS // 4, "kills should land inside an import"
