@@ -44,7 +44,7 @@ from rich.text import Text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
-from . import __version__, importer, migrate
+from . import __version__, importer, jsonsafe, migrate
 from .check import check as run_check
 from .errors import ImportFormatError, OpenClawFtsError, ToolInputError
 from .history import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT
@@ -257,7 +257,8 @@ def _stderr() -> Console:
 
 
 def _emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
+    """One strict JSON document on stdout (no NaN / Infinity: docs/import.md)."""
+    click.echo(jsonsafe.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
 
 
 def _progress(console: Console) -> Progress:

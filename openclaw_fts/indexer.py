@@ -12,7 +12,6 @@ definition of "exact".
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from sqlalchemy import Connection
 
 from . import transcript
 from .index import sqlite as fts
+from .jsonsafe import loads_stored
 from .models import INDEX_VERSION
 from .tokens import index_body
 
@@ -349,7 +349,9 @@ _INDEXED_ROLES_SQL = ", ".join(f"'{r}'" for r in sorted(transcript.INDEXED_ROLES
 
 def _parse_event(raw: Any) -> dict[str, Any]:
     try:
-        event = json.loads(raw) if raw is not None else {}
+        # Non-finite numbers (never accepted, but a row written behind our back may hold one)
+        # read as null: what history returns must stay strict JSON (docs/import.md).
+        event = loads_stored(raw) if raw is not None else {}
     except (ValueError, RecursionError):
         return {}  # a row written behind our back (broken or absurdly deep): not indexable
     return event if isinstance(event, dict) else {}

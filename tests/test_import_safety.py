@@ -21,13 +21,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
-from openclaw_fts import TranscriptStore
+from openclaw_fts import Caller, TranscriptStore, jsonsafe
 from openclaw_fts.check import check
+from openclaw_fts.errors import ImportFormatError, InvalidEventError
 
 #: Random transcripts × interruption points tried in process per run.
 INTERRUPT_EXAMPLES = 60
 #: Entries written per import transaction in these tests (small: many interruption points).
 SMALL_BATCH = 5
+
+ALL_CALLER = Caller("agent:main:main", visibility="all")
 
 EVENT_COLUMNS = "seq, event_id, parent_id, type, role, target_id, side, timestamp_ms, event"
 
@@ -248,3 +251,168 @@ def test_imports_killed_with_sigkill_end_as_a_clean_import(tmp_path: Path) -> No
         f"{total} entries re-imported, {lost} lost"
     )
     assert mid_import >= SIGKILL_TRIALS // 4, "kills should land inside an import"
+
+
+# -- every way a line can be bad -------------------------------------------------------------
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"type":"message","id":"deep","x":' + b"[" * depth + b"]" * depth + b"}"
+
+
+#: (line, the reason its error names); None: the line is stored. Line numbers follow the order.
+HOSTILE_LINES: list[tuple[bytes, str | None]] = [
+    (b"\xef\xbb\xbf" + json.dumps({"type": "session", "id": "hostile"}).encode(), None),
+    (json.dumps(msg("a", "before the hostile lines")).encode(), None),
+    (b'{"type":"message","id":"big","timestamp":' + b"9" * 5000 + b"}", "more than"),
+    (b'{"type":"message","id":"nan","timestamp":NaN}', "non-finite number NaN"),
+    (b'{"type":"message","id":"inf","n":[Infinity]}', "non-finite number Infinity"),
+    (b'{"type":"message","id":"ninf","n":-Infinity}', "non-finite number -Infinity"),
+    (b'{"type":"message","id":"e400","timestamp":1e400}', "number out of range"),
+    (b'{"type":"message","id":"bytes","message":{"content":"\xff\xfe"}}', "not valid UTF-8"),
+    (b'{"type":"message","id":"s\\ud800","message":{"content":"x"}}', "lone surrogate"),
+    (_nested(300), "nested deeper than"),
+    (_nested(100_000), "nested too deeply"),
+    (b"\xef\xbb\xbf" + json.dumps(msg("bom2", "mid-file mark")).encode(), "byte-order mark"),
+    (b'{"type":"message","id":"' + b"k" * 100_000 + b'"}', "longer than"),
+    (b"{not json", "malformed JSON"),
+    (b"[1, 2]", "not a JSON object"),
+    (json.dumps(msg("far", "far future", ts=10**30)).encode(), None),
+    (json.dumps(msg("z", "after the hostile lines", parent="a")).encode(), None),
+]
+
+
+def write_hostile(path: Path) -> None:
+    path.write_bytes(b"\n".join(line for line, _ in HOSTILE_LINES) + b"\n")
+
+
+def test_every_bad_line_is_reported_with_file_and_line(
+    store: TranscriptStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "hostile.jsonl"
+    write_hostile(path)
+    report = store.import_jsonl(path, session_key="agent:main:hostile")
+    bad = [(n, why) for n, (_, why) in enumerate(HOSTILE_LINES, start=1) if why is not None]
+    assert report["errorCount"] == len(bad), report["errors"]
+    for (number, why), error in zip(bad, report["errors"], strict=True):
+        assert error.startswith(f"{path}:{number}: "), (number, error)
+        assert why in error, (number, why, error)
+        assert len(error) < len(str(path)) + 200, error  # no input quoted back
+    assert report["imported"] == len(HOSTILE_LINES) - len(bad)
+    assert [r[1] for r in stored_events(store.engine, "hostile")] == [
+        "hostile",  # line 1, behind a byte-order mark
+        "a",
+        "far",  # a timestamp out of range is stored, and treated as absent
+        "z",
+    ]
+    store.reconcile()
+    assert check(store.engine).ok
+    found = store.search(ALL_CALLER, "hostile lines")
+    assert sorted(h["messageId"] for h in found["results"]) == ["a", "z"]
+
+
+def test_bad_lines_never_stop_a_folder_import(store: TranscriptStore, tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    write_hostile(folder / "a-hostile.jsonl")
+    (folder / "b-good.jsonl").write_text(
+        json.dumps(msg("g1", "the later file")) + "\n", encoding="utf-8"
+    )
+    report = store.import_dir(folder)
+    assert report["failedFiles"] == []
+    assert sorted(report["sessions"]) == ["b-good", "hostile"]
+    assert stored_events(store.engine, "b-good")[0][1] == "g1"
+
+
+def test_an_unreadable_file_is_refused_as_a_whole(store: TranscriptStore, tmp_path: Path) -> None:
+    """A file that cannot be opened is an ImportFormatError, not a bare OSError."""
+    folder = tmp_path / "dir.jsonl"
+    folder.mkdir()
+    with pytest.raises(ImportFormatError):
+        store.import_jsonl(folder)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [float("nan"), float("inf"), -float("inf"), 10**5000],
+    ids=["nan", "inf", "-inf", "huge"],
+)
+def test_append_refuses_what_is_not_strict_json(store: TranscriptStore, value: Any) -> None:
+    store.create_session("s1", "agent:main:main")
+    event = msg("x", "payload")
+    event["metrics"] = {"value": value}
+    with pytest.raises(InvalidEventError):
+        store.append("s1", event)
+    with pytest.raises(InvalidEventError):
+        store.append_many("s1", [msg("y", "fine"), event])
+    assert stored_events(store.engine, "s1") == []
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def strict_json(textual: str) -> Any:
+    """Parse as RFC 8259 JSON: NaN / Infinity fail the test."""
+
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"non-finite {name} in JSON output")
+
+    return json.loads(textual, parse_constant=refuse)
+
+
+def test_cli_reports_bad_lines_and_imports_the_later_files(tmp_path: Path) -> None:
+    from test_cli import one_line_error, run
+
+    write_hostile(tmp_path / "hostile.jsonl")
+    (tmp_path / "later.jsonl").write_text(
+        json.dumps(msg("g1", "the later file")) + "\n", encoding="utf-8"
+    )
+    proc = run(tmp_path, "--db", "s.sqlite", "import", "hostile.jsonl", "later.jsonl", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "unexpected error" not in proc.stderr
+    result = strict_json(proc.stdout)
+    assert sorted(result["sessions"]) == ["hostile", "later"]
+    assert result["errorCount"] == sum(why is not None for _, why in HOSTILE_LINES)
+    assert all(e.startswith("hostile.jsonl:") for e in result["errors"]), result["errors"]
+    assert any(e.startswith("hostile.jsonl:3: integer with more than") for e in result["errors"])
+    human = run(tmp_path, "--db", "h.sqlite", "import", "hostile.jsonl", "later.jsonl")
+    assert human.returncode == 0 and "hostile.jsonl:4: non-finite number NaN" in human.stdout
+    missing = run(tmp_path, "--db", "m.sqlite", "import", "nowhere.jsonl", "later.jsonl")
+    assert "nowhere.jsonl" in one_line_error(missing, 1)
+    history = run(tmp_path, "--db", "m.sqlite", "history", "agent:main:main", "--json")
+    assert [m["__openclaw"]["id"] for m in strict_json(history.stdout)["messages"]] == ["g1"]
+
+
+def test_non_finite_numbers_stored_behind_the_plugins_back_come_out_as_null(
+    store: TranscriptStore, tmp_path: Path
+) -> None:
+    """A row written by another program (or an older version) holding NaN / Infinity: history
+    (API, tool, CLI) still answers strict JSON, the numbers read as null."""
+    from test_cli import run
+
+    from openclaw_fts import tools
+
+    store.create_session("legacy", "agent:main:main")
+    store.append("legacy", msg("m1", "legacy metrics"))
+    raw = '{"type":"message","id":"m2","parentId":"m1","message":{"role":"assistant",'
+    raw += '"content":"measured","metrics":{"cost":NaN,"ratio":Infinity,"low":-Infinity}}}'
+    sqlite = __import__("sqlite3").connect(store.engine.url.database)
+    with sqlite:
+        sqlite.execute(
+            "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, role, "
+            "event) VALUES ('legacy', 1, 'm2', 'm1', 'message', 'assistant', ?)",
+            (raw,),
+        )
+    sqlite.close()
+    store.reconcile()
+    out = store.history(ALL_CALLER, "agent:main:main")
+    strict_json(jsonsafe.dumps(out))
+    assert out["messages"][-1]["metrics"] == {"cost": None, "ratio": None, "low": None}
+    strict_json(
+        jsonsafe.dumps(tools.sessions_history(store, ALL_CALLER, {"sessionKey": "agent:main:main"}))
+    )
+    proc = run(
+        tmp_path, "--db", str(store.engine.url.database), "history", "agent:main:main", "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert strict_json(proc.stdout)["messages"][-1]["metrics"]["cost"] is None
