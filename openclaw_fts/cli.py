@@ -46,7 +46,13 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from . import __version__, importer, jsonsafe, migrate
 from .check import check as run_check
-from .errors import ImportFormatError, OpenClawFtsError, ToolInputError
+from .errors import (
+    MAX_ERROR_CHARS,
+    ImportFormatError,
+    OpenClawFtsError,
+    ToolInputError,
+    shorten,
+)
 from .history import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT
 from .search import DEFAULT_LIMIT, MAX_LIMIT, ORDERS, ROLES
 from .store import TranscriptStore
@@ -120,8 +126,9 @@ def _state(ctx: click.Context | None = None) -> State:
 
 
 def _one_line(message: str) -> str:
-    """Collapse a possibly multi-line message (SQL errors, click hints) into one line."""
-    return re.sub(r"\s*\n\s*", " ", message.strip())
+    """Collapse a possibly multi-line message (SQL errors, click hints) into one line, cut to
+    :data:`~openclaw_fts.errors.MAX_ERROR_CHARS` (click quotes arguments whole)."""
+    return shorten(re.sub(r"\s*\n\s*", " ", message.strip()), MAX_ERROR_CHARS)
 
 
 # -- the database URL -------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, select, text
 
 from . import transcript
-from .errors import ToolInputError
+from .errors import ToolInputError, shorten
 from .indexer import load_events
 from .models import AgentSession
 from .redact import Redactor
@@ -62,10 +62,10 @@ def _resolve_session(
 ) -> tuple[str, str] | dict[str, Any]:
     """``(session_id, session_key)`` of the incarnation to read, or an error/forbidden result."""
     s = AgentSession.__table__.alias("s")
-    not_found = {"status": "error", "error": f"Session not found: {session_key}"}
+    not_found = {"status": "error", "error": f"Session not found: {shorten(session_key)}"}
     forbidden = {
         "status": "forbidden",
-        "error": f"Session {session_key} is not visible to this session",
+        "error": f"Session {shorten(session_key)} is not visible to this session",
     }
     if session_id is not None:
         row = conn.execute(
@@ -75,7 +75,9 @@ def _resolve_session(
             # Same answer whether the id is unknown or belongs to another key: nothing leaks.
             return {
                 "status": "error",
-                "error": f"sessionId {session_id} does not belong to {session_key}",
+                "error": (
+                    f"sessionId {shorten(session_id)} does not belong to {shorten(session_key)}"
+                ),
             }
     else:
         row = conn.execute(

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, text
 
 from . import transcript
-from .errors import ToolInputError
+from .errors import ToolInputError, shorten
 from .index import sqlite as fts
 from .models import INDEX_VERSION
 from .query import CompiledQuery, compile_query
@@ -379,11 +379,11 @@ def run_search(
     if req.session_key is not None:
         denied = session_key_access(conn, caller, req.session_key)
         if denied == "error":
-            return {"status": "error", "error": f"Session not found: {req.session_key}"}
+            return {"status": "error", "error": f"Session not found: {shorten(req.session_key)}"}
         if denied == "forbidden":
             return {
                 "status": "forbidden",
-                "error": f"Session {req.session_key} is not visible to this session",
+                "error": f"Session {shorten(req.session_key)} is not visible to this session",
             }
     out: dict[str, Any] = {"results": []}
     if not exact and pending_visible(conn, caller, req.session_key):

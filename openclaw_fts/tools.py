@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import ToolInputError
+from .errors import ToolInputError, shorten
 from .search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def _unknown(
 ) -> str | None:
     for name in args:
         if name not in known and name not in extra:
-            return f"unknown argument: {name}"
+            return f"unknown argument: {shorten(name)}"
     return None
 
 

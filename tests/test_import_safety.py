@@ -416,3 +416,58 @@ def test_non_finite_numbers_stored_behind_the_plugins_back_come_out_as_null(
     )
     assert proc.returncode == 0, proc.stderr
     assert strict_json(proc.stdout)["messages"][-1]["metrics"]["cost"] is None
+
+
+# -- error messages quote bounded input ------------------------------------------------------
+
+HUGE = 100_000
+
+
+def test_errors_quote_at_most_a_bounded_piece_of_the_input(
+    store: TranscriptStore, tmp_path: Path
+) -> None:
+    from openclaw_fts import tools
+    from openclaw_fts.errors import MAX_ERROR_CHARS, MAX_QUOTED_CHARS, OpenClawFtsError
+
+    key = "agent:main:" + "k" * HUGE
+    bound = MAX_QUOTED_CHARS * 2 + 200  # a message quotes at most two inputs
+    answers = [
+        tools.sessions_history(store, ALL_CALLER, {"sessionKey": key}),
+        tools.sessions_history(store, ALL_CALLER, {"sessionKey": "agent:main:main", key: 1}),
+        tools.sessions_search(store, ALL_CALLER, {"query": "x", "sessionKey": key}),
+        tools.sessions_search(store, ALL_CALLER, {"query": "x", key: 1}),
+    ]
+    for answer in answers:
+        assert answer["status"] in ("error", "forbidden"), answer
+        assert len(answer["error"]) < bound, len(answer["error"])
+        assert "100,011 characters" in answer["error"] or "100,000" in answer["error"]
+    store.create_session("s1", "agent:main:main")
+    calls = [
+        lambda: store.append(key, msg("a", "x")),
+        lambda: store.rewind("s1", "m" * HUGE),
+        lambda: store.create_session(key, "agent:main:main"),
+        lambda: store.import_jsonl(tmp_path / ("n" * 200 + ".jsonl")),
+    ]
+    for call in calls:
+        with pytest.raises(OpenClawFtsError) as caught:
+            call()
+        assert len(str(caught.value)) < bound + len(str(tmp_path)), len(str(caught.value))
+    assert len(str(OpenClawFtsError("x" * HUGE))) < MAX_ERROR_CHARS + 40
+
+
+def test_cli_errors_quote_a_bounded_piece_of_the_input(tmp_path: Path) -> None:
+    from test_cli import one_line_error, run
+
+    from openclaw_fts.errors import MAX_ERROR_CHARS
+
+    (tmp_path / "t.jsonl").write_text(json.dumps(msg("a", "x")) + "\n", encoding="utf-8")
+    assert run(tmp_path, "--db", "s.sqlite", "import", "t.jsonl").returncode == 0
+    for args in (
+        ("history", "agent:main:" + "k" * HUGE),
+        ("search", "x", "--limit", "9" * HUGE),
+        ("search", "x", "--since", "y" * HUGE),
+    ):
+        line = one_line_error(
+            run(tmp_path, "--db", "s.sqlite", *args), 1 if args[0] == "history" else 2
+        )
+        assert len(line) < MAX_ERROR_CHARS + 100, (args[0], len(line))
