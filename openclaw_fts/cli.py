@@ -54,6 +54,7 @@ from .errors import (
     shorten,
 )
 from .history import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT
+from .reconcile import LeaseWait
 from .search import DEFAULT_LIMIT, MAX_LIMIT, ORDERS, ROLES
 from .store import TranscriptStore
 from .visibility import VISIBILITIES, AgentToAgent, Caller, Visibility
@@ -385,7 +386,11 @@ def _reconcile_with_progress(store: TranscriptStore, description: str) -> dict[s
                 task = progress.add_task(description, total=counts["total"])
             progress.update(task, total=counts["total"], completed=counts["indexed"])
 
-        return store.reconcile(progress=report)
+        def waiting(why: LeaseWait) -> None:
+            # Said on stderr whether or not it is a terminal: a silent wait looks like a hang.
+            progress.console.print(f"Waiting: {why.reason}.")
+
+        return store.reconcile(progress=report, on_wait=waiting)
 
 
 # -- the command group ------------------------------------------------------------------------

@@ -1,11 +1,14 @@
 """The reconciliation job: bring every pending session's index back to its active branch.
 
 Invariant: at most one reconciler works on a database at a time (a lease row with an expiry,
-renewed every batch, so a crashed holder is replaced once its lease runs out). Each pending
-session is diffed against its index rows from a snapshot and the changes are written in bounded
-batches, each its own short write transaction that first re-checks the snapshot (newest ``seq``
-and the state's ``generation``): a session that changed meanwhile is left pending and re-planned,
-never marked clean over newer events. A crash loses at most the batch in flight.
+renewed every batch). The lease names its holder as ``host:pid:token``: a holder on this host
+whose process is gone is dead and its lease is taken over at once; any other holder is waited
+for until it releases the lease or the lease expires (:data:`RECONCILE_LEASE_SECONDS` without a
+renewal), and the wait is logged with its reason and reported to the caller's ``on_wait``. Each
+pending session is diffed against its index rows from a snapshot and the changes are written in
+bounded batches, each its own short write transaction that first re-checks the snapshot (newest
+``seq`` and the state's ``generation``): a session that changed meanwhile is left pending and
+re-planned, never marked clean over newer events. A crash loses at most the batch in flight.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
 from . import indexer
 from .engine import READ_ONLY
+from .errors import shorten
 from .index import sqlite as fts
 from .models import INDEX_VERSION
 
@@ -33,7 +38,9 @@ log = logging.getLogger(__name__)
 RECONCILE_BATCH_ROWS = 2000
 #: Sessions planned per read snapshot before their changes are written.
 RECONCILE_PLAN_SESSIONS = 200
-#: Seconds a lease lasts without renewal; a crashed reconciler is replaced after this.
+#: Seconds a lease lasts without renewal (the setting ``TranscriptStore(lease_seconds=...)`` /
+#: ``Reconciler(lease_seconds=...)``): a holder on another host that died, or whose death cannot
+#: be seen, is replaced after this. A dead holder on this host is replaced at once.
 RECONCILE_LEASE_SECONDS = 30.0
 #: Polling interval while waiting for another reconciler's lease (seconds).
 LEASE_POLL_SECONDS = 0.2
@@ -75,6 +82,57 @@ def pending_session_ids(conn: Connection) -> list[str]:
     return [r[0] for r in result]
 
 
+def new_holder_name() -> str:
+    """``host:pid:token``: who holds a lease, and how to tell whether that process still lives."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def holder_is_dead(holder: str) -> bool:
+    """True only when ``holder`` names a process on THIS host that no longer exists (a holder
+    elsewhere, or one whose name cannot be read, is presumed alive until its lease expires)."""
+    parts = holder.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return False
+    return not _process_exists(pid)
+
+
+def _process_exists(pid: int) -> bool:
+    if os.name != "posix" or pid <= 0:
+        return True  # no safe probe (os.kill(pid, 0) would signal on Windows): presume alive
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    try:  # a zombie (killed, not yet reaped) holds nothing
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+@dataclass(frozen=True)
+class LeaseWait:
+    """Why a reconciler is waiting: who holds the lease and for how much longer."""
+
+    holder: str
+    expires_in: float
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"another reconciler ({shorten(self.holder)}) holds the lease; waiting until it "
+            f"finishes or its lease expires in {max(0.0, self.expires_in):.0f} s"
+        )
+
+
+WaitFn = Callable[[LeaseWait], None]
+
+
 @dataclass
 class Lease:
     """The database-wide reconcile lease."""
@@ -82,6 +140,8 @@ class Lease:
     engine: Engine
     holder: str
     seconds: float = RECONCILE_LEASE_SECONDS
+    #: Why the last :meth:`try_acquire` failed (None after a success).
+    blocked_by: LeaseWait | None = None
 
     def try_acquire(self) -> bool:
         now = time.time()
@@ -91,7 +151,15 @@ class Lease:
                 {"n": LEASE_NAME},
             ).first()
             if row is not None and row[0] != self.holder and row[1] > now:
-                return False
+                if not holder_is_dead(row[0]):
+                    self.blocked_by = LeaseWait(row[0], float(row[1]) - now)
+                    return False
+                log.warning(
+                    "openclaw-fts: reconcile lease holder %s is gone (no such process on this "
+                    "host); taking the lease over",
+                    shorten(row[0]),
+                )
+            self.blocked_by = None
             conn.execute(
                 text(
                     "INSERT INTO reconcile_lease (name, holder, expires_at) VALUES (:n, :h, :e) "
@@ -139,8 +207,7 @@ class Reconciler:
         batch_rows: int = RECONCILE_BATCH_ROWS,
     ) -> None:
         self.engine = engine
-        holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.lease = Lease(engine, holder, lease_seconds)
+        self.lease = Lease(engine, new_holder_name(), lease_seconds)
         self.batch_rows = batch_rows
         self.stats = {"sessions": 0, "inserted": 0, "deleted": 0, "retried": 0}
 
@@ -150,11 +217,21 @@ class Reconciler:
         wait: bool = True,
         progress: ProgressFn | None = None,
         stop: threading.Event | None = None,
+        on_wait: WaitFn | None = None,
     ) -> dict[str, Any]:
-        """Index every pending session. Without ``wait``, return at once if the lease is held."""
+        """Index every pending session. Without ``wait``, return at once if the lease is held;
+        with it, wait for the lease, telling ``on_wait`` (and the log) why whenever the holder
+        changes."""
+        told: str | None = None
         while not self.lease.try_acquire():
             if not wait or (stop is not None and stop.is_set()):
                 return {"ran": False, **self._status()}
+            blocked = self.lease.blocked_by
+            if blocked is not None and blocked.holder != told:
+                told = blocked.holder
+                log.info("openclaw-fts: reconcile waits: %s", blocked.reason)
+                if on_wait is not None:
+                    on_wait(blocked)
             time.sleep(LEASE_POLL_SECONDS)
         try:
             for _ in range(MAX_PASSES):

@@ -248,9 +248,10 @@ class TranscriptStore:
         if self.background and not self._closed:
             self._background.trigger()
 
-    def reconcile(self, progress: Any = None) -> dict[str, Any]:
-        """Index every pending session now (waits for a running reconciler's lease)."""
-        return self._make_reconciler().run(wait=True, progress=progress)
+    def reconcile(self, progress: Any = None, on_wait: Any = None) -> dict[str, Any]:
+        """Index every pending session now. Waits for a live reconciler's lease (``on_wait`` is
+        told why, with a :class:`~openclaw_fts.reconcile.LeaseWait`); a dead one's is taken."""
+        return self._make_reconciler().run(wait=True, progress=progress, on_wait=on_wait)
 
     def index_status(self) -> dict[str, int]:
         """``{"pending", "indexed", "total"}`` in sessions."""

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import os
 import random
+import signal
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,7 @@ from sqlalchemy import Engine, text
 from openclaw_fts import Caller, TranscriptStore, jsonsafe
 from openclaw_fts.check import check
 from openclaw_fts.errors import ImportFormatError, InvalidEventError
+from openclaw_fts.reconcile import RECONCILE_LEASE_SECONDS, LeaseWait, holder_is_dead
 
 #: Random transcripts × interruption points tried in process per run.
 INTERRUPT_EXAMPLES = 60
@@ -471,3 +478,117 @@ def test_cli_errors_quote_a_bounded_piece_of_the_input(tmp_path: Path) -> None:
             run(tmp_path, "--db", "s.sqlite", *args), 1 if args[0] == "history" else 2
         )
         assert len(line) < MAX_ERROR_CHARS + 100, (args[0], len(line))
+
+
+# -- the reconcile lease of a dead or a live holder ------------------------------------------
+
+WORKERS = Path(__file__).parent / "workers"
+#: A live holder's lease in these tests: long enough to be seen waiting, short enough to wait.
+SHORT_LEASE_SECONDS = 3.0
+
+
+def hold_lease(url: str, lease_seconds: float, hold_seconds: float) -> subprocess.Popen[str]:
+    """A process that holds the lease (without renewing it) until it exits or is killed."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(WORKERS / "hold_lease.py"),
+            url,
+            str(lease_seconds),
+            str(hold_seconds),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=WORKERS,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith('{"held"'), (line, proc.stderr.read() if proc.stderr else "")
+    return proc
+
+
+def pending_import(store: TranscriptStore, tmp_path: Path) -> None:
+    path = tmp_path / "pending.jsonl"
+    path.write_text(json.dumps(msg("p1", "waiting for the lease")) + "\n", encoding="utf-8")
+    store.import_jsonl(path)
+    assert store.index_status()["pending"] == 1
+
+
+def test_a_dead_holders_lease_is_taken_over_at_once(
+    store: TranscriptStore, db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pending_import(store, tmp_path)
+    proc = hold_lease(db_url, RECONCILE_LEASE_SECONDS, 600)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    waits: list[LeaseWait] = []
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="openclaw_fts.reconcile"):
+        out = store.reconcile(on_wait=waits.append)
+    took = time.monotonic() - started
+    assert out["ran"] is True and out["pending"] == 0
+    assert waits == [], "a dead holder is not waited for"
+    assert took < RECONCILE_LEASE_SECONDS / 3, took
+    assert any("is gone" in r.getMessage() for r in caplog.records), caplog.text
+
+
+def test_a_live_holder_is_waited_for_and_the_wait_is_reported(
+    store: TranscriptStore, db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pending_import(store, tmp_path)
+    proc = hold_lease(db_url, SHORT_LEASE_SECONDS, 600)
+    try:
+        waits: list[LeaseWait] = []
+        started = time.monotonic()
+        with caplog.at_level(logging.INFO, logger="openclaw_fts.reconcile"):
+            out = store.reconcile(on_wait=waits.append)
+        took = time.monotonic() - started
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+    assert out["ran"] is True and out["pending"] == 0
+    assert len(waits) == 1 and f":{proc.pid}:" in waits[0].holder
+    assert 0 < waits[0].expires_in <= SHORT_LEASE_SECONDS
+    assert took >= SHORT_LEASE_SECONDS - 1.0, "the live holder's lease was not respected"
+    logged = [r.getMessage() for r in caplog.records if "reconcile waits" in r.getMessage()]
+    assert len(logged) == 1 and "holds the lease" in logged[0] and str(proc.pid) in logged[0]
+
+
+def test_who_counts_as_a_dead_holder() -> None:
+    here = socket.gethostname()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(timeout=30)
+    assert holder_is_dead(f"{here}:{gone.pid}:token")
+    assert not holder_is_dead(f"{here}:{os.getpid()}:token")  # this very process
+    assert not holder_is_dead(f"another-{here}:{gone.pid}:token")  # cannot see another host
+    assert not holder_is_dead("not a holder name")
+
+
+def test_cli_takes_a_dead_holders_lease_and_shows_a_live_holders_wait(tmp_path: Path) -> None:
+    from test_cli import run
+
+    (tmp_path / "t.jsonl").write_text(json.dumps(msg("a", "lease words")) + "\n", encoding="utf-8")
+    assert run(tmp_path, "--db", "s.sqlite", "import", "t.jsonl").returncode == 0
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    dead = hold_lease(url, RECONCILE_LEASE_SECONDS, 600)
+    dead.kill()
+    dead.communicate(timeout=30)
+    started = time.monotonic()
+    proc = run(tmp_path, "--db", "s.sqlite", "search", "lease", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < RECONCILE_LEASE_SECONDS / 2
+    assert "Waiting" not in proc.stderr
+    assert [h["messageId"] for h in strict_json(proc.stdout)["results"]] == ["a"]
+
+    (tmp_path / "u.jsonl").write_text(json.dumps(msg("b", "more words")) + "\n", encoding="utf-8")
+    assert run(tmp_path, "--db", "s.sqlite", "import", "u.jsonl").returncode == 0
+    live = hold_lease(url, SHORT_LEASE_SECONDS, 600)
+    try:
+        proc = run(tmp_path, "--db", "s.sqlite", "reconcile")
+    finally:
+        live.kill()
+        live.communicate(timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert f"Waiting: another reconciler ({socket.gethostname()}:{live.pid}:" in proc.stderr
+    assert "holds the lease" in proc.stderr and "expires in" in proc.stderr
