@@ -8,7 +8,6 @@ stored event, in ``seq`` order, and the session rows.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -102,12 +101,20 @@ def transcript_lines(rng: random.Random, n: int) -> list[bytes]:
     return lines
 
 
+#: What the in-process property test did (printed with ``-s``, quoted in the README).
+TALLY = {"transcripts": 0, "stopped": 0, "entries": 0}
+
+
 @pytest.fixture(scope="module")
 def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     folder = tmp_path_factory.mktemp("interrupt")
     store = TranscriptStore(f"sqlite:///{folder / 'db.sqlite'}", background=False)
     yield store, folder
     store.close()
+    print(
+        f"\n[import-interrupt] {TALLY['transcripts']} transcripts, {TALLY['stopped']} imports "
+        f"stopped mid-file, {TALLY['entries']} entries compared with a clean import, 0 lost"
+    )
 
 
 _example = iter(range(10**9))
@@ -120,8 +127,8 @@ _example = iter(range(10**9))
 )
 @given(
     seed=st.integers(0, 2**32 - 1),
-    size=st.integers(0, 60),
-    stops=st.lists(st.integers(0, 15), min_size=1, max_size=3),
+    size=st.integers(0, 120),
+    stops=st.lists(st.integers(0, 12), min_size=1, max_size=3),
 )
 def test_interrupted_imports_end_as_a_clean_import(
     shared_store: Any, seed: int, size: int, stops: list[int]
@@ -142,12 +149,16 @@ def test_interrupted_imports_end_as_a_clean_import(
             if batches > limit:
                 raise Interrupted
 
-        with contextlib.suppress(Interrupted):
+        try:
             store.import_jsonl(path, session_id=f"retry{n}", progress=stop, batch_events=3)
+        except Interrupted:
+            TALLY["stopped"] += 1
     final = store.import_jsonl(path, session_id=f"retry{n}", batch_events=SMALL_BATCH)
     assert stored_events(store.engine, f"retry{n}") == stored_events(store.engine, f"clean{n}")
     assert session_row(store.engine, f"retry{n}") == session_row(store.engine, f"clean{n}")
     assert final["errorCount"] == clean["errorCount"]
+    TALLY["transcripts"] += 1
+    TALLY["entries"] += clean["imported"]
     again = store.import_jsonl(path, session_id=f"retry{n}")
     assert again["imported"] == 0
     assert stored_events(store.engine, f"retry{n}") == stored_events(store.engine, f"clean{n}")
