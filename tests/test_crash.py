@@ -163,7 +163,8 @@ def session_seqs_contiguous(engine: Engine) -> None:
 
 
 def reconcile_and_check(engine: Engine) -> dict[str, Any]:
-    """One reconcile (waits for a dead holder's lease to expire), then the index is exact."""
+    """One reconcile (a killed holder's lease is taken over at once), then the index is
+    exact."""
     out = Reconciler(engine, lease_seconds=1.0).run()
     report = check(engine)
     assert report.ok, report.as_dict()

@@ -390,6 +390,8 @@ def test_cli_reports_bad_lines_and_imports_the_later_files(tmp_path: Path) -> No
     assert "Traceback" not in proc.stderr and "unexpected error" not in proc.stderr
     result = strict_json(proc.stdout)
     assert sorted(result["sessions"]) == ["hostile", "later"]
+    # the good lines of the hostile file (same batch as the bad ones) and the later file
+    assert result["imported"] == sum(why is None for _, why in HOSTILE_LINES) + 1
     assert result["errorCount"] == sum(why is not None for _, why in HOSTILE_LINES)
     assert all(e.startswith("hostile.jsonl:") for e in result["errors"]), result["errors"]
     assert any(e.startswith("hostile.jsonl:3: integer with more than") for e in result["errors"])

@@ -2,8 +2,9 @@
 
 Usage: crash_reconciler.py DB_PATH
 
-``Reconciler(engine, batch_rows=50, lease_seconds=1.0)``: the short lease lets the test's own
-reconcile take over soon after the kill. Prints (one JSON line each, flushed):
+``Reconciler(engine, batch_rows=50, lease_seconds=1.0)``: the test's own reconcile takes the
+killed worker's lease over at once (same host, process gone); the short lease bounds the wait
+should that detection ever fail. Prints (one JSON line each, flushed):
 ``{"ready": 1}`` once the engine is up; ``{"progress": {...}}`` after each planned chunk;
 ``{"done": {...}}`` when a run finished (then runs again until nothing is pending, then exits).
 """
