@@ -8,12 +8,14 @@ stored event, in ``seq`` order, and the session rows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import random
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -21,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy
+import sqlalchemy.exc
 from factories import MessageFactory, msg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -102,7 +106,7 @@ def transcript_lines(rng: random.Random, n: int) -> list[bytes]:
 
 
 #: What the in-process property test did (printed with ``-s``, quoted in the README).
-TALLY = {"transcripts": 0, "stopped": 0, "entries": 0}
+TALLY = {"transcripts": 0, "stopped": 0, "entries": 0, "aborted": 0}
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +117,8 @@ def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     store.close()
     print(
         f"\n[import-interrupt] {TALLY['transcripts']} transcripts, {TALLY['stopped']} imports "
-        f"stopped mid-file, {TALLY['entries']} entries compared with a clean import, 0 lost"
+        f"stopped between batches, {TALLY['aborted']} aborted inside a statement, "
+        f"{TALLY['entries']} entries compared with a clean import, 0 lost"
     )
 
 
@@ -162,6 +167,72 @@ def test_interrupted_imports_end_as_a_clean_import(
     again = store.import_jsonl(path, session_id=f"retry{n}")
     assert again["imported"] == 0
     assert stored_events(store.engine, f"retry{n}") == stored_events(store.engine, f"clean{n}")
+
+
+#: Random transcripts interrupted inside SQLite statements per run.
+MID_STATEMENT_EXAMPLES = 40
+#: SQLite virtual-machine steps between two calls of the interrupting progress handler.
+PROGRESS_HANDLER_STEPS = 200
+
+
+@contextlib.contextmanager
+def sqlite_interrupt_after(engine: Engine, calls: int) -> Any:
+    """Make SQLite itself abort the running statement (``interrupted``) once its progress
+    handler has been called ``calls`` times on this engine's connections: an interruption at an
+    arbitrary point inside an import's statements, not only between its batches."""
+    seen = {"calls": 0}
+
+    def handler() -> int:
+        seen["calls"] += 1
+        return 1 if seen["calls"] > calls else 0
+
+    def on_checkout(dbapi_conn: Any, record: Any, proxy: Any) -> None:
+        dbapi_conn.set_progress_handler(handler, PROGRESS_HANDLER_STEPS)
+
+    def on_checkin(dbapi_conn: Any, record: Any) -> None:
+        dbapi_conn.set_progress_handler(None, 0)
+
+    sqlalchemy.event.listen(engine, "checkout", on_checkout)
+    sqlalchemy.event.listen(engine, "checkin", on_checkin)
+    try:
+        yield
+    finally:
+        sqlalchemy.event.remove(engine, "checkout", on_checkout)
+        sqlalchemy.event.remove(engine, "checkin", on_checkin)
+
+
+@settings(
+    max_examples=MID_STATEMENT_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(1, 120),
+    stops=st.lists(st.integers(0, 40), min_size=1, max_size=3),
+)
+def test_imports_aborted_inside_a_statement_end_as_a_clean_import(
+    shared_store: Any, seed: int, size: int, stops: list[int]
+) -> None:
+    """SQLite aborts a statement of the import (``interrupted``: the transaction rolls back)
+    at a random point, again and again; a last import finishes: same as one clean import."""
+    store, folder = shared_store
+    n = next(_example)
+    path = folder / f"t{n}.jsonl"
+    path.write_bytes(b"\n".join(transcript_lines(random.Random(seed), size)) + b"\n")
+    clean = store.import_jsonl(path, session_id=f"clean{n}", batch_events=SMALL_BATCH)
+    TALLY["transcripts"] += 1
+    TALLY["entries"] += clean["imported"]
+    for calls in stops:
+        try:
+            with sqlite_interrupt_after(store.engine, calls):
+                store.import_jsonl(path, session_id=f"retry{n}", batch_events=SMALL_BATCH)
+        except (sqlite3.OperationalError, sqlalchemy.exc.OperationalError) as exc:
+            assert "interrupted" in str(exc)
+            TALLY["aborted"] += 1
+    store.import_jsonl(path, session_id=f"retry{n}", batch_events=SMALL_BATCH)
+    assert stored_events(store.engine, f"retry{n}") == stored_events(store.engine, f"clean{n}")
+    assert session_row(store.engine, f"retry{n}") == session_row(store.engine, f"clean{n}")
 
 
 def test_reimport_without_ids_after_a_stop_is_complete(
