@@ -122,6 +122,7 @@ def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     )
 
 
+#: Numbers each Hypothesis example's file and sessions uniquely within the shared database.
 _example = iter(range(10**9))
 
 
