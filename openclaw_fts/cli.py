@@ -807,7 +807,7 @@ def _print_history(result: dict[str, Any], anchor: str | None) -> None:
     if result.get("hasMore"):
         out.print(f"Older messages: --offset {result.get('nextOffset')}")
     if result.get("droppedMessages"):
-        out.print(f"{_n(result['droppedMessages'], 'message')} left out to fit the size budget.")
+        out.print("Some messages were left out to fit the size budget.")
 
 
 # -- reconcile / status / check / upgrade -----------------------------------------------------

@@ -263,7 +263,8 @@ def test_runtime_failures_exit_1_without_traceback(shared: Shared, tmp_path: Pat
         ("--db", str(notes), "status"),
         ("--db", str(notes), "search", "deployment"),
         ("--db", "absent.sqlite", "search", "deployment"),
-        ("--db", shared_db, "search", "deployment", "--session-key", "agent:x:y"),
+        # a visible key with no session finds nothing; a session id that names none is an error
+        ("--db", shared_db, "search", "deployment", "--session-key", "no-such-session"),
     )
     assert not_imported.returncode == 1 and "Traceback" not in not_imported.stderr
     errors = not_imported.stderr.strip().splitlines()
