@@ -564,7 +564,9 @@ def test_history_of_an_unknown_key_the_caller_could_see_is_an_error(
     out = store.history(Caller(ME, visibility="agent"), "agent:main:nobody")
     assert out == {
         "status": "error",
-        "error": "Session not found: agent:main:nobody (use the full sessionKey from sessions_list)",
+        "error": (
+            "Session not found: agent:main:nobody (use the full sessionKey from sessions_list)"
+        ),
     }
 
 
