@@ -153,7 +153,8 @@ def incognito_key_sql(alias: str = "s") -> str:
         for kind in INCOGNITO_KEY_KINDS
     )
     colons = f"length({key}) - length(replace({key}, char(58), '')) = {_INCOGNITO_KEY_COLONS}"
-    return f"(({shapes}) AND {colons})"
+    # One cheap LIKE first: almost no key holds "incognito-", and then nothing else is computed.
+    return f"({alias}.session_key LIKE '%incognito-%' AND ({shapes}) AND {colons})"
 
 
 def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Predicate:
