@@ -255,11 +255,22 @@ def is_session_id_input(raw: str) -> bool:
     return SESSION_ID_RE.match(raw.strip()) is not None or not looks_like_session_key(raw)
 
 
+#: Most characters of a caller's value a message quotes (a 100,000-character key must not come
+#: back as a 100 KB error); longer values are cut with a note of their length.
+MAX_QUOTED_KEY_CHARS = 120
+
+
+def _shown(value: str) -> str:
+    if len(value) <= MAX_QUOTED_KEY_CHARS:
+        return value
+    return f"{value[:MAX_QUOTED_KEY_CHARS]}… ({len(value):,} characters)"
+
+
 def not_found_error(raw: str) -> dict[str, Any]:
     """OpenClaw's answer for a session id (or id-shaped key) that names no session."""
     return {
         "status": "error",
-        "error": f"Session not found: {raw} (use the full sessionKey from sessions_list)",
+        "error": f"Session not found: {_shown(raw)} (use the full sessionKey from sessions_list)",
     }
 
 
@@ -269,11 +280,11 @@ def _forbidden(message: str) -> dict[str, Any]:
 
 def incognito_denial(shown: str) -> dict[str, Any]:
     """OpenClaw's text for a session no session tool may name."""
-    return _forbidden(f"Session not visible from session tools: {shown}")
+    return _forbidden(f"Session not visible from session tools: {_shown(shown)}")
 
 
 def _sandbox_denial(shown: str) -> dict[str, Any]:
-    return _forbidden(f"Session not visible from this sandboxed agent session: {shown}")
+    return _forbidden(f"Session not visible from this sandboxed agent session: {_shown(shown)}")
 
 
 def denial_text(caller: Caller, action: Action, *, target_agent: str) -> str:

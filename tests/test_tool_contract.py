@@ -446,3 +446,13 @@ def test_cli_batch_search_and_aliases(tmp_path: Path) -> None:
     assert loads(clamped) == mine  # 5000 is clamped to 1000, which holds everything here
     printed = ok(text).stdout
     assert "Query 1: deployment" in printed and "Query 2: postmortem" in printed
+
+
+def test_messages_quote_a_bounded_piece_of_a_huge_key(store: TranscriptStore) -> None:
+    huge = "x" * 100_000  # shaped like a session id: looked up, not found
+    out = store.history(ALL, huge)
+    assert out["status"] == "error" and "(100,000 characters)" in out["error"]
+    assert len(out["error"]) < 300
+    incognito = "agent:main:dashboard:incognito-" + "y" * 100_000
+    denied = store.search(ALL, "zebra", session_key=incognito)
+    assert denied["status"] == "forbidden" and len(denied["error"]) < 300
