@@ -55,7 +55,7 @@ from .errors import (
 )
 from .history import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT
 from .reconcile import LeaseWait
-from .search import DEFAULT_LIMIT, MAX_LIMIT, ORDERS, ROLES
+from .search import DEFAULT_LIMIT, MAX_BATCH_QUERIES, MAX_LIMIT, ORDERS, ROLES
 from .store import TranscriptStore
 from .visibility import VISIBILITIES, AgentToAgent, Caller, Visibility
 
@@ -559,6 +559,15 @@ def _print_import(result: dict[str, Any]) -> None:
 
 @cli.command("search", short_help="Full-text search (sessions_search).")
 @click.argument("query")
+@click.option(
+    "--query",
+    "-q",
+    "more_queries",
+    multiple=True,
+    metavar="QUERY",
+    help=f"Another query of the same batch (up to {MAX_BATCH_QUERIES} with QUERY); each hit "
+    "names its query.",
+)
 @caller_options
 @click.option(
     "--limit",
@@ -594,6 +603,7 @@ def _print_import(result: dict[str, Any]) -> None:
 @handled
 def search_cmd(
     query: str,
+    more_queries: tuple[str, ...],
     caller_key: str,
     visibility: str,
     agent_to_agent: bool,
@@ -614,7 +624,8 @@ def search_cmd(
     literal. Chinese, Japanese and Korean are matched as substrings.
 
     Pending sessions (fresh imports, rewinds) are indexed first unless --no-reconcile: then the
-    results may be incomplete and a note says so.
+    results may be incomplete and a note says so. --session-key also takes current, main,
+    global or a session id.
     """
     state = _state()
     caller = _caller(caller_key, visibility, agent_to_agent, allow)
@@ -630,6 +641,7 @@ def search_cmd(
             since=since,
             until=until,
             order=order,
+            queries=list(more_queries) if more_queries else None,
         )
         pending = store.index_status()["pending"] if result.get("indexing") else 0
     if state.json:
@@ -680,7 +692,19 @@ def _hits_table(hits: list[dict[str, Any]], width: int) -> Table:
 def _print_search(result: dict[str, Any], pending: int) -> None:
     out = _stdout()
     hits: list[dict[str, Any]] = result["results"]
-    if not hits:
+    if result.get("batch"):
+        for index, text in enumerate(result["queries"]):
+            mine = [h for h in hits if h["queryIndex"] == index]
+            out.print(Text(f"Query {index + 1}: {text}", style="bold"))
+            out.print(_hits_table(mine, out.width) if mine else "No matches.")
+        if result["results"]:
+            first = result["results"][0]
+            out.print(
+                f"Read around a hit: {PROG_NAME} history {first['sessionKey']} "
+                f"--message-id {first['messageId']}",
+                soft_wrap=True,
+            )
+    elif not hits:
         out.print("No matches.")
     else:
         out.print(_hits_table(hits, out.width))
@@ -709,10 +733,11 @@ def _print_search(result: dict[str, Any], pending: int) -> None:
 @click.option("--session-id", metavar="ID", help="Incarnation of KEY to read (with --message-id).")
 @click.option(
     "--limit",
-    type=click.IntRange(1, MAX_HISTORY_LIMIT),
+    type=click.IntRange(min=1),
     default=None,
     metavar="N",
-    help=f"Most messages to return [default: {DEFAULT_HISTORY_LIMIT}; max {MAX_HISTORY_LIMIT}].",
+    help=f"Most messages to return [default: {DEFAULT_HISTORY_LIMIT}; more than "
+    f"{MAX_HISTORY_LIMIT} reads {MAX_HISTORY_LIMIT}].",
 )
 @click.option(
     "--offset",
@@ -736,7 +761,11 @@ def history_cmd(
     offset: int | None,
     include_tools: bool,
 ) -> None:
-    """The active branch of session KEY (a session key or id), oldest first (sessions_history).
+    """The active branch of session KEY, oldest first (sessions_history).
+
+    KEY is a session key, current (the --as key), main (its agent's main session), global, or a
+    session id. With --message-id the window is read from the incarnation holding that message
+    (the newest one that does, e.g. an imported reset archive) unless --session-id names one.
 
     Texts are redacted and cut, images omitted; tool-only messages are left out unless
     --include-tools.
@@ -795,10 +824,7 @@ def _print_history(result: dict[str, Any], anchor: str | None) -> None:
     out = _stdout()
     messages: list[dict[str, Any]] = result["messages"]
     total = result.get("totalMessages", len(messages))
-    out.print(
-        f"{result['sessionKey']} ({result.get('sessionId', '?')}): "
-        f"{len(messages)} of {_n(total, 'message')}"
-    )
+    out.print(f"{result['sessionKey']}: {len(messages)} of {_n(total, 'message')}")
     if not messages:
         out.print("No messages." + (" (the anchor is not on the active branch)" if anchor else ""))
     for message in messages:
@@ -820,7 +846,7 @@ def _print_history(result: dict[str, Any], anchor: str | None) -> None:
     if result.get("hasMore"):
         out.print(f"Older messages: --offset {result.get('nextOffset')}")
     if result.get("droppedMessages"):
-        out.print(f"{_n(result['droppedMessages'], 'message')} left out to fit the size budget.")
+        out.print("Some messages were left out to fit the size budget.")
 
 
 # -- reconcile / status / check / upgrade -----------------------------------------------------

@@ -1,21 +1,24 @@
 """``sessions_history``: the active branch of a session the caller may see, sanitised and capped.
 
-Invariant: only sessions passing the same visibility predicate as search are read; only events
-on the session's ACTIVE branch are returned (an anchor off the branch yields no messages, never
-some other window); every text is redacted and cut, and the JSON of ``messages`` stays within
-:data:`sanitize.MAX_HISTORY_BYTES`.
+Invariant: only sessions passing the same visibility predicate as search are read (the key
+resolved and judged by :func:`visibility.resolve_target`, so a hidden key is ``forbidden``
+whether or not it exists); only events on an incarnation's ACTIVE branch are returned (an
+anchor on no incarnation's branch yields no messages, never some other window); every text is
+redacted and cut, and the JSON of ``messages`` stays within :data:`sanitize.MAX_HISTORY_BYTES`.
+The result has exactly OpenClaw's fields; ``__openclaw.seq`` is the message's 1-based position
+in its transcript.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, text
 
 from . import transcript
-from .errors import ToolInputError, shorten
+from .errors import ToolInputError
 from .indexer import load_events
-from .models import AgentSession
 from .redact import Redactor
 from .sanitize import (
     MAX_HISTORY_BYTES,
@@ -26,11 +29,17 @@ from .sanitize import (
 )
 from .search import validate_limit
 from .tokens import is_valid_unicode
-from .visibility import Caller, visible
+from .visibility import Caller, Target, not_found_error, resolve_target, visible
 
-#: Messages returned when no limit is given, and the most a caller may ask for.
-DEFAULT_HISTORY_LIMIT = 50
-MAX_HISTORY_LIMIT = 500
+#: Messages returned when no limit is given (OpenClaw's ``chat.history`` default).
+DEFAULT_HISTORY_LIMIT = 200
+#: OpenClaw's ``CHAT_HISTORY_MAX_ENTRIES``: a larger limit is clamped to it, never refused.
+CHAT_HISTORY_MAX_ENTRIES = 1000
+MAX_HISTORY_LIMIT = CHAT_HISTORY_MAX_ENTRIES
+#: ``__openclaw.seq`` counts transcript entries from 1 (the store numbers events from 0).
+SEQ_BASE = 1
+#: OpenClaw's error for a ``sessionId`` that is not an incarnation of ``sessionKey``.
+FOREIGN_SESSION_ID_ERROR = "sessionId does not belong to sessionKey"
 #: Room kept for the response's other fields, so the WHOLE response stays within the cap.
 ENVELOPE_RESERVE_BYTES = 1024
 
@@ -53,53 +62,55 @@ def _validate(
             raise ToolInputError(f"{name} must be a non-empty string")
         if not is_valid_unicode(value):
             raise ToolInputError(f"{name} is not valid Unicode")
+    if (
+        isinstance(limit, (int, float))
+        and not isinstance(limit, bool)
+        and math.isfinite(limit)
+        and float(limit).is_integer()
+        and limit > MAX_HISTORY_LIMIT
+    ):
+        limit = MAX_HISTORY_LIMIT  # OpenClaw clamps a large limit; it never refuses one
     lim = validate_limit(limit, default=DEFAULT_HISTORY_LIMIT, maximum=MAX_HISTORY_LIMIT)
     return lim, offset, message_id, session_id
 
 
-def _resolve_session(
+def _incarnations(
     conn: Connection, caller: Caller, session_key: str, session_id: str | None
-) -> tuple[str, str] | dict[str, Any]:
-    """``(session_id, session_key)`` of the incarnation to read, or an error/forbidden result."""
-    s = AgentSession.__table__.alias("s")
-    not_found = {"status": "error", "error": f"Session not found: {shorten(session_key)}"}
-    forbidden = {
-        "status": "forbidden",
-        "error": f"Session {shorten(session_key)} is not visible to this session",
-    }
-    if session_id is not None:
-        row = conn.execute(
-            select(s.c.session_id, s.c.session_key).where(s.c.session_id == session_id)
-        ).first()
-        if row is None or row[1] != session_key:
-            # Same answer whether the id is unknown or belongs to another key: nothing leaks.
-            return {
-                "status": "error",
-                "error": (
-                    f"sessionId {shorten(session_id)} does not belong to {shorten(session_key)}"
-                ),
-            }
-    else:
-        row = conn.execute(
-            select(s.c.session_id, s.c.session_key)
-            .where(s.c.session_key == session_key)
-            .order_by(s.c.created_at.desc(), s.c.session_id.desc())
-            .limit(1)
-        ).first()
-        if row is None:  # a session id given in place of a key
-            row = conn.execute(
-                select(s.c.session_id, s.c.session_key).where(s.c.session_id == session_key)
-            ).first()
-        if row is None:
-            return not_found
+) -> list[str] | dict[str, Any]:
+    """The visible incarnations of ``session_key`` to read, newest first: only ``session_id``
+    when given (an error unless it is a visible incarnation of the key)."""
     pred = visible(caller, "s", for_search=False)
-    seen = conn.execute(
-        text(f"SELECT 1 FROM sessions AS s WHERE s.session_id = :sid AND {pred.sql}"),
-        {**pred.params, "sid": row[0]},
-    ).first()
-    if seen is None:
-        return forbidden
-    return str(row[0]), str(row[1])
+    where = "s.session_key = :k" + (" AND s.session_id = :sid" if session_id is not None else "")
+    rows = conn.execute(
+        text(
+            f"SELECT s.session_id FROM sessions AS s WHERE {where} AND {pred.sql} "
+            "ORDER BY s.created_at DESC, s.session_id DESC"
+        ),
+        {**pred.params, "k": session_key, "sid": session_id},
+    ).all()
+    if session_id is not None and not rows:
+        # Same answer whether the id is unknown, hidden or of another key: nothing leaks.
+        return {"status": "error", "error": FOREIGN_SESSION_ID_ERROR}
+    return [str(r[0]) for r in rows]
+
+
+def _branch_messages(
+    conn: Connection, session_id: str, include_tools: bool
+) -> list[tuple[int, dict[str, Any]]]:
+    """The message events on the session's active branch, oldest first."""
+    events = load_events(conn, session_id)
+    tree = transcript.resolve_tree(transcript.tree_node(seq, ev) for seq, ev in events)
+    by_seq = dict(events)
+    branch: list[tuple[int, dict[str, Any]]] = []
+    for seq in tree.active_seqs:
+        event = by_seq[seq]
+        message = event.get("message")
+        if event.get("type") != "message" or not isinstance(message, dict):
+            continue
+        if not include_tools and is_tool_only(message):
+            continue
+        branch.append((seq, event))
+    return branch
 
 
 def _anchor_window(count: int, anchor: int, limit: int) -> tuple[int, int]:
@@ -135,27 +146,30 @@ def run_history(
     if not isinstance(include_tools, bool):
         raise ToolInputError("includeTools must be a boolean")
     lim, off, anchor_id, sid = _validate(limit, offset, message_id, session_id)
-    resolved = _resolve_session(conn, caller, session_key.strip(), sid)
-    if isinstance(resolved, dict):
-        return resolved
-    sid, key = resolved
-    events = load_events(conn, sid)
-    tree = transcript.resolve_tree(transcript.tree_node(seq, ev) for seq, ev in events)
-    by_seq = dict(events)
-    branch: list[tuple[int, dict[str, Any]]] = []
-    for seq in tree.active_seqs:
-        event = by_seq[seq]
-        message = event.get("message")
-        if event.get("type") != "message" or not isinstance(message, dict):
-            continue
-        if not include_tools and is_tool_only(message):
-            continue
-        branch.append((seq, event))
-    total = len(branch)
-    out: dict[str, Any] = {"sessionKey": key, "sessionId": sid}
+    target = resolve_target(conn, caller, session_key, action="history")
+    if not isinstance(target, Target):
+        return target
+    key = target.session_key
+    found = _incarnations(conn, caller, key, sid)
+    if isinstance(found, dict):
+        return found
+    if not found:
+        return not_found_error(session_key.strip())
+    branch = _branch_messages(conn, found[0], include_tools)
+    out: dict[str, Any] = {"sessionKey": key}
     anchor_index: int | None = None
     if anchor_id is not None:
+        # An anchor not on the newest incarnation is looked for in the older ones (e.g. an
+        # imported reset archive), newest first: OpenClaw's allowResetArchiveFallback.
         positions = [i for i, (_, ev) in enumerate(branch) if ev.get("id") == anchor_id]
+        for older in found[1:]:
+            if positions:
+                break
+            candidate = _branch_messages(conn, older, include_tools)
+            positions = [i for i, (_, ev) in enumerate(candidate) if ev.get("id") == anchor_id]
+            if positions:
+                branch = candidate
+        total = len(branch)
         if not positions:
             window: list[tuple[int, dict[str, Any]]] = []
         else:
@@ -163,6 +177,7 @@ def run_history(
             window = branch[lo:hi]
             anchor_index = positions[0] - lo
     else:
+        total = len(branch)
         skip = off or 0
         end = max(0, total - skip)
         start = max(0, end - lim)
@@ -179,7 +194,7 @@ def run_history(
         content_redacted |= clean.content_redacted
         item = dict(clean.message)
         item["__openclaw"] = {
-            "seq": seq,
+            "seq": seq + SEQ_BASE,
             "id": event.get("id"),
             "timestamp": transcript.parse_timestamp(event.get("timestamp")),
         }
@@ -187,7 +202,7 @@ def run_history(
     kept, dropped = fit_to_budget(items, MAX_HISTORY_BYTES - ENVELOPE_RESERVE_BYTES, anchor_index)
     out["messages"] = kept
     out["truncated"] = bool(dropped) or content_truncated
-    out["droppedMessages"] = dropped
+    out["droppedMessages"] = dropped > 0  # a flag in OpenClaw's schema, not a count
     out["contentTruncated"] = content_truncated
     out["contentRedacted"] = content_redacted
     out["bytes"] = json_size(kept)

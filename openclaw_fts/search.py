@@ -4,22 +4,24 @@ Invariant: visibility, the pending filter and every user filter are in the same 
 the full-text MATCH, before ranking and LIMIT — hidden sessions never consume the limit, never
 set ``truncated`` and never appear. Snippets are cut from the redacted ORIGINAL message text
 (re-read through the one predicate), so no secret is shown even partly and no artefact of how
-CJK is indexed leaks out. The JSON of ``results`` never exceeds :data:`MAX_RESULTS_BYTES`.
+CJK is indexed leaks out. The JSON of ``results`` never exceeds :data:`MAX_RESULTS_BYTES`. An
+explicit ``sessionKey`` is resolved and judged (:func:`visibility.resolve_target`) before any
+text is read; a batch (``queries``) runs every query in the same snapshot, with the same filters.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from . import transcript
-from .errors import ToolInputError, shorten
+from .errors import ToolInputError
 from .index import sqlite as fts
 from .models import INDEX_VERSION
 from .query import CompiledQuery, compile_query
@@ -27,7 +29,7 @@ from .reconcile import PENDING_CONDITION
 from .redact import Redactor, redact_text
 from .snippet import make_snippet
 from .tokens import body_is_clean_text, clean_text, is_valid_unicode
-from .visibility import Caller, visible
+from .visibility import Caller, Target, incognito_key_sql, resolve_target, visible
 
 #: OpenClaw's bounds on the query and the number of results.
 MAX_QUERY_CHARS = 4096
@@ -38,6 +40,13 @@ MAX_RESULTS_BYTES = 32 * 1024
 INDEXING_WARNING = (
     "Transcript indexing is in progress; results may be incomplete. Retry sessions_search shortly."
 )
+#: OpenClaw's message for a missing or blank query.
+EMPTY_QUERY_ERROR = (
+    "query must not be empty; retry with non-empty keywords to match in past session text"
+)
+#: Most queries one batch search runs (``queries``, together with ``query``).
+MAX_BATCH_QUERIES = 8
+BATCH_QUERIES_ERROR = f"queries must hold 1-{MAX_BATCH_QUERIES} non-empty strings"
 ROLES = ("user", "assistant")
 ORDERS = ("relevance", "recent")
 
@@ -108,10 +117,10 @@ def build_request(
 ) -> SearchRequest:
     """Validate search arguments (OpenClaw's messages) into a :class:`SearchRequest`."""
     if not isinstance(query, str):
-        raise ToolInputError("query must not be empty")
+        raise ToolInputError(EMPTY_QUERY_ERROR)
     trimmed = query.strip()
     if not trimmed:
-        raise ToolInputError("query must not be empty")
+        raise ToolInputError(EMPTY_QUERY_ERROR)
     if len(trimmed) > MAX_QUERY_CHARS:
         raise ToolInputError(f"query must not exceed {MAX_QUERY_CHARS} characters")
     if session_key is not None and (not isinstance(session_key, str) or not session_key.strip()):
@@ -134,6 +143,25 @@ def build_request(
     )
 
 
+def batch_queries(query: Any, queries: Any) -> list[str]:
+    """The queries of a batch: ``query`` (when given) then ``queries``, each trimmed, exact
+    repeats dropped; 1 to :data:`MAX_BATCH_QUERIES` non-empty strings in all. Each one is then
+    validated like a single query."""
+    if (
+        not isinstance(queries, (list, tuple))
+        or not queries
+        or not all(isinstance(q, str) and q.strip() for q in queries)
+    ):
+        raise ToolInputError(BATCH_QUERIES_ERROR)
+    head = [query] if isinstance(query, str) and query.strip() else []
+    if query is not None and not head:
+        raise ToolInputError(EMPTY_QUERY_ERROR)
+    combined = list(dict.fromkeys(q.strip() for q in [*head, *queries]))
+    if len(combined) > MAX_BATCH_QUERIES:
+        raise ToolInputError(BATCH_QUERIES_ERROR)
+    return combined
+
+
 def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
     """Visibility (plus the explicit ``sessionKey`` filter) over alias ``s``."""
     pred = visible(caller, "s")
@@ -142,21 +170,6 @@ def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str
         return pred.sql, params
     params["only_key"] = session_key
     return f"({pred.sql} AND s.session_key = :only_key)", params
-
-
-def session_key_access(conn: Connection, caller: Caller, session_key: str) -> str | None:
-    """None when the caller may see ``session_key``; else ``"forbidden"`` or ``"error"``."""
-    pred = visible(caller, "s", for_search=False)
-    row = conn.execute(
-        text(
-            "SELECT count(*), coalesce(max(CASE WHEN "
-            f"{pred.sql} THEN 1 ELSE 0 END), 0) FROM sessions AS s WHERE s.session_key = :k"
-        ),
-        {**pred.params, "k": session_key},
-    ).one()
-    if not row[0]:
-        return "error"
-    return None if row[1] else "forbidden"
 
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
@@ -263,7 +276,8 @@ def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
 
 
 def _top_of_everything(conn: Connection, req: SearchRequest) -> list[Hit] | None:
-    """The ranked hits of a caller who sees every session that is not incognito, in a snapshot
+    """The ranked hits of a caller who sees every session that is not incognito (by flag or by
+    key), in a snapshot
     where no session is pending: FTS5 alone ranks (no join per match, as raw SQL would), then
     only the top rows are joined. None when a tie on the score at the limit runs past
     :data:`TIE_PROBE_ROWS`, or a top row is not visible after all: the full statement then
@@ -293,7 +307,8 @@ def _top_of_everything(conn: Connection, req: SearchRequest) -> list[Hit] | None
         .execute(
             "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
             f"s.session_key FROM {fts.CONTENT_TABLE} AS mi JOIN sessions AS s "
-            f"ON s.session_id = mi.session_id WHERE mi.id IN ({marks}) AND s.incognito = 0",
+            f"ON s.session_id = mi.session_id WHERE mi.id IN ({marks}) AND s.incognito = 0 "
+            f"AND NOT {incognito_key_sql('s')}",
             list(score),
         )
         .fetchall()
@@ -375,49 +390,84 @@ def run_search(
     on_pending: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Run a validated search on a (read) connection; the result dict of behaviour.md §4."""
+    return run_searches(conn, caller, [req], batch=False, redactor=redactor, on_pending=on_pending)
+
+
+def run_searches(
+    conn: Connection,
+    caller: Caller,
+    reqs: Sequence[SearchRequest],
+    *,
+    batch: bool,
+    redactor: Redactor | None = None,
+    on_pending: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """Run validated searches (one, or a batch sharing ``sessionKey``, filters and limit) in one
+    snapshot. A batch answers ``batch: true``, ``queries``, and each hit's ``queryIndex``; the
+    queries whose hits were cut are listed in ``truncatedQueries``, and while sessions are
+    pending ``indexingQueries`` lists every query (each may miss hits). ``results`` holds each
+    query's hits in turn, and the byte cap applies to all of them together."""
     exact = not any_pending(conn)  # first: it starts the snapshot every statement below reads
-    if req.session_key is not None:
-        denied = session_key_access(conn, caller, req.session_key)
-        if denied == "error":
-            return {"status": "error", "error": f"Session not found: {shorten(req.session_key)}"}
-        if denied == "forbidden":
-            return {
-                "status": "forbidden",
-                "error": f"Session {shorten(req.session_key)} is not visible to this session",
-            }
-    out: dict[str, Any] = {"results": []}
-    if not exact and pending_visible(conn, caller, req.session_key):
+    session_key = reqs[0].session_key
+    if session_key is not None:
+        target = resolve_target(conn, caller, session_key, action="search")
+        if not isinstance(target, Target):
+            return target
+        reqs = [replace(r, session_key=target.session_key) for r in reqs]
+        session_key = target.session_key
+    out: dict[str, Any] = {}
+    if batch:
+        out["batch"] = True
+        out["queries"] = [r.query for r in reqs]
+    out["results"] = []
+    indexing = not exact and pending_visible(conn, caller, session_key)
+    if indexing:
         out["indexing"] = True
         out["warning"] = INDEXING_WARNING
+        if batch:
+            out["indexingQueries"] = list(range(len(reqs)))
         if on_pending is not None:
             on_pending()
-    if req.compiled is None:
-        return out
-    hits = _ranked_hits(conn, caller, req, exact=exact)
-    truncated = len(hits) > req.limit
-    hits = hits[: req.limit]
-    texts = _hit_texts(conn, hits)
     results: list[dict[str, Any]] = []
+    truncated_queries: list[int] = []
     used = 2  # the enclosing "[]"
-    for row_id, session_id, _seq, event_id, role, ts, session_key, rank in hits:
-        snippet = make_snippet(redact_text(texts[row_id], redactor), req.compiled.terms)
-        item = {
-            "sessionKey": session_key,
-            "sessionId": session_id,
-            "messageId": event_id,
-            "role": role,
-            "timestamp": int(ts),
-            "snippet": snippet,
-            "score": -float(rank) if rank is not None else 0.0,
-        }
-        # Counted as json.dumps(results, ensure_ascii=False) writes it: ", " between items.
-        size = len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + (2 if results else 0)
-        if used + size > MAX_RESULTS_BYTES:
-            truncated = True
-            break
-        used += size
-        results.append(item)
+    full = False
+    for index, req in enumerate(reqs):
+        if req.compiled is None:
+            continue
+        hits = _ranked_hits(conn, caller, req, exact=exact)
+        truncated = len(hits) > req.limit
+        hits = hits[: req.limit]
+        if full:
+            if hits:
+                truncated_queries.append(index)
+            continue
+        texts = _hit_texts(conn, hits)
+        for row_id, session_id, _seq, event_id, role, ts, key, rank in hits:
+            snippet = make_snippet(redact_text(texts[row_id], redactor), req.compiled.terms)
+            item: dict[str, Any] = {
+                "sessionKey": key,
+                "sessionId": session_id,
+                "messageId": event_id,
+                "role": role,
+                "timestamp": int(ts),
+                "snippet": snippet,
+                "score": -float(rank) if rank is not None else 0.0,
+            }
+            if batch:
+                item["queryIndex"] = index
+            # Counted as json.dumps(results, ensure_ascii=False) writes it: ", " between items.
+            size = len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + (2 if results else 0)
+            if used + size > MAX_RESULTS_BYTES:
+                truncated = full = True
+                break
+            used += size
+            results.append(item)
+        if truncated:
+            truncated_queries.append(index)
     out["results"] = results
-    if truncated:
+    if truncated_queries:
         out["truncated"] = True
+        if batch:
+            out["truncatedQueries"] = truncated_queries
     return out

@@ -15,10 +15,14 @@ tokens; a prefix term matches a token that starts with it; CJK terms are runs of
 tokens, so their window is the original text around the hit, without spaces), the earliest of
 equals, with the remaining room split between context before and after but never so much before
 that the hit falls past the character cut. Without a hit the window is the start of the text.
+The window counts WORDS as OpenClaw's unicode61 tokenizer sees them: tokens with nothing between
+them (a CJK run, ``用SQLite部署``) are one word, so a CJK message shows about as much text as
+OpenClaw does (up to the character cut), not one character per token.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 
@@ -139,6 +143,21 @@ def _best_cluster(occurrences: list[tuple[int, int, int]], window: int) -> tuple
     return best_first, end
 
 
+def _words(starts: Sequence[int], ends: Sequence[int]) -> list[int]:
+    """The word each token belongs to: tokens with nothing between them (only CJK characters
+    are tokens on their own: ``明天下午``, ``用SQLite部署``) are one word, as unicode61 reads
+    them."""
+    word: list[int] = []
+    current = -1
+    previous_end = -1
+    for start, end in zip(starts, ends, strict=True):
+        if start != previous_end:
+            current += 1
+        word.append(current)
+        previous_end = end
+    return word
+
+
 def _window(
     starts: Sequence[int],
     ends: Sequence[int],
@@ -147,19 +166,38 @@ def _window(
     window: int,
     max_chars: int,
 ) -> tuple[int, int]:
-    """The window ``[s, e)`` of token indexes to show."""
+    """The window ``[s, e)`` of token indexes to show: ``window`` WORDS (:func:`_words`)."""
+    word = _words(starts, ends)
+    first_token: list[int] = []  # of each word
+    last_token: list[int] = []
+    for i, w in enumerate(word):
+        if w == len(first_token):
+            first_token.append(i)
+            last_token.append(i)
+        else:
+            last_token[w] = i
+    count = len(first_token)
     occurrences = _occurrences(norms, terms)
     if not occurrences:
-        return 0, min(len(norms), window)
-    first, end = _best_cluster(occurrences, window)
+        return 0, last_token[min(count, window) - 1] + 1
+    in_words = sorted({(word[f], word[e - 1] + 1, index) for f, e, index in occurrences})
+    first, end = _best_cluster(in_words, window)
     slack = window - (end - first)
-    start = min(max(0, first - slack // 2), max(0, len(norms) - window))
+    start = min(max(0, first - slack // 2), max(0, count - window))
     start = min(start, first)
-    # Keep the hit inside the character cut: give up context before it when the tokens are long.
+    stop = min(count, start + window)
+    lo, hi = first_token[start], last_token[stop - 1] + 1
+    hit = [(f, e) for f, e, _ in occurrences if first <= word[f] and word[e - 1] < end]
+    hit_lo, hit_hi = min(f for f, _ in hit), max(e for _, e in hit)
+    # Keep the hit inside the character cut: give up context before it when the words are long.
     budget = max_chars - len(ELLIPSIS + " ") - SNIPPET_EDGE_CHARS
-    while start < first and ends[end - 1] - starts[start] > budget:
-        start += 1
-    return start, min(len(norms), start + window)
+    if hi - lo == stop - start:  # one token per word (no CJK run): drop whole tokens
+        while lo < hit_lo and ends[hit_hi - 1] - starts[lo] > budget:
+            lo += 1
+    else:  # a CJK run is one long word: keep about as much context before the hit as after
+        before = max(0, (budget - (ends[hit_hi - 1] - starts[hit_lo])) // 2)
+        lo = bisect.bisect_left(starts, starts[hit_lo] - before, lo, hit_lo)
+    return lo, hi
 
 
 def _anchor(text: str, terms: Sequence[Term]) -> int | None:

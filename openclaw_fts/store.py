@@ -12,7 +12,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from .hooks import install, validate_session_fields
 from .models import AgentSession, Branch, TranscriptEvent
 from .reconcile import BackgroundReconciler, Reconciler, status
 from .redact import Redactor
-from .search import build_request, run_search
+from .search import batch_queries, build_request, run_searches
 from .tokens import is_valid_unicode
 from .transcript import LEAF_TYPE
 from .visibility import Caller
@@ -196,7 +196,7 @@ class TranscriptStore:
     def search(
         self,
         caller: Caller,
-        query: str,
+        query: str | None,
         *,
         limit: int | None = None,
         session_key: str | None = None,
@@ -204,20 +204,31 @@ class TranscriptStore:
         since: int | str | None = None,
         until: int | str | None = None,
         order: str | None = None,
+        queries: Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        """``sessions_search`` (behaviour.md §4)."""
-        req = build_request(
-            query,
-            limit=limit,
-            session_key=session_key,
-            role=role,
-            since=since,
-            until=until,
-            order=order,
-        )
+        """``sessions_search`` (behaviour.md §4); with ``queries`` (1-8 strings, alongside or
+        instead of ``query``: pass ``query=None``) a batch, each hit tagged ``queryIndex``."""
+        texts = [query] if queries is None else batch_queries(query, queries)
+        reqs = [
+            build_request(
+                q,
+                limit=limit,
+                session_key=session_key,
+                role=role,
+                since=since,
+                until=until,
+                order=order,
+            )
+            for q in texts
+        ]
         with self._read() as conn:
-            return run_search(
-                conn, caller, req, redactor=self.redactor, on_pending=self._on_pending
+            return run_searches(
+                conn,
+                caller,
+                reqs,
+                batch=queries is not None,
+                redactor=self.redactor,
+                on_pending=self._on_pending,
             )
 
     def history(self, caller: Caller, session_key: str, **kwargs: Any) -> dict[str, Any]:

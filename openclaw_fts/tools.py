@@ -1,20 +1,39 @@
 """Tool adapters for agent hosts: OpenClaw's ``sessions_search`` / ``sessions_history``.
 
-Invariant: each adapter takes the tool's JSON arguments (camelCase) and always returns the
-tool's JSON result — invalid arguments become ``{"status": "error", "error": message}`` with
-OpenClaw's messages, never an exception. The schemas describe exactly the arguments accepted.
+Invariant: each adapter reads the tool's JSON arguments the way OpenClaw's argument readers do
+(docs/tools.md): the camelCase name, else its snake_case alias (``session_key``,
+``message_id``, ``session_id``, ``include_tools``); a number or a strict numeric string
+(``"5"``) where a number is expected; an optional string that is not a non-blank string is
+absent; ``includeTools`` by JavaScript truthiness; unknown arguments ignored. It always returns
+a result that is valid against the tool's output schema (:data:`SESSIONS_SEARCH_OUTPUT_SCHEMA`,
+:data:`SESSIONS_HISTORY_OUTPUT_SCHEMA`): invalid arguments become
+``{"status": "error", "error": message}`` with OpenClaw's messages, never an exception.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import ToolInputError, shorten
-from .search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
+from .errors import ToolInputError
+from .history import CHAT_HISTORY_MAX_ENTRIES, DEFAULT_HISTORY_LIMIT
+from .search import (
+    DEFAULT_LIMIT,
+    EMPTY_QUERY_ERROR,
+    MAX_BATCH_QUERIES,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+)
 
 if TYPE_CHECKING:
     from .store import TranscriptStore
     from .visibility import Caller
+
+#: The largest integer a JavaScript number holds exactly (``Number.MAX_SAFE_INTEGER``): OpenClaw
+#: refuses integer arguments above it.
+JS_MAX_SAFE_INTEGER = 2**53 - 1
 
 SESSIONS_SEARCH_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -23,32 +42,47 @@ SESSIONS_SEARCH_SCHEMA: dict[str, Any] = {
         "Full-text search over your past conversation sessions that you are allowed to see. "
         "Returns ranked excerpts (snippet) with the session key, message id, role and time; "
         "use sessions_history with sessionKey and messageId to read the surrounding "
-        "conversation. If the result has indexing: true, some sessions are still being "
-        "indexed: retry shortly."
+        "conversation. Give query, or queries (up to "
+        f"{MAX_BATCH_QUERIES}) to search several ways at once. If the result has "
+        "indexing: true, some sessions are still being indexed: retry shortly."
     ),
     "type": "object",
     "properties": {
         "query": {
             "type": "string",
-            "minLength": 1,
+            "pattern": "\\S",
             "maxLength": MAX_QUERY_CHARS,
             "description": (
-                "Words to find; all must occur (case and accents ignored). "
+                "Required non-empty keywords to match in past user and assistant text "
+                "(unless queries is given); all must occur (case and accents ignored). "
                 '"exact phrase" in double quotes; deploy* for a prefix; staging OR production '
                 "for either word. Any other punctuation is matched literally. Chinese, Japanese "
                 "and Korean text is matched as a substring."
             ),
         },
+        "queries": {
+            "type": "array",
+            "items": {"type": "string", "pattern": "\\S", "maxLength": MAX_QUERY_CHARS},
+            "minItems": 1,
+            "maxItems": MAX_BATCH_QUERIES,
+            "description": (
+                f"Up to {MAX_BATCH_QUERIES} searches in one call (with query, if given, first); "
+                "each result names its query by queryIndex."
+            ),
+        },
         "sessionKey": {
             "type": "string",
-            "description": "Only search this session key (e.g. agent:main:main).",
+            "description": (
+                "Only search this session: a session key (e.g. agent:main:main), current, "
+                "main, global, or a session id."
+            ),
         },
         "limit": {
             "type": "integer",
             "minimum": 1,
             "maximum": MAX_LIMIT,
             "default": DEFAULT_LIMIT,
-            "description": f"Most results to return (1-{MAX_LIMIT}).",
+            "description": f"Most results to return per query (1-{MAX_LIMIT}).",
         },
         "role": {
             "type": "string",
@@ -70,8 +104,6 @@ SESSIONS_SEARCH_SCHEMA: dict[str, Any] = {
             "description": "relevance: best match first; recent: newest first.",
         },
     },
-    "required": ["query"],
-    "additionalProperties": False,
 }
 
 SESSIONS_HISTORY_SCHEMA: dict[str, Any] = {
@@ -79,12 +111,24 @@ SESSIONS_HISTORY_SCHEMA: dict[str, Any] = {
     "title": "sessions_history",
     "description": (
         "Read the conversation of a session you may see, oldest first (the active branch). "
-        "Pass messageId from a sessions_search result to read the messages around that hit."
+        "Pass messageId (and sessionId) from a sessions_search result to read the messages "
+        "around that hit."
     ),
     "type": "object",
     "properties": {
-        "sessionKey": {"type": "string", "description": "The session key (or a session id)."},
-        "limit": {"type": "integer", "minimum": 1, "description": "Most messages to return."},
+        "sessionKey": {
+            "type": "string",
+            "description": "The session key, or current, main, global, or a session id.",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "default": DEFAULT_HISTORY_LIMIT,
+            "description": (
+                f"Most messages to return (more than {CHAT_HISTORY_MAX_ENTRIES} reads "
+                f"{CHAT_HISTORY_MAX_ENTRIES})."
+            ),
+        },
         "offset": {
             "type": "integer",
             "minimum": 0,
@@ -92,11 +136,13 @@ SESSIONS_HISTORY_SCHEMA: dict[str, Any] = {
         },
         "messageId": {
             "type": "string",
-            "description": "Centre the window on this message (from a search hit).",
+            "minLength": 1,
+            "description": "Return history around this message id; limit bounds the window.",
         },
         "sessionId": {
             "type": "string",
-            "description": "The session incarnation of messageId (only with messageId).",
+            "minLength": 1,
+            "description": "The transcript session id that owns messageId (only with messageId).",
         },
         "includeTools": {
             "type": "boolean",
@@ -105,64 +151,299 @@ SESSIONS_HISTORY_SCHEMA: dict[str, Any] = {
         },
     },
     "required": ["sessionKey"],
+}
+
+#: ``status`` results: invalid arguments, or a session the caller may not name.
+_STATUS_RESULT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {"enum": ["error", "forbidden"]},
+        "error": {"type": "string"},
+    },
+    "required": ["status", "error"],
     "additionalProperties": False,
 }
 
-_SEARCH_ARGS = {
-    "query": "query",
-    "sessionKey": "session_key",
-    "limit": "limit",
-    "role": "role",
-    "since": "since",
-    "until": "until",
-    "order": "order",
+_HIT_PROPERTIES: dict[str, Any] = {
+    "sessionKey": {"type": "string"},
+    "timestamp": {"type": "number"},
+    "role": {"enum": ["assistant", "user"]},
+    "snippet": {"type": "string"},
+    "score": {"type": "number"},
+    "sessionId": {"type": "string"},
+    "messageId": {"type": "string"},
 }
-_HISTORY_ARGS = {
-    "limit": "limit",
-    "offset": "offset",
-    "messageId": "message_id",
-    "sessionId": "session_id",
-    "includeTools": "include_tools",
+_HIT_REQUIRED = ["sessionKey", "timestamp", "role", "snippet", "score"]
+_QUERY_INDEXES: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "integer", "minimum": 0, "maximum": MAX_BATCH_QUERIES - 1},
 }
+
+#: The results of ``sessions_search``, written from OpenClaw's ``SessionsSearchOutputSchema``
+#: (a hit, and each result object, has exactly these fields), plus the batch result.
+SESSIONS_SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "sessions_search result",
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {
+                "results": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": _HIT_PROPERTIES,
+                        "required": _HIT_REQUIRED,
+                        "additionalProperties": False,
+                    },
+                },
+                "sessionLinkRule": {"type": "string"},
+                "indexing": {"const": True},
+                "warning": {"type": "string"},
+                "truncated": {"const": True},
+            },
+            "required": ["results"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {
+                "batch": {"const": True},
+                "queries": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 1,
+                    "maxItems": MAX_BATCH_QUERIES,
+                },
+                "results": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            **_HIT_PROPERTIES,
+                            "queryIndex": {
+                                "type": "integer",
+                                "minimum": 0,
+                                "maximum": MAX_BATCH_QUERIES - 1,
+                            },
+                        },
+                        "required": [*_HIT_REQUIRED, "queryIndex"],
+                        "additionalProperties": False,
+                    },
+                },
+                "sessionLinkRule": {"type": "string"},
+                "indexing": {"const": True},
+                "warning": {"type": "string"},
+                "indexingQueries": _QUERY_INDEXES,
+                "truncated": {"const": True},
+                "truncatedQueries": _QUERY_INDEXES,
+            },
+            "required": ["batch", "queries", "results"],
+            "additionalProperties": False,
+        },
+        _STATUS_RESULT,
+    ],
+}
+
+#: The result of ``sessions_history``, written from OpenClaw's ``SessionsHistoryOutputSchema``
+#: (``additionalProperties: false``: no field beyond these).
+SESSIONS_HISTORY_OUTPUT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "sessions_history result",
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {
+                "sessionKey": {"type": "string"},
+                "messages": {"type": "array"},
+                "truncated": {"type": "boolean"},
+                "droppedMessages": {"type": "boolean"},
+                "contentTruncated": {"type": "boolean"},
+                "contentRedacted": {"type": "boolean"},
+                "bytes": {"type": "number"},
+                "sessionLinkRule": {"type": "string"},
+                "offset": {"type": "number"},
+                "nextOffset": {"type": "number"},
+                "hasMore": {"type": "boolean"},
+                "totalMessages": {"type": "number"},
+            },
+            "required": [
+                "sessionKey",
+                "messages",
+                "truncated",
+                "droppedMessages",
+                "contentTruncated",
+                "contentRedacted",
+                "bytes",
+            ],
+            "additionalProperties": False,
+        },
+        _STATUS_RESULT,
+    ],
+}
+
+
+# --------------------------------------------------------------------------- argument readers
+
+_MISSING: Any = object()
+_ACRONYM_RE = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_CAMEL_RE = re.compile(r"([a-z0-9])([A-Z])")
+#: OpenClaw's strict number grammar for numeric strings (``"5"``, ``" 2.0 "``, ``"1e1"``);
+#: ``"5px"``, ``"0x10"`` and ``"Infinity"`` are not numbers.
+_STRICT_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+
+
+def snake_case(name: str) -> str:
+    """The snake_case alias OpenClaw accepts for a camelCase argument name."""
+    return _CAMEL_RE.sub(r"\1_\2", _ACRONYM_RE.sub(r"\1_\2", name)).lower()
+
+
+def read_raw(args: Mapping[str, Any], name: str) -> Any:
+    """The argument by its name, else by its snake_case alias; ``_MISSING`` when neither."""
+    if name in args:
+        return args[name]
+    alias = snake_case(name)
+    if alias != name and alias in args:
+        return args[alias]
+    return _MISSING
+
+
+def _absent(raw: Any) -> bool:
+    """Missing, null or a blank string: an optional argument not given."""
+    return raw is _MISSING or raw is None or (isinstance(raw, str) and not raw.strip())
+
+
+def read_string(args: Mapping[str, Any], name: str) -> str | None:
+    """A trimmed non-blank string; anything else is absent (OpenClaw's readToolStringParam)."""
+    raw = read_raw(args, name)
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    return raw.strip()
+
+
+def _number(raw: Any) -> float | int | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float):
+        return raw if math.isfinite(raw) else None
+    if isinstance(raw, str) and _STRICT_NUMBER_RE.match(raw.strip()):
+        try:
+            value = float(raw.strip())
+        except OverflowError:  # pragma: no cover - float() returns inf, never raises
+            return None
+        return value if math.isfinite(value) else None
+    return None
+
+
+def _safe_integer(value: float | int | None, minimum: int) -> int | None:
+    if value is None or not float(value).is_integer():
+        return None
+    number = int(value)
+    return number if minimum <= number <= JS_MAX_SAFE_INTEGER else None
+
+
+def read_integer(
+    args: Mapping[str, Any], name: str, *, minimum: int, maximum: int | None = None
+) -> int | None:
+    """A safe integer ≥ ``minimum`` (number or numeric string), absent when not given; else
+    OpenClaw's ``<name> must be a positive integer`` / ``a non-negative integer``."""
+    raw = read_raw(args, name)
+    kind = "a positive integer" if minimum > 0 else "a non-negative integer"
+    value = _safe_integer(_number(raw), minimum)
+    if value is None:
+        if _absent(raw):
+            return None
+        raise ToolInputError(f"{name} must be {kind}")
+    if maximum is not None and value > maximum:
+        raise ToolInputError(f"{name} must be {kind}")
+    return value
+
+
+def read_string_list(args: Mapping[str, Any], name: str) -> list[str] | None:
+    """A list of strings: one string is a list of one; non-strings and blanks are dropped."""
+    raw = read_raw(args, name)
+    if raw is _MISSING or raw is None:
+        return None
+    if isinstance(raw, str):
+        return [raw.strip()] if raw.strip() else []
+    if isinstance(raw, (list, tuple)):
+        return [v.strip() for v in raw if isinstance(v, str) and v.strip()]
+    return []
+
+
+def js_truthy(value: Any) -> bool:
+    """JavaScript's ``Boolean(value)``: false only for false, 0, NaN, "" and null/undefined
+    (an empty list or object, and the string "false", are true)."""
+    if value is _MISSING or value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value == value and value != 0  # NaN is false
+    if isinstance(value, str):
+        return value != ""
+    return True
 
 
 def _error(message: str) -> dict[str, Any]:
     return {"status": "error", "error": message}
 
 
-def _unknown(
-    args: dict[str, Any], known: dict[str, str], extra: tuple[str, ...] = ()
-) -> str | None:
-    for name in args:
-        if name not in known and name not in extra:
-            return f"unknown argument: {shorten(name)}"
-    return None
+def _params(args: Any) -> Mapping[str, Any]:
+    """The arguments object (anything else reads as no arguments at all)."""
+    return args if isinstance(args, Mapping) else {}
+
+
+def _given(args: Mapping[str, Any], name: str) -> Any:
+    raw = read_raw(args, name)
+    return None if raw is _MISSING else raw
 
 
 def sessions_search(store: TranscriptStore, caller: Caller, args: Any) -> dict[str, Any]:
     """Run ``sessions_search`` from the tool's JSON arguments."""
-    if not isinstance(args, dict):
-        return _error("arguments must be a JSON object")
-    if (problem := _unknown(args, _SEARCH_ARGS)) is not None:
-        return _error(problem)
-    kwargs = {_SEARCH_ARGS[k]: v for k, v in args.items() if k != "query"}
+    params = _params(args)
     try:
-        return store.search(caller, args.get("query"), **kwargs)  # type: ignore[arg-type]
+        query = read_string(params, "query")
+        queries = read_string_list(params, "queries")
+        limit = read_integer(params, "limit", minimum=1, maximum=MAX_LIMIT)
+        options: dict[str, Any] = {
+            "limit": limit,
+            "session_key": read_string(params, "sessionKey"),
+            "role": _given(params, "role"),
+            "since": _given(params, "since"),
+            "until": _given(params, "until"),
+            "order": _given(params, "order"),
+        }
+        if queries is None:
+            if query is None:
+                raise ToolInputError(EMPTY_QUERY_ERROR)
+            return store.search(caller, query, **options)
+        return store.search(caller, query, queries=queries, **options)
     except ToolInputError as exc:
         return _error(str(exc))
 
 
 def sessions_history(store: TranscriptStore, caller: Caller, args: Any) -> dict[str, Any]:
     """Run ``sessions_history`` from the tool's JSON arguments."""
-    if not isinstance(args, dict):
-        return _error("arguments must be a JSON object")
-    if (problem := _unknown(args, _HISTORY_ARGS, ("sessionKey",))) is not None:
-        return _error(problem)
-    key = args.get("sessionKey")
-    if not isinstance(key, str) or not key.strip():
-        return _error("sessionKey must be a non-empty string")
-    kwargs = {_HISTORY_ARGS[k]: v for k, v in args.items() if k != "sessionKey"}
+    params = _params(args)
     try:
-        return store.history(caller, key, **kwargs)
+        key = read_string(params, "sessionKey")
+        if key is None:
+            raise ToolInputError("sessionKey required")
+        limit = read_integer(params, "limit", minimum=1)
+        offset = read_integer(params, "offset", minimum=0)
+        if offset is None and "offset" in params:  # null or "" is not an offset (OpenClaw)
+            raise ToolInputError("offset must be a non-negative integer")
+        return store.history(
+            caller,
+            key,
+            limit=limit,
+            offset=offset,
+            message_id=read_string(params, "messageId"),
+            session_id=read_string(params, "sessionId"),
+            include_tools=js_truthy(read_raw(params, "includeTools")),
+        )
     except ToolInputError as exc:
         return _error(str(exc))

@@ -1,9 +1,13 @@
 """Who may see which sessions: a :class:`Caller` compiled into a SQL predicate over ``sessions``.
 
 Invariant: visibility is decided by the database, inside the statement that reads the data
-(search, history, pending checks), never by listing sessions in Python first; the same
-:func:`visible` predicate serves every read path, so search and history can never disagree.
-Incognito sessions are never visible to search.
+(search, history, pending checks, and the access decision on an explicit ``sessionKey``), never
+by listing sessions in Python first; the same :func:`visible` predicate serves every read path,
+so search and history can never disagree. Sessions flagged incognito are never visible to
+search; sessions whose KEY has OpenClaw's incognito shape (:func:`is_incognito_session_key`)
+are never visible to anything. An explicit key the caller may not see is ``forbidden`` whether
+or not it exists (:func:`decide_access` judges a key with no session as a session of that key
+would be judged), with OpenClaw's text naming the setting to change (docs/tools.md).
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from .errors import ToolInputError
+from sqlalchemy import Connection, text
+
+from .errors import ToolInputError, shorten
 from .hooks import agent_id_from_key
 from .tokens import is_valid_unicode
 
@@ -104,12 +110,63 @@ class Predicate:
 
     sql: str
     params: dict[str, str]
-    #: True when the predicate admits every session that is not incognito.
+    #: True when the predicate admits every session that is neither flagged incognito nor
+    #: keyed like one (:func:`incognito_key_sql`).
     everything: bool = False
+
+
+# --------------------------------------------------------------------------- incognito keys
+
+#: The session kinds whose ``agent:<id>:<kind>:incognito-<name>`` keys are incognito (OpenClaw's
+#: ``isIncognitoSessionKey``): process-only sessions, never indexed, listed or read.
+INCOGNITO_KEY_KINDS: tuple[str, ...] = ("dashboard", "subagent", "internal-session-effects")
+#: Characters trimmed off a key before its shape is judged (the same in SQL and in Python).
+KEY_TRIM_CHARS = " \t\n\r\v\f"
+_INCOGNITO_REST_RE = re.compile(
+    "(?:" + "|".join(re.escape(k) for k in INCOGNITO_KEY_KINDS) + r"):incognito-[^:]+\Z"
+)
+#: Colons in an incognito key: ``agent`` : id : kind : ``incognito-<name>``.
+_INCOGNITO_KEY_COLONS = 3
+
+
+def is_incognito_session_key(session_key: object) -> bool:
+    """OpenClaw's ``isIncognitoSessionKey``: ``agent:<id>:<kind>:incognito-<name>`` (any case,
+    surrounding whitespace ignored), ``<kind>`` one of :data:`INCOGNITO_KEY_KINDS`."""
+    if not isinstance(session_key, str):
+        return False
+    parts = session_key.strip(KEY_TRIM_CHARS).lower().split(":")
+    if len(parts) < _INCOGNITO_KEY_COLONS or parts[0] != "agent" or not parts[1]:
+        return False
+    return _INCOGNITO_REST_RE.match(":".join(parts[2:])) is not None
+
+
+def incognito_key_sql(alias: str = "s") -> str:
+    """:func:`is_incognito_session_key` of ``alias.session_key`` as a SQL expression (no
+    parameters): exactly three colons, ``agent:`` + a non-empty id + a kind + ``incognito-`` +
+    a non-empty name; LIKE compares ASCII case-insensitively."""
+    trim = "char(" + ", ".join(str(ord(c)) for c in KEY_TRIM_CHARS) + ")"
+    key = f"lower(trim({alias}.session_key, {trim}))"
+    # The colons are char(58): a ":name" in the statement text would read as a bound parameter.
+    colon = " || char(58) || "
+    shapes = " OR ".join(
+        f"{key} LIKE ('agent'{colon}'_%'{colon}'{kind}'{colon}'incognito-_%')"
+        for kind in INCOGNITO_KEY_KINDS
+    )
+    colons = f"length({key}) - length(replace({key}, char(58), '')) = {_INCOGNITO_KEY_COLONS}"
+    # One cheap LIKE first: almost no key holds "incognito-", and then nothing else is computed.
+    return f"({alias}.session_key LIKE '%incognito-%' AND ({shapes}) AND {colons})"
 
 
 def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Predicate:
     """What ``caller`` may see, as a predicate over the ``sessions`` table aliased ``alias``.
+
+    * ``self``: the caller's own key; ``tree``: plus sessions it owns, spawned or parents (in
+      any agent); ``agent``: its own key plus every session of its own agent (sessions it owns
+      in ANOTHER agent are not visible); ``all``: ``tree`` plus its own agent plus other agents
+      allowed by the agent-to-agent policy. A sandboxed caller limited to ``spawned`` sees its
+      own key and the sessions it spawned.
+    * Never a session keyed like an incognito one; with ``for_search`` never one flagged
+      incognito either.
 
     Plain SQL text (no per-call SQLAlchemy compilation: it is built on every search); every
     value is a bound parameter, never spliced into the text.
@@ -118,25 +175,26 @@ def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Pre
     params: dict[str, str] = {"vis_key": caller.session_key}
     everything = False
     own = f"{a}.session_key = :vis_key"
+    tree = (
+        f"{own} OR {a}.owner_session_key = :vis_key OR {a}.spawned_by = :vis_key "
+        f"OR {a}.parent_session_key = :vis_key"
+    )
     if caller.sandboxed and caller.sandbox_visibility == "spawned":
         sql = f"({own} OR {a}.spawned_by = :vis_key)"
     elif caller.visibility == "self":
         sql = own
+    elif caller.visibility == "tree":
+        sql = f"({tree})"
     else:
-        tree = (
-            f"{own} OR {a}.owner_session_key = :vis_key OR {a}.spawned_by = :vis_key "
-            f"OR {a}.parent_session_key = :vis_key"
-        )
-        if caller.visibility == "tree":
-            sql = f"({tree})"
+        params["vis_agent"] = caller.effective_agent_id
+        same_agent = f"{a}.agent_id = :vis_agent"
+        if caller.visibility == "agent":
+            sql = f"({own} OR {same_agent})"
         else:
-            params["vis_agent"] = caller.effective_agent_id
-            parts = [tree, f"{a}.agent_id = :vis_agent"]
-            if caller.visibility == "all":
-                others = _other_agents(caller, a, params)
-                everything = others == [_ANY_AGENT]
-                parts.extend(others)
-            sql = "(" + " OR ".join(parts) + ")"
+            others = _other_agents(caller, a, params)
+            everything = others == [_ANY_AGENT]
+            sql = "(" + " OR ".join([tree, same_agent, *others]) + ")"
+    sql = f"({sql} AND NOT {incognito_key_sql(a)})"
     if for_search:
         sql = f"({sql} AND {a}.incognito = 0)"
     return Predicate(sql, params, everything=everything and for_search)
@@ -158,3 +216,171 @@ def _other_agents(caller: Caller, alias: str, params: dict[str, str]) -> list[st
         params[f"vis_allow{n}"] = _like_pattern(pattern)
         conditions.append(f"lower({alias}.agent_id) LIKE :vis_allow{n} ESCAPE '\\'")
     return conditions
+
+
+# --------------------------------------------------------------------------- explicit keys
+
+#: OpenClaw's session id shape (a UUID); such a ``sessionKey`` is looked up as a session id.
+SESSION_ID_RE = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z", re.IGNORECASE
+)
+#: Bare words that are session keys (aliases), never session ids.
+KEY_WORDS: tuple[str, ...] = ("main", "global", "unknown", "current")
+#: Prefixes and infixes of the key shapes OpenClaw never treats as a session id.
+KEY_PREFIXES: tuple[str, ...] = ("agent:", "acp:", "cron:", "hook:", "node-", "node:")
+KEY_INFIXES: tuple[str, ...] = (":group:", ":channel:")
+#: The alias of the caller's own session key.
+CURRENT_ALIAS = "current"
+#: The alias of the caller's agent's main session (``agent:<agent id>:main``).
+MAIN_ALIAS = "main"
+
+Action = Literal["search", "history"]
+
+
+def looks_like_session_key(raw: str) -> bool:
+    """OpenClaw's ``looksLikeSessionKey``: a shape that is a key, never a session id."""
+    raw = raw.strip()
+    if not raw:
+        return False
+    return (
+        raw in KEY_WORDS
+        or raw.startswith(KEY_PREFIXES)
+        or any(infix in raw for infix in KEY_INFIXES)
+    )
+
+
+def is_session_id_input(raw: str) -> bool:
+    """OpenClaw's ``shouldResolveSessionIdInput``: a UUID, or anything not shaped like a key,
+    may be a session id (it is looked up as a key first)."""
+    return SESSION_ID_RE.match(raw.strip()) is not None or not looks_like_session_key(raw)
+
+
+
+def not_found_error(raw: str) -> dict[str, Any]:
+    """OpenClaw's answer for a session id (or id-shaped key) that names no session."""
+    return {
+        "status": "error",
+        "error": f"Session not found: {shorten(raw)} (use the full sessionKey from sessions_list)",
+    }
+
+
+def _forbidden(message: str) -> dict[str, Any]:
+    return {"status": "forbidden", "error": message}
+
+
+def incognito_denial(shown: str) -> dict[str, Any]:
+    """OpenClaw's text for a session no session tool may name."""
+    return _forbidden(f"Session not visible from session tools: {shorten(shown)}")
+
+
+def _sandbox_denial(shown: str) -> dict[str, Any]:
+    return _forbidden(f"Session not visible from this sandboxed agent session: {shorten(shown)}")
+
+
+def denial_text(caller: Caller, action: Action, *, target_agent: str) -> str:
+    """OpenClaw's text (``renderSessionVisibilityDenial``) for a session of ``target_agent``
+    the caller may not see; each names the setting that would allow it."""
+    visibility = caller.effective_visibility
+    if target_agent != caller.effective_agent_id:
+        policy = caller.agent_to_agent
+        if visibility != "all":
+            return (
+                f"Session {action} visibility is restricted. Set tools.sessions.visibility=all "
+                "to allow cross-agent access; use tools.agentToAgent to restrict permitted "
+                "agent pairs."
+            )
+        if not policy.enabled:
+            return (
+                f"Agent-to-agent {action} is disabled. Set tools.agentToAgent.enabled=true to "
+                "allow cross-agent access."
+            )
+        return f"Agent-to-agent {action} denied by tools.agentToAgent.allow."
+    if visibility == "self":
+        return (
+            f"Session {action} visibility is restricted to the current session "
+            "(tools.sessions.visibility=self)."
+        )
+    return (
+        f"Session {action} visibility is restricted to the current session tree "
+        "(tools.sessions.visibility=tree)."
+    )
+
+
+@dataclass(frozen=True)
+class Target:
+    """An explicit ``sessionKey`` resolved to a key the caller may see."""
+
+    session_key: str
+    #: Whether any session has this key (a visible key with no session is not an error for
+    #: search, which then finds nothing).
+    exists: bool
+
+
+def _spawned_only(caller: Caller) -> bool:
+    return caller.sandboxed and caller.sandbox_visibility == "spawned"
+
+
+def _lookup(conn: Connection, caller: Caller, raw: str) -> str | None:
+    """The session key ``raw`` names when it is id-shaped: a key, else a session id."""
+    scope = ""
+    params: dict[str, str] = {"raw": raw}
+    if _spawned_only(caller):  # a sandboxed caller resolves only what it may reach
+        scope = " AND (s.session_key = :me OR s.spawned_by = :me)"
+        params["me"] = caller.session_key
+    row = conn.execute(
+        text(f"SELECT s.session_key FROM sessions AS s WHERE s.session_key = :raw{scope} LIMIT 1"),
+        params,
+    ).first()
+    if row is None:
+        row = conn.execute(
+            text(f"SELECT s.session_key FROM sessions AS s WHERE s.session_id = :raw{scope}"),
+            params,
+        ).first()
+    return None if row is None else str(row[0])
+
+
+def resolve_target(
+    conn: Connection, caller: Caller, raw: str, *, action: Action
+) -> Target | dict[str, Any]:
+    """An explicit ``sessionKey`` (a key, an alias or a session id) resolved and judged.
+
+    ``current`` is the caller's own key, ``main`` its agent's ``agent:<id>:main``; a UUID or a
+    value not shaped like a key is looked up as a key, then as a session id (OpenClaw's
+    ``Session not found`` when it names nothing). The resolved key is then judged by the SQL
+    predicate (search: :func:`visible` with ``for_search``) — as a session of that key would be
+    when none exists, so the answer never tells whether a hidden key exists. Returns the
+    :class:`Target`, or the ``forbidden`` / ``error`` result to return.
+    """
+    shown = raw.strip()
+    if shown == CURRENT_ALIAS:
+        key = caller.session_key
+    elif shown == MAIN_ALIAS:
+        key = f"agent:{caller.effective_agent_id}:{MAIN_ALIAS}"
+    elif is_session_id_input(shown):
+        found = _lookup(conn, caller, shown)
+        if found is None:
+            return _sandbox_denial(shown) if _spawned_only(caller) else not_found_error(shown)
+        key = found
+    else:
+        key = shown
+    if is_incognito_session_key(key):
+        return incognito_denial(shown)
+    pred = visible(caller, "s", for_search=action == "search")
+    virtual_agent = agent_id_from_key(key) or caller.effective_agent_id
+    row = conn.execute(
+        text(
+            f"SELECT coalesce(max(CASE WHEN {pred.sql} THEN 1 ELSE 0 END), 0), "
+            "coalesce(sum(s.stored), 0), max(s.agent_id), max(s.incognito) FROM ("
+            "SELECT s0.session_key, s0.agent_id, s0.owner_session_key, s0.spawned_by, "
+            "s0.parent_session_key, s0.incognito, 1 AS stored FROM sessions AS s0 "
+            "WHERE s0.session_key = :acc_key UNION ALL "
+            "SELECT :acc_key, :acc_agent, NULL, NULL, NULL, 0, 0 WHERE NOT EXISTS "
+            "(SELECT 1 FROM sessions AS s1 WHERE s1.session_key = :acc_key)) AS s"
+        ),
+        {**pred.params, "acc_key": key, "acc_agent": virtual_agent},
+    ).one()
+    if row[0]:
+        return Target(key, exists=bool(row[1]))
+    if row[3] and action == "search":
+        return incognito_denial(shown)
+    return _forbidden(denial_text(caller, action, target_agent=str(row[2])))

@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
+from jsonschema import Draft202012Validator
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 import openclaw_fts
-from openclaw_fts import TranscriptStore
+from openclaw_fts import TranscriptStore, tools
 from openclaw_fts.engine import make_engine
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -59,3 +61,38 @@ def host(db_url: str, store: TranscriptStore) -> Iterator[sessionmaker[Session]]
         yield factory
     finally:
         engine.dispose()
+
+
+# Every sessions_search / sessions_history result any test produces -- through the store, the
+# tool adapters or the command line -- is checked against the output schemas written from
+# OpenClaw's tool definitions (openclaw_fts.tools): a field OpenClaw's schema does not allow
+# fails the test that produced it.
+SEARCH_OUTPUT = Draft202012Validator(tools.SESSIONS_SEARCH_OUTPUT_SCHEMA)
+HISTORY_OUTPUT = Draft202012Validator(tools.SESSIONS_HISTORY_OUTPUT_SCHEMA)
+
+
+def check_search_output(out: Any) -> Any:
+    SEARCH_OUTPUT.validate(out)
+    return out
+
+
+def check_history_output(out: Any) -> Any:
+    HISTORY_OUTPUT.validate(out)
+    for message in out.get("messages", ()):
+        seq = message.get("__openclaw", {}).get("seq") if isinstance(message, dict) else None
+        assert isinstance(seq, int) and seq >= 1, message  # 1-based transcript position
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _outputs_follow_openclaws_schemas(monkeypatch: pytest.MonkeyPatch) -> None:
+    search, history = TranscriptStore.search, TranscriptStore.history
+
+    def checked_search(self: TranscriptStore, *args: Any, **kwargs: Any) -> Any:
+        return check_search_output(search(self, *args, **kwargs))
+
+    def checked_history(self: TranscriptStore, *args: Any, **kwargs: Any) -> Any:
+        return check_history_output(history(self, *args, **kwargs))
+
+    monkeypatch.setattr(TranscriptStore, "search", checked_search)
+    monkeypatch.setattr(TranscriptStore, "history", checked_history)

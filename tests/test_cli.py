@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import check_history_output, check_search_output
 
 REPO = Path(__file__).parents[1]
 EXAMPLES = REPO / "examples" / "sessions"
@@ -72,6 +73,16 @@ def ok(proc: Proc) -> Proc:
 
 def loads(proc: Proc) -> Any:
     return json.loads(ok(proc).stdout)
+
+
+def search_json(proc: Proc) -> Any:
+    """``search --json`` output, checked against OpenClaw's sessions_search output schema."""
+    return check_search_output(loads(proc))
+
+
+def history_json(proc: Proc) -> Any:
+    """``history --json`` output, checked against OpenClaw's sessions_history output schema."""
+    return check_history_output(loads(proc))
 
 
 def one_line_error(proc: Proc, code: int) -> str:
@@ -155,18 +166,18 @@ def test_import_then_plain_search_indexes_first(shared: Shared) -> None:
 
 
 def test_search_json_and_language(shared: Shared) -> None:
-    out = loads(shared["search_json"])
+    out = search_json(shared["search_json"])
     keys = {hit["sessionKey"] for hit in out["results"]}
     assert {MAIN_KEY, SUBAGENT_KEY, OPS_KEY} <= keys  # the operator sees every agent
     assert "indexing" not in out
     scores = [hit["score"] for hit in out["results"]]
     assert scores == sorted(scores, reverse=True)
 
-    hits = loads(shared["languages"])["results"]
+    hits = search_json(shared["languages"])["results"]
     assert any("café" in hit["snippet"] for hit in hits)  # diacritics folded
     assert any(hit["sessionKey"] == RELEASE_KEY and "部署" in hit["snippet"] for hit in hits)
     # Rewound away, a side append, a tool call: never searchable.
-    assert loads(shared["hidden"])["results"] == []
+    assert search_json(shared["hidden"])["results"] == []
 
 
 def test_history_text_and_json(shared: Shared) -> None:
@@ -177,7 +188,7 @@ def test_history_text_and_json(shared: Shared) -> None:
     assert "readiness probe failed" not in text  # a tool result, shown only on request
     assert "readiness probe failed" in ok(shared["history_tools"]).stdout
     # Around m8, tool-only messages (m9, m10) left out: one older, one newer, one older.
-    assert [m["__openclaw"]["id"] for m in loads(shared["window"])["messages"]] == [
+    assert [m["__openclaw"]["id"] for m in history_json(shared["window"])["messages"]] == [
         "m5",
         "m7",
         "m8",
@@ -263,7 +274,8 @@ def test_runtime_failures_exit_1_without_traceback(shared: Shared, tmp_path: Pat
         ("--db", str(notes), "status"),
         ("--db", str(notes), "search", "deployment"),
         ("--db", "absent.sqlite", "search", "deployment"),
-        ("--db", shared_db, "search", "deployment", "--session-key", "agent:x:y"),
+        # a visible key with no session finds nothing; a session id that names none is an error
+        ("--db", shared_db, "search", "deployment", "--session-key", "no-such-session"),
     )
     assert not_imported.returncode == 1 and "Traceback" not in not_imported.stderr
     errors = not_imported.stderr.strip().splitlines()
@@ -294,5 +306,7 @@ def test_lone_file_line_errors_default_db_and_env(tmp_path: Path) -> None:
     assert (tmp_path / "openclaw_fts.sqlite").is_file()
     assert "upgraded" in ok(from_env).stdout and (tmp_path / "from-env.sqlite").is_file()
 
-    hits = loads(run(tmp_path, "search", "cron", "--session-key", "agent:night:main", "--json"))
+    hits = search_json(
+        run(tmp_path, "search", "cron", "--session-key", "agent:night:main", "--json")
+    )
     assert hits["results"] and {h["sessionKey"] for h in hits["results"]} == {"agent:night:main"}

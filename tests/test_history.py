@@ -88,9 +88,10 @@ def test_each_message_carries_its_seq_and_id(store: TranscriptStore) -> None:
         ],
     )
     out = store.history(CALLER, ME)
+    # __openclaw.seq is the 1-based transcript position (the store numbers events from 0)
     assert [(m["__openclaw"]["seq"], m["__openclaw"]["id"]) for m in out["messages"]] == [
-        (seqs[0], "a"),
-        (seqs[2], "b"),
+        (seqs[0] + 1, "a"),
+        (seqs[2] + 1, "b"),
     ]
     assert seqs == [0, 1, 2]
 
@@ -164,7 +165,7 @@ def test_without_limit_everything_fits(ten: TranscriptStore) -> None:
     assert ids(out) == [f"m{i}" for i in range(10)]
     assert out["hasMore"] is False
     assert out["truncated"] is False
-    assert out["droppedMessages"] == 0
+    assert out["droppedMessages"] is False
     assert out["contentTruncated"] is False
     assert out["contentRedacted"] is False
     assert out["bytes"] == json_size(out["messages"])
@@ -213,8 +214,7 @@ def test_session_id_of_the_same_key_reads_that_incarnation(store: TranscriptStor
     out = store.history(CALLER, ME, message_id="o2", session_id="old", limit=3)
     assert ids(out) == ["o1", "o2", "o3"]
     assert [m["content"] for m in out["messages"]] == ["b", "c", "d"]
-    # the anchor is looked up in the given incarnation only
-    assert store.history(CALLER, ME, message_id="o2")["messages"] == []
+    # with a sessionId the anchor is looked up in that incarnation only
     assert store.history(CALLER, ME, message_id="n1", session_id="old")["messages"] == []
 
 
@@ -491,7 +491,7 @@ def test_newest_messages_that_fit_80_kib_are_kept(store: TranscriptStore) -> Non
     kept = ids(out)
     assert 0 < len(kept) < 40
     assert kept == [f"m{i}" for i in range(40 - len(kept), 40)]  # the newest, in order
-    assert out["droppedMessages"] == 40 - len(kept)
+    assert out["droppedMessages"] is True and len(kept) < 40
     assert out["truncated"] is True
     assert out["bytes"] == json_size(out["messages"])
     assert out["bytes"] <= BUDGET
@@ -511,7 +511,7 @@ def test_budget_keeps_the_window_around_an_anchor(store: TranscriptStore) -> Non
     assert numbers == list(range(numbers[0], numbers[-1] + 1))
     assert abs((30 - numbers[0]) - (numbers[-1] - 30)) <= 1  # centred on the anchor
     assert out["bytes"] <= BUDGET
-    assert out["droppedMessages"] == 60 - len(kept)
+    assert out["droppedMessages"] is True and len(kept) < 60
 
 
 def test_a_single_message_too_large_is_replaced(store: TranscriptStore) -> None:
@@ -524,7 +524,7 @@ def test_a_single_message_too_large_is_replaced(store: TranscriptStore) -> None:
     assert only["role"] == "assistant"
     assert only["content"] == OMITTED
     assert out["truncated"] is True
-    assert out["droppedMessages"] >= 1
+    assert out["droppedMessages"] is True
     assert out["bytes"] <= BUDGET
     assert out["bytes"] == json_size(out["messages"])
 
@@ -544,11 +544,30 @@ def test_history_of_an_invisible_session_is_forbidden(store: TranscriptStore) ->
     assert store.history(CALLER, "agent:main:other", message_id="m0")["status"] == "forbidden"
 
 
-def test_history_of_an_unknown_key_is_an_error(store: TranscriptStore) -> None:
-    out = store.history(CALLER, "agent:main:nobody")
-    assert set(out) == {"status", "error"}
-    assert out["status"] == "error"
-    assert isinstance(out["error"], str) and out["error"]
+def test_history_of_an_unknown_key_is_forbidden_like_a_hidden_one(store: TranscriptStore) -> None:
+    # No existence oracle: a key the caller may not see answers the same whether it exists.
+    store.create_session("s1", ME)
+    store.create_session("other", "agent:main:other")
+    missing = store.history(CALLER, "agent:main:nobody")
+    hidden = store.history(CALLER, "agent:main:other")
+    assert missing == {
+        "status": "forbidden",
+        "error": "Session history visibility is restricted to the current session tree "
+        "(tools.sessions.visibility=tree).",
+    }
+    assert hidden == missing
+
+
+def test_history_of_an_unknown_key_the_caller_could_see_is_an_error(
+    store: TranscriptStore,
+) -> None:
+    out = store.history(Caller(ME, visibility="agent"), "agent:main:nobody")
+    assert out == {
+        "status": "error",
+        "error": (
+            "Session not found: agent:main:nobody (use the full sessionKey from sessions_list)"
+        ),
+    }
 
 
 def test_history_of_a_visible_child_session(store: TranscriptStore) -> None:

@@ -159,13 +159,30 @@ def test_cjk_snippet_is_the_original_text_around_the_hit() -> None:
     snippet = make_snippet(text, terms("评审"))
     assert "明天下午三点开项目评审会议" in snippet
     assert core(snippet) in text  # no spaces inserted between CJK characters
-    assert snippet.startswith(ELLIPSIS + " ") and snippet.endswith(" " + ELLIPSIS)
+    assert snippet.startswith(ELLIPSIS + " ") and snippet.endswith(ELLIPSIS)
     korean = "안녕하세요 " * 80 + "회의록은 내일 공유합니다 " + "감사합니다 " * 80
     snippet = make_snippet(korean, terms("회의"))
     assert "회의록은 내일 공유합니다" in snippet and core(snippet) in korean
     japanese = "これはテストです。" * 40 + "明日の会議はキャンセルされました" + "よろしく。" * 40
     snippet = make_snippet(japanese, terms("キャンセル"))
     assert "明日の会議はキャンセルされました" in snippet and core(snippet) in japanese
+
+
+def test_a_cjk_run_is_one_word_so_the_snippet_shows_as_much_as_openclaw() -> None:
+    # OpenClaw's unicode61 tokenizer reads a run of CJK characters as one token, so its window
+    # of words reaches the 300-character cut; one word per CJK character would show ~48.
+    text = "今天我们讨论了很多事情" * 30 + "明天下午三点开项目评审会议" + "请大家准时参加" * 40
+    snippet = make_snippet(text, terms("评审"))
+    assert "明天下午三点开项目评审会议" in snippet
+    assert len(snippet) >= SNIPPET_MAX_CHARS - 2 * len(ELLIPSIS + " ")
+    assert len(snippet) <= SNIPPET_MAX_CHARS + len(ELLIPSIS)
+    assert core(snippet) in text
+    # about as much context before the hit as after it
+    hit = snippet.index("评审")
+    assert abs(hit - (len(snippet) - hit)) <= len(snippet) // 3
+    # CJK glued to Latin letters is one word too, as unicode61 reads "用SQLite部署"
+    mixed = "我们用SQLite部署" * 60 + " deploy " + "完成了SQLite迁移" * 60
+    assert len(make_snippet(mixed, terms("deploy"))) >= SNIPPET_MAX_CHARS - 2 * len(ELLIPSIS + " ")
 
 
 FAMILY = "👩\u200d👩\u200d👧\u200d👦"

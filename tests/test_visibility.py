@@ -119,7 +119,8 @@ CASES: list[tuple[str, Caller, set[str]]] = [
     ("self", Caller(ME, visibility="self"), {ME}),
     ("tree", Caller(ME, visibility="tree"), TREE),
     ("tree-default", Caller(ME), TREE),
-    ("agent", Caller(ME, visibility="agent"), TREE | MAIN_AGENT),
+    # "agent": the caller's own agent only, not the sessions it owns in another agent
+    ("agent", Caller(ME, visibility="agent"), MAIN_AGENT),
     ("all-without-a2a", Caller(ME, visibility="all"), TREE | MAIN_AGENT),
     (
         "all-a2a-disabled-with-allow",
@@ -176,7 +177,7 @@ CASES: list[tuple[str, Caller, set[str]]] = [
         # other agents are not visible under "agent", even with agent-to-agent enabled
         "agent-ignores-a2a",
         Caller(ME, visibility="agent", agent_to_agent=A2A_ANY),
-        TREE | MAIN_AGENT,
+        MAIN_AGENT,
     ),
     (
         "sandboxed-spawned",
@@ -191,7 +192,7 @@ CASES: list[tuple[str, Caller, set[str]]] = [
     (
         "sandboxed-visibility-all",
         Caller(ME, visibility="agent", sandboxed=True, sandbox_visibility="all"),
-        TREE | MAIN_AGENT,
+        MAIN_AGENT,
     ),
     (
         "sandboxed-visibility-all-self",
@@ -285,10 +286,21 @@ def test_archived_sessions_are_visible_like_any_other(world: TranscriptStore) ->
 
 
 def test_owned_sessions_stay_visible_across_agents_without_a2a(world: TranscriptStore) -> None:
-    for visibility in ("tree", "agent", "all"):
+    for visibility in ("tree", "all"):
         seen = searched(world, Caller(ME, visibility=visibility))
         assert {"agent:ops:task", "agent:ops:kid"} <= seen
         assert "agent:ops:main" not in seen
+
+
+@pytest.mark.parametrize("visibility", ["self", "agent"])
+def test_sessions_owned_in_another_agent_are_hidden_under_self_and_agent(
+    world: TranscriptStore, visibility: str
+) -> None:
+    caller = Caller(ME, visibility=visibility)  # type: ignore[arg-type]
+    assert not ({"agent:ops:task", "agent:ops:kid"} & searched(world, caller))
+    for key in ("agent:ops:task", "agent:ops:kid"):
+        assert world.history(caller, key)["status"] == "forbidden"
+        assert world.search(caller, "zebra", session_key=key)["status"] == "forbidden"
 
 
 def test_invalid_caller_settings_are_rejected() -> None:
@@ -380,16 +392,16 @@ def test_sql_metacharacters_never_widen_visibility(world: TranscriptStore, bit: 
     assert {r["sessionKey"] for r in out["results"]} <= {ME}
     # in the sessionKey filter
     out = world.search(caller, "zebra", session_key=f"{ME}{bit}")
-    assert out["status"] == "error"
+    assert out["status"] == "forbidden"
     # in history's key, messageId and sessionId
-    assert world.history(caller, f"{ME}{bit}")["status"] == "error"
+    assert world.history(caller, f"{ME}{bit}")["status"] == "forbidden"
     assert world.history(caller, ME, message_id=bit)["messages"] == []
     assert world.history(caller, ME, message_id="m-own", session_id=bit)["status"] == "error"
     assert world.history(caller, ME, message_id="m-own", session_id=f"own{bit}")["status"] == (
         "error"
     )
     # and nothing was damaged
-    assert searched(world, Caller(ME, visibility="agent")) == TREE | MAIN_AGENT
+    assert searched(world, Caller(ME, visibility="agent")) == MAIN_AGENT
 
 
 def test_session_id_of_a_hidden_session_is_not_readable_through_history(
