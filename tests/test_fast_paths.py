@@ -89,7 +89,8 @@ def test_side_appends_keep_the_index_and_update_the_branch_records(
     store.append("s1", side("x1", "m1", "sidenote under the old branch"))
     # Under the active leaf (no parent named): the leaf stays the active tip.
     store.append("s1", side("x2", None, "sidenote under the leaf"))
-    # Naming an unknown id hangs it off the leaf, as the tree rules say.
+    # Naming an unknown id: a side append keeps that parent (only entries that move the leaf
+    # are repaired to it, docs/openclaw-tree.md), so it is a tip of its own.
     store.append("s1", side("x3", "nope", "sidenote unknown parent"))
     assert store.index_status()["pending"] == 0
     assert hits(store, "sidenote") == set()  # side appends never join the active branch
