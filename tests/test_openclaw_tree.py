@@ -243,6 +243,11 @@ CASES = [
         ["a", "b"],
     ),
     Case(
+        "a blank parentId is malformed too",
+        [message("a", None), message("blank", "  "), message("b", NO_KEY)],
+        ["a", "b"],
+    ),
+    Case(
         "a cycle on the leaf's path gives no path; with leaf controls, nothing",
         [
             message("a", None),
