@@ -306,7 +306,7 @@ def plan_folder(folder: str | Path) -> FolderPlan:
     ``agents/`` folder, one agent's folder (``agents/<id>``), one agent's sessions folder
     (``agents/<id>/sessions``) or a loose sessions folder (keys and agents from its
     ``sessions.json``, ``main`` for transcripts it does not name)."""
-    folder = Path(folder)
+    folder = Path(folder).expanduser()  # "~/.openclaw" as OpenClaw's docs write it
     if not folder.is_dir():
         raise ImportFormatError(f"{folder}: not a folder")
     targets: list[tuple[Path, str | None]]

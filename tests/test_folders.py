@@ -215,3 +215,11 @@ def test_cli_import_reports_each_file_and_rekeys(state: Path, tmp_path: Path) ->
     assert report["agents"] == ["main", "ops"]
     text = ok(run(tmp_path, *db, "import", str(state / OPS_DIR), "--rekey")).stdout
     assert f"stray.jsonl → agent:ops:orphan:{O9} (no sessions.json entry, agent ops)" in text
+
+
+def test_a_home_relative_path_is_expanded(
+    store: TranscriptStore, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(state.parent))
+    report = store.import_dir("~/.openclaw")
+    assert outcomes(report) == EXPECTED
