@@ -84,6 +84,8 @@ class PlannedFile:
     entry: Entry | None = None
     #: The incarnation's creation time (epoch ms): orders incarnations of one key, oldest first.
     created_ms: int | None = None
+    #: Why an entry that names this file was not used (it names another agent's key).
+    note: str | None = None
 
     def outcome(self) -> dict[str, Any]:
         """What the file became, for the import report."""
@@ -94,6 +96,7 @@ class PlannedFile:
             "sessionId": self.session_id,
             "as": self.kind,
             "matchedBy": self.matched_by,
+            **({"note": self.note} if self.note else {}),
         }
 
 
@@ -195,13 +198,16 @@ def plan_sessions_folder(folder: Path, agent_id: str | None) -> FolderPlan:
     plan = FolderPlan()
     folder_agent = agent_id or DEFAULT_AGENT_ID
     entries = []
+    foreign: list[tuple[Entry, str]] = []  # entries naming another agent's key, with why
     for entry in read_entries(folder):
         key_agent = agent_of_key(entry.key)
         if agent_id is not None and key_agent is not None and key_agent != agent_id.lower():
-            plan.notes.append(
-                f"{folder / SESSIONS_INDEX_FILE}: entry {entry.key!r} names agent "
-                f"{key_agent!r}, not this folder's {agent_id!r}: not used"
+            why = (
+                f"sessions.json entry {entry.key!r} names agent {key_agent!r}, not this "
+                f"folder's {agent_id!r}: not used"
             )
+            plan.notes.append(f"{folder / SESSIONS_INDEX_FILE}: {why}")
+            foreign.append((entry, why))
             continue
         entries.append(entry)
     current = sorted(p for p in folder.glob(f"*{TRANSCRIPT_SUFFIX}") if p.is_file())
@@ -246,6 +252,15 @@ def plan_sessions_folder(folder: Path, agent_id: str | None) -> FolderPlan:
                 PlannedFile(path, owner, sid, entry.key, AS_CURRENT, how, entry, header_ms)
             )
         else:
+            note = next(
+                (
+                    why
+                    for entry, why in foreign
+                    if _names_file(entry, folder, path)
+                    or entry.session_id in (header_id, path.name[: -len(TRANSCRIPT_SUFFIX)])
+                ),
+                None,
+            )
             plan.files.append(
                 PlannedFile(
                     path,
@@ -254,6 +269,7 @@ def plan_sessions_folder(folder: Path, agent_id: str | None) -> FolderPlan:
                     orphan_key(folder_agent, sid),
                     AS_ORPHAN,
                     created_ms=header_ms,
+                    note=note,
                 )
             )
     by_key = {f.session_key: f for f in plan.files}

@@ -83,6 +83,16 @@ def test_every_agent_is_imported_and_the_report_says_what_each_file_became(
     assert report["files"] == len(EXPECTED)
 
 
+def test_an_entry_naming_another_agent_is_not_used_and_the_report_says_why(
+    store: TranscriptStore, state: Path
+) -> None:
+    report = store.import_dir(state / OPS_DIR)
+    (item,) = [o for o in report["outcomes"] if Path(o["file"]).name == f"{O7}.jsonl"]
+    assert item["as"] == folders.AS_ORPHAN and item["agentId"] == "ops"
+    assert "'agent:main:sneaky' names agent 'main'" in item["note"]
+    assert all("note" not in o for o in report["outcomes"] if o is not item)
+
+
 def test_an_agents_sessions_folder_imports_that_agent_only(
     store: TranscriptStore, state: Path
 ) -> None:
