@@ -1,6 +1,7 @@
 """Pure functions over OpenClaw transcript events: the tree, the active branch, the index rows.
 
-Invariant: this module is THE definition of "what is indexed" (behaviour.md §2). The live
+Invariant: this module is THE definition of "what is indexed" (behaviour.md §2) and of the
+active branch it is taken from (OpenClaw's tree rules, docs/openclaw-tree.md). The live
 session hooks, the inline repair, the reconciler and ``openclaw-fts check`` all call
 :func:`index_rows` / :func:`index_row` / :func:`active_branch`; nothing else decides which
 event text reaches the full-text index. No SQL, no I/O: every function here is deterministic
