@@ -445,14 +445,14 @@ def _count_lines(path: Path) -> int:
 
 
 def _plan_import(
-    paths: Sequence[Path], session_key: str | None, failures: list[str]
+    paths: Sequence[Path], session_key: str | None, failures: list[str], rekey: bool = False
 ) -> list[importer.ImportItem]:
     """Expand folders like ``import_dir`` does; record paths that cannot be imported at all."""
     items: list[importer.ImportItem] = []
     for path in paths:
         if path.is_dir():
             try:
-                items.extend(importer.folder_items(path))
+                items.extend(importer.folder_items(path, rekey=rekey))
             except ImportFormatError as exc:
                 failures.append(str(exc))
         elif path.is_file():
@@ -482,6 +482,7 @@ def _import_items(
             totals.sessions.extend(s for s in part["sessions"] if s not in totals.sessions)
             totals.imported += part["imported"]
             totals.skipped_duplicates += part["skippedDuplicates"]
+            totals.outcomes.extend(part["outcomes"])
             for message in part["errors"]:
                 totals.error(message)  # counts each kept message once...
             # ...plus the ones the file's report counted but did not keep.
@@ -499,20 +500,32 @@ def _import_items(
         "sessions in a folder take theirs from its sessions.json."
     ),
 )
+@click.option(
+    "--rekey",
+    is_flag=True,
+    help=(
+        "Sessions already in the database take the key and agent the folder gives them "
+        "(corrects imports made by versions that mapped folders differently)."
+    ),
+)
 @json_option
 @handled
-def import_cmd(paths: tuple[Path, ...], session_key: str | None) -> None:
-    """Import .jsonl transcripts or OpenClaw sessions folders (sessions.json + <id>.jsonl).
+def import_cmd(paths: tuple[Path, ...], session_key: str | None, rekey: bool) -> None:
+    """Import .jsonl transcripts or OpenClaw folders: a state folder (~/.openclaw), its agents/
+    folder, or a sessions folder (sessions.json + <id>.jsonl + <id>.jsonl.reset.<ms>).
 
-    Events are stored as they are (re-importing skips events already stored); the sessions are
-    left pending and get indexed by `reconcile` or the next `search`. Malformed lines are
-    reported with file:line and skipped. Exit status 1 if a path could not be imported at all.
+    A transcript under agents/<agentId>/sessions/ belongs to that agent: under the key its
+    sessions.json entry gives, else under agent:<agentId>:orphan:<sessionId>; reset archives
+    become older incarnations of their key. Events are stored as they are (re-importing skips
+    events already stored); the sessions are left pending and get indexed by `reconcile` or the
+    next `search`. Malformed lines are reported with file:line and skipped. Exit status 1 if a
+    path could not be imported at all.
     """
     state = _state()
     if session_key is not None and not session_key.strip():
         raise click.BadParameter("must not be empty", param_hint="'--session-key'")
     failures: list[str] = []
-    items = _plan_import(paths, session_key, failures)
+    items = _plan_import(paths, session_key, failures, rekey)
     totals = importer.ImportReport()
     index: dict[str, int] | None = None
     if items:  # nothing importable: do not create a database for it
@@ -532,6 +545,14 @@ def import_cmd(paths: tuple[Path, ...], session_key: str | None) -> None:
         click.get_current_context().exit(EXIT_FAILURE)
 
 
+#: How the text report names what a file became (``folders.AS_*``).
+OUTCOME_WORDS = {
+    "current": "current incarnation",
+    "orphan": "no sessions.json entry",
+    "resetArchive": "older incarnation",
+}
+
+
 def _print_import(result: dict[str, Any]) -> None:
     out = _stdout()
     out.print(
@@ -539,6 +560,13 @@ def _print_import(result: dict[str, Any]) -> None:
         f" from {_n(result['files'], 'file')}; "
         f"{_n(result['skippedDuplicates'], 'duplicate')} skipped."
     )
+    for outcome in result["outcomes"]:
+        kind = OUTCOME_WORDS.get(outcome["as"], outcome["as"])
+        out.print(
+            f"  {Path(outcome['file']).name} → {outcome['sessionKey']} "
+            f"({kind}, agent {outcome['agentId']})",
+            markup=False,
+        )
     errors: list[str] = result["errors"]
     if result["errorCount"]:
         out.print(f"{_n(result['errorCount'], 'line error')} (lines skipped):")

@@ -21,16 +21,16 @@ skips exactly that prefix and stores the rest: the session ends as a clean impor
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from . import transcript
+from . import folders, transcript
 from .errors import (
     MAX_ERROR_CHARS,
     ImportFormatError,
@@ -48,10 +48,11 @@ IMPORT_BATCH_EVENTS = 2000
 IMPORT_SNIFF_LINES = 50
 #: Longest JSONL line accepted (bytes); longer lines are reported and skipped unread.
 MAX_LINE_BYTES = 32 * 1024 * 1024
-#: The sessions folder's index file (OpenClaw layout).
-SESSIONS_INDEX_FILE = "sessions.json"
 #: Session key given to a lone transcript imported without one.
 DEFAULT_SESSION_KEY = "agent:main:main"
+#: How ``sessions.created_at`` is written (the format SQLAlchemy's DateTime uses on SQLite, so
+#: incarnations created by imports and by the ORM order correctly against each other).
+SQL_TIME = "%Y-%m-%d %H:%M:%S.%f"
 #: At most this many line errors are kept in a report (the count is always exact).
 MAX_REPORTED_ERRORS = 100
 #: Bytes of the content digest that identifies an entry without an ``id`` (BLAKE2b).
@@ -71,6 +72,8 @@ class ImportReport:
     error_count: int = 0
     errors: list[str] = field(default_factory=list)
     failed_files: list[str] = field(default_factory=list)
+    #: What each file of a folder import became (``folders.PlannedFile.outcome``).
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
 
     def error(self, message: str) -> None:
         self.error_count += 1
@@ -85,6 +88,7 @@ class ImportReport:
         self.error_count += other.error_count
         self.errors.extend(other.errors[: MAX_REPORTED_ERRORS - len(self.errors)])
         self.failed_files.extend(other.failed_files)
+        self.outcomes.extend(other.outcomes)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -95,6 +99,8 @@ class ImportReport:
             "errorCount": self.error_count,
             "errors": list(self.errors),
             "failedFiles": list(self.failed_files),
+            "agents": sorted({o["agentId"] for o in self.outcomes}),
+            "outcomes": list(self.outcomes),
         }
 
 
@@ -104,6 +110,13 @@ class SessionMeta:
     spawned_by: str | None = None
     parent_session_key: str | None = None
     owner_session_key: str | None = None
+    #: The agent the session belongs to (a folder import: the folder's); default: the key's.
+    agent_id: str | None = None
+    #: When the incarnation began (epoch ms): orders incarnations of one key. Default: now.
+    created_ms: int | None = None
+    #: A session that exists already takes this key, agent and links (a re-import that
+    #: corrects sessions imported under a wrong key).
+    rekey: bool = False
 
 
 def _read_lines(path: Path, report: ImportReport) -> Iterator[tuple[int, dict[str, Any], str]]:
@@ -261,21 +274,27 @@ def _ensure_session(conn: Connection, target: _Target) -> bool:
     row = cur.execute(
         "SELECT last_seq FROM sessions WHERE session_id = ?", (target.sid,)
     ).fetchone()
+    meta = target.meta
+    agent = meta.agent_id or agent_id_from_key(target.key) or "main"
+    links = (meta.spawned_by, meta.parent_session_key, meta.owner_session_key)
     if row is not None:
+        if meta.rekey:
+            cur.execute(
+                "UPDATE sessions SET session_key = ?, agent_id = ?, spawned_by = ?, "
+                "parent_session_key = ?, owner_session_key = ? WHERE session_id = ?",
+                (target.key, agent, *links, target.sid),
+            )
         return int(row[0]) >= 0
+    created = (
+        datetime.fromtimestamp(meta.created_ms / 1000, tz=timezone.utc).strftime(SQL_TIME)
+        if meta.created_ms is not None
+        else datetime.now(timezone.utc).strftime(SQL_TIME)
+    )
     cur.execute(
         "INSERT INTO sessions (session_id, session_key, agent_id, spawned_by, "
         "parent_session_key, owner_session_key, archived, incognito, last_seq, "
-        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, 0, -1, CURRENT_TIMESTAMP, "
-        "CURRENT_TIMESTAMP)",
-        (
-            target.sid,
-            target.key,
-            agent_id_from_key(target.key) or "main",
-            target.meta.spawned_by,
-            target.meta.parent_session_key,
-            target.meta.owner_session_key,
-        ),
+        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, 0, -1, ?, CURRENT_TIMESTAMP)",
+        (target.sid, target.key, agent, *links, created),
     )
     return False
 
@@ -355,38 +374,6 @@ def _existing_ids(conn: Connection, sid: str, ids: list[str | None]) -> set[str]
     return found
 
 
-def read_sessions_index(folder: Path) -> dict[str, tuple[str, SessionMeta]]:
-    """``sessions.json`` of an OpenClaw sessions folder as ``{session_id: (key, meta)}``."""
-    index_path = folder / SESSIONS_INDEX_FILE
-    if not index_path.is_file():
-        return {}
-    try:
-        data = json.loads(index_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ImportFormatError(f"{index_path}: unreadable ({exc.__class__.__name__})") from None
-    if not isinstance(data, dict):
-        raise ImportFormatError(f"{index_path}: expected an object of session keys")
-    out: dict[str, tuple[str, SessionMeta]] = {}
-    for key, entry in data.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("sessionId"), str):
-            continue
-
-        def _opt(name: str, entry: dict[str, Any] = entry) -> str | None:
-            value = entry.get(name)
-            return value if isinstance(value, str) and value else None
-
-        out[entry["sessionId"]] = (
-            key,
-            SessionMeta(
-                session_key=key,
-                spawned_by=_opt("spawnedBy"),
-                parent_session_key=_opt("parentSessionKey"),
-                owner_session_key=_opt("ownerSessionKey"),
-            ),
-        )
-    return out
-
-
 @dataclass(frozen=True)
 class ImportItem:
     """One transcript file of an import, with what its folder's index says about it."""
@@ -395,21 +382,30 @@ class ImportItem:
     session_key: str | None = None
     session_id: str | None = None
     meta: SessionMeta | None = None
+    #: What the folder plan made of the file (reported as it is imported).
+    outcome: dict[str, Any] | None = None
 
 
-def folder_items(folder: str | Path) -> list[ImportItem]:
-    """The transcripts of an OpenClaw sessions folder; raise if it is not one."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ImportFormatError(f"{folder}: not a folder")
-    index = read_sessions_index(folder)
-    files = sorted(folder.glob("*.jsonl"))
-    if not files:
-        raise ImportFormatError(f"{folder}: no .jsonl transcripts in it")
+def folder_items(folder: str | Path, *, rekey: bool = False) -> list[ImportItem]:
+    """The transcripts of an OpenClaw folder as ``folders.plan_folder`` maps them; raise if it
+    holds none. ``rekey``: sessions already stored take the planned key and agent."""
     items = []
-    for path in files:
-        key, meta = index.get(path.stem, (None, None))
-        items.append(ImportItem(path, key, path.stem if key else None, meta))
+    for planned in folders.plan_folder(folder).files:
+        entry = planned.entry
+        meta = SessionMeta(
+            session_key=planned.session_key,
+            spawned_by=entry.spawned_by if entry else None,
+            parent_session_key=entry.parent_session_key if entry else None,
+            owner_session_key=entry.owner_session_key if entry else None,
+            agent_id=planned.agent_id,
+            created_ms=planned.created_ms,
+            rekey=rekey,
+        )
+        items.append(
+            ImportItem(
+                planned.path, planned.session_key, planned.session_id, meta, planned.outcome()
+            )
+        )
     return items
 
 
@@ -417,7 +413,7 @@ def import_item(
     engine: Engine, item: ImportItem, *, progress: Progress | None = None
 ) -> ImportReport:
     """Import one planned file (see :func:`import_jsonl`)."""
-    return import_jsonl(
+    report = import_jsonl(
         engine,
         item.path,
         session_key=item.session_key,
@@ -425,15 +421,23 @@ def import_item(
         meta=item.meta,
         progress=progress,
     )
+    if item.outcome is not None:
+        report.outcomes.append(item.outcome)
+    return report
 
 
 def import_dir(
-    engine: Engine, folder: str | Path, *, progress: Progress | None = None
+    engine: Engine,
+    folder: str | Path,
+    *,
+    progress: Progress | None = None,
+    rekey: bool = False,
 ) -> ImportReport:
-    """Import an OpenClaw agent sessions folder (``sessions.json`` + ``<sessionId>.jsonl``).
-    A file refused as a whole is reported (``failed_files``) and the others are imported."""
+    """Import an OpenClaw folder: a state folder, its ``agents/`` folder, an agent's sessions
+    folder or a loose one (``folders.plan_folder``; docs/import.md). A file refused as a
+    whole is reported (``failed_files``) and the others are imported."""
     report = ImportReport()
-    for item in folder_items(folder):
+    for item in folder_items(folder, rekey=rekey):
         try:
             part = import_item(engine, item, progress=progress)
         except ImportFormatError as exc:

@@ -145,7 +145,12 @@ def on_appended(
     context: SessionContext | None = None,
 ) -> None:
     """Index what was just appended to one session: extend the indexed branch, or repair.
-    ``context`` is the session as read before the append (saves a query when given)."""
+    ``context`` is the session as read before the append (saves a query when given).
+
+    The fast path handles only appends whose place ``transcript.resolve_tree`` gives without
+    the rest of the tree; anything else goes to :func:`repair_or_mark` (the diff). It trusts
+    ``indexed_leaf`` only when it is set: :func:`finalize` leaves it empty unless the indexed
+    branch is a rooted path (``Tree.rooted``), and a fresh session has no events at all."""
     context = context or read_context(conn, session_id)
     if context is None or not appended:
         return
@@ -159,9 +164,15 @@ def on_appended(
         repair_or_mark(conn, session_id)
         return
     leaf = state.indexed_leaf
+    if leaf is None and state.indexed_seq >= 0:
+        repair_or_mark(conn, session_id, was_clean=True)  # empty, unrooted or "no leaf" branch
+        return
     rows: list[fts.NewRow] = []
     token = fts.session_token(state.id)
     expected = appended[0].seq
+    # The append cursor, where known: nothing is stored yet in a fresh session; otherwise it
+    # is learnt from the appends themselves (or, for the first one, from the row before it).
+    cursor: str | None = None if state.indexed_seq < 0 else _UNRESOLVED
     side_tips: list[tuple[str, int, str | None]] = []  # (tip, seq, parent that stops being one)
     for item in appended:
         node = item.node
@@ -169,25 +180,37 @@ def on_appended(
             repair_or_mark(conn, session_id, was_clean=True)
             return
         expected += 1
-        if node.type == transcript.HEADER_TYPE or node.event_id is None:
-            continue  # not part of the tree: the branch is unchanged
-        if node.side:
-            # A side append never moves the leaf, so the index rows stay as they are; only the
-            # branch records gain a tip (and its parent, if it was an inactive tip, loses one).
-            parent = _side_parent(conn, session_id, node, leaf)
-            if parent is _UNRESOLVED:
+        canonical = node.type in transcript.CANONICAL_TYPES
+        if (
+            node.type == transcript.HEADER_TYPE
+            or node.event_id is None
+            or node.bad_parent
+            or not (canonical or node.has_parent)
+        ):
+            continue  # not part of the tree: the branch and the append cursor are unchanged
+        if node.side or not canonical:
+            # Never moves the leaf, so the index rows stay as they are (the leaf is set: the
+            # branch is a rooted path); only the branch records gain a tip (and its parent, if
+            # it was an inactive tip, loses one). It becomes the append cursor.
+            parent = _off_branch_parent(conn, session_id, node, leaf) if leaf else _UNRESOLVED
+            if parent == _UNRESOLVED:
                 repair_or_mark(conn, session_id, was_clean=True)
                 return
             side_tips.append((node.event_id, item.seq, parent if parent != leaf else None))
+            cursor = node.event_id
             continue
-        if (
-            node.parent_id is not None
-            and node.parent_id != leaf
-            and not _continues_through_marker(conn, session_id, node.parent_id, leaf)
+        if not (
+            not node.has_parent
+            or node.parent_id == leaf
+            or (cursor != _UNRESOLVED and node.parent_id == cursor)
+            or (
+                item is appended[0]
+                and _extends_leaf(conn, session_id, node.parent_id, item.seq, leaf)
+            )
         ):
             repair_or_mark(conn, session_id, was_clean=True)
             return
-        leaf = node.event_id
+        leaf = cursor = node.event_id
         row = None if incognito else transcript.index_row(item.seq, item.event)
         if row is not None:
             rows.append(_new_row(session_id, token, row))
@@ -203,17 +226,22 @@ def on_appended(
         _add_side_tips(conn, session_id, side_tips)
 
 
-#: :func:`_side_parent` could not tell where a side append hangs without resolving the tree.
+#: The fast path could not tell where an append hangs without resolving the tree.
 _UNRESOLVED = "\0unresolved"
 
 
-def _side_parent(
-    conn: Connection, session_id: str, node: transcript.TreeNode, leaf: str | None
+def _off_branch_parent(
+    conn: Connection, session_id: str, node: transcript.TreeNode, leaf: str
 ) -> str | None:
-    """Where ``transcript.resolve_tree`` hangs a side append: its parent when that is an earlier
-    tree event, the current leaf when it names none; ``_UNRESOLVED`` when it names a leaf
-    control, an unknown id or a row written without derived columns (rare: left to a repair)."""
-    if node.parent_id is None or node.parent_id == leaf:
+    """Where ``transcript.resolve_tree`` hangs a side append or an opaque row: the current leaf
+    when it names no parent (side appends only), null for an explicit null, else the earlier
+    tree event it names; ``_UNRESOLVED`` when it names a leaf control, an unknown id, a header
+    or a row written without derived columns (rare: left to a repair)."""
+    if not node.has_parent:
+        return leaf
+    if node.parent_id is None:
+        return None
+    if node.parent_id == leaf:
         return leaf
     row = (
         fts.cursor(conn)
@@ -223,12 +251,8 @@ def _side_parent(
         )
         .fetchone()
     )
-    if row is None:
-        return _UNRESOLVED  # unknown (rare; or a row without derived columns): a repair decides
-    if row[0] is None or row[0] == transcript.LEAF_TYPE:
-        return _UNRESOLVED  # a leaf control, or a row without derived columns
-    if row[0] == transcript.HEADER_TYPE:
-        return leaf  # a header line is not in the tree: an unknown parent
+    if row is None or row[0] in (None, transcript.LEAF_TYPE, transcript.HEADER_TYPE):
+        return _UNRESOLVED
     return node.parent_id
 
 
@@ -248,24 +272,63 @@ def _add_side_tips(
         )
 
 
-def _continues_through_marker(
-    conn: Connection, session_id: str, parent_id: str, leaf: str | None
+def _extends_leaf(
+    conn: Connection, session_id: str, parent_id: str | None, seq: int, leaf: str | None
 ) -> bool:
-    """OpenClaw's continuation after a rewind: the parent is a stored leaf control whose target
-    is the indexed leaf (``transcript.resolve_tree`` hangs the event off that target), so the
-    append extends the indexed branch and needs no repair."""
-    if leaf is None:
+    """Whether the first event of an append, canonical and not a side append, naming
+    ``parent_id`` (not the indexed leaf), hangs off the indexed leaf all the same
+    (``transcript.resolve_tree``), decided from at most three indexed lookups:
+
+    * ``parent_id`` is the append cursor: the row just before it is a side append or an
+      opaque row (which set the cursor) — a raw append cursor continues from the leaf;
+    * ``parent_id`` is a well-formed leaf control whose target and append parent are the
+      indexed leaf, stored after it, and the session has no ``reset`` (which could have
+      re-pointed the control) — OpenClaw's continuation after a rewind.
+
+    Anything else: False, and the caller diffs."""
+    if parent_id is None or leaf is None:
         return False
-    row = (
-        fts.cursor(conn)
-        .execute(
-            "SELECT target_id FROM transcript_events WHERE session_id = ? AND event_id = ? "
-            "AND type = ?",
-            (session_id, parent_id, transcript.LEAF_TYPE),
+    cur = fts.cursor(conn)
+    row = cur.execute(
+        "SELECT seq, type, side, parent_id, "
+        f"CASE WHEN type = '{transcript.LEAF_TYPE}' THEN event END, {_PARENT_JSON_TYPE} "
+        "FROM transcript_events WHERE session_id = ? AND event_id = ? AND seq < ?",
+        (session_id, parent_id, seq),
+    ).fetchone()
+    if row is None:
+        return False
+    parent_seq, ptype, side, raw_parent, raw, parent_type = row
+    if ptype != transcript.LEAF_TYPE:
+        if parent_seq != seq - 1 or ptype in (None, transcript.HEADER_TYPE):
+            return False
+        node = transcript.column_node(
+            parent_seq, parent_id, raw_parent, ptype, bool(side), parent_type
         )
-        .fetchone()
-    )
-    return row is not None and row[0] == leaf
+        if node.bad_parent:
+            return False
+        if ptype in transcript.CANONICAL_TYPES:
+            return node.side
+        return node.has_parent
+    marker = transcript.tree_node(parent_seq, _parse_event(raw))
+    if not (
+        marker.valid_leaf
+        and marker.event_id == parent_id
+        and marker.has_parent
+        and marker.target_id == leaf
+        and marker.append_parent == leaf
+    ):
+        return False
+    target = cur.execute(
+        "SELECT seq, type FROM transcript_events WHERE session_id = ? AND event_id = ?",
+        (session_id, leaf),
+    ).fetchone()
+    if target is None or target[0] >= parent_seq or target[1] == transcript.LEAF_TYPE:
+        return False
+    reset = cur.execute(
+        "SELECT 1 FROM transcript_events WHERE session_id = ? AND type = ? LIMIT 1",
+        (session_id, transcript.RESET_TYPE),
+    ).fetchone()
+    return reset is None
 
 
 def _seq_of(appended: Sequence[Appended], event_id: str | None) -> int | None:
@@ -338,11 +401,14 @@ def load_events(conn: Connection, session_id: str) -> list[tuple[int, dict[str, 
 
 #: Rows whose derived columns cannot stand in for their JSON: no ``type`` or no ``event_id`` (a
 #: row written behind the plugin's back without, or with only some of, the derived columns; the
-#: plugin leaves both empty only for events that have neither, which are rare) or a leaf
-#: control without a target (null target = empty branch, or a malformed one to ignore: only the
-#: JSON tells).
-_NEEDS_JSON = (
-    f"type IS NULL OR event_id IS NULL OR (type = '{transcript.LEAF_TYPE}' AND target_id IS NULL)"
+#: plugin leaves both empty only for events that have neither, which are rare) and every leaf
+#: control (its ``appendParentId`` / ``appendMode`` and the shape of its target live only in the
+#: JSON; leaf controls are few).
+_NEEDS_JSON = f"type IS NULL OR event_id IS NULL OR type = '{transcript.LEAF_TYPE}'"
+#: For the other rows with an empty ``parent_id`` column, SQLite tells a null ``parentId`` from a
+#: missing or malformed one without the JSON reaching Python (``transcript.column_node``).
+_PARENT_JSON_TYPE = (
+    "CASE WHEN parent_id IS NULL AND json_valid(event) THEN json_type(event, '$.parentId') END"
 )
 _INDEXED_ROLES_SQL = ", ".join(f"'{r}'" for r in sorted(transcript.INDEXED_ROLES))
 
@@ -363,20 +429,21 @@ def load_tree(
     """A session's tree nodes in seq order, read from the derived columns (the JSON is parsed
     only where the columns cannot tell, see ``_NEEDS_JSON``), plus those parsed events."""
     result = fts.cursor(conn).execute(
-        "SELECT seq, event_id, parent_id, type, target_id, side, "
-        f"CASE WHEN {_NEEDS_JSON} THEN event END FROM transcript_events "
-        "WHERE session_id = ? ORDER BY seq",
+        "SELECT seq, event_id, parent_id, type, side, "
+        f"CASE WHEN {_NEEDS_JSON} THEN event END, "
+        f"CASE WHEN {_NEEDS_JSON} THEN NULL ELSE {_PARENT_JSON_TYPE} END "
+        "FROM transcript_events WHERE session_id = ? ORDER BY seq",
         (session_id,),
     )
     nodes: list[transcript.TreeNode] = []
     parsed: dict[int, dict[str, Any]] = {}
-    for seq, event_id, parent_id, etype, target_id, side, raw in result:
+    for seq, event_id, parent_id, etype, side, raw, parent_type in result:
         if raw is not None:
             event = parsed[seq] = _parse_event(raw)
             nodes.append(transcript.tree_node(seq, event))
         else:
             nodes.append(
-                transcript.TreeNode(seq, event_id, parent_id, etype, target_id, bool(side))
+                transcript.column_node(seq, event_id, parent_id, etype, bool(side), parent_type)
             )
     return nodes, parsed
 
@@ -513,7 +580,8 @@ def finalize(conn: Connection, plan: Plan) -> None:
         "index_version = :v, generation = generation + 1 WHERE id = :id",
         {
             "sid": plan.session_id,
-            "leaf": plan.tree.active_leaf,
+            # Only a rooted path lets the fast path extend it (see on_appended).
+            "leaf": plan.tree.active_leaf if plan.tree.rooted else None,
             "v": INDEX_VERSION,
             "id": plan.state_id,
         },

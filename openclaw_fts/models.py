@@ -36,7 +36,11 @@ from .index import sqlite as fts
 
 #: Bumped when what the index holds for the same events changes (tokenisation, predicate):
 #: every session indexed under an older version becomes pending and is re-indexed.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
+#: The column default of ``index_state.index_version`` as migration 0002 created it. Writers
+#: always give the version; a row inserted without one counts as an older version (pending, so
+#: re-indexed), which is safe, and the schema stays the one the migrations create.
+INDEX_VERSION_COLUMN_DEFAULT = 1
 #: Longest session key / id / event id accepted (OpenClaw keys are short; this bounds abuse).
 MAX_KEY_LENGTH = 512
 
@@ -196,7 +200,7 @@ class IndexState(Base):
     #: Bumped by every write to this session's index rows (the reconciler's optimistic check).
     generation: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     index_version: Mapped[int] = mapped_column(
-        Integer, default=INDEX_VERSION, server_default=text(str(INDEX_VERSION))
+        Integer, default=INDEX_VERSION, server_default=text(str(INDEX_VERSION_COLUMN_DEFAULT))
     )
 
 

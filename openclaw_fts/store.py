@@ -184,7 +184,9 @@ class TranscriptStore:
         return importer.import_item(self.engine, item, **kwargs).as_dict()
 
     def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
-        """Import an OpenClaw agent sessions folder (``sessions.json`` + ``<id>.jsonl``)."""
+        """Import an OpenClaw folder — a state folder (``~/.openclaw``), its ``agents/`` folder
+        or a sessions folder — mapped as docs/import.md says; ``rekey=True`` corrects the key
+        and agent of sessions imported before. The report lists what each file became."""
         return importer.import_dir(self.engine, sessions_dir, **kwargs).as_dict()
 
     # -- reads --------------------------------------------------------------------------------

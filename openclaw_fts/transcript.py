@@ -1,6 +1,7 @@
 """Pure functions over OpenClaw transcript events: the tree, the active branch, the index rows.
 
-Invariant: this module is THE definition of "what is indexed" (behaviour.md §2). The live
+Invariant: this module is THE definition of "what is indexed" (behaviour.md §2) and of the
+active branch it is taken from (OpenClaw's tree rules, docs/openclaw-tree.md). The live
 session hooks, the inline repair, the reconciler and ``openclaw-fts check`` all call
 :func:`index_rows` / :func:`index_row` / :func:`active_branch`; nothing else decides which
 event text reaches the full-text index. No SQL, no I/O: every function here is deterministic
@@ -42,8 +43,16 @@ class TreeNode(NamedTuple):
     type: str | None
     target_id: str | None = None
     side: bool = False
-    #: False for a leaf control whose ``targetId`` is neither null nor an id: it is ignored.
+    #: False for a leaf control that is malformed (``targetId`` missing or neither null nor a
+    #: non-blank id, ``appendParentId`` or ``appendMode`` of the wrong shape): not in the tree.
     valid_leaf: bool = True
+    #: The event has a usable ``parentId`` key (null or a non-blank id). False when the key is
+    #: missing (older writers) or its value is malformed; only the JSON tells these apart.
+    has_parent: bool = True
+    #: ``parentId`` is present but neither null nor a non-blank id: the event is not in the tree.
+    bad_parent: bool = False
+    #: Leaf controls: where the next append goes (``appendParentId``, defaulting to the target).
+    append_parent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,20 +77,65 @@ def event_id_of(event: Mapping[str, Any]) -> str | None:
     return _str_or_none(event.get("id"))
 
 
+def _ref_or_invalid(value: Any) -> tuple[bool, str | None]:
+    """``(well-formed, id)`` of a reference field: null or a non-blank id is well-formed."""
+    if value is None:
+        return True, None
+    ref = _str_or_none(value)
+    return ref is not None, ref
+
+
 def tree_node(seq: int, event: Mapping[str, Any]) -> TreeNode:
-    """Derive the tree-relevant fields of an event (the derived columns of an event row)."""
+    """Derive the tree-relevant fields of an event (the derived columns of an event row, plus
+    what only the JSON tells: the shape of ``parentId`` and of a leaf control)."""
     etype = event.get("type")
-    parent = event.get("parentId")
-    target = event.get("targetId") if etype == LEAF_TYPE else None
+    parent_ok, parent = _ref_or_invalid(event.get("parentId"))
+    has_parent = "parentId" in event and parent_ok
+    target: str | None = None
+    append_parent: str | None = None
+    valid_leaf = True
+    if etype == LEAF_TYPE:
+        target_ok, target = _ref_or_invalid(event.get("targetId"))
+        target_ok = target_ok and "targetId" in event
+        append_ok, append_parent = (
+            _ref_or_invalid(event["appendParentId"])
+            if "appendParentId" in event
+            else (True, target)
+        )
+        mode_ok = "appendMode" not in event or event["appendMode"] == SIDE_APPEND_MODE
+        valid_leaf = target_ok and append_ok and mode_ok
     return TreeNode(
         seq=seq,
         event_id=event_id_of(event),
-        parent_id=parent if isinstance(parent, str) and parent else None,
+        parent_id=parent,
         type=etype if isinstance(etype, str) else None,
-        target_id=_str_or_none(target),
+        target_id=target,
         side=event.get("appendMode") == SIDE_APPEND_MODE,
-        valid_leaf=target is None or _str_or_none(target) is not None,
+        valid_leaf=valid_leaf,
+        has_parent=has_parent,
+        append_parent=append_parent,
+        bad_parent="parentId" in event and not parent_ok,
     )
+
+
+def column_node(
+    seq: int,
+    event_id: str | None,
+    parent_id: str | None,
+    etype: str | None,
+    side: bool,
+    parent_json_type: str | None,
+) -> TreeNode:
+    """The tree node of a stored non-leaf-control row from its derived columns, where
+    ``parent_json_type`` is SQLite's ``json_type`` of its ``parentId`` (read only when the
+    ``parent_id`` column is empty: it tells a null ``parentId`` from a missing or malformed one).
+    Rows stored before the columns were exact (a blank ``parentId`` kept) are normalised here."""
+    if parent_id is not None and not parent_id.strip():
+        return TreeNode(seq, event_id, None, etype, None, side, True, False, bad_parent=True)
+    if parent_id is not None or parent_json_type == "null":
+        return TreeNode(seq, event_id, parent_id, etype, None, side, True, True)
+    bad = parent_json_type is not None  # a string here is blank (else the column has it)
+    return TreeNode(seq, event_id, None, etype, None, side, True, False, bad_parent=bad)
 
 
 #: Length bound of the short derived text columns (``type``, ``role``).
@@ -178,6 +232,27 @@ def index_row(seq: int, event: Mapping[str, Any]) -> IndexRow | None:
     return IndexRow(seq, event_id, role, parse_timestamp(event.get("timestamp")), text)
 
 
+#: The entry types OpenClaw's transcript tree calls canonical (``transcript-tree.ts``): only
+#: these, without ``appendMode: "side"``, move the active leaf. Any other type (a plugin's
+#: ``metadata`` row, a future type) is a node of the tree that never moves it.
+CANONICAL_TYPES = frozenset(
+    {
+        "message",
+        "thinking_level_change",
+        "model_change",
+        "compaction",
+        "reset",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+    }
+)
+#: The canonical entry type that starts a reset boundary.
+RESET_TYPE = "reset"
+
+
 @dataclass(frozen=True, slots=True)
 class Tree:
     """A session's event tree resolved: the active leaf, the active path and every tip."""
@@ -185,60 +260,129 @@ class Tree:
     active_leaf: str | None
     active_seqs: tuple[int, ...]  # seqs on the active branch, root first
     tips: tuple[str, ...]  # ids of nodes with no children (plus the active leaf), in seq order
+    #: The active branch is a path from the leaf to a true root (parent null): no missing
+    #: ancestor, no cycle, not the "no leaf" fallback. Only then can an append that names the
+    #: leaf be indexed as a plain extension (see ``indexer.on_appended``).
+    rooted: bool = True
+
+
+def _reaches(start: str | None, target: str, parent_of: Mapping[str, str | None]) -> bool:
+    """The parent chain from ``start`` (inclusive) passes ``target``."""
+    seen: set[str] = set()
+    cursor = start
+    while cursor is not None and cursor not in seen:
+        if cursor == target:
+            return True
+        seen.add(cursor)
+        cursor = parent_of.get(cursor)
+    return False
 
 
 def resolve_tree(nodes: Iterable[TreeNode]) -> Tree:
     """Resolve the active branch of a session from its events in ``seq`` order.
 
-    Rules (behaviour.md §1): a canonical entry with a ``parentId`` hangs off that node; one
-    without chains to the current leaf; a side append does not move the leaf; a leaf control
-    makes ``targetId`` the active leaf (null = empty branch; unknown target = ignored) and later
-    events naming the marker as parent continue from the target. Events without an id, header
-    lines and parents that name unknown ids (or would make a cycle) attach to the current leaf.
+    The rules are OpenClaw's (``transcript-tree.ts``), written down in docs/openclaw-tree.md:
+    a scan in file order keeps the current leaf, the append cursor and the latest ``reset``.
+    Only canonical non-side entries move the leaf; a valid leaf control moves it to its target
+    and the cursor to its ``appendParentId``; a leaf control naming an unknown node changes
+    nothing. A canonical non-side entry's parent is the current leaf when its own ``parentId``
+    would cross the latest reset, is stale, or is the raw append cursor while the leaf differs;
+    parent chains skip leaf controls. The branch is the path from the leaf (controls left out;
+    a cycle gives none); when that is empty, it is nothing if the session has valid leaf
+    controls, else every event (old linear files).
     """
-    parent_of: dict[str, str | None] = {}
+    parent_of: dict[str, str | None] = {}  # node id -> resolved parent (may name no node)
     seq_of: dict[str, int] = {}
-    order: list[str] = []
-    leaf_alias: dict[str, str | None] = {}  # leaf-marker id -> the leaf it selected
-    has_child: set[str] = set()
+    controls: set[str] = set()  # ids of leaf-control nodes (valid or transparent)
+    transparent: set[str] = set()  # leaf controls that named an unknown node
+    order: list[str] = []  # non-control node ids in file order
+    every: list[int] = []
     leaf: str | None = None
+    cursor: str | None = None  # the append cursor
+    latest_reset: str | None = None
+    has_leaf_control = False
+
+    def known(ref: str | None) -> bool:
+        return ref is None or (ref in parent_of and ref not in transparent)
+
+    def skip_controls(ref: str | None) -> str | None:
+        seen: set[str] = set()
+        while ref is not None and ref in controls and ref not in seen:
+            seen.add(ref)
+            ref = parent_of[ref]
+        return ref
+
     for node in sorted(nodes, key=lambda n: n.seq):
-        if node.type == HEADER_TYPE:
-            continue
+        every.append(node.seq)
+        eid = node.event_id
+        if node.type == HEADER_TYPE or eid is None or eid in parent_of or node.bad_parent:
+            continue  # not addressable (or a duplicate id: the first one wins)
+        canonical = node.type in CANONICAL_TYPES
+        if not node.has_parent and not canonical:
+            continue  # only canonical entries may omit parentId
         if node.type == LEAF_TYPE:
-            target = node.target_id
-            if not node.valid_leaf or (target is not None and target not in parent_of):
-                continue  # unknown or malformed target: ignored
-            leaf = target
-            if node.event_id is not None:
-                leaf_alias[node.event_id] = target
+            if not node.valid_leaf:
+                continue
+            target, append = node.target_id, node.append_parent
+            behind_reset = (
+                latest_reset is not None
+                and leaf is not None
+                and not _reaches(target, latest_reset, parent_of)
+            )
+            if behind_reset:
+                target = append = leaf  # a leaf control behind the latest reset stays put
+            controls.add(eid)
+            seq_of[eid] = node.seq
+            if not (known(target) and known(append)):
+                transparent.add(eid)  # changes nothing; children repair through its parent
+                parent_of[eid] = node.parent_id
+                continue
+            parent_of[eid] = target
+            leaf, cursor = target, append
+            has_leaf_control = True
             continue
-        if node.event_id is None or node.event_id in parent_of or node.event_id in leaf_alias:
-            continue  # not addressable (or a duplicate id): no place in the tree
-        parent: str | None
-        if node.parent_id is None:
-            parent = leaf
-        elif node.parent_id in leaf_alias:
-            parent = leaf_alias[node.parent_id]
-        elif node.parent_id in parent_of:
-            parent = node.parent_id
-        else:
-            parent = leaf  # unknown parent: chain to the current leaf rather than orphan
-        parent_of[node.event_id] = parent
-        seq_of[node.event_id] = node.seq
-        order.append(node.event_id)
-        if parent is not None:
-            has_child.add(parent)
-        if not node.side:
-            leaf = node.event_id
+        parent = node.parent_id if node.has_parent else leaf
+        if canonical:
+            if not node.side:
+                if latest_reset is not None and not _reaches(parent, latest_reset, parent_of):
+                    parent = leaf  # would cross the reset boundary
+                elif node.has_parent and parent is not None and parent not in parent_of:
+                    if leaf is not None:
+                        parent = leaf  # stale parent
+                elif node.has_parent and parent == cursor and leaf != cursor:
+                    parent = leaf  # a raw append cursor, not the visible leaf
+            parent = skip_controls(parent)
+        parent_of[eid] = parent
+        seq_of[eid] = node.seq
+        order.append(eid)
+        cursor = eid
+        if node.type == RESET_TYPE:
+            latest_reset = eid
+        if canonical and not node.side:
+            leaf = eid
     path: list[int] = []
-    cursor = leaf
-    while cursor is not None:
-        path.append(seq_of[cursor])
-        cursor = parent_of[cursor]
+    seen: set[str] = set()
+    walk = leaf
+    rooted = leaf is not None
+    while walk is not None:
+        if walk in seen:
+            path, rooted = [], False  # a cycle: no path
+            break
+        seen.add(walk)
+        if walk not in parent_of:
+            rooted = False  # a missing ancestor: the reachable suffix stays
+            break
+        if walk not in controls:
+            path.append(seq_of[walk])
+        walk = parent_of[walk]
     path.reverse()
+    if not path:
+        rooted = False
+        if not has_leaf_control:
+            path = every  # no leaf at all and no leaf controls: an old linear file
+    has_child = {parent_of[eid] for eid in order}
     tips = [eid for eid in order if eid not in has_child or eid == leaf]
-    return Tree(active_leaf=leaf, active_seqs=tuple(path), tips=tuple(tips))
+    return Tree(active_leaf=leaf, active_seqs=tuple(path), tips=tuple(tips), rooted=rooted)
 
 
 def active_branch(

@@ -255,7 +255,6 @@ def is_session_id_input(raw: str) -> bool:
     return SESSION_ID_RE.match(raw.strip()) is not None or not looks_like_session_key(raw)
 
 
-
 def not_found_error(raw: str) -> dict[str, Any]:
     """OpenClaw's answer for a session id (or id-shaped key) that names no session."""
     return {

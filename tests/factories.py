@@ -39,23 +39,31 @@ class MessageFactory(factory.DictFactory):  # type: ignore[misc]
         text = factory.Sequence(lambda n: f"message number {n}")
 
 
+#: ``msg``'s default parent: no ``parentId`` key at all (older writers), so the event chains to
+#: the session's current leaf. An explicit ``parent=None`` is OpenClaw's null: a new root.
+UNLINKED: Any = object()
+
+
 def msg(
     event_id: str,
     content: Any,
     *,
-    parent: str | None = None,
+    parent: Any = UNLINKED,
     role: str = "user",
     ts: Any = T0,
     **message_fields: Any,
 ) -> dict[str, Any]:
     """One OpenClaw message event (``message_fields`` go into its ``message`` object)."""
-    return {
+    event: dict[str, Any] = {
         "type": "message",
         "id": event_id,
         "parentId": parent,
         "timestamp": ts,
         "message": {"role": role, "content": content, **message_fields},
     }
+    if parent is UNLINKED:
+        del event["parentId"]
+    return event
 
 
 def chain(

@@ -89,7 +89,8 @@ def test_side_appends_keep_the_index_and_update_the_branch_records(
     store.append("s1", side("x1", "m1", "sidenote under the old branch"))
     # Under the active leaf (no parent named): the leaf stays the active tip.
     store.append("s1", side("x2", None, "sidenote under the leaf"))
-    # Naming an unknown id hangs it off the leaf, as the tree rules say.
+    # Naming an unknown id: a side append keeps that parent (only entries that move the leaf
+    # are repaired to it, docs/openclaw-tree.md), so it is a tip of its own.
     store.append("s1", side("x3", "nope", "sidenote unknown parent"))
     assert store.index_status()["pending"] == 0
     assert hits(store, "sidenote") == set()  # side appends never join the active branch
@@ -115,3 +116,49 @@ def test_a_rewind_keeping_more_text_than_the_inline_bound_is_left_to_the_reconci
     store.reconcile()
     assert store.index_status()["pending"] == 0
     assert hits(store, "bulky9") == set() and hits(store, "bulky8") == {"m8"}
+
+
+def test_rows_that_never_move_the_leaf_and_cursor_children_stay_on_the_fast_path(
+    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With inline repair off, any append the fast path cannot place leaves the session
+    pending; these must not: a plugin's metadata row, a side entry, a message naming the
+    append cursor they set (it continues from the leaf), one with no parentId, and a
+    continuation through a rewind marker."""
+    monkeypatch.setattr(indexer, "INLINE_REPAIR_MAX_EVENTS", 0)
+    store.create_session("s1", KEY)
+    store.append_many("s1", chain(["alpha origin", "beta second"]))
+    store.append("s1", {"type": "metadata", "id": "meta1", "parentId": "m1", "plugin": "x"})
+    store.append("s1", {**msg_event("c1", "gamma cursor child"), "parentId": "meta1"})
+    store.append("s1", side("x1", "c1", "sidenote aside"))
+    store.append("s1", {**msg_event("c2", "delta after side"), "parentId": "x1"})
+    store.append("s1", msg_event("c3", "epsilon no parent key"))
+    assert store.index_status()["pending"] == 0
+    assert hits(store, "sidenote") == set()
+    assert hits(store, "gamma OR delta OR epsilon OR alpha OR beta") == {
+        "m0",
+        "m1",
+        "c1",
+        "c2",
+        "c3",
+    }
+    seq = store.rewind("s1", "m1")  # a leaf control always takes the diff: pending here
+    assert store.index_status()["pending"] == 1
+    store.reconcile()
+    with store.engine.connect() as conn:
+        marker = conn.exec_driver_sql(
+            "SELECT event_id FROM transcript_events WHERE session_id = 's1' AND seq = ?", (seq,)
+        ).scalar_one()
+    store.append("s1", {**msg_event("d1", "zeta after rewind"), "parentId": marker})
+    assert store.index_status()["pending"] == 0
+    assert hits(store, "zeta OR gamma OR beta") == {"m1", "d1"}
+
+
+def msg_event(event_id: str, text: str) -> dict[str, object]:
+    """A user message without a parentId key (it continues the current leaf)."""
+    return {
+        "type": "message",
+        "id": event_id,
+        "timestamp": 1_790_000_300_000,
+        "message": {"role": "user", "content": text},
+    }

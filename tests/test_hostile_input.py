@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import UNLINKED
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -50,8 +51,9 @@ TS = 1_790_000_000_000
 
 
 def msg(
-    event_id: Any, content: Any, *, parent: Any = None, role: str = "user", **extra: Any
+    event_id: Any, content: Any, *, parent: Any = UNLINKED, role: str = "user", **extra: Any
 ) -> dict[str, Any]:
+    """A message; by default without a ``parentId`` key, so it chains to the current leaf."""
     event = {
         "type": "message",
         "id": event_id,
@@ -59,6 +61,8 @@ def msg(
         "timestamp": TS,
         "message": {"role": role, "content": content},
     }
+    if parent is UNLINKED:
+        del event["parentId"]
     event.update(extra)
     return event
 
@@ -150,7 +154,7 @@ def test_missing_or_blank_id_is_stored_but_never_indexed(s1: TranscriptStore, ba
     assert s1.append("s1", noid) == 2
     # documented (§2): only messages with a non-blank string id are indexed
     assert hits(s1, "whale") == []
-    s1.append("s1", msg("m3", "named whale", parent=None))
+    s1.append("s1", msg("m3", "named whale"))
     assert hits(s1, "whale") == ["m3"]
     assert hits(s1, "lighthouses") == ["m0"]
     assert_intact(s1)
@@ -224,11 +228,13 @@ def test_parent_cycles_and_unknown_parents_chain_to_the_current_leaf(
             msg("c2", "cycle beta", parent="c1"),
             msg("c3", "cycle gamma", parent="c3"),  # its own parent
             msg("c4", "orphan delta", parent="no-such-event"),
-            msg("c5", "after epsilon", parent=123),  # not a string: no parent
+            msg("c5", "after epsilon", parent=123),  # malformed parentId: not in the tree
         ],
     )
     s1.append("s1", msg("c6", "cycle zeta", parent="c6"))
-    # documented (§1, transcript.resolve_tree): all on one branch, in append order
+    # docs/openclaw-tree.md: a stale parent (unknown when the entry is read, its own id
+    # included) is the current leaf, so all are on one branch in append order; an entry whose
+    # parentId is neither null nor an id is no node of OpenClaw's tree, so c5 is not on it.
     out = s1.history(ALL, KEY)
     assert [m["__openclaw"]["id"] for m in out["messages"]] == [
         "m0",
@@ -236,7 +242,6 @@ def test_parent_cycles_and_unknown_parents_chain_to_the_current_leaf(
         "c2",
         "c3",
         "c4",
-        "c5",
         "c6",
     ]
     assert set(hits(s1, "cycle")) == {"c1", "c2", "c3", "c6"}
@@ -710,7 +715,7 @@ def test_sql_metacharacters_in_every_string_argument(s1: TranscriptStore, meta: 
         ],
     )
     s1.rewind(sid, meta)
-    s1.append(sid, msg(f"{meta}3", "third metaword", parent=None))
+    s1.append(sid, msg(f"{meta}3", "third metaword"))
     assert set(hits(s1, "metaword")) == {meta, f"{meta}3"}
     assert set(hits(s1, "metaword", session_key=key)) == {meta, f"{meta}3"}
     assert "results" in s1.search(ALL, meta)

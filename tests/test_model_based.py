@@ -77,7 +77,12 @@ NON_MESSAGE_TYPES = (
     "label",
     "session_info",
     "branch_summary",
+    "reset",
 )
+#: Types OpenClaw's tree does not know (a plugin's rows): nodes that never move the leaf.
+OPAQUE_TYPES = ("metadata", "plugin_state")
+#: A leaf control's optional fields, drawn per control: absent, well formed, or malformed.
+APPEND_MODES = (None, "side", "bogus")
 MS_RANGE = (1_700_000_000_000, 1_900_000_000_000)
 
 
@@ -289,6 +294,42 @@ class TranscriptModel(RuleBasedStateMachine):
             self.store.append(sid, event)
 
     @precondition(lambda self: self.sessions)
+    @rule(data=st.data(), etype=st.sampled_from(OPAQUE_TYPES))
+    def opaque_row(self, data: st.DataObject, etype: str) -> None:
+        """A plugin's row: under any node (or none), it moves the append cursor only."""
+        sid = self.pick_session(data)
+        parent = self.pick_id(data, sid, allow_none=True)
+        self.append(sid, {"type": etype, "id": self.fresh(), "parentId": parent, "v": 1})
+
+    @precondition(lambda self: any(m.ids for m in self.sessions.values()))
+    @rule(data=st.data())
+    def append_to_cursor(self, data: st.DataObject) -> None:
+        """A message naming the entry appended just before it (a side entry, a metadata row,
+        a leaf control, ...): the raw append cursor."""
+        sid = data.draw(st.sampled_from(sorted(s for s, m in self.sessions.items() if m.ids)))
+        self.append(sid, self.message_event(data, self.sessions[sid].ids[-1]))
+
+    @precondition(lambda self: self.sessions)
+    @rule(data=st.data(), mode=st.sampled_from(APPEND_MODES), with_append=st.booleans())
+    def live_leaf_control(self, data: st.DataObject, mode: str | None, with_append: bool) -> None:
+        """A leaf control written by a host (not ``store.rewind``): any target, known or not,
+        an optional ``appendParentId`` and ``appendMode``, well formed or not."""
+        sid = self.pick_session(data)
+        unknown = st.sampled_from([None, "nowhere", 7])
+        pick = st.one_of(st.sampled_from([None, *self.sessions[sid].ids]), unknown)
+        event: dict[str, Any] = {
+            "type": "leaf",
+            "id": self.fresh(),
+            "parentId": self.pick_id(data, sid, allow_none=True),
+            "targetId": data.draw(pick, label="targetId"),
+        }
+        if with_append:
+            event["appendParentId"] = data.draw(pick, label="appendParentId")
+        if mode is not None:
+            event["appendMode"] = mode
+        self.append(sid, event)
+
+    @precondition(lambda self: self.sessions)
     @rule(data=st.data())
     def tool_result(self, data: st.DataObject) -> None:
         sid = self.pick_session(data)
@@ -386,6 +427,8 @@ class TranscriptModel(RuleBasedStateMachine):
                     "parentId": parent,
                     "targetId": data.draw(st.sampled_from(known)),
                 }
+                if data.draw(st.booleans()):
+                    event["appendParentId"] = data.draw(st.sampled_from(known))
             else:
                 event = self.message_event(data, parent)
                 parent = event["id"]

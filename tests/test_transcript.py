@@ -21,11 +21,16 @@ TS = 1_790_000_000_000
 # -- helpers ---------------------------------------------------------------------------------
 
 
+#: ``msg(parent=UNLINKED)``: an event with no ``parentId`` key at all (older writers), which
+#: chains to the current leaf; ``parent=None`` is an explicit null: a new root.
+UNLINKED: Any = object()
+
+
 def msg(
     event_id: str | None,
     content: Any = None,
     *,
-    parent: str | None = None,
+    parent: Any = None,
     role: str = "user",
     ts: Any = TS,
     side: bool = False,
@@ -42,6 +47,8 @@ def msg(
         "timestamp": ts,
         "message": message,
     }
+    if parent is UNLINKED:
+        del event["parentId"]
     if event_id is not None:
         event["id"] = event_id
     if side:
@@ -407,7 +414,7 @@ def test_after_empty_branch_a_new_root_starts() -> None:
 def test_leaf_with_unknown_target_ignored() -> None:
     events = [*linear(3), leaf("l1", "nope", parent="m3")]
     assert active_ids(events) == ["m1", "m2", "m3"]
-    events.append(msg("m4", parent=None))
+    events.append(msg("m4", parent=UNLINKED))
     assert active_ids(events) == ["m1", "m2", "m3", "m4"]
 
 
@@ -443,9 +450,10 @@ def test_chained_leaf_markers() -> None:
     assert active_ids(events) == ["m1", "m5"]
 
 
-def test_leaf_marker_without_id_still_moves_the_leaf() -> None:
-    events = [*linear(3), leaf(None, "m1"), msg("m4")]
-    assert active_ids(events) == ["m1", "m4"]
+def test_leaf_control_without_id_is_not_a_leaf_control() -> None:
+    # OpenClaw parses a leaf control only with a non-blank id: an id-less one moves nothing.
+    events = [*linear(3), leaf(None, "m1"), msg("m4", parent=UNLINKED)]
+    assert active_ids(events) == ["m1", "m2", "m3", "m4"]
 
 
 def test_side_append_does_not_move_the_leaf() -> None:
@@ -453,7 +461,7 @@ def test_side_append_does_not_move_the_leaf() -> None:
         msg("m1"),
         msg("m2", parent="m1"),
         msg("s1", "side note", parent="m1", side=True),
-        msg("m3"),  # parentless: chains to the current leaf m2, not to s1
+        msg("m3", parent=UNLINKED),  # no parentId: chains to the current leaf m2, not s1
     ]
     assert active_ids(events) == ["m1", "m2", "m3"]
     assert "s1" not in indexed_ids(events)
@@ -462,7 +470,7 @@ def test_side_append_does_not_move_the_leaf() -> None:
 
 
 def test_parentless_side_append_hangs_off_the_leaf_and_can_be_selected() -> None:
-    events = [msg("m1"), msg("m2", parent="m1"), msg("s1", "side", side=True)]
+    events = [msg("m1"), msg("m2", parent="m1"), msg("s1", "side", side=True, parent=UNLINKED)]
     assert active_ids(events) == ["m1", "m2"]
     events.append(leaf("l1", "s1", parent="m2"))
     assert active_ids(events) == ["m1", "m2", "s1"]
@@ -472,15 +480,20 @@ def test_side_append_non_message() -> None:
     events = [
         msg("m1"),
         {"type": "label", "id": "lab", "parentId": "m1", "label": "x", "appendMode": "side"},
-        msg("m2"),
+        msg("m2", parent=UNLINKED),
     ]
     assert active_ids(events) == ["m1", "m2"]
 
 
 def test_parentless_entries_chain_to_the_current_leaf() -> None:
-    events = [msg("m1"), msg("m2"), msg("m3")]
+    events = [msg("m1"), msg("m2", parent=UNLINKED), msg("m3", parent=UNLINKED)]
     assert active_ids(events) == ["m1", "m2", "m3"]
-    events = [msg("m1"), msg("m2", parent="m1"), leaf("l1", "m1", parent="m2"), msg("m3")]
+    events = [
+        msg("m1"),
+        msg("m2", parent="m1"),
+        leaf("l1", "m1", parent="m2"),
+        msg("m3", parent=UNLINKED),
+    ]
     assert active_ids(events) == ["m1", "m3"]
 
 
@@ -501,7 +514,7 @@ def test_unknown_parent_chains_to_the_current_leaf() -> None:
 
 
 def test_events_without_id_are_not_in_the_tree() -> None:
-    events = [msg("m1"), msg(None, "anonymous", parent="m1"), msg("m2")]
+    events = [msg("m1"), msg(None, "anonymous", parent="m1"), msg("m2", parent=UNLINKED)]
     assert active_ids(events) == ["m1", "m2"]
     assert indexed_ids(events) == ["m1", "m2"]
 
@@ -528,7 +541,11 @@ def test_events_sorted_by_seq_not_by_list_order() -> None:
 
 
 def test_rows_carry_the_event_seq() -> None:
-    events = [(10, msg("m1")), (20, {"type": "custom", "id": "c"}), (35, msg("m2"))]
+    events = [
+        (10, msg("m1")),
+        (20, {"type": "custom", "id": "c"}),
+        (35, msg("m2", parent=UNLINKED)),
+    ]
     rows = transcript.index_rows(events)
     assert [(r.seq, r.event_id) for r in rows] == [(10, "m1"), (35, "m2")]
 
@@ -549,7 +566,7 @@ def test_tips_in_seq_order_with_active_leaf() -> None:
 
 def test_tree_node_and_derived_columns() -> None:
     node = transcript.tree_node(7, leaf("l1", "m1", parent="m3"))
-    assert node == transcript.TreeNode(7, "l1", "m3", "leaf", "m1", False)
+    assert node == transcript.TreeNode(7, "l1", "m3", "leaf", "m1", False, append_parent="m1")
     side = transcript.tree_node(3, msg("s1", parent="m1", side=True))
     assert side.side is True and side.target_id is None
     # targetId only counts on leaf controls

@@ -56,10 +56,15 @@ def message(
             {"type": "text", "text": text},
             {"type": "toolCall", "id": "call-1", "name": "bash", "arguments": {"cmd": "ls"}},
         ]
-    return {
+    event: dict[str, Any] = {
         "type": "message",
         "id": event_id,
         "parentId": parent,
         "timestamp": ts,
         "message": {"role": role, "content": content},
     }
+    if parent is None:
+        # No parentId key (an older writer): the entry continues the session's current leaf,
+        # which concurrent writers cannot know. (parentId: null would start a new root.)
+        del event["parentId"]
+    return event

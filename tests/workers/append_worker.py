@@ -3,7 +3,8 @@
 Usage: append_worker.py DB_PATH WORKER_INDEX N_EVENTS SESSION_ID[,SESSION_ID...] SEED
 
 Default settings (``TranscriptStore(url)``: WAL, busy timeout, BEGIN IMMEDIATE). Events use
-``parentId: null`` (chain to the session's current leaf), with a few side appends, tool results,
+no ``parentId`` key (they continue the session's current leaf: a ``parentId: null`` would start
+a new root), with a few side appends, tool results,
 content-block messages and non-message entries mixed in. Appends one at a time (``append``) or
 in small batches (``append_many``). Prints one JSON line at the end:
 ``{"worker", "appended", "ids": {session: [ids in append order]}, "indexable": [ids]}``.
@@ -36,15 +37,13 @@ def make_event(rng: random.Random, worker: int, n: int) -> tuple[dict[str, Any],
         event["message"]["role"] = "toolResult"
         return event, False
     if roll < 0.85:
-        event = message(event_id, sentence(rng, token), ts=ts)
-        del event["parentId"]  # an older writer: no parentId at all
-        return event, True
+        return message(event_id, sentence(rng, token), ts=ts, role="assistant"), True
     if roll < 0.88:
         event = message(event_id, sentence(rng, token), ts=ts)
         event["appendMode"] = "side"  # hangs off the tree: never indexed
         return event, False
     kind = rng.choice(("model_change", "thinking_level_change", "custom", "label"))
-    return {"type": kind, "id": event_id, "parentId": None, "timestamp": ts, "data": n}, False
+    return {"type": kind, "id": event_id, "timestamp": ts, "data": n}, False
 
 
 def main() -> None:
