@@ -199,6 +199,48 @@ _HARMLESS_ENV_KEY_PREFIXES: Final = frozenset(
         "sort",
     }
 )
+# ``password_hint``, ``PASSWORD_MIN_LENGTH``: about a password, not one.
+_HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
+    {
+        "attempts",
+        "changed",
+        "expiry",
+        "expires",
+        "field",
+        "hint",
+        "label",
+        "len",
+        "length",
+        "policy",
+        "prompt",
+        "required",
+        "reset",
+        "rules",
+        "strength",
+    }
+)
+# Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``).
+_SECRET_LAST_WORDS: Final = frozenset({"secret", "credential", "credentials", "jwt"})
+# "<word> pass" that is not a password (``by pass``, ``first_pass``, ``boarding pass``).
+_HARMLESS_PASS_PREFIXES: Final = frozenset(
+    {"by", "first", "second", "third", "last", "one", "two", "multi", "single", "boarding"}
+)
+# Names whose value is masked WHOLE (``***``), never as first 6 + last 4: a password is often
+# short and human-chosen, so ten of its characters would give most of it away.
+_PASSWORD_LAST_WORDS: Final = frozenset({"pass", "pwd"})
+
+
+@lru_cache(maxsize=4096)
+def is_password_name(name: str) -> bool:
+    """Whether the value of ``name`` is a password (masked whole): ``*password*``,
+    ``*passwd*``, ``*passphrase*``, ``db_pass``, ``DB_PWD``."""
+    lowered = name.lower()
+    if any(word in lowered for word in _ANYWHERE_WORDS):
+        return True
+    words = _NAME_WORD_RE.findall(name)
+    return bool(words) and words[-1].lower() in _PASSWORD_LAST_WORDS and is_sensitive_name(name)
+
+
 # URL query/fragment parameters whose value is a credential (besides sensitive names).
 _SECRET_QUERY_NAMES: Final = frozenset(
     {
@@ -210,6 +252,11 @@ _SECRET_QUERY_NAMES: Final = frozenset(
         "auth_token",
         "client_secret",
         "code",
+        "credential",
+        "authorization",
+        "x-api-key",
+        "x-access-token",
+        "x-auth-token",
         "id_token",
         "jwt",
         "key",
@@ -250,21 +297,23 @@ def is_sensitive_name(name: str) -> bool:
     the current directory).
     """
     lowered = name.lower()
-    if any(word in lowered for word in _ANYWHERE_WORDS):
-        return True
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
+    if any(word in lowered for word in _ANYWHERE_WORDS):
+        return not words or words[-1] not in _HARMLESS_PASSWORD_SUFFIXES
     if not words:
         return False
     last = words[-1]
     previous = words[-2] if len(words) > 1 else ""
     if last in _SECRET_COMPOUNDS or (previous + last) in _SECRET_COMPOUNDS:
         return True
-    if last == "secret":
+    if last in _SECRET_LAST_WORDS:
         return True
     if last == "token":
         return previous not in _HARMLESS_TOKEN_PREFIXES
     if last == "pwd":
         return bool(previous)
+    if last == "pass":
+        return not previous or previous not in _HARMLESS_PASS_PREFIXES
     if last == "key" and previous:
         letters = [c for c in name if c.isalpha()]
         if letters and all(c.isupper() for c in letters):
@@ -278,7 +327,7 @@ def is_sensitive_name(name: str) -> bool:
 # Literal values that are never credentials (``token = None``, ``"password": null``). The short
 # mask ``***`` is not one either (re-redacting a redacted text changes nothing).
 _LITERAL_VALUES: Final = frozenset({"false", "nil", "none", "null", "true", "undefined"})
-_TRAILING_PUNCTUATION: Final = ".,;)]}"
+_TRAILING_PUNCTUATION: Final = ".,;)]}\"'`"
 _REFERENCE_PREFIXES: Final = (
     "process.env.",
     "import.meta.env.",
@@ -289,7 +338,22 @@ _REFERENCE_PREFIXES: Final = (
     "env.",
     "secrets.",
 )
-_SHELL_REFERENCE_RE: Final = re.compile(r"\$(?:\{[^}]*\}?|\([^)]*\)?|[A-Za-z_][A-Za-z0-9_]*:?)")
+# ``$NAME``, ``${NAME}``, ``${NAME:-}`` (an EMPTY default), ``$(command)``: group ``var`` is
+# the variable. ``${NAME:-literal}`` is not a reference: the literal is the secret.
+_SHELL_REFERENCE_RE: Final = re.compile(
+    r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::?[-=?+])?\}?|\([^)]*\)?"
+    r"|(?P<var>[A-Za-z_][A-Za-z0-9_]*):?)"
+)
+# A value that computes the secret instead of holding it: a call (``computeToken()``,
+# ``os.getenv("X")``, ``new Foo(``, ``get<T>(``), a parenthesised expression.
+_COMPUTED_VALUE_RE: Final = re.compile(
+    r"\(|(?:new[ \t]+)?[A-Za-z_$][A-Za-z0-9_$.]*(?:<[^<>\s]{0,64}>)?"
+    r"(?:\((?:$|[)\"'])|\[[\"'])"
+)
+# Words that start an expression rather than being a value (``token = await fetch()``).
+_EXPRESSION_WORDS: Final = frozenset(
+    {"await", "new", "lambda", "function", "async", "yield", "typeof", "not", "self", "this"}
+)
 #: A Windows environment reference (``%API_KEY%``, ``%ProgramFiles(x86)%``): a name, not
 #: ``%`` around anything (``"%00000000%"`` or ``"%a9$…%"`` can be the secret itself).
 _WINDOWS_REFERENCE_RE: Final = re.compile(r"%[A-Za-z_][A-Za-z0-9_()]*%")
@@ -307,17 +371,34 @@ def _is_reference(value: str, name: str | None) -> bool:
     """Whether ``value`` names a secret instead of being one (``$TOKEN``, ``null``, …)."""
     first = value[0]
     if first == "$":
-        return _SHELL_REFERENCE_RE.fullmatch(value) is not None
+        ref = _SHELL_REFERENCE_RE.fullmatch(value)
+        if ref is None:
+            return False
+        var = ref.group("braced") or ref.group("var")
+        # ``TOKEN=$TOKEN``, ``API_KEY=${OPENAI_API_KEY}``: a secret's own name; a name that is
+        # not a secret's (``TOKEN=$SUPERSECRET123``) may be the secret itself.
+        return var is None or name is None or var == name or is_sensitive_name(var)
     if first == "%":
         return _WINDOWS_REFERENCE_RE.fullmatch(value) is not None  # %API_KEY%
+    if first == "(":
+        return name is not None
     if not (first.isalpha() or first == "_"):
         return value == SHORT_SECRET_MASK
-    if value.lower() in _LITERAL_VALUES or value.startswith(_REFERENCE_PREFIXES):
+    lowered = value.lower()
+    if (
+        lowered in _LITERAL_VALUES
+        or lowered in _EXPRESSION_WORDS
+        or value.startswith(_REFERENCE_PREFIXES)
+    ):
         return True
     if name is not None and _IDENTIFIER_PATH_RE.fullmatch(value):
-        # ``api_key=api_key``, ``token: self.token``, ``API_KEY=settings.API_KEY``
-        return value.rsplit(".", 1)[-1].lower() == name.rsplit(".", 1)[-1].lower()
-    return False
+        # ``api_key=api_key``, ``token: self.token``, ``API_KEY=settings.API_KEY``, and a
+        # variable named for a secret (``token = timeObserverToken``)
+        last = value.rsplit(".", 1)[-1]
+        return last.lower() == name.rsplit(".", 1)[-1].lower() or (
+            "." in value or any(c.isupper() for c in last[1:]) or "_" in last
+        ) and is_sensitive_name(last)
+    return name is not None and _COMPUTED_VALUE_RE.match(value) is not None
 
 
 def _looks_like_credential(value: str) -> bool:
@@ -334,7 +415,14 @@ def _looks_like_credential(value: str) -> bool:
 
 _BLANKS: Final = rf"[ \t]{{0,{MAX_SEPARATOR_BLANKS}}}"
 _NAME_CHARS: Final = r"A-Za-z0-9_.\-"
-_SEPARATOR: Final = r"(?P<sep>:=|=>|=(?![=~])|:(?![:=]))"
+# ``=``, ``:``, ``:=``, ``=>``, make's ``::=`` ``:::=`` ``?=`` ``+=``, PHP's ``.=``, and ``,``
+# (``setProperty("NAME", "value")``, CSV ``name,value,``; checked further in Python).
+_SEPARATOR: Final = r"(?P<sep>:{1,3}=|[?+.]=|=>|=(?![=~])|:(?![:=])|,)"
+# A type between a name and its ``=`` (Go ``var apiToken string =``, Python ``API_KEY: str =``).
+_TYPE_ANNOTATION: Final = (
+    r"(?:[ \t]{0,8}:[ \t]{0,8}(?:str|string|String|&str|SecretStr)(?=[ \t]{0,8}=)"
+    r"|[ \t]{1,8}(?:string|String|str|SecretString)(?=[ \t]{0,8}=))?"
+)
 
 # The END of a sensitive-looking name and its separator: a name ending in key/token/secret/pwd
 # or holding password/passwd/passphrase, an optional closing quote (``"apiKey":``), ``=``,
@@ -342,18 +430,20 @@ _SEPARATOR: Final = r"(?P<sep>:=|=>|=(?![=~])|:(?![:=]))"
 # (:data:`_REVERSED_NAME_RE`): anchoring on the keyword keeps the scan fast on prose, where
 # almost every word starts a name but few names are sensitive.
 _ASSIGN_TAIL_RE: Final = re.compile(
-    r"(?P<kw>[KkTtSsPp](?:(?<=[Kk])(?i:ey)|(?<=[Tt])(?i:oken)|(?<=[Ss])(?i:ecret)"
-    r"|(?<=[Pp])(?i:wd)|(?<=[Pp])(?i:ass)(?i:word|wd|phrase)"
+    r"(?P<kw>[KkTtSsPpCcJj](?:(?<=[Kk])(?i:ey)|(?<=[Tt])(?i:oken)|(?<=[Ss])(?i:ecret)"
+    r"|(?<=[Cc])(?i:redentials?)|(?<=[Jj])(?i:wt)"
+    r"|(?<=[Pp])(?i:wd)|(?<=[Pp])(?i:ass)(?i:word|wd|phrase)?"
     # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
     rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest)))"
-    r"(?P<quote>\\?[\"'])?" + _BLANKS + _SEPARATOR
+    r"(?P<quote>\\?[\"'])?\]?" + _TYPE_ANNOTATION + _BLANKS + _SEPARATOR
 )
 # A whole name, read backwards from its end: at most MAX_NAME_CHARS name characters, and the
 # run must end there (a longer run is not a name).
 _REVERSED_NAME_RE: Final = re.compile(rf"[{_NAME_CHARS}]{{1,{MAX_NAME_CHARS}}}(?![{_NAME_CHARS}])")
-# A name right after one of these is not an assignment: ``$NAME`` is a shell expansion and a
-# name after ``? & #`` is a URL parameter (its own rule).
-_NOT_BEFORE_NAME: Final = "$?&#"
+# A name right after one of these is not an assignment: a name after ``? & #`` is a URL
+# parameter (its own rule). ``$NAME`` is one only with ``=`` (PHP, Perl, PowerShell:
+# ``$password = "…"``); ``$NAME:`` and ``$NAME,`` are shell expansions in prose.
+_NOT_BEFORE_NAME: Final = "?&#"
 
 # ``--name=`` or ``--name <blanks>``; the ``--`` does not continue a word or a longer dash run.
 _CLI_FLAG_RE: Final = re.compile(
@@ -362,17 +452,27 @@ _CLI_FLAG_RE: Final = re.compile(
     r"(?P<sep>=|[ \t]+)"
 )
 
-# The value after a separator: one alternative per quoting style, else a bare word.
-# ``…`` ends every value: it marks an already masked value (keeps redaction idempotent).
-_VALUE_RE: Final = re.compile(
-    _BLANKS + r"(?:"
-    r'\\"(?P<escaped>(?:[^"\\\r\n…]|\\\\)*)'
-    r'|"(?P<double>(?:[^"\\\r\n…]|\\[^\r\n…])*)'
-    r"|'(?P<single>(?:[^'\\\r\n…]|\\[^\r\n…])*)"
-    r"|`(?P<backtick>[^`\r\n…]*)"
-    r"|(?P<bare>[^\s\"'`\\<>…]+)"
-    r")"
-)
+# The value after a separator: one alternative per quoting style (a string prefix such as
+# C#'s ``@``, Python's ``r``/``b``/``f`` allowed), an unterminated quote (the word after it),
+# else a bare value that runs to the next blank (a ``<``, ``>`` or quote inside it does not end
+# it: ``password=ab>cd`` is one value), to an escaped line break, or to ``&name=`` (the next
+# field of a form body). ``…`` ends every value: it marks an already masked value (keeps
+# redaction idempotent) -- except for passwords, masked whole (:data:`_FULL_VALUE_RE`).
+def _value_regex(stop: str) -> re.Pattern[str]:
+    return re.compile(
+        _BLANKS + r"(?:"
+        rf'\\+"(?P<escaped>(?:[^"\\\r\n{stop}]|\\\\)*)'
+        rf'|(?:[rRbBuUfF]{{1,2}}|@|\$)?"(?P<double>(?:[^"\\\r\n{stop}]|\\[^\r\n{stop}])*)"'
+        rf"|(?:[rRbBuUfF]{{1,2}})?'(?P<single>(?:[^'\\\r\n{stop}]|\\[^\r\n{stop}])*)'"
+        rf"|`(?P<backtick>[^`\r\n{stop}]*)`"
+        rf"|[\"'`](?P<open>[^\s\"'`\\{stop}]+)"
+        rf"|(?P<bare>(?:[^\s\\&{stop}]|\\(?![nrt\"'\\])|&(?![A-Za-z0-9_%.\-]{{1,64}}=))+)"
+        r")"
+    )
+
+
+_VALUE_RE: Final = _value_regex("…")
+_FULL_VALUE_RE: Final = _value_regex("")
 
 _AUTH_SCHEMES: Final = ("bearer", "basic", "token", "bot", "apikey", "api-key", "sso-key")
 # ``Authorization`` (also ``Proxy-Authorization``, any case), found by its ``u``.
@@ -505,6 +605,11 @@ _TOKEN_CHAR_SET: Final = frozenset(
 _Span = tuple[int, int, int]
 _PLAIN: Final = -1
 _OVERFLOW: Final = -2
+_FULL: Final = -3  # a password: masked whole (``***``) whatever its length
+
+# YAML block scalar indicators (``token: |`` then the value on the next, indented line).
+_BLOCK_INDICATORS: Final = frozenset({"|", ">", "|-", ">-", "|+", ">+"})
+_BLOCK_LINE_RE: Final = re.compile(r"[ \t]{1,64}(?P<value>[^\s][^\r\n]*?)[ \t]*(?:\r?\n|$)")
 
 #: Candidates one rule examines in Python per text (a ``name=``, a ``?param=``, a token …).
 #: A real message holds a handful of credentials; tens of thousands only occur in generated or
@@ -538,24 +643,42 @@ class _Scan:
         if position < self.cutoff:
             self.cutoff = position
 
-    def value(self, start: int, end: int, name: str | None = None) -> None:
+    def add(self, start: int, end: int, whole: bool = False) -> None:
+        """``text[start:end]`` is a secret; ``whole``: mask it as ``***`` whatever its length."""
+        self.spans.append((start, end, _FULL if whole else _PLAIN))
+
+    def value(self, start: int, end: int, name: str | None = None, whole: bool = False) -> None:
         """Add ``text[start:end]`` (trailing punctuation trimmed) unless it is a reference."""
         text = self.text
         while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
             end -= 1
         if end > start and not _is_reference(text[start:end], name):
-            self.spans.append((start, end, _PLAIN))
+            self.add(start, end, whole)
 
-    def value_at(self, pos: int) -> tuple[int, int, bool] | None:
-        """``(start, end, quoted)`` of the value starting at ``pos`` (after a separator)."""
-        m = _VALUE_RE.match(self.text, pos)
+    def value_at(self, pos: int, whole: bool = False) -> tuple[int, int, bool] | None:
+        """``(start, end, quoted)`` of the value starting at ``pos`` (after a separator).
+
+        ``whole``: a password's value, which may contain ``…`` (it is masked whole).
+        """
+        m = (_FULL_VALUE_RE if whole else _VALUE_RE).match(self.text, pos)
         if m is None:
             return None
         group = m.lastgroup
         assert group is not None
-        if group == "bare":
+        if group in ("bare", "open"):
             return m.start(group), _trim_value(self.text, m.start(group), m.end(group)), False
         return m.start(group), m.end(group), True
+
+    def block_scalar(self, pos: int) -> tuple[int, int] | None:
+        """The first non-blank line after a YAML ``|``/``>`` block indicator ending at ``pos``."""
+        text = self.text
+        line_end = text.find("\n", pos)
+        if line_end < 0 or text[pos:line_end].strip():
+            return None
+        m = _BLOCK_LINE_RE.match(text, line_end + 1)
+        if m is None:
+            return None
+        return m.start("value"), m.end("value")
 
     def assignments(self) -> None:
         text = self.text
@@ -578,24 +701,44 @@ class _Scan:
                 continue  # a run of name characters longer than MAX_NAME_CHARS
             name_start = name_end - run.end() + run.start()
             first = text[name_start]
+            sep = m.group("sep")
+            before = text[name_start - 1] if name_start else ""
             if not (first.isalpha() or first == "_") or (
-                name_start and text[name_start - 1] in _NOT_BEFORE_NAME
+                (before and before in _NOT_BEFORE_NAME) or (before == "$" and sep in (":", ","))
             ):
                 continue
             name = text[name_start:name_end]
             if not is_sensitive_name(name):
                 continue
-            found = self.value_at(m.end())
+            whole = is_password_name(name)
+            found = self.value_at(m.end(), whole)
             if found is None:
                 continue
             start, end, quoted = found
+            if sep == ",":
+                # ``setProperty("NAME", "value")`` (a quoted name, a quoted value) or CSV
+                # ``NAME,value,`` (no blank after the comma, the value ends at a comma)
+                if m.group("quote") and before and before in "\"'" and quoted:
+                    pass
+                elif (
+                    m.group("quote")
+                    or quoted
+                    or start != m.end()
+                    or text[end : end + 1] not in (",", "\n", "\r", "")
+                ):
+                    continue
             resume = end
             value = text[start:end]
+            if sep == ":" and not quoted and value in _BLOCK_INDICATORS:
+                block = self.block_scalar(end)
+                if block is not None:
+                    self.add(block[0], block[1], whole)
+                continue
             if not value.strip() or _is_reference(value, name):
                 continue
-            if m.group("sep") == ":" and not quoted and not _looks_like_credential(value):
+            if sep in (":", ",") and not quoted and not _looks_like_credential(value):
                 continue
-            self.spans.append((start, end, _PLAIN))
+            self.add(start, end, whole)
 
     def cli_flags(self) -> None:
         text = self.text
@@ -770,9 +913,11 @@ class _Scan:
                 parts.append(mask_secret(text[start:end]))
             elif _OVERFLOW in kinds:
                 parts.append(OVERFLOW_MASK)
+            elif not (pem := [k for k in kinds if k >= 0]):
+                parts.append(SHORT_SECRET_MASK)  # a password: masked whole
             else:
-                begin = self.pems[kinds[0]][0]
-                end_line = self.pems[kinds[-1]][1]
+                begin = self.pems[pem[0]][0]
+                end_line = self.pems[pem[-1]][1]
                 parts.append(
                     begin + PEM_BODY_MASK + end_line
                     if end_line is not None
@@ -852,7 +997,7 @@ def field_mask(name: str, value: str) -> str | None:
     ``len(value)`` apart from the reference check.
     """
     if value.strip() and is_sensitive_name(name) and not _is_reference(value, name):
-        return mask_secret(value)
+        return SHORT_SECRET_MASK if is_password_name(name) else mask_secret(value)
     return None
 
 

@@ -64,10 +64,8 @@ def test_text_without_secret_is_returned_unchanged() -> None:
         ("GITHUB_TOKEN=abcdefghij0123456789xyz", "GITHUB_TOKEN=abcdef…9xyz"),
         ("JWT_SECRET=hunter2", "JWT_SECRET=***"),
         ("DB_PASSWORD=hunter2", "DB_PASSWORD=***"),
-        (
-            "MYSQL_ROOT_PASSWORD_FILE=/run/secrets/mysql-root",
-            "MYSQL_ROOT_PASSWORD_FILE=/run/s…root",
-        ),
+        # a password is masked whole, however long
+        ("MYSQL_ROOT_PASSWORD_FILE=/run/secrets/mysql-root", "MYSQL_ROOT_PASSWORD_FILE=***"),
         ("SMTP_PASSWD=s3cr3t", "SMTP_PASSWD=***"),
         ("DB_PWD=s3cr3t", "DB_PWD=***"),
         # export, quotes, blanks around "="
@@ -85,7 +83,7 @@ def test_text_without_secret_is_returned_unchanged() -> None:
         # YAML / TOML / prose with a colon: only credential-looking values
         ("api_key: abc123def456", "api_key: ***"),
         ("password: hunter2", "password: ***"),
-        ("Password: correcthorsebatterystaple", "Password: correc…aple"),
+        ("Password: correcthorsebatterystaple", "Password: ***"),
         ('api_key = "Zx8Kp2Lm9Qr4Tv7Wn3Ys"', 'api_key = "Zx8Kp2…n3Ys"'),
     ],
 )
@@ -100,7 +98,6 @@ def test_env_style_assignments_mask_only_the_value(text: str, expected: str) -> 
         "api_key",
         "token",
         "secret",
-        "password",
         "accessToken",
         "refreshToken",
         "clientSecret",
@@ -115,6 +112,12 @@ def test_json_fields_mask_only_the_value(field: str) -> None:
     assert redact_text(text) == f'{{"{field}": "Qm9vbG…ZQ42", "model": "gpt-4o"}}'
     compact = f'{{"{field}":"{secret}"}}'
     assert redact_text(compact) == f'{{"{field}":"Qm9vbG…ZQ42"}}'
+
+
+@pytest.mark.parametrize("field", ["password", "dbPassword", "passwd", "passphrase", "db_pass"])
+def test_json_password_fields_are_masked_whole(field: str) -> None:
+    text = f'{{"{field}": "Qm9vbGVhbkZhbHNlVHJ1ZQ42", "model": "gpt-4o"}}'
+    assert redact_text(text) == f'{{"{field}": "***", "model": "gpt-4o"}}'
 
 
 def test_json_field_short_values_numbers_and_python_dicts() -> None:
