@@ -475,18 +475,24 @@ _VALUE_RE: Final = _value_regex("…")
 _FULL_VALUE_RE: Final = _value_regex("")
 
 _AUTH_SCHEMES: Final = ("bearer", "basic", "token", "bot", "apikey", "api-key", "sso-key")
-# ``Authorization`` (also ``Proxy-Authorization``, any case), found by its ``u``.
+#: Blank characters allowed around an ``Authorization`` header's ``:`` (also a JSON-escaped
+#: line break or tab, as in a header logged inside a JSON string).
+_AUTH_BLANKS: Final = r"(?:[ \t\r\n]|\\[rnt]){0,8}"
+# ``Authorization`` (also ``Proxy-Authorization``, ``X-Authorization``, any case), found by its
+# ``u``; then ANY scheme word (Digest, AWS4-HMAC-SHA256, Negotiate, Hawk …) and its
+# credential. The credential is either one token68 (``Bearer abc…``) or, when the scheme is
+# followed by ``name=``, the whole auth-param list up to the end of the line, an escaped line
+# break, or ``; name=`` (``; status=401`` after it is kept).
 _AUTHORIZATION_RE: Final = re.compile(
     r"[Uu](?<=[Aa][Uu])(?<![A-Za-z0-9_][Aa][Uu])(?i:thorization)\\?[\"']?"
     + _BLANKS
     + r"[:=]"
-    + _BLANKS
+    + _AUTH_BLANKS
     + r"\\?[\"']?"
     + _BLANKS
-    + r"(?:(?P<scheme>(?i:"
-    + "|".join(re.escape(s) for s in _AUTH_SCHEMES)
-    + r"))[ \t]+)?"
-    r"(?P<value>[A-Za-z0-9._~+/=:@%\-]+)"
+    + r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+._~\-]{0,40})(?:[ \t]+|\\t))?"
+    r"(?:(?P<params>[A-Za-z0-9_*\-]{1,64}[ \t]*=(?!=)(?:[^\r\n;\\]|\\(?![rn])|;(?![ \t]*[A-Za-z_][\w\-]*=))*)"
+    r"|(?P<value>[A-Za-z0-9._~+/:@%\-]+=*))"
 )
 _BARE_BEARER_RE: Final = re.compile(
     r"[Bb](?<![A-Za-z0-9_\-][Bb])(?i:earer)[ \t]+"
@@ -506,10 +512,13 @@ _URL_PARAM_RE: Final = re.compile(
     r"(?P<value>[^&#\s\"'<>`\\…]+)"
 )
 # ``curl -u user:password`` / ``--user user:password``.
+# The user may be empty (``-u :password``) and the password quoted on its own
+# (``--user name:'password'``).
 _CLI_USER_RE: Final = re.compile(
     r"-(?<![A-Za-z0-9_\-]-)(?:u|-user)(?:[ \t]+|=)\\?[\"']?"
-    rf"[^\s:\"'\\]{{1,{MAX_URL_USER_CHARS}}}:"
-    rf"(?P<value>[^\s\"'\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})"
+    rf"[^\s:\"'\\]{{0,{MAX_URL_USER_CHARS}}}:"
+    rf"(?:(?P<q>[\"'])(?P<quoted>[^\"'\r\n]{{1,{MAX_URL_PASSWORD_CHARS}}})(?P=q)"
+    rf"|(?P<value>[^\s\"'\\]{{1,{MAX_URL_PASSWORD_CHARS}}}))"
 )
 
 _PEM_LABEL: Final = rf"[ A-Z0-9]{{0,{MAX_PEM_LABEL_CHARS}}}PRIVATE KEY(?: BLOCK)?-----"
@@ -522,8 +531,9 @@ _PEM_BODY_RE: Final = re.compile(r"[A-Za-z0-9+/=\s:,.\\\-]*")
 
 # Vendor-prefixed tokens: (family, prefix, body character class, minimum body length). The
 # minimum is well below the vendor's real length and high enough that kebab-case words
-# (``sk-button-primary``) do not qualify. The prefix must start a token: the lookbehind placed
-# after the literal prefix rejects a prefix preceded by a token character.
+# (``sk-button-primary``, ``fw-tooshort``) do not qualify. The prefix must start a word: it is
+# not preceded by a letter, digit or ``_`` (checked in Python; ``prefix-ghp_…`` is a token,
+# ``fixture_fw_…`` is not). All families are ONE regex, so the text is scanned once for all.
 _TOKEN_CHARS: Final = r"[A-Za-z0-9_\-]"
 _VENDOR_TOKENS: Final[tuple[tuple[str, str, str, int], ...]] = (
     # OpenAI, Anthropic, OpenRouter, DeepSeek …: a real key always holds a digit.
@@ -544,6 +554,100 @@ _VENDOR_TOKENS: Final[tuple[tuple[str, str, str, int], ...]] = (
     ("groq", r"gsk_", r"[A-Za-z0-9]", 20),
     ("xai", r"xai-", r"[A-Za-z0-9]", 20),
     ("perplexity", r"pplx-", r"[A-Za-z0-9]", 20),
+    # OpenClaw's newer prefixes (src/logging/redact-patterns.ts) and gitleaks' rules
+    ("anthropic", r"sk-ant-", _TOKEN_CHARS, 16),
+    ("openai-project", r"sk-proj-", _TOKEN_CHARS, 16),
+    ("openrouter", r"sk-or-", _TOKEN_CHARS, 16),
+    ("openai-service", r"sk-svcacct-", _TOKEN_CHARS, 16),
+    ("openai-admin", r"sk-admin-", _TOKEN_CHARS, 16),
+    ("sk-underscore", r"sk_", r"[A-Za-z0-9]", 20),
+    ("stripe-prod", r"[sr]k_prod_", r"[A-Za-z0-9]", 16),
+    ("replicate", r"r8_", r"[A-Za-z0-9]", 20),
+    *(
+        (f"gitlab-{kind}", f"gl{kind}-", r"[A-Za-z0-9_.\-]", 20)
+        for kind in ("oas", "dt", "cbt", "ptt", "ft", "imt", "agent", "wt", "soat", "ffct", "rt")
+    ),
+    ("gitlab-rtr", r"glrtr-", r"[A-Za-z0-9_.\-]", 20),
+    # feed and runner tokens can be short: 8+ characters holding a digit
+    ("gitlab-ft-short", r"glft-", r"(?=[A-Za-z0-9_\-]{0,19}[0-9])[A-Za-z0-9_\-]", 8),
+    ("gitlab-rt-short", r"glrt-", r"(?=[A-Za-z0-9_\-]{0,19}[0-9])[A-Za-z0-9_\-]", 8),
+    ("gitlab-runner", r"GR1348941", _TOKEN_CHARS, 20),
+    ("gitlab-session", r"_gitlab_session=", r"[A-Za-z0-9]", 20),
+    ("grafana-sa", r"glsa_", r"[A-Za-z0-9_+/=]", 32),
+    ("grafana-cloud", r"glc_", r"[A-Za-z0-9_+/=]", 32),
+    ("fal", r"fal_", _TOKEN_CHARS, 20),
+    ("firecrawl", r"fc-", r"[A-Za-z0-9]", 20),
+    ("browserbase", r"bb_live_", _TOKEN_CHARS, 20),
+    ("huggingface-org", r"api_org_", r"[A-Za-z0-9]", 20),
+    ("digitalocean", r"do[opr]_v1_", r"[A-Za-z0-9]", 20),
+    *((f"doppler-{k}", rf"dp\.{k}\.", r"[A-Za-z0-9]", 20) for k in ("pt", "st", "sa", "ct")),
+    ("docker", r"dckr_(?:pat|oat)_", _TOKEN_CHARS, 20),
+    ("buildkite", r"bkua_", r"[A-Za-z0-9]", 20),
+    ("circleci", r"CCIPAT_", _TOKEN_CHARS, 20),
+    ("supabase", r"sbp_", r"[A-Za-z0-9]", 20),
+    ("databricks", r"dapi", r"[A-Za-z0-9]", 32),
+    ("datadog", r"ddp_", r"[A-Za-z0-9]", 20),
+    ("netlify", r"nfp_", r"[A-Za-z0-9]", 20),
+    ("contentful", r"CFPAT-", _TOKEN_CHARS, 20),
+    ("atlassian", r"ATATT", r"[A-Za-z0-9_\-=]", 20),
+    ("atlassian-cloud", r"ATCTT3xFfG", r"[A-Za-z0-9_\-=]", 20),
+    ("bitbucket", r"ATBB", r"[A-Za-z0-9]", 20),
+    ("bitbucket-dc", r"BBDC-", _TOKEN_CHARS, 20),
+    ("heroku", r"HRKU-", _TOKEN_CHARS, 20),
+    ("hubspot", r"pat-(?:na|eu)[12]-", r"[A-Za-z0-9\-]", 20),
+    ("apify", r"apify_api_", r"[A-Za-z0-9]", 20),
+    ("flyio", r"FlyV1 fm[12]_", r"[A-Za-z0-9+/=_\-]", 20),
+    ("frameio", r"fio-u-", _TOKEN_CHARS, 20),
+    ("agentmail", r"am_", r"[A-Za-z0-9]", 20),
+    ("tavily", r"tvly-", _TOKEN_CHARS, 20),
+    ("exa", r"exa_", r"[A-Za-z0-9]", 20),
+    ("matrix", r"syt_", _TOKEN_CHARS, 20),
+    ("retaindb", r"retaindb_", r"[A-Za-z0-9]", 20),
+    ("hsk", r"hsk-", _TOKEN_CHARS, 20),
+    ("mem0", r"mem0_", r"[A-Za-z0-9]", 20),
+    ("brv", r"brv_", r"[A-Za-z0-9]", 20),
+    ("fireworks", r"fw[-_]", r"[A-Za-z0-9]", 20),
+    ("fireworks-pk", r"fpk_", r"[A-Za-z0-9]", 20),
+    ("tencent", r"AKID", r"[A-Za-z0-9]", 20),
+    ("alibaba", r"LTAI", r"[A-Za-z0-9]", 12),
+    ("google-refresh", r"1//0", _TOKEN_CHARS, 20),
+    ("slack-webhook", r"//hooks\.slack\.com/services/", r"[A-Za-z0-9/_\-]", 20),
+    ("slack-workflow", r"//hooks\.slack\.com/workflows/", r"[A-Za-z0-9/_\-]", 20),
+    ("discord-webhook", r"//discord\.com/api/webhooks/", r"[A-Za-z0-9/_\-]", 20),
+    ("discordapp-webhook", r"//discordapp\.com/api/webhooks/", r"[A-Za-z0-9/_\-]", 20),
+    ("linear", r"lin_api_", r"[A-Za-z0-9]", 20),
+    ("postman", r"PMAK-", r"[A-Za-z0-9\-]", 20),
+    ("shopify", r"shp(?:at|ca|pa|ss)_", r"[A-Fa-f0-9]", 20),
+    ("sentry", r"sntry[su]_", r"[A-Za-z0-9+/=_]", 20),
+    ("newrelic", r"NRAK-", r"[A-Z0-9]", 20),
+    ("planetscale", r"pscale_tkn_", _TOKEN_CHARS, 20),
+    ("planetscale-pw", r"pscale_pw_", _TOKEN_CHARS, 20),
+    ("age", r"AGE-SECRET-KEY-1", r"[A-Z0-9]", 20),
+    ("vault", r"hv[sbr]\.", _TOKEN_CHARS, 20),
+    ("mailgun", r"key-", r"[a-f0-9]", 32),
+    ("brevo", r"xkeysib-", r"[A-Za-z0-9\-]", 20),
+    ("dynatrace", r"dt0c01\.", r"[A-Za-z0-9.]", 20),
+    ("rubygems", r"rubygems_", r"[a-f0-9]", 20),
+    ("clojars", r"CLOJARS_", r"[A-Za-z0-9]", 20),
+    ("easypost", r"EZ[AT]K", r"[A-Za-z0-9]", 40),
+    ("duffel", r"duffel_(?:test|live)_", _TOKEN_CHARS, 20),
+    ("flutterwave", r"FLW(?:PUB|SEC)K_TEST-", r"[A-Za-z0-9\-]", 20),
+    ("readme", r"rdme_", r"[a-z0-9]", 20),
+    ("prefect", r"pnu_", r"[A-Za-z0-9]", 20),
+    ("typeform", r"tfp_", _TOKEN_CHARS, 20),
+    ("figma", r"figd_", _TOKEN_CHARS, 20),
+    ("notion", r"secret_", r"[A-Za-z0-9]", 32),
+    ("notion-ntn", r"ntn_", r"[A-Za-z0-9]", 32),
+    ("langsmith", r"lsv2_(?:pt|sk)_", r"[A-Za-z0-9_]", 20),
+    ("fernet", r"gAAAA", r"[A-Za-z0-9_\-=]", 20),
+    ("1password", r"ops_eyJ", r"[A-Za-z0-9+/=]", 20),
+    ("openai-org", r"org-", r"(?=[A-Za-z0-9]{0,23}[0-9])[A-Za-z0-9]", 24),
+    ("twitch", r"oauth:", r"[a-z0-9]", 30),
+    ("artifactory", r"AKCp", r"[A-Za-z0-9]", 60),
+    ("adafruit", r"aio_", r"[A-Za-z0-9]", 28),
+    ("scalingo", r"tk-us-", _TOKEN_CHARS, 40),
+    ("sourcegraph", r"sgp_", r"[A-Za-z0-9_]", 32),
+    ("pulumi", r"pul-", r"[a-f0-9]", 40),
 )
 #: Segments of a JWT shorter than this are not a JWT (a real header is ~36 characters).
 MIN_JWT_SEGMENT_CHARS: Final = 5
@@ -560,8 +664,30 @@ TELEGRAM_BOT_ID_DIGITS: Final = (6, 12)
 MIN_TELEGRAM_SECRET_CHARS: Final = 30
 
 
-def _vendor_regex(prefix: str, body: str, minimum: int) -> re.Pattern[str]:
-    return re.compile(f"(?P<value>{prefix}(?<!{_TOKEN_CHARS}{prefix}){body}{{{minimum},}})")
+def _vendor_alternative(prefix: str, body: str, minimum: int) -> str:
+    """``prefix`` (fixed width), not preceded by a word character, then its body.
+
+    The lookbehind sits AFTER the prefix, so the regex engine first looks for the prefix's
+    literal characters and tries the lookbehind only there; a prefix inside a word fails at
+    once instead of scanning the body (keeps a run of ``sk-sk-sk-…`` linear).
+    """
+    low, high = re._parser.parse(prefix).getwidth()  # type: ignore[attr-defined]
+    assert low == high, f"vendor prefix {prefix!r} is not of fixed width"
+    if not (prefix[0].isalnum() or prefix[0] == "_"):
+        return f"{prefix}{body}{{{minimum},}}"  # starts with ``//``: a boundary already
+    # A symbol the body may contain cannot come before the prefix either: else ``sk-sk-sk-…``
+    # would rescan the same run from every ``sk-`` (quadratic).
+    symbols = ("\\-" if "\\-" in body else "") + "".join(c for c in "./+=" if c in body)
+    return f"{prefix}(?<![A-Za-z0-9_{symbols}][\\s\\S]{{{low}}}){body}{{{minimum},}}"
+
+
+_VENDOR_RE: Final = re.compile(
+    "|".join(_vendor_alternative(*rule[1:]) for rule in _VENDOR_TOKENS)
+)
+#: Characters that may not come right before a vendor prefix (it would be inside a word).
+_WORD_CHAR_SET: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+)
 
 
 _SPECIAL_TOKENS: Final[tuple[tuple[str, str], ...]] = (
@@ -582,9 +708,8 @@ _SPECIAL_TOKENS: Final[tuple[tuple[str, str], ...]] = (
     ),
 )
 _TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
-    (family, _vendor_regex(prefix, body, minimum))
-    for family, prefix, body, minimum in _VENDOR_TOKENS
-) + tuple((family, re.compile(pattern)) for family, pattern in _SPECIAL_TOKENS)
+    (family, re.compile(pattern)) for family, pattern in _SPECIAL_TOKENS
+)
 
 # Telegram bot token ``123456789:AA…``, alone or as ``/bot<token>/`` in an API URL. Where it
 # starts is checked in Python (a lookbehind in front would be tried at every position).
@@ -760,35 +885,56 @@ class _Scan:
                 continue  # ``--password-stdin --user x``: the next flag is not the value
             if not _is_reference(value, name):
                 self.spans.append((start, end, _PLAIN))
-        self._values(_CLI_USER_RE)
+        self._values(_CLI_USER_RE, whole=True)
 
-    def _values(self, pattern: re.Pattern[str]) -> None:
-        """Every ``value`` group of ``pattern``."""
+    def _values(self, pattern: re.Pattern[str], whole: bool = False) -> None:
+        """Every ``value`` (or ``quoted``) group of ``pattern``."""
         budget = MAX_CANDIDATES_PER_RULE
+        quoted = "quoted" in pattern.groupindex
         for m in pattern.finditer(self.text):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
                 return
-            self.value(m.start("value"), m.end("value"))
+            if quoted and m.start("quoted") >= 0:
+                self.add(m.start("quoted"), m.end("quoted"), whole)
+            else:
+                self.value(m.start("value"), m.end("value"), whole=whole)
 
     def headers(self) -> None:
+        text = self.text
         budget = MAX_CANDIDATES_PER_RULE
-        for m in _AUTHORIZATION_RE.finditer(self.text):
+        for m in _AUTHORIZATION_RE.finditer(text):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
                 break
+            scheme = m.group("scheme")
+            if m.group("params") is not None:
+                start, end = m.start("params"), m.end("params")
+                while end > start and text[end - 1] in " \t":
+                    end -= 1
+                opening = text[m.start() - 2] if m.start() >= 2 else ""
+                if opening in "\"'" and opening and text[end - 1] == opening:
+                    end -= 1  # the quote around a whole header (``-H 'Authorization: …'``)
+                self.add(start, end, whole=True)  # many small fields: *** for the lot
+                continue
             value = m.group("value")
-            if m.group("scheme") is None and (
+            if scheme is None and (
                 value.lower() in _AUTH_SCHEMES or not _looks_like_credential(value)
             ):
                 continue  # "Authorization: Bearer $TOKEN", "authorization: required"
+            if (
+                scheme is not None
+                and scheme.lower() not in _AUTH_SCHEMES
+                and not _looks_like_credential(value)
+            ):
+                continue  # "authorization: required for admin routes"
             self.value(m.start("value"), m.end("value"))
         self._values(_BARE_BEARER_RE)
 
     def urls(self) -> None:
-        self._values(_URL_USERINFO_RE)
+        self._values(_URL_USERINFO_RE, whole=True)
         budget = MAX_CANDIDATES_PER_RULE
         for m in _URL_PARAM_RE.finditer(self.text):
             budget -= 1
@@ -835,6 +981,18 @@ class _Scan:
     def tokens(self) -> None:
         text = self.text
         spans = self.spans
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in _VENDOR_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                break
+            start = m.start()
+            if text[start] == "g" and text.startswith("gAAAA", start):
+                # a Fernet token, but not inside a base64 blob or a data URL
+                if start and (text[start - 1] in "+/=-" or text[max(0, start - 8) : start] == ";base64,"):
+                    continue
+            spans.append((start, m.end(), _PLAIN))
         budget = MAX_CANDIDATES_PER_RULE
         for _family, pattern in _TOKEN_RULES:
             for m in pattern.finditer(text):

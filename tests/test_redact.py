@@ -153,7 +153,7 @@ def test_json_escaped_quote_inside_a_value_stays_inside() -> None:
         ("curl -u admin:hunter22 https://x.test", "curl -u admin:*** https://x.test"),
         (
             "curl --user 'deploy:abcdefghijklmnopqrst' https://x",
-            "curl --user 'deploy:abcdef…qrst' https://x",
+            "curl --user 'deploy:***' https://x",
         ),
     ],
 )
@@ -207,10 +207,10 @@ def test_percent_signs_around_a_non_name_are_a_value_not_a_reference() -> None:
         ("https://user:hunter2@example.com/x", "https://user:***@example.com/x"),
         (
             "postgres://app:S3cr3tP4ssw0rdLong!@db:5432/app",
-            "postgres://app:S3cr3t…ong!@db:5432/app",
+            "postgres://app:***@db:5432/app",
         ),
         ("redis://:p4ssw0rd@cache:6379/0", "redis://:***@cache:6379/0"),
-        ("mysql://root:p@ss@word123456789012@db/x", "mysql://root:p@ss@w…9012@db/x"),
+        ("mysql://root:p@ss@word123456789012@db/x", "mysql://root:***@db/x"),
         ("mongodb+srv://u:abc123@cluster0.x.net", "mongodb+srv://u:***@cluster0.x.net"),
         ("amqp://guest:guest@localhost:5672/", "amqp://guest:***@localhost:5672/"),
         # another "@" later in the text (JSON, markup) does not hide the password
