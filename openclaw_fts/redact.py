@@ -132,6 +132,10 @@ _SECRET_COMPOUNDS: Final = frozenset(
         "secretkey",
         "sessiontoken",
         "signingkey",
+        # payment credentials (OpenClaw): a card number, its CVC, a payment credential
+        "cardnumber",
+        "securitycode",
+        "paymentcredential",
     }
 )
 # "<word> token" is NOT a secret for these words (pagination and language-model vocabulary).
@@ -199,6 +203,8 @@ _HARMLESS_ENV_KEY_PREFIXES: Final = frozenset(
         "sort",
     }
 )
+# First words of a name that is a flag about a secret (``HAS_API_TOKEN``, ``USE_PASSWORD``).
+_FLAG_FIRST_WORDS: Final = frozenset({"have", "has", "is", "use", "enable", "disable", "no"})
 # ``password_hint``, ``PASSWORD_MIN_LENGTH``: about a password, not one.
 _HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
     {
@@ -220,7 +226,7 @@ _HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
     }
 )
 # Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``).
-_SECRET_LAST_WORDS: Final = frozenset({"secret", "credential", "credentials", "jwt"})
+_SECRET_LAST_WORDS: Final = frozenset({"secret", "credential", "credentials", "jwt", "cvc", "cvv"})
 # "<word> pass" that is not a password (``by pass``, ``first_pass``, ``boarding pass``).
 _HARMLESS_PASS_PREFIXES: Final = frozenset(
     {"by", "first", "second", "third", "last", "one", "two", "multi", "single", "boarding"}
@@ -254,6 +260,9 @@ _SECRET_QUERY_NAMES: Final = frozenset(
         "code",
         "credential",
         "authorization",
+        "security_code",
+        "cvc",
+        "cvv",
         "x-api-key",
         "x-access-token",
         "x-auth-token",
@@ -298,6 +307,8 @@ def is_sensitive_name(name: str) -> bool:
     """
     lowered = name.lower()
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
+    if words and words[0] in _FLAG_FIRST_WORDS:
+        return False  # HAVE_STRUCT_PASSWD_PW_GECOS, HAS_API_KEY: a feature flag
     if any(word in lowered for word in _ANYWHERE_WORDS):
         return not words or words[-1] not in _HARMLESS_PASSWORD_SUFFIXES
     if not words:
@@ -348,8 +359,18 @@ _SHELL_REFERENCE_RE: Final = re.compile(
 # ``os.getenv("X")``, ``new Foo(``, ``get<T>(``), a parenthesised expression.
 _COMPUTED_VALUE_RE: Final = re.compile(
     r"\(|(?:new[ \t]+)?[A-Za-z_$][A-Za-z0-9_$.]*(?:<[^<>\s]{0,64}>)?"
-    r"(?:\((?:$|[)\"'])|\[[\"'])"
+    r"[(\[]"
 )
+_PLACEHOLDERS: Final = frozenset({"%s", "%d", "%r", "%x", "?", "<redacted>", "<token>"})
+_BRACE_PLACEHOLDER_RE: Final = re.compile(r"\{[A-Za-z0-9_.]{0,64}\}")
+# In code (``token = nextchar``, ``Token = Ignore + PlainToken``): blanks around ``=`` and a value
+# that is an identifier without digits, or any identifier called or indexed, is an expression.
+_CODE_VALUE_RE: Final = re.compile(r"[A-Za-z_][A-Za-z_.]*$|[A-Za-z_][A-Za-z0-9_.]*[(\[]")
+# Words that follow a flag in prose ("pass --token or --token-file"), never a secret.
+_PROSE_WORDS: Final = frozenset(
+    {"a", "an", "and", "as", "flag", "for", "if", "in", "is", "of", "option", "or", "the", "to",
+     "with", "instead", "when"}
+)  # fmt: skip
 # Words that start an expression rather than being a value (``token = await fetch()``).
 _EXPRESSION_WORDS: Final = frozenset(
     {"await", "new", "lambda", "function", "async", "yield", "typeof", "not", "self", "this"}
@@ -369,6 +390,8 @@ def _trim_value(text: str, start: int, end: int) -> int:
 
 def _is_reference(value: str, name: str | None) -> bool:
     """Whether ``value`` names a secret instead of being one (``$TOKEN``, ``null``, …)."""
+    if value in _PLACEHOLDERS or _BRACE_PLACEHOLDER_RE.fullmatch(value):
+        return True  # a format placeholder (``key=%s``, ``token={}``)
     first = value[0]
     if first == "$":
         ref = _SHELL_REFERENCE_RE.fullmatch(value)
@@ -396,8 +419,9 @@ def _is_reference(value: str, name: str | None) -> bool:
         # variable named for a secret (``token = timeObserverToken``)
         last = value.rsplit(".", 1)[-1]
         return last.lower() == name.rsplit(".", 1)[-1].lower() or (
-            "." in value or any(c.isupper() for c in last[1:]) or "_" in last
-        ) and is_sensitive_name(last)
+            ("." in value or any(c.isupper() for c in last[1:]) or "_" in last)
+            and is_sensitive_name(last)
+        )
     return name is not None and _COMPUTED_VALUE_RE.match(value) is not None
 
 
@@ -414,7 +438,7 @@ def _looks_like_credential(value: str) -> bool:
 # a value that was taken is never scanned again by the same rule.
 
 _BLANKS: Final = rf"[ \t]{{0,{MAX_SEPARATOR_BLANKS}}}"
-_NAME_CHARS: Final = r"A-Za-z0-9_.\-"
+_NAME_CHARS: Final = r"A-Za-z0-9_.%\-"
 # ``=``, ``:``, ``:=``, ``=>``, make's ``::=`` ``:::=`` ``?=`` ``+=``, PHP's ``.=``, and ``,``
 # (``setProperty("NAME", "value")``, CSV ``name,value,``; checked further in Python).
 _SEPARATOR: Final = r"(?P<sep>:{1,3}=|[?+.]=|=>|=(?![=~])|:(?![:=])|,)"
@@ -430,8 +454,8 @@ _TYPE_ANNOTATION: Final = (
 # (:data:`_REVERSED_NAME_RE`): anchoring on the keyword keeps the scan fast on prose, where
 # almost every word starts a name but few names are sensitive.
 _ASSIGN_TAIL_RE: Final = re.compile(
-    r"(?P<kw>[KkTtSsPpCcJj](?:(?<=[Kk])(?i:ey)|(?<=[Tt])(?i:oken)|(?<=[Ss])(?i:ecret)"
-    r"|(?<=[Cc])(?i:redentials?)|(?<=[Jj])(?i:wt)"
+    r"(?P<kw>[KkTtSsPpCcJjNn](?:(?<=[Kk])(?i:ey)|(?<=[Tt])(?i:oken)|(?<=[Ss])(?i:ecret)"
+    r"|(?<=[Cc])(?i:redentials?|v[cv]|ode)|(?<=[Jj])(?i:wt)|(?<=[Nn])(?i:umber)"
     r"|(?<=[Pp])(?i:wd)|(?<=[Pp])(?i:ass)(?i:word|wd|phrase)?"
     # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
     rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest)))"
@@ -451,6 +475,7 @@ _CLI_FLAG_RE: Final = re.compile(
     rf"(?P<name>[A-Za-z][A-Za-z0-9_\-]{{0,{MAX_NAME_CHARS - 1}}})"
     r"(?P<sep>=|[ \t]+)"
 )
+
 
 # The value after a separator: one alternative per quoting style (a string prefix such as
 # C#'s ``@``, Python's ``r``/``b``/``f`` allowed), an unterminated quote (the word after it),
@@ -491,9 +516,13 @@ _AUTHORIZATION_RE: Final = re.compile(
     + r"\\?[\"']?"
     + _BLANKS
     + r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+._~\-]{0,40})(?:[ \t]+|\\t))?"
-    r"(?:(?P<params>[A-Za-z0-9_*\-]{1,64}[ \t]*=(?!=)(?:[^\r\n;\\]|\\(?![rn])|;(?![ \t]*[A-Za-z_][\w\-]*=))*)"
+    r"(?:(?P<params>[A-Za-z0-9_*\-]{1,64}[ \t]*=(?!=)"
+    r"(?:[^\r\n;\\]|\\(?![rn])|;(?![ \t]*[A-Za-z_][\w\-]*=))*)"
     r"|(?P<value>[A-Za-z0-9._~+/:@%\-]+=*))"
 )
+# After a scheme word whose credential was not recognised (``AWS4-HMAC-SHA256 ***``, already
+# masked): blanks, then more text on the line.
+_SCHEME_WORD_RE: Final = re.compile(r"[ \t]+[^\s,;)}\]\"']")
 _BARE_BEARER_RE: Final = re.compile(
     r"[Bb](?<![A-Za-z0-9_\-][Bb])(?i:earer)[ \t]+"
     rf"(?P<value>[A-Za-z0-9._~+/\-]{{{BARE_BEARER_MIN_CHARS},}}=*)"
@@ -507,10 +536,44 @@ _URL_USERINFO_RE: Final = re.compile(
     rf"(?P<user>[^\s:/?#@\"'<>\[\]\\…]{{0,{MAX_URL_USER_CHARS}}}):"
     rf"(?P<value>[^\s/?#\"'<>\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})@(?![^\s/?#@\"'<>\\]*@)"
 )
+# The name may be percent-encoded (``client%5Fsecret``); the value may be quoted.
 _URL_PARAM_RE: Final = re.compile(
-    rf"[?&#](?P<name>[{_NAME_CHARS}]{{1,{MAX_QUERY_NAME_CHARS}}})="
-    r"(?P<value>[^&#\s\"'<>`\\…]+)"
+    rf"[?&#](?P<name>[{_NAME_CHARS}%+]{{1,{MAX_QUERY_NAME_CHARS}}})="
+    r"(?:\"(?P<quoted>[^\"&#\s…]+)\"|(?P<value>[^&#\s\"'<>`\\…]+))"
 )
+_PERCENT_RE: Final = re.compile(r"%[0-9A-Fa-f]{2}|\+")
+# Words of a query parameter name that make it a secret wherever they stand in it
+# (``__openclaw_mms_token_<id>``), unless the name ends in a harmless word (``token_count``).
+_QUERY_SECRET_WORDS: Final = frozenset({"token", "secret", "password", "signature"})
+_QUERY_HARMLESS_LAST: Final = frozenset({"count", "type", "kind", "name", "limit", "algorithm"})
+
+
+def _decode_name(name: str) -> str:
+    """``client%5Fsecret`` → ``client_secret``; encoded invisible or non-ASCII bytes and ``+``
+    (``client_se%E2%80%8Bcret``, ``client_se+cret``) are dropped, so they cannot hide a name."""
+    return _PERCENT_RE.sub(
+        lambda m: (
+            chr(int(m.group()[1:], 16))
+            if m.group() != "+" and 0x21 <= int(m.group()[1:], 16) < 0x7F
+            else ""
+        ),
+        name,
+    )
+
+
+def _query_name_is_secret(name: str) -> bool:
+    if "%" in name or "+" in name:
+        name = _decode_name(name)
+    if name.lower() in _SECRET_QUERY_NAMES or is_sensitive_name(name):
+        return True
+    words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
+    return (
+        bool(words)
+        and words[-1] not in _QUERY_HARMLESS_LAST
+        and any(w in _QUERY_SECRET_WORDS for w in words)
+    )
+
+
 # ``curl -u user:password`` / ``--user user:password``.
 # The user may be empty (``-u :password``) and the password quoted on its own
 # (``--user name:'password'``).
@@ -596,7 +659,7 @@ _VENDOR_TOKENS: Final[tuple[tuple[str, str, str, int], ...]] = (
     ("heroku", r"HRKU-", _TOKEN_CHARS, 20),
     ("hubspot", r"pat-(?:na|eu)[12]-", r"[A-Za-z0-9\-]", 20),
     ("apify", r"apify_api_", r"[A-Za-z0-9]", 20),
-    ("flyio", r"FlyV1 fm[12]_", r"[A-Za-z0-9+/=_\-]", 20),
+    ("flyio", r"FlyV1 fm", r"[A-Za-z0-9+/=_\-]", 20),
     ("frameio", r"fio-u-", _TOKEN_CHARS, 20),
     ("agentmail", r"am_", r"[A-Za-z0-9]", 20),
     ("tavily", r"tvly-", _TOKEN_CHARS, 20),
@@ -681,13 +744,9 @@ def _vendor_alternative(prefix: str, body: str, minimum: int) -> str:
     return f"{prefix}(?<![A-Za-z0-9_{symbols}][\\s\\S]{{{low}}}){body}{{{minimum},}}"
 
 
-_VENDOR_RE: Final = re.compile(
-    "|".join(_vendor_alternative(*rule[1:]) for rule in _VENDOR_TOKENS)
-)
+_VENDOR_RE: Final = re.compile("|".join(_vendor_alternative(*rule[1:]) for rule in _VENDOR_TOKENS))
 #: Characters that may not come right before a vendor prefix (it would be inside a word).
-_WORD_CHAR_SET: Final = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
-)
+_WORD_CHAR_SET: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
 _SPECIAL_TOKENS: Final[tuple[tuple[str, str], ...]] = (
@@ -710,6 +769,71 @@ _SPECIAL_TOKENS: Final[tuple[tuple[str, str], ...]] = (
 _TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
     (family, re.compile(pattern)) for family, pattern in _SPECIAL_TOKENS
 )
+
+# --------------------------------------------------------------------------- opaque tokens
+#
+# A credential with no vendor prefix and no sensitive name around it (an AWS secret access key,
+# a bare API key pasted into a message): a run of base64/base64url characters that is long,
+# mixes upper case, lower case and digits, and changes character class so often that it cannot
+# be an identifier (``getHTTPResponse2Code`` splits into 5 long words; a random key into dozens
+# of 1-2 character pieces). Measured in bench/redaction.py (README, "Security").
+
+#: Shortest run examined (real keys: 32-64; shorter random runs are ids, not secrets).
+MIN_OPAQUE_TOKEN_CHARS: Final = 24
+#: Longest run examined: longer runs are data (base64 images, minified code), not keys.
+MAX_OPAQUE_TOKEN_CHARS: Final = 512
+#: A run is opaque when its mean "word" length (camelCase/digit pieces) is below this.
+MAX_OPAQUE_MEAN_WORD_CHARS: Final = 2.6
+#: ... and it holds at least this many distinct characters.
+MIN_OPAQUE_DISTINCT_CHARS: Final = 14
+# ``/`` separates (paths, URLs); a key holding ``/`` is found by the AWS rule below.
+_OPAQUE_RE: Final = re.compile(
+    rf"(?<![A-Za-z0-9+/_\-=.%\\])[A-Za-z0-9+_\-]{{{MIN_OPAQUE_TOKEN_CHARS},{MAX_OPAQUE_TOKEN_CHARS}}}"
+    r"(?![A-Za-z0-9+/_\-.])=*"
+)
+#: Characters of an AWS secret access key (base64 of 30 random bytes).
+AWS_SECRET_KEY_CHARS: Final = 40
+_AWS_SECRET_RE: Final = re.compile(
+    rf"(?<![A-Za-z0-9+/=_\-.%:\\])[A-Za-z0-9+/]{{{AWS_SECRET_KEY_CHARS}}}(?![A-Za-z0-9+/=_\-.])"
+)
+# A public PEM block (certificate, public key): its base64 body is not a secret.
+_PEM_PUBLIC_BEGIN_RE: Final = re.compile(r"-----BEGIN (?![A-Z ]{0,40}PRIVATE)[A-Z0-9 ]{1,40}-----")
+_PIECE_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Discord bot token: 24-28 base64url characters, a 6-character timestamp, a 27+ HMAC.
+_DISCORD_BOT_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9_\-.])[A-Za-z0-9_\-]{24,28}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}"
+)
+
+
+def is_opaque_token(token: str) -> bool:
+    """Whether ``token`` (a run of base64/base64url characters) looks randomly generated."""
+    body = token.rstrip("=")
+    if len(body) < MIN_OPAQUE_TOKEN_CHARS:
+        return False
+    has_upper = has_lower = has_digit = False
+    for c in body:
+        if c.isdigit():
+            has_digit = True
+        elif c.isupper():
+            has_upper = True
+        elif c.islower():
+            has_lower = True
+    if not (has_upper and has_lower and has_digit) or len(set(body)) < MIN_OPAQUE_DISTINCT_CHARS:
+        return False
+    pieces = _PIECE_RE.findall(body)
+    letters = sum(len(p) for p in pieces)
+    return letters / max(1, len(pieces)) < MAX_OPAQUE_MEAN_WORD_CHARS
+
+
+def _is_aws_secret(token: str) -> bool:
+    """40 base64 characters with upper and lower case and a digit or ``/``/``+``."""
+    return (
+        any(c.isupper() for c in token)
+        and any(c.islower() for c in token)
+        and any(c.isdigit() or c in "/+" for c in token)
+        and len(set(token)) >= 3
+    )
+
 
 # Telegram bot token ``123456789:AA…``, alone or as ``/bot<token>/`` in an API URL. Where it
 # starts is checked in Python (a lookbehind in front would be tried at every position).
@@ -833,8 +957,10 @@ class _Scan:
             ):
                 continue
             name = text[name_start:name_end]
-            if not is_sensitive_name(name):
-                continue
+            if "%" in name:
+                name = _decode_name(name)
+            if not is_sensitive_name(name) or text.startswith("//", name_start - 2):
+                continue  # ``postgres://secret:pw@`` is a URL user (its own rule)
             whole = is_password_name(name)
             found = self.value_at(m.end(), whole)
             if found is None:
@@ -843,7 +969,8 @@ class _Scan:
             if sep == ",":
                 # ``setProperty("NAME", "value")`` (a quoted name, a quoted value) or CSV
                 # ``NAME,value,`` (no blank after the comma, the value ends at a comma)
-                if m.group("quote") and before and before in "\"'" and quoted:
+                opener = text[: name_start - 1].rstrip(" \t")[-1:]
+                if m.group("quote") and before and before in "\"'" and quoted and opener == "(":
                     pass
                 elif (
                     m.group("quote")
@@ -863,6 +990,15 @@ class _Scan:
                 continue
             if sep in (":", ",") and not quoted and not _looks_like_credential(value):
                 continue
+            if (
+                not quoted
+                and sep in ("=", "+=", ":=")
+                and text[m.start("sep") - 1 : m.start("sep")] in (" ", "\t")
+                and _CODE_VALUE_RE.match(value) is not None
+            ):
+                continue  # code: ``token = nextchar``, ``passwd = getpass(prompt)``
+            if len(value) == 1 and not whole:
+                continue  # ``HAS_KEY: 1``: one character is no secret
             self.add(start, end, whole)
 
     def cli_flags(self) -> None:
@@ -883,6 +1019,8 @@ class _Scan:
             value = text[start:end]
             if not value.strip() or (not quoted and value.startswith("-")):
                 continue  # ``--password-stdin --user x``: the next flag is not the value
+            if not quoted and value.lower() in _PROSE_WORDS:
+                continue  # "use either --password or --password-file"
             if not _is_reference(value, name):
                 self.spans.append((start, end, _PLAIN))
         self._values(_CLI_USER_RE, whole=True)
@@ -921,7 +1059,9 @@ class _Scan:
                 continue
             value = m.group("value")
             if scheme is None and (
-                value.lower() in _AUTH_SCHEMES or not _looks_like_credential(value)
+                value.lower() in _AUTH_SCHEMES
+                or not _looks_like_credential(value)
+                or _SCHEME_WORD_RE.match(text, m.end("value")) is not None
             ):
                 continue  # "Authorization: Bearer $TOKEN", "authorization: required"
             if (
@@ -942,8 +1082,11 @@ class _Scan:
                 self._over_budget(m.start())
                 return
             name = m.group("name")
-            if name.lower() in _SECRET_QUERY_NAMES or is_sensitive_name(name):
-                self.value(m.start("value"), m.end("value"), name)
+            if _query_name_is_secret(name):
+                if m.start("quoted") >= 0:
+                    self.add(m.start("quoted"), m.end("quoted"), is_password_name(name))
+                else:
+                    self.value(m.start("value"), m.end("value"), name, is_password_name(name))
 
     def pem_blocks(self) -> None:
         text = self.text
@@ -988,10 +1131,12 @@ class _Scan:
                 self._over_budget(m.start())
                 break
             start = m.start()
-            if text[start] == "g" and text.startswith("gAAAA", start):
-                # a Fernet token, but not inside a base64 blob or a data URL
-                if start and (text[start - 1] in "+/=-" or text[max(0, start - 8) : start] == ";base64,"):
-                    continue
+            if (
+                start
+                and text.startswith("gAAAA", start)
+                and (text[start - 1] in "+=-" or text.endswith(";base64,", 0, start))
+            ):
+                continue  # a Fernet shape inside a base64 blob or a data URL
             spans.append((start, m.end(), _PLAIN))
         budget = MAX_CANDIDATES_PER_RULE
         for _family, pattern in _TOKEN_RULES:
@@ -1014,6 +1159,46 @@ class _Scan:
             if before and (text[before - 1] in _TOKEN_CHAR_SET or text[before - 1] == ":"):
                 continue
             spans.append((start, m.end(), _PLAIN))
+
+    def public_pem_ranges(self) -> list[tuple[int, int]]:
+        """Where the public PEM blocks (certificates, public keys) of the text lie."""
+        text = self.text
+        ranges: list[tuple[int, int]] = []
+        pos = 0
+        while (m := _PEM_PUBLIC_BEGIN_RE.search(text, pos)) is not None:
+            end = text.find("-----END", m.end())
+            if end < 0:
+                ranges.append((m.end(), len(text)))
+                break
+            ranges.append((m.end(), end))
+            pos = end + 1
+        return ranges
+
+    def opaque(self) -> None:
+        text = self.text
+        spans = self.spans
+        public = self.public_pem_ranges() if "-----BEGIN" in text else []
+        budget = MAX_CANDIDATES_PER_RULE
+        for pattern in (_OPAQUE_RE, _AWS_SECRET_RE):
+            for m in pattern.finditer(text):
+                budget -= 1
+                if budget < 0:
+                    self._over_budget(m.start())
+                    break
+                start = m.start()
+                if text.endswith("base64,", 0, start):
+                    continue  # a data URL's payload is data
+                if any(lo <= start < hi for lo, hi in public):
+                    continue
+                token = m.group()
+                if is_opaque_token(token) if pattern is _OPAQUE_RE else _is_aws_secret(token):
+                    spans.append((start, m.end(), _PLAIN))
+        for m in _DISCORD_BOT_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                break
+            spans.append((m.start(), m.end(), _PLAIN))
 
     def extra(self, patterns: tuple[re.Pattern[str], ...]) -> None:
         for pattern in patterns:
@@ -1123,6 +1308,7 @@ class Redactor:
         scan.headers()
         scan.urls()
         scan.tokens()
+        scan.opaque()
         scan.extra(self._extra)
         return scan
 

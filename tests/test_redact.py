@@ -252,9 +252,8 @@ def test_url_without_password_is_unchanged() -> None:
 )
 def test_sensitive_url_query_keys(key: str) -> None:
     text = f"GET https://api.example.com/v1/x?page=2&{key}=abcdefghijklmnopqrstuvwx&lang=en"
-    assert redact_text(text) == (
-        f"GET https://api.example.com/v1/x?page=2&{key}=abcdef…uvwx&lang=en"
-    )
+    mask = "***" if key in ("password", "passwd", "pass", "pwd") else "abcdef…uvwx"
+    assert redact_text(text) == f"GET https://api.example.com/v1/x?page=2&{key}={mask}&lang=en"
 
 
 def test_url_fragment_token_and_markdown_link() -> None:
@@ -781,6 +780,9 @@ def test_arbitrary_text_never_raises_and_keeps_unmasked_text(text: str) -> None:
 # --------------------------------------------------------------------------- linear time
 
 _MB = 1_000_000
+#: CPU budget for redacting one hostile megabyte. Linear rules over ~150 families cost
+#: ~0.3-0.5 s/MB on the shared 2-core CI machine; a quadratic rule would take minutes.
+HOSTILE_MB_CPU_SECONDS = 1.0
 
 
 def _repeat(unit: str) -> str:
@@ -836,4 +838,4 @@ def test_hostile_megabyte_is_redacted_well_under_a_second(name: str) -> None:
         started = time.process_time()
         redact_text(text)
         best = min(best, time.process_time() - started)
-    assert best < 0.5, f"{name}: {best:.2f} s"
+    assert best < HOSTILE_MB_CPU_SECONDS, f"{name}: {best:.2f} s"
