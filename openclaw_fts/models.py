@@ -36,7 +36,8 @@ from .index import sqlite as fts
 
 #: Bumped when what the index holds for the same events changes (tokenisation, predicate):
 #: every session indexed under an older version becomes pending and is re-indexed.
-INDEX_VERSION = 1
+#: 2: the index holds the redacted text (a query can no longer match inside a secret).
+INDEX_VERSION = 2
 #: Longest session key / id / event id accepted (OpenClaw keys are short; this bounds abuse).
 MAX_KEY_LENGTH = 512
 
