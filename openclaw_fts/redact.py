@@ -138,6 +138,8 @@ _SECRET_COMPOUNDS: Final = frozenset(
         "paymentcredential",
     }
 )
+# Compounds recognised at the end of one glued lower-case word (``theapikey``).
+_GLUED_COMPOUNDS: Final = ("apikey", "apitoken", "accesstoken", "authtoken", "secretkey")
 # "<word> token" is NOT a secret for these words (pagination and language-model vocabulary).
 _HARMLESS_TOKEN_PREFIXES: Final = frozenset(
     {
@@ -317,6 +319,8 @@ def is_sensitive_name(name: str) -> bool:
     previous = words[-2] if len(words) > 1 else ""
     if last in _SECRET_COMPOUNDS or (previous + last) in _SECRET_COMPOUNDS:
         return True
+    if len(words) == 1 and last.endswith(_GLUED_COMPOUNDS):
+        return True  # ``theapikey``, ``myaccesstoken``
     if last in _SECRET_LAST_WORDS:
         return True
     if last == "token":
@@ -410,7 +414,7 @@ def _is_reference(value: str, name: str | None) -> bool:
     lowered = value.lower()
     if (
         lowered in _LITERAL_VALUES
-        or lowered in _EXPRESSION_WORDS
+        or (name is not None and value in _EXPRESSION_WORDS)
         or value.startswith(_REFERENCE_PREFIXES)
     ):
         return True
@@ -459,7 +463,7 @@ _ASSIGN_TAIL_RE: Final = re.compile(
     r"|(?<=[Pp])(?i:wd)|(?<=[Pp])(?i:ass)(?i:word|wd|phrase)?"
     # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
     rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest)))"
-    r"(?P<quote>\\?[\"'])?\]?" + _TYPE_ANNOTATION + _BLANKS + _SEPARATOR
+    r"(?P<quote>\\?[\"'])?(?:\[\]|\])?" + _TYPE_ANNOTATION + _BLANKS + _SEPARATOR
 )
 # A whole name, read backwards from its end: at most MAX_NAME_CHARS name characters, and the
 # run must end there (a longer run is not a name).
@@ -574,6 +578,20 @@ def _query_name_is_secret(name: str) -> bool:
     )
 
 
+# XML: ``<apiToken>value</apiToken>`` (the value may span lines) and .NET config
+# ``<add key="ApiKey" value="…"/>`` (also ``name="…" value="…"``).
+MAX_XML_NAME_CHARS: Final = 64
+#: Longest element text taken as a value (longer text is content, not a credential).
+MAX_XML_VALUE_CHARS: Final = 4096
+_XML_ELEMENT_RE: Final = re.compile(
+    rf"<(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{{0,{MAX_XML_NAME_CHARS - 1}}})(?:[ \t][^<>]{{0,256}})?>"
+    rf"(?P<value>[^<]{{1,{MAX_XML_VALUE_CHARS}}})</(?P=name)>"
+)
+_XML_KEY_VALUE_RE: Final = re.compile(
+    r"\b(?:key|name)[ \t]*=[ \t]*(?P<q>[\"'])"
+    rf"(?P<name>[A-Za-z_][A-Za-z0-9_.:\-]{{0,{MAX_XML_NAME_CHARS - 1}}})(?P=q)"
+    r"[ \t]+value[ \t]*=[ \t]*(?P<q2>[\"'])(?P<value>[^\"'\r\n]*)(?P=q2)"
+)
 # ``curl -u user:password`` / ``--user user:password``.
 # The user may be empty (``-u :password``) and the password quoted on its own
 # (``--user name:'password'``).
@@ -1001,6 +1019,26 @@ class _Scan:
                 continue  # ``HAS_KEY: 1``: one character is no secret
             self.add(start, end, whole)
 
+    def markup(self) -> None:
+        text = self.text
+        budget = MAX_CANDIDATES_PER_RULE
+        for pattern in (_XML_ELEMENT_RE, _XML_KEY_VALUE_RE):
+            for m in pattern.finditer(text):
+                budget -= 1
+                if budget < 0:
+                    self._over_budget(m.start())
+                    return
+                name = m.group("name")
+                if not is_sensitive_name(name):
+                    continue
+                start, end = m.start("value"), m.end("value")
+                while start < end and text[start].isspace():
+                    start += 1
+                while end > start and text[end - 1].isspace():
+                    end -= 1
+                if end > start and not _is_reference(text[start:end], name):
+                    self.add(start, end, is_password_name(name))
+
     def cli_flags(self) -> None:
         text = self.text
         budget = MAX_CANDIDATES_PER_RULE
@@ -1304,6 +1342,8 @@ class Redactor:
         scan = _Scan(text)
         scan.pem_blocks()
         scan.assignments()
+        if "<" in text or "value" in text:
+            scan.markup()
         scan.cli_flags()
         scan.headers()
         scan.urls()

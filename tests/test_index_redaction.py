@@ -62,9 +62,7 @@ def test_the_index_file_holds_no_secret(store: TranscriptStore) -> None:
     _seed(store)
     with store.engine.connect() as conn:
         bodies = [row[0] for row in conn.execute(text(f"SELECT body FROM {CONTENT_TABLE}"))]
-        conn.exec_driver_sql(
-            f"CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, {FTS_TABLE}, row)"
-        )
+        conn.exec_driver_sql(f"CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, {FTS_TABLE}, row)")
         terms = {row[0] for row in conn.execute(text("SELECT term FROM temp.v"))}
     assert len(bodies) == 3
     for body in bodies:
