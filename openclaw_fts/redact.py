@@ -2,7 +2,8 @@
 
 Invariant: for every string ``t``, :meth:`Redactor.redact` returns ``t`` character for
 character, except that every *credential span* found in ``t`` (overlapping spans merged first)
-is replaced by its mask: ``***`` when the span is shorter than :data:`MIN_PARTIAL_MASK_CHARS`,
+is replaced by its mask: ``***`` when the span is a password or shorter than
+:data:`MIN_PARTIAL_MASK_CHARS`,
 else its first :data:`KEEP_START_CHARS` and last :data:`KEEP_END_CHARS` characters around
 ``…``; a PEM private-key block becomes its BEGIN line, ``\\n…redacted…\\n`` and its END line.
 So no 8-character substring of the masked-away middle of a recognised secret survives (the
@@ -11,30 +12,35 @@ depend on the order of the rules, and for the built-in rules the work is linear 
 every pattern starts only where its token starts (never inside a longer run of the same
 characters) and is built so that a failed attempt never rescans what a later attempt scans.
 
-What is a credential span (the "families", all tested):
+What is a credential span (the "families", all tested; docs/redaction.md states them in full):
 
-* the VALUE of an assignment whose name is sensitive (:func:`is_sensitive_name`): env style
-  ``OPENAI_API_KEY=…``, ``export X="…"``, ``DB_PASSWORD: …``, JSON/YAML/Python/TOML fields
-  ``"apiKey": "…"`` (also JSON escaped inside a JSON string: ``\\"token\\": \\"…\\"``);
-* the VALUE of a sensitive CLI flag: ``--api-key=…``, ``--token …``, ``--client-secret …``, and
-  the password of ``curl -u user:password``;
-* the credential of ``Authorization: Bearer|Basic|Token …`` and of a bare ``Bearer <18+ chars>``;
-* the password of a URL's userinfo (``https://user:pass@``, ``postgres://user:pass@``) and the
-  value of a sensitive URL query/fragment key (``?token=``, ``&sig=``, ``#access_token=`` …);
-* vendor-prefixed keys (``sk-``, ``sk_live_``, ``ghp_``, ``github_pat_``, ``glpat-``, ``xoxb-``,
-  ``AIza``, ``ya29.``, JWTs, ``AKIA``/``ASIA``, ``hf_``, ``npm_``, ``pypi-``, ``SG.``, ``gsk_``,
-  ``xai-``, Telegram bot tokens, …) and PEM private-key blocks;
+* the VALUE of an assignment whose name is sensitive (:func:`is_sensitive_name`) in every
+  common syntax of config files and code (env, JSON/YAML/TOML, ``os.environ['X'] = …``,
+  ``$x = …``, Go/C#/Java/Kotlin/Python declarations, make's ``?= ::= :::= +=``, PHP ``.=``,
+  CSV, ``setProperty("X", "…")``, YAML block scalars, XML elements, ``<add key value>``);
+  a bare value runs to the next blank (a ``<``/``>``/quote inside does not end it);
+* the VALUE of a sensitive CLI flag, and the password of ``curl -u``/``--user``;
+* the credential of ``Authorization:`` with ANY scheme (the scheme word stays) and of a bare
+  ``Bearer <18+ chars>``;
+* the password of a URL's userinfo and the value of a sensitive URL query/fragment key;
+* vendor-prefixed keys (~120 families: OpenClaw's newest list and gitleaks' rules), JWTs,
+  Discord bot tokens, 40-character AWS secret keys, PEM private-key blocks;
+* tokens with no known prefix that look random (:func:`is_opaque_token`);
 * whatever a host adds with ``extra_patterns`` (group 1 if the pattern has a group, else the
   whole match). Host patterns run on Python's backtracking engine: their cost is the host's.
+
+Passwords (:func:`is_password_name`, URL and ``curl`` passwords, auth-param lists) are masked
+whole: ``***`` whatever their length.
 
 Deliberately NOT masked (ordinary prose and code stay searchable): words such as "the token
 bucket algorithm" or "password reset page" that are not followed by ``=``/``:`` and a value;
 ``name: value`` where the value is a plain word (``token: bucket``, ``apiKey: string``) — with a
 colon, a value is masked only when it looks like a credential (it holds a digit or a symbol, or
 has at least :data:`LOOSE_VALUE_MIN_CHARS` characters); references to a secret rather than the
-secret (``$API_KEY``, ``${TOKEN}``, ``process.env.TOKEN``, ``api_key=api_key``, ``null``); git
-commit hashes, UUIDs and other bare hex/base64 strings without a vendor prefix or a sensitive
-name (a hash is not a credential, and masking them would make commits unsearchable).
+secret (``$API_KEY``, ``${TOKEN}``, ``process.env.TOKEN``, ``api_key=api_key``, ``null``),
+computations (``computeToken()``) and, in code, variables (``token = nextchar``); git
+commit hashes, UUIDs and other bare hex strings without a vendor prefix or a sensitive name
+(a hash is not a credential, and masking them would make commits unsearchable).
 
 A hostile text with more than :data:`MAX_CANDIDATES_PER_RULE` candidates for one rule is
 masked from the first candidate that rule did not examine to its end (:data:`OVERFLOW_MASK`):
@@ -63,6 +69,8 @@ __all__ = [
     "OVERFLOW_MASK",
     "Redactor",
     "field_mask",
+    "is_opaque_token",
+    "is_password_name",
     "is_sensitive_name",
     "mask_secret",
     "redact_text",
@@ -238,17 +246,6 @@ _HARMLESS_PASS_PREFIXES: Final = frozenset(
 _PASSWORD_LAST_WORDS: Final = frozenset({"pass", "pwd"})
 
 
-@lru_cache(maxsize=4096)
-def is_password_name(name: str) -> bool:
-    """Whether the value of ``name`` is a password (masked whole): ``*password*``,
-    ``*passwd*``, ``*passphrase*``, ``db_pass``, ``DB_PWD``."""
-    lowered = name.lower()
-    if any(word in lowered for word in _ANYWHERE_WORDS):
-        return True
-    words = _NAME_WORD_RE.findall(name)
-    return bool(words) and words[-1].lower() in _PASSWORD_LAST_WORDS and is_sensitive_name(name)
-
-
 # URL query/fragment parameters whose value is a credential (besides sensitive names).
 _SECRET_QUERY_NAMES: Final = frozenset(
     {
@@ -335,6 +332,17 @@ def is_sensitive_name(name: str) -> bool:
             return previous not in _HARMLESS_ENV_KEY_PREFIXES
         return previous in _SECRET_KEY_PREFIXES
     return False
+
+
+@lru_cache(maxsize=NAME_CACHE_SIZE)
+def is_password_name(name: str) -> bool:
+    """Whether the value of ``name`` is a password (masked whole): ``*password*``,
+    ``*passwd*``, ``*passphrase*``, ``db_pass``, ``DB_PWD``."""
+    lowered = name.lower()
+    if any(word in lowered for word in _ANYWHERE_WORDS):
+        return True
+    words = _NAME_WORD_RE.findall(name)
+    return bool(words) and words[-1].lower() in _PASSWORD_LAST_WORDS and is_sensitive_name(name)
 
 
 # --------------------------------------------------------------------------- value checks
