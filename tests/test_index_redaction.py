@@ -148,3 +148,26 @@ def test_history_and_search_agree_on_the_masked_text(store: TranscriptStore) -> 
     assert SECRET not in hit["snippet"] and SECRET not in str(shown)
     assert "OPENAI_API_KEY=sk-pro…8Jp5" in hit["snippet"]
     assert "OPENAI_API_KEY=sk-pro…8Jp5" in str(shown)
+
+
+def test_history_masks_sensitive_keys_in_fields_the_plugin_does_not_know(
+    store: TranscriptStore,
+) -> None:
+    store.create_session("s1", KEY)
+    event = msg(
+        "m0",
+        "calling the provider",
+        providerPayload={
+            "password": "hunter2-but-longer-than-eighteen",
+            "apiKey": "Qm9vbGVhbkZhbHNlVHJ1ZQ42xyz",
+            "retries": 3,
+            "nested": [{"token": 1234567890, "note": "fine"}],
+        },
+    )
+    store.append("s1", event)
+    shown = store.history(CALLER, KEY)["messages"][0]
+    payload = shown["providerPayload"]
+    assert payload["password"] == "***"
+    assert payload["apiKey"] == "Qm9vbG…2xyz"
+    assert payload["retries"] == 3
+    assert payload["nested"] == [{"token": "***", "note": "fine"}]
