@@ -38,6 +38,8 @@ from .index import sqlite as fts
 #: every session indexed under an older version becomes pending and is re-indexed.
 #: 2: the index holds the redacted text (a query can no longer match inside a secret).
 INDEX_VERSION = 2
+#: The version migration 0002 gives ``index_state.index_version`` as its server default.
+FIRST_INDEX_VERSION = 1
 #: Longest session key / id / event id accepted (OpenClaw keys are short; this bounds abuse).
 MAX_KEY_LENGTH = 512
 
@@ -195,8 +197,11 @@ class IndexState(Base):
     needs_rebuild: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
     #: Bumped by every write to this session's index rows (the reconciler's optimistic check).
     generation: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    #: The server default stays what migration 0002 created (1): every writer sets the column
+    #: to INDEX_VERSION explicitly, and a row that did not would be re-indexed (older version),
+    #: never trusted. Bumping INDEX_VERSION therefore needs no migration.
     index_version: Mapped[int] = mapped_column(
-        Integer, default=INDEX_VERSION, server_default=text(str(INDEX_VERSION))
+        Integer, default=INDEX_VERSION, server_default=text(str(FIRST_INDEX_VERSION))
     )
 
 
