@@ -453,7 +453,8 @@ _BLANKS: Final = rf"[ \t]{{0,{MAX_SEPARATOR_BLANKS}}}"
 _NAME_CHARS: Final = r"A-Za-z0-9_.%\-"
 # ``=``, ``:``, ``:=``, ``=>``, make's ``::=`` ``:::=`` ``?=`` ``+=``, PHP's ``.=``, and ``,``
 # (``setProperty("NAME", "value")``, CSV ``name,value,``; checked further in Python).
-_SEPARATOR: Final = r"(?P<sep>:{1,3}=|[?+.]=|=>|=(?![=~])|:(?![:=])|,)"
+# A blank before a quoted value is one too (``private_key 'v';``), if a ``;`` follows the value.
+_SEPARATOR: Final = r"(?P<sep>:{1,3}=|[?+.]=|=>|=(?![=~])|:(?![:=])|,|[ \t](?=[ \t]{0,8}[\"']))"
 # A type between a name and its ``=`` (Go ``var apiToken string =``, Python ``API_KEY: str =``).
 _TYPE_ANNOTATION: Final = (
     r"(?:[ \t]{0,8}:[ \t]{0,8}(?:str|string|String|&str|SecretStr)(?=[ \t]{0,8}=)"
@@ -502,7 +503,7 @@ def _value_regex(stop: str) -> re.Pattern[str]:
         rf'|(?:[rRbBuUfF]{{1,2}}|@|\$)?"(?P<double>(?:[^"\\\r\n{stop}]|\\[^\r\n{stop}])*)"'
         rf"|(?:[rRbBuUfF]{{1,2}})?'(?P<single>(?:[^'\\\r\n{stop}]|\\[^\r\n{stop}])*)'"
         rf"|`(?P<backtick>[^`\r\n{stop}]*)`"
-        rf"|[\"'`](?P<open>[^\s\"'`\\{stop}]+)"
+        rf"|(?:[rRbBuUfF]{{1,2}}|@|\$)?[\"'`](?P<open>[^\s\"'`\\{stop}]+)"
         rf"|(?P<bare>(?:[^\s\\&{stop}]|\\(?![nrt\"'\\])|&(?![A-Za-z0-9_%.\-]{{1,64}}=))+)"
         r")"
     )
@@ -1005,11 +1006,13 @@ class _Scan:
                     or text[end : end + 1] not in (",", "\n", "\r", "")
                 ):
                     continue
+            if sep in (" ", "\t") and not (quoted and text.startswith(";", end + 1)):
+                continue  # ``name "value";`` only (C, Objective-C, Java statements)
             resume = end
             value = text[start:end]
             if sep == ":" and not quoted and value in _BLOCK_INDICATORS:
                 block = self.block_scalar(end)
-                if block is not None:
+                if block is not None and (whole or "…" not in text[block[0] : block[1]]):
                     self.add(block[0], block[1], whole)
                 continue
             if not value.strip() or _is_reference(value, name):
@@ -1044,8 +1047,11 @@ class _Scan:
                     start += 1
                 while end > start and text[end - 1].isspace():
                     end -= 1
+                whole = is_password_name(name)
+                if "…" in text[start:end] and not whole:
+                    continue  # already masked (keeps redaction idempotent)
                 if end > start and not _is_reference(text[start:end], name):
-                    self.add(start, end, is_password_name(name))
+                    self.add(start, end, whole)
 
     def cli_flags(self) -> None:
         text = self.text

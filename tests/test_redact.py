@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from openclaw_fts import redact
 from openclaw_fts.redact import (
     DEFAULT_REDACTOR,
+    KEEP_END_CHARS,
+    KEEP_START_CHARS,
     OVERFLOW_MASK,
     Redactor,
     field_mask,
@@ -839,3 +841,58 @@ def test_hostile_megabyte_is_redacted_well_under_a_second(name: str) -> None:
         redact_text(text)
         best = min(best, time.process_time() - started)
     assert best < HOSTILE_MB_CPU_SECONDS, f"{name}: {best:.2f} s"
+
+
+# --------------------------------------------------------------------------- syntaxes
+
+SYNTAX_SECRET = "q7vXk2Lm9Qr4Tv7Wn3Ys"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '$password = "{s}"',
+        "os.environ['OPENAI_API_KEY'] = '{s}'",
+        'config["password"] = {s}',
+        'System.setProperty("DB_PASSWORD", "{s}")',
+        'var apiToken string = "{s}"',
+        "apiToken := `{s}`",
+        "API_TOKEN ?= {s}",
+        'API_TOKEN ::= "{s}"',
+        'API_TOKEN :::= "{s}"',
+        'API_TOKEN += "{s}"',
+        '$apiToken .= "{s}"',
+        'string apiToken = @"{s}";',
+        "API_KEY: str = '{s}'",
+        'DB_PASSWORD="${{DB_PASSWORD:-{s}}}"',
+        "<password>{s}</password>",
+        "<apiToken>\n    {s}\n</apiToken>",
+        '<add key="ApiKey" value="{s}"/>',
+        "api_token: |\n  {s}\n",
+        "apiToken,{s},",
+        '  "apiToken" => "{s}"',
+        'apikey[]= "{s}"',
+        'apikey "{s}";',
+        "theapikey: '{s}'",
+        "password=ab>{s}",
+        "curl -u user:{s} https://x",
+        'curl -u ":{s}" https://x',
+        "curl --user name:'{s}' https://x",
+        'Authorization: Digest username="u", response="{s}"; status=401',
+        "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/x, Signature={s}",
+        "Authorization: Negotiate {s}",
+        'Authorization: Hawk id="c", mac="{s}"',
+    ],
+)
+def test_every_common_syntax_masks_the_whole_value(template: str) -> None:
+    text = template.replace("{s}", SYNTAX_SECRET).replace("{{", "{").replace("}}", "}")
+    out = redact_text(text)
+    middle = SYNTAX_SECRET[KEEP_START_CHARS:-KEEP_END_CHARS]
+    assert not [middle[i : i + 8] for i in range(len(middle) - 7) if middle[i : i + 8] in out]
+    assert redact_text(out) == out
+
+
+def test_authorization_keeps_the_scheme_word() -> None:
+    for scheme in ("Digest", "AWS4-HMAC-SHA256", "Negotiate", "Hawk"):
+        out = redact_text(f"Authorization: {scheme} a=q7vXk2Lm9Qr4Tv7Wn3Ys")
+        assert out == f"Authorization: {scheme} ***"
