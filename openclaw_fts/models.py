@@ -36,7 +36,9 @@ from .index import sqlite as fts
 
 #: Bumped when what the index holds for the same events changes (tokenisation, predicate):
 #: every session indexed under an older version becomes pending and is re-indexed.
-INDEX_VERSION = 2
+#: 2: OpenClaw's active-branch rules (append cursor, reset boundary, rows that never move the
+#: leaf). 3: the index holds the redacted text (a query can no longer match inside a secret).
+INDEX_VERSION = 3
 #: The column default of ``index_state.index_version`` as migration 0002 created it. Writers
 #: always give the version; a row inserted without one counts as an older version (pending, so
 #: re-indexed), which is safe, and the schema stays the one the migrations create.
@@ -199,6 +201,9 @@ class IndexState(Base):
     needs_rebuild: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
     #: Bumped by every write to this session's index rows (the reconciler's optimistic check).
     generation: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    #: The server default stays what migration 0002 created (1): every writer sets the column
+    #: to INDEX_VERSION explicitly, and a row that did not would be re-indexed (older version),
+    #: never trusted. Bumping INDEX_VERSION therefore needs no migration.
     index_version: Mapped[int] = mapped_column(
         Integer, default=INDEX_VERSION, server_default=text(str(INDEX_VERSION_COLUMN_DEFAULT))
     )

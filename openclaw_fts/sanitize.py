@@ -259,16 +259,28 @@ class _Shaper:
     # TOO_DEEP_PLACEHOLDER, so no walk (here, or json.dumps of the result later) recurses
     # more than that, whatever the stored event holds and however deep the caller's stack.
 
-    def copy(self, value: Any, depth: int) -> Any:
+    def copy(self, value: Any, depth: int, name: str | None = None) -> Any:
         """An unknown value, copied (containers to their depth limit) with every string in it
         redacted and cut: fields the plugin does not know (provider payloads, host metadata)
-        are passed through, but never a credential inside them."""
+        are passed through, but never a credential inside them. A string or number stored
+        under a sensitive key (``password``, ``apiKey`` …, ``name``) is masked whole."""
         if isinstance(value, str):
-            return self.text(value)
+            return self.text(value, name)
         if isinstance(value, dict):
             if depth > MAX_CONTENT_DEPTH:
                 return self.too_deep()
-            return {k: self.copy(v, depth + 1) for k, v in value.items()}
+            return {
+                k: self.copy(v, depth + 1, k if isinstance(k, str) else None)
+                for k, v in value.items()
+            }
+        if (
+            name is not None
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and field_mask(name, str(value)) is not None
+        ):
+            self.redacted = True
+            return field_mask(name, str(value))
         if isinstance(value, list):
             if depth > MAX_CONTENT_DEPTH:
                 return self.too_deep()
@@ -292,7 +304,7 @@ class _Shaper:
             if depth > MAX_CONTENT_DEPTH:
                 return self.too_deep()
             return [self.structured(v, depth + 1) for v in value]
-        return self.copy(value, depth)
+        return self.copy(value, depth, name)
 
     def content(self, content: Any, depth: int) -> Any:
         """A ``content`` value: a string, or a list of blocks (which may nest further)."""
@@ -339,7 +351,7 @@ class _Shaper:
             elif key in STRUCTURED_FIELDS:
                 out[key] = self.structured(value, inner)
             else:
-                out[key] = self.copy(value, inner)
+                out[key] = self.copy(value, inner, key if isinstance(key, str) else None)
         if image is not None:
             out["omitted"] = True
             out["bytes"] = base64_decoded_size(image[1])
@@ -357,7 +369,7 @@ class _Shaper:
             elif key in STRUCTURED_FIELDS:
                 out[key] = self.structured(value, 1)
             else:
-                out[key] = self.copy(value, 1)
+                out[key] = self.copy(value, 1, key if isinstance(key, str) else None)
         return out
 
 

@@ -6,6 +6,12 @@ session hooks, the inline repair, the reconciler and ``openclaw-fts check`` all 
 :func:`index_rows` / :func:`index_row` / :func:`active_branch`; nothing else decides which
 event text reaches the full-text index. No SQL, no I/O: every function here is deterministic
 over its arguments.
+
+The text of an index row is the message text with every credential masked by the built-in
+rules (:data:`openclaw_fts.redact.DEFAULT_REDACTOR`, docs/redaction.md): the index never holds
+a masked secret, so no query can match inside one. A host's ``extra_patterns`` apply to what
+search and history return, not to the index (the index must not depend on which host opened
+the database: the CLI's reconcile and check use the built-in rules too).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
+
+from .redact import DEFAULT_REDACTOR
 
 #: Roles whose text is searchable. Tool results, system prompts and the rest never are.
 INDEXED_ROLES = frozenset({"user", "assistant"})
@@ -217,7 +225,9 @@ def message_text(message: Mapping[str, Any]) -> str:
 
 
 def index_row(seq: int, event: Mapping[str, Any]) -> IndexRow | None:
-    """The index row of one event, assuming it is on the active branch; None if not indexed."""
+    """The index row of one event, assuming it is on the active branch; None if not indexed.
+
+    Its text is the message text with credentials masked (module docstring)."""
     if event.get("type") != "message":
         return None
     event_id = event_id_of(event)
@@ -229,7 +239,8 @@ def index_row(seq: int, event: Mapping[str, Any]) -> IndexRow | None:
     if not text:
         return None
     assert role is not None
-    return IndexRow(seq, event_id, role, parse_timestamp(event.get("timestamp")), text)
+    masked = DEFAULT_REDACTOR.redact(text)
+    return IndexRow(seq, event_id, role, parse_timestamp(event.get("timestamp")), masked)
 
 
 #: The entry types OpenClaw's transcript tree calls canonical (``transcript-tree.ts``): only

@@ -284,9 +284,13 @@ def test_every_text_is_redacted() -> None:
 
 def test_huge_value_under_a_sensitive_key_is_masked_from_its_real_ends() -> None:
     value = "s3cr3t" + "x" * 200_000 + "tail"
-    block = {"type": "toolCall", "arguments": {"password": value, "note": "fine"}}
+    block = {"type": "toolCall", "arguments": {"apiKey": value, "password": value, "n": "fine"}}
     result = sanitize_message({"role": "assistant", "content": [block]})
-    assert result.message["content"][0]["arguments"] == {"password": "s3cr3t…tail", "note": "fine"}
+    assert result.message["content"][0]["arguments"] == {
+        "apiKey": "s3cr3t…tail",
+        "password": "***",  # a password is masked whole
+        "n": "fine",
+    }
     assert result.content_redacted and not result.content_truncated
 
 

@@ -978,6 +978,9 @@ def _mask_parts(value: str) -> tuple[str, str]:
     return value[6:-4], f"{value[:6]}…{value[-4:]}"
 
 
+#: Cases whose credential is a password: masked whole (``***``), never first 6 + last 4.
+PASSWORD_CASES = frozenset({"env-password", "short-password", "postgres", "postgres-short"})
+
 # (name, text placed in the message, the credential value that gets masked)
 SECRETS: list[tuple[str, str, str]] = [
     (
@@ -1022,6 +1025,8 @@ def test_no_secret_leaks_into_any_snippet_window(
 ) -> None:
     if name == "pem":
         masked, shown = PEM_BODY, "-----BEGIN RSA PRIVATE KEY----- …redacted… -----END"
+    elif name in PASSWORD_CASES:
+        masked, shown = value, "***"  # a password is masked whole
     else:
         masked, shown = _mask_parts(value)
     assert len(masked) >= 8

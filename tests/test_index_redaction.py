@@ -1,0 +1,173 @@
+"""The index holds the masked text (docs/redaction.md, "The index"): no query can match inside
+a masked secret, and a database indexed before that (INDEX_VERSION 1) is re-indexed by the
+reconciler."""
+
+from __future__ import annotations
+
+from factories import chain, msg
+from sqlalchemy import text
+
+from openclaw_fts import Caller, TranscriptStore
+from openclaw_fts.check import check
+from openclaw_fts.index.sqlite import CONTENT_TABLE, FTS_TABLE
+from openclaw_fts.models import INDEX_VERSION
+
+KEY = "agent:main:main"
+CALLER = Caller(KEY, visibility="agent")
+SECRET = "sk-proj-q7vXk2Lm9Qr4Tv7Wn3YsBc6Hd1Fg8Jp5"
+PASSWORD = "Tr0ub4dor-correct-horse-77"
+#: Characters of the secret's hidden middle tried as a prefix query (each one a query).
+ORACLE_PREFIX_CHARS = 12
+
+
+def _prefix_queries(secret: str) -> list[str]:
+    """What an attacker types to spell a key out: ``"sk proj q"*``, ``"sk proj q7"*`` …"""
+    words = secret.replace("-", " ").split()
+    head, last = words[:-1], words[-1]
+    return [f'"{" ".join([*head, last[:n]])}"*' for n in range(1, ORACLE_PREFIX_CHARS + 1)]
+
+
+def _seed(store: TranscriptStore) -> None:
+    store.create_session("s1", KEY)
+    store.append_many(
+        "s1",
+        chain(
+            [
+                f"here is the deploy key {SECRET} keep it safe",
+                f"and the database: DB_PASSWORD={PASSWORD} for staging",
+                "the deploy went fine",
+            ]
+        ),
+    )
+
+
+def test_prefix_queries_cannot_spell_out_a_masked_key(store: TranscriptStore) -> None:
+    _seed(store)
+    # the message is found by its words, and its snippet shows the mask
+    out = store.search(CALLER, "deploy key")
+    assert [r["messageId"] for r in out["results"]] == ["m0"]
+    assert "sk-pro…Jp5" not in out["results"][0]["snippet"]  # (the kept end is 4 characters)
+    assert "sk-pro…8Jp5" in out["results"][0]["snippet"]
+    # the oracle: no prefix of the hidden middle matches, not even its first character
+    for query in _prefix_queries(SECRET):
+        assert store.search(CALLER, query)["results"] == [], query
+    # nor does any piece of the hidden middle, nor the password or a prefix of it
+    for query in ("q7vXk2Lm9Qr4Tv7Wn3YsBc6Hd1Fg8Jp5", "Lm9Qr4*", "Tr0ub4dor", "Tr0*", "horse"):
+        assert store.search(CALLER, query)["results"] == [], query
+    # the kept start of the mask is still searchable (it is shown anyway)
+    assert [r["messageId"] for r in store.search(CALLER, '"sk pro"')["results"]] == ["m0"]
+
+
+def test_the_index_file_holds_no_secret(store: TranscriptStore) -> None:
+    _seed(store)
+    with store.engine.connect() as conn:
+        bodies = [row[0] for row in conn.execute(text(f"SELECT body FROM {CONTENT_TABLE}"))]
+        conn.exec_driver_sql(f"CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, {FTS_TABLE}, row)")
+        terms = {row[0] for row in conn.execute(text("SELECT term FROM temp.v"))}
+    assert len(bodies) == 3
+    for body in bodies:
+        assert SECRET not in body and PASSWORD not in body
+        assert "q7vXk2Lm9" not in body
+    assert not {t for t in terms if t.startswith(("q7vx", "tr0ub"))}
+
+
+def _index_as_version_one(store: TranscriptStore) -> None:
+    """What INDEX_VERSION 1 left in a database: the unmasked message text in the index."""
+    with store.engine.begin() as conn:
+        rows = conn.execute(text(f"SELECT id, body, sess FROM {CONTENT_TABLE}")).all()
+        raw = {
+            0: f"here is the deploy key {SECRET} keep it safe",
+            1: f"and the database: DB_PASSWORD={PASSWORD} for staging",
+        }
+        for position, (row_id, body, sess) in enumerate(sorted(rows)):
+            if position not in raw:
+                continue
+            conn.execute(
+                text(
+                    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, body, sess) "
+                    "VALUES ('delete', :id, :body, :sess)"
+                ),
+                {"id": row_id, "body": body, "sess": sess},
+            )
+            conn.execute(
+                text(f"UPDATE {CONTENT_TABLE} SET body = :body WHERE id = :id"),
+                {"id": row_id, "body": raw[position]},
+            )
+            conn.execute(
+                text(f"INSERT INTO {FTS_TABLE}(rowid, body, sess) VALUES (:id, :body, :sess)"),
+                {"id": row_id, "body": raw[position], "sess": sess},
+            )
+        conn.execute(text("UPDATE index_state SET index_version = 1"))
+
+
+def _fts_matches(store: TranscriptStore, query: str) -> int:
+    with store.engine.connect() as conn:
+        found = conn.execute(
+            text(f"SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q"), {"q": query}
+        ).scalar_one()
+    return int(found)
+
+
+def test_a_database_indexed_at_version_one_is_reindexed_masked(store: TranscriptStore) -> None:
+    assert INDEX_VERSION > 1  # older databases were indexed at version 1
+    _seed(store)
+    _index_as_version_one(store)
+    # the old index is an oracle: a prefix of the key's middle matches in the file
+    assert _fts_matches(store, '"sk proj q7v"*') == 1
+    assert _fts_matches(store, "Tr0ub4dor*") == 1
+    # ... but search does not use it: the session is pending until re-indexed
+    assert store.index_status() == {"pending": 1, "indexed": 0, "total": 1}
+    assert store.search(CALLER, '"sk proj q7v"*')["results"] == []
+    report = store.reconcile()
+    assert report["sessions"] == 1
+    assert store.index_status() == {"pending": 0, "indexed": 1, "total": 1}
+    assert _fts_matches(store, '"sk proj q7v"*') == 0
+    assert _fts_matches(store, "Tr0ub4dor*") == 0
+    for query in _prefix_queries(SECRET):
+        assert store.search(CALLER, query)["results"] == [], query
+    assert [r["messageId"] for r in store.search(CALLER, "staging")["results"]] == ["m1"]
+    assert check(store.engine).ok  # the check compares the index with the masked text
+
+
+def test_check_reports_an_index_that_holds_unmasked_text(store: TranscriptStore) -> None:
+    _seed(store)
+    assert check(store.engine).ok
+    _index_as_version_one(store)
+    with store.engine.begin() as conn:  # claims to be current, yet holds the raw text
+        conn.execute(text("UPDATE index_state SET index_version = :v"), {"v": INDEX_VERSION})
+    report = check(store.engine)
+    assert not report.ok and report.drift == {"s1": {"missing": 2, "extra": 2}}
+
+
+def test_history_and_search_agree_on_the_masked_text(store: TranscriptStore) -> None:
+    store.create_session("s1", KEY)
+    store.append("s1", msg("m0", f"rotate OPENAI_API_KEY={SECRET} tonight"))
+    hit = store.search(CALLER, "rotate")["results"][0]
+    history = store.history(CALLER, KEY)
+    shown = history["messages"][0]["content"]
+    assert SECRET not in hit["snippet"] and SECRET not in str(shown)
+    assert "OPENAI_API_KEY=sk-pro…8Jp5" in hit["snippet"]
+    assert "OPENAI_API_KEY=sk-pro…8Jp5" in str(shown)
+
+
+def test_history_masks_sensitive_keys_in_fields_the_plugin_does_not_know(
+    store: TranscriptStore,
+) -> None:
+    store.create_session("s1", KEY)
+    event = msg(
+        "m0",
+        "calling the provider",
+        providerPayload={
+            "password": "hunter2-but-longer-than-eighteen",
+            "apiKey": "Qm9vbGVhbkZhbHNlVHJ1ZQ42xyz",
+            "retries": 3,
+            "nested": [{"token": 1234567890, "note": "fine"}],
+        },
+    )
+    store.append("s1", event)
+    shown = store.history(CALLER, KEY)["messages"][0]
+    payload = shown["providerPayload"]
+    assert payload["password"] == "***"
+    assert payload["apiKey"] == "Qm9vbG…2xyz"
+    assert payload["retries"] == 3
+    assert payload["nested"] == [{"token": "***", "note": "fine"}]
