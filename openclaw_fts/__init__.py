@@ -11,6 +11,7 @@ from __future__ import annotations
 from . import tools
 from .errors import (
     DuplicateEventError,
+    HostManagedSchemaError,
     ImportFormatError,
     InvalidEventError,
     OpenClawFtsError,
@@ -31,6 +32,7 @@ __all__ = [
     "Branch",
     "Caller",
     "DuplicateEventError",
+    "HostManagedSchemaError",
     "ImportFormatError",
     "InvalidEventError",
     "OpenClawFtsError",

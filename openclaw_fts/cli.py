@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 import click
-from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from rich import box
 from rich.console import Console
@@ -163,8 +162,7 @@ SchemaMode = Literal["auto", "require", "any"]
 
 def head_revisions() -> set[str]:
     """The plugin's head revision(s), read from the shipped migration scripts."""
-    script = ScriptDirectory(str(migrate.script_location()))
-    return {r.revision for r in script.get_revisions(migrate.HEAD) if r is not None}
+    return set(migrate.head_revisions())
 
 
 @contextmanager
@@ -191,7 +189,7 @@ def open_store(
         try:
             revisions = set(migrate.current_revisions(store.engine))
             if schema == "auto" and revisions != head_revisions():
-                migrate.upgrade(store.engine)
+                migrate.upgrade(store.engine)  # refuses a host-managed database behind head
         except DBAPIError as exc:
             raise CliError(f"cannot use database {name}: {_one_line(str(exc.orig))}") from None
         except CommandError as exc:

@@ -38,3 +38,7 @@ class SessionExistsError(OpenClawFtsError):
 
 class ImportFormatError(OpenClawFtsError):
     """A file that is not an OpenClaw transcript (or sessions folder)."""
+
+
+class HostManagedSchemaError(OpenClawFtsError):
+    """A migration asked of a database whose plugin revisions the host's Alembic runs."""
