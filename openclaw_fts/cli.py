@@ -881,7 +881,7 @@ def check_cmd() -> None:
         _emit_json(data)
     else:
         out = _stdout()
-        out.print(f"FTS5 integrity: {'ok' if report.fts_ok else report.fts_error}")
+        out.print(f"FTS5 integrity: {data['ftsIntegrity']}")
         if report.drift:
             out.print(f"Drift in {_n(len(report.drift), 'indexed session')}:")
             for sid, diff in sorted(report.drift.items()):

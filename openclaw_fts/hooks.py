@@ -4,7 +4,11 @@ Invariant: whatever way a host adds :class:`TranscriptEvent` objects to an insta
 (``session.add``, a relationship append, ``TranscriptStore.append``), the flush that writes them
 also writes their index rows — or repairs / marks the session — on the same connection, inside
 the same transaction (and savepoint). A rollback therefore leaves neither event nor index row.
-``seq`` and the derived columns are filled here, before the INSERTs are emitted.
+``seq`` and the derived columns are filled here, before the INSERTs are emitted. A flush that
+touches the plugin's objects takes SQLite's write lock before its first read of the plugin's
+tables (a transaction that has not written yet is deferred: the host's reads take no lock); a
+flush without them does nothing here. With ``configure_engine`` (the default) every engine an
+installed session runs on gets :func:`openclaw_fts.engine.configure`, bound or not.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ import itertools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import event, inspect, select
+from sqlalchemy import Connection, Engine, event, inspect, select
 from sqlalchemy.orm import Session, UOWTransaction, scoped_session, sessionmaker
 
 from . import indexer, transcript
+from .engine import BUSY_TIMEOUT_MS, TAKE_WRITE_LOCK, configure, is_configured
 from .errors import (
     DuplicateEventError,
     InvalidEventError,
@@ -180,7 +185,22 @@ def _session_id_of(session: Session, obj: TranscriptEvent) -> str:
     return obj.session_id
 
 
+_PLUGIN_MODELS = (AgentSession, TranscriptEvent)
+
+
+def _touches_plugin(session: Session) -> bool:
+    return any(
+        isinstance(obj, _PLUGIN_MODELS)
+        for objs in (session.new, session.dirty, session.deleted)
+        for obj in objs
+    )
+
+
 def _before_flush(session: Session, flush_context: UOWTransaction, instances: Any) -> None:
+    if _touches_plugin(session) and session.get_bind().dialect.name == "sqlite":
+        # Before any read: a deferred transaction that reads, then writes after another
+        # connection committed, fails at once; taking the lock first waits the busy timeout.
+        session.connection().exec_driver_sql(TAKE_WRITE_LOCK)
     work = _FlushWork()
     session.info[_INFO_KEY] = work
     by_session: dict[str, list[TranscriptEvent]] = defaultdict(list)
@@ -278,13 +298,38 @@ def _discard_work(session: Session, *args: Any) -> None:
     session.info.pop(_INFO_KEY, None)
 
 
+def _configure_on_begin(session: Session, transaction: Any, connection: Connection) -> None:
+    """Configure the engine a session runs on (an unbound sessionmaker's too) the first time."""
+    engine = connection.engine
+    if engine.dialect.name != "sqlite" or is_configured(engine):
+        return
+    configure(engine)  # every later checkout of every connection
+    driver = connection.connection.driver_connection
+    if driver is not None and not getattr(driver, "in_transaction", True):
+        # This connection, now: no statement has run in its transaction yet, so foreign keys
+        # and the busy timeout still apply to it. Its BEGIN mode is left as it is until the
+        # next checkout applies every setting.
+        cursor = driver.cursor()
+        try:
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        finally:
+            cursor.close()
+
+
 SessionTarget = sessionmaker[Any] | scoped_session[Any] | type[Session] | Session
+#: Whatever :func:`install` was given, returned with its own type.
+T = TypeVar("T", bound=SessionTarget)
 
 
-def install(target: SessionTarget) -> SessionTarget:
+def install(target: T, *, configure_engine: bool = True) -> T:
     """Install the index hooks on a ``sessionmaker``, ``scoped_session``, ``Session`` subclass
-    or a single ``Session``. Idempotent. When the target is bound to an SQLite engine, that
-    engine gets the plugin's connection settings too (:func:`openclaw_fts.engine.configure`)."""
+    or a single ``Session``. Idempotent.
+
+    With ``configure_engine`` (default), the engine each session uses — bound now, bound per
+    session, or found at the first transaction — gets the plugin's connection settings
+    (:func:`openclaw_fts.engine.configure`: foreign keys, busy timeout, WAL; deferred ``BEGIN``).
+    ``configure_engine=False`` leaves the engine alone: the host then owns those settings."""
     listen_target: Any = target
     if isinstance(target, scoped_session):
         listen_target = target.session_factory
@@ -297,14 +342,14 @@ def install(target: SessionTarget) -> SessionTarget:
     event.listen(listen_target, "before_flush", _before_flush)
     event.listen(listen_target, "after_flush", _after_flush)
     event.listen(listen_target, "after_rollback", _discard_work)
+    if configure_engine:
+        event.listen(listen_target, "after_begin", _configure_on_begin)
     if isinstance(listen_target, Session):
         listen_target.info[_INSTALLED_KEY] = True
     else:
         setattr(listen_target, _INSTALLED_KEY, True)
     bind = listen_target.kw.get("bind") if isinstance(listen_target, sessionmaker) else None
-    if bind is not None:
-        from .engine import configure
-
+    if isinstance(bind, Engine) and configure_engine:
         configure(bind)
     return target
 
@@ -316,6 +361,7 @@ def uninstall(target: SessionTarget) -> None:
         ("before_flush", _before_flush),
         ("after_flush", _after_flush),
         ("after_rollback", _discard_work),
+        ("after_begin", _configure_on_begin),
     ):
         if event.contains(listen_target, name, fn):
             event.remove(listen_target, name, fn)

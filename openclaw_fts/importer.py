@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from . import transcript
+from .engine import writer
 from .errors import ImportFormatError, InvalidEventError, InvalidSessionError
 from .hooks import agent_id_from_key, serialise_event, validate_session_fields
 from .index import sqlite as fts
@@ -224,7 +225,7 @@ def _write_batch(
     report: ImportReport,
 ) -> None:
     sid = target.sid
-    with engine.begin() as conn:
+    with writer(engine).begin() as conn:  # reads, then writes: BEGIN IMMEDIATE
         if target.existed is None:
             target.existed = _ensure_session(conn, target)
         existed = target.existed

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine
 
 from .alembic import VERSION_TABLE
+from .engine import writer
 from .errors import HostManagedSchemaError
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ def _run(bind: Engine | Connection, action: str, revision: str) -> None:
         with bind.connect() as conn:
             if _nothing_to_do(conn, action, revision):
                 return
-        with bind.begin() as conn:
+        with writer(bind).begin() as conn:
             _run(conn, action, revision)
         return
     if _nothing_to_do(bind, action, revision):

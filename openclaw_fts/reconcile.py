@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from . import indexer
-from .engine import READ_ONLY
+from .engine import READ_ONLY, writer
 from .index import sqlite as fts
 from .models import INDEX_VERSION
 
@@ -138,9 +138,9 @@ class Reconciler:
         lease_seconds: float = RECONCILE_LEASE_SECONDS,
         batch_rows: int = RECONCILE_BATCH_ROWS,
     ) -> None:
-        self.engine = engine
+        self.engine = writer(engine)  # its transactions write: BEGIN IMMEDIATE
         holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.lease = Lease(engine, holder, lease_seconds)
+        self.lease = Lease(self.engine, holder, lease_seconds)
         self.batch_rows = batch_rows
         self.stats = {"sessions": 0, "inserted": 0, "deleted": 0, "retried": 0}
 

@@ -1,9 +1,10 @@
 """``TranscriptStore``: the facade — engine set-up, schema upgrade, writes, imports, reads.
 
 Invariant: every write goes through an installed ORM session (so the index hooks run in the
-writing transaction) or through the importer (which leaves sessions pending); every read runs
-on a deferred read transaction. The store never reads environment variables or files beyond
-those it is handed.
+writing transaction) or through the importer (which leaves sessions pending), on a transaction
+that begins with ``BEGIN IMMEDIATE`` (:func:`openclaw_fts.engine.writer`); every read runs on a
+deferred read transaction, which takes no lock and works on a read-only database. The store
+never reads environment variables or files beyond those it is handed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
-from .engine import READ_ONLY, configure, is_memory_url, make_engine
+from .engine import READ_ONLY, configure, is_memory_url, make_engine, writer
 from .errors import DuplicateEventError, SessionExistsError, UnknownSessionError
 from .hooks import install, validate_session_fields
 from .models import AgentSession, Branch, TranscriptEvent
@@ -53,9 +54,13 @@ class TranscriptStore:
         else:
             self.engine = make_engine(url)
             self._owns_engine = True
+        #: The same engine, for the store's own writes: they begin with BEGIN IMMEDIATE.
+        self.write_engine = writer(self.engine)
         if upgrade:
-            migrate.upgrade(self.engine)
-        self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
+            migrate.upgrade(self.write_engine)
+        self.sessions: sessionmaker[Session] = sessionmaker(
+            self.write_engine, expire_on_commit=False
+        )
         install(self.sessions)
         self.redactor = redactor
         self._lease_seconds = lease_seconds
@@ -121,7 +126,7 @@ class TranscriptStore:
         if not batch:
             return []
         try:
-            with self.engine.begin() as conn:
+            with self.write_engine.begin() as conn:
                 return append_events(conn, session_id, batch)
         except (IntegrityError, sqlite3.IntegrityError) as exc:
             reason = exc.orig if isinstance(exc, IntegrityError) else exc
@@ -174,15 +179,17 @@ class TranscriptStore:
         self, path: str | Path, session_key: str | None = None, **kwargs: Any
     ) -> dict[str, Any]:
         """Import one transcript like ``openclaw doctor``: stored, not indexed (pending)."""
-        return importer.import_jsonl(self.engine, path, session_key=session_key, **kwargs).as_dict()
+        return importer.import_jsonl(
+            self.write_engine, path, session_key=session_key, **kwargs
+        ).as_dict()
 
     def import_item(self, item: importer.ImportItem, **kwargs: Any) -> dict[str, Any]:
         """Import one planned file of a folder (``importer.folder_items``)."""
-        return importer.import_item(self.engine, item, **kwargs).as_dict()
+        return importer.import_item(self.write_engine, item, **kwargs).as_dict()
 
     def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
         """Import an OpenClaw agent sessions folder (``sessions.json`` + ``<id>.jsonl``)."""
-        return importer.import_dir(self.engine, sessions_dir, **kwargs).as_dict()
+        return importer.import_dir(self.write_engine, sessions_dir, **kwargs).as_dict()
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -238,8 +245,8 @@ class TranscriptStore:
 
     def _make_reconciler(self) -> Reconciler:
         if self._lease_seconds is None:
-            return Reconciler(self.engine)
-        return Reconciler(self.engine, lease_seconds=self._lease_seconds)
+            return Reconciler(self.write_engine)
+        return Reconciler(self.write_engine, lease_seconds=self._lease_seconds)
 
     def _on_pending(self) -> None:
         if self.background and not self._closed:
