@@ -831,6 +831,46 @@ def reconcile_cmd() -> None:
     )
 
 
+@cli.command("rebuild", short_help="Re-index sessions from their transcripts.")
+@click.argument("keys", nargs=-1, metavar="[KEY]...")
+@json_option
+@handled
+def rebuild_cmd(keys: tuple[str, ...]) -> None:
+    """Re-index the sessions with these session keys or ids (all sessions without KEY), after
+    their events were changed behind the plugin's back."""
+    state = _state()
+    with open_store(state, schema="auto") as store:
+        from .maintenance import mark_for_rebuild
+
+        marked = mark_for_rebuild(store.write_engine, keys or None)
+        if keys and not marked:
+            raise CliError(f"no session has the key or id {', '.join(keys)}")
+        result = {"rebuilt": marked, **_reconcile_with_progress(store, "re-indexing")}
+    if state.json:
+        _emit_json(result)
+        return
+    _stdout().print(
+        f"Re-indexed {_n(len(marked), 'session')} "
+        f"({_n(result.get('inserted', 0), 'index row')} inserted, "
+        f"{result.get('deleted', 0)} deleted)."
+    )
+
+
+@cli.command("optimize", short_help="Merge the full-text index's segments.")
+@json_option
+@handled
+def optimize_cmd() -> None:
+    """Merge the FTS5 index into one segment (after large imports or many edits)."""
+    state = _state()
+    with open_store(state, schema="require") as store:
+        store.optimize()
+        name = _describe(store.engine.url)
+    if state.json:
+        _emit_json({"database": name, "optimized": True})
+        return
+    _stdout().print(f"{name}: full-text index optimized.")
+
+
 def _file_sizes(path: Path) -> dict[str, int]:
     sizes = {"db": path.stat().st_size if path.is_file() else 0}
     for suffix in SQLITE_SIDE_FILES:

@@ -14,13 +14,14 @@ installed session runs on gets :func:`openclaw_fts.engine.configure`, bound or n
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, event, inspect, select
-from sqlalchemy.orm import Session, UOWTransaction, scoped_session, sessionmaker
+from sqlalchemy import Connection, Engine, Result, event, inspect, select, text
+from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction, scoped_session, sessionmaker
 
 from . import indexer, transcript
 from .engine import BUSY_TIMEOUT_MS, TAKE_WRITE_LOCK, configure, is_configured
@@ -221,11 +222,26 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
         for obj in session.dirty:
             if isinstance(obj, AgentSession) and inspect(obj).attrs.incognito.history.has_changes():
                 work.rebuild.add(obj.session_id)
+            elif isinstance(obj, TranscriptEvent):
+                _edited_event(obj, work)
         for sid, objs in by_session.items():
             owner = new_owners.get(sid) or session.get(AgentSession, sid)
             if owner is None:
                 raise UnknownSessionError(f"unknown session {sid!r}")
             _assign_seqs(session, owner, objs, work)
+
+
+def _edited_event(obj: TranscriptEvent, work: _FlushWork) -> None:
+    """A stored event changed in the ORM (attribute, ``session.merge``): re-derive its columns
+    and re-index its session in this flush. Its identity (session, seq) cannot change."""
+    attrs = inspect(obj).attrs
+    if attrs.session_id.history.has_changes() or attrs.seq.history.has_changes():
+        raise InvalidEventError("a stored event's session_id and seq cannot change")
+    if not attrs.event.history.has_changes():
+        return
+    validate_event(obj.event)
+    fill_derived(obj, obj.seq)
+    work.rebuild.add(obj.session_id)
 
 
 def _assign_seqs(
@@ -294,6 +310,61 @@ def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
         indexer.repair_or_mark(conn, sid)
 
 
+#: Columns a bulk ``insert(TranscriptEvent)`` row may carry (the derived ones are recomputed).
+BULK_INSERT_COLUMNS = frozenset(
+    {
+        "session_id",
+        "event",
+        "event_id",
+        "parent_id",
+        "type",
+        "role",
+        "target_id",
+        "side",
+        "timestamp_ms",
+    }
+)
+
+
+def _on_orm_execute(state: ORMExecuteState) -> Result[Any] | None:
+    """``session.execute(insert(TranscriptEvent), rows)``: appended like ``append_many`` (seq,
+    derived columns, index rows in this transaction), one session's rows in their order."""
+    mapper = state.bind_mapper
+    if not state.is_insert or mapper is None or mapper.class_ is not TranscriptEvent:
+        return None
+    params = state.parameters
+    rows = [params] if isinstance(params, Mapping) else list(params or [])
+    statement: Any = state.statement
+    returning = bool(getattr(statement, "_returning", None))
+    if not rows or returning or getattr(statement, "_values", None):
+        raise InvalidEventError(
+            "a bulk insert of TranscriptEvent takes a list of {'session_id', 'event'} rows "
+            "(no .values(), no RETURNING); or add the objects with session.add_all()"
+        )
+    by_session: dict[str, list[Any]] = defaultdict(list)
+    for row in rows:
+        if row.get("seq") is not None:
+            raise InvalidEventError("seq is assigned by the plugin: leave it out of bulk rows")
+        unknown = set(row) - BULK_INSERT_COLUMNS - {"seq"}
+        if unknown:
+            raise InvalidEventError(f"unknown TranscriptEvent columns: {sorted(unknown)}")
+        sid = row.get("session_id")
+        if not isinstance(sid, str):
+            raise UnknownSessionError("every bulk TranscriptEvent row needs a session_id")
+        by_session[sid].append(row.get("event"))
+    from .writer import append_events
+
+    conn = state.session.connection()
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(TAKE_WRITE_LOCK)
+    try:
+        for sid, events in by_session.items():
+            append_events(conn, sid, events)
+    except sqlite3.IntegrityError as exc:
+        raise DuplicateEventError(f"bulk insert conflicts with a stored event ({exc})") from None
+    return conn.execute(text("SELECT 1 WHERE 0"))
+
+
 def _discard_work(session: Session, *args: Any) -> None:
     session.info.pop(_INFO_KEY, None)
 
@@ -342,6 +413,7 @@ def install(target: T, *, configure_engine: bool = True) -> T:
     event.listen(listen_target, "before_flush", _before_flush)
     event.listen(listen_target, "after_flush", _after_flush)
     event.listen(listen_target, "after_rollback", _discard_work)
+    event.listen(listen_target, "do_orm_execute", _on_orm_execute, retval=True)
     if configure_engine:
         event.listen(listen_target, "after_begin", _configure_on_begin)
     if isinstance(listen_target, Session):
@@ -361,6 +433,7 @@ def uninstall(target: SessionTarget) -> None:
         ("before_flush", _before_flush),
         ("after_flush", _after_flush),
         ("after_rollback", _discard_work),
+        ("do_orm_execute", _on_orm_execute),
         ("after_begin", _configure_on_begin),
     ):
         if event.contains(listen_target, name, fn):

@@ -256,6 +256,21 @@ class TranscriptStore:
         """Index every pending session now (waits for a running reconciler's lease)."""
         return self._make_reconciler().run(wait=True, progress=progress)
 
+    def rebuild(self, keys: Iterable[str] | None = None, progress: Any = None) -> dict[str, Any]:
+        """Force a re-index of the sessions named by ``keys`` (session keys or session ids;
+        None: every session): their derived columns are recomputed from the stored JSON, they
+        turn pending, and the reconciler re-indexes them now. ``"rebuilt"`` lists their ids."""
+        from .maintenance import mark_for_rebuild
+
+        marked = mark_for_rebuild(self.write_engine, keys)
+        return {"rebuilt": marked, **self.reconcile(progress=progress)}
+
+    def optimize(self) -> None:
+        """Merge the full-text index's segments (after large imports or many edits)."""
+        from .maintenance import optimize
+
+        optimize(self.write_engine)
+
     def index_status(self) -> dict[str, int]:
         """``{"pending", "indexed", "total"}`` in sessions."""
         with self._read() as conn:

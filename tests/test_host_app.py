@@ -26,7 +26,7 @@ ALEMBIC = BIN / "alembic"
 CLI = BIN / "openclaw-fts"
 #: Seconds one alembic / openclaw-fts run may take on a loaded machine.
 COMMAND_TIMEOUT = 300
-PLUGIN_HEAD = "0002_index"
+(PLUGIN_HEAD,) = migrate.head_revisions()
 
 sys.path.insert(0, str(EXAMPLE))
 from host_app.models import Chat, Project  # noqa: E402
