@@ -92,11 +92,13 @@ def test_session_merge_of_an_existing_event_reindexes(
 def test_changing_an_events_identity_is_refused(
     seeded: TranscriptStore, host: sessionmaker[Session]
 ) -> None:
-    with pytest.raises(InvalidEventError, match="session_id and seq cannot change"):
-        with host.begin() as db:
-            ev = db.get(TranscriptEvent, ("s1", 1))
-            assert ev is not None
-            ev.seq = 7
+    with (
+        pytest.raises(InvalidEventError, match="session_id and seq cannot change"),
+        host.begin() as db,
+    ):
+        ev = db.get(TranscriptEvent, ("s1", 1))
+        assert ev is not None
+        ev.seq = 7
 
 
 def test_bulk_orm_update_makes_the_session_pending_then_reconcile_reindexes(
@@ -134,14 +136,16 @@ def test_raw_sql_text_edit_is_reindexed_by_the_reconciler(
 def test_raw_sql_edit_of_what_the_tree_is_built_from_is_refused(
     seeded: TranscriptStore, engine: Engine
 ) -> None:
-    with pytest.raises(IntegrityError, match="may change the content of an event") as info:
-        with engine.begin() as conn:
-            conn.execute(
-                text(
-                    "UPDATE transcript_events SET event = json_set(event, '$.parentId', NULL) "
-                    "WHERE session_id = 's1' AND seq = 2"
-                )
+    with (
+        pytest.raises(IntegrityError, match="may change the content of an event") as info,
+        engine.begin() as conn,
+    ):
+        conn.execute(
+            text(
+                "UPDATE transcript_events SET event = json_set(event, '$.parentId', NULL) "
+                "WHERE session_id = 's1' AND seq = 2"
             )
+        )
     assert EDIT_REFUSED in str(info.value)
     assert found(seeded, "charlie") == ["m2"]
     assert seeded.index_status()["pending"] == 0
@@ -230,20 +234,21 @@ def test_bulk_insert_of_events_is_appended_and_indexed(
 def test_bulk_insert_errors_are_clear_and_roll_back(
     seeded: TranscriptStore, host: sessionmaker[Session]
 ) -> None:
-    with pytest.raises(InvalidEventError, match="seq is assigned by the plugin"):
-        with host.begin() as db:
-            db.execute(
-                insert(TranscriptEvent), [{"session_id": "s1", "seq": 9, "event": msg("x", "y")}]
-            )
-    with pytest.raises(DuplicateEventError):
-        with host.begin() as db:
-            db.execute(
-                insert(TranscriptEvent),
-                [
-                    {"session_id": "s1", "event": msg("new", "lima")},
-                    {"session_id": "s1", "event": msg("m0", "a taken id")},
-                ],
-            )
+    with (
+        pytest.raises(InvalidEventError, match="seq is assigned by the plugin"),
+        host.begin() as db,
+    ):
+        db.execute(
+            insert(TranscriptEvent), [{"session_id": "s1", "seq": 9, "event": msg("x", "y")}]
+        )
+    with pytest.raises(DuplicateEventError), host.begin() as db:
+        db.execute(
+            insert(TranscriptEvent),
+            [
+                {"session_id": "s1", "event": msg("new", "lima")},
+                {"session_id": "s1", "event": msg("m0", "a taken id")},
+            ],
+        )
     assert found(seeded, "lima") == []
     with host() as db:
         assert db.scalar(select(TranscriptEvent.seq).order_by(TranscriptEvent.seq.desc())) == 2
