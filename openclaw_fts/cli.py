@@ -7,7 +7,8 @@ one line on stderr and an exit code — :data:`EXIT_OK` on success, :data:`EXIT_
 runtime failures (a file that could not be imported, drift found by ``check``, a database that
 cannot be used, a forbidden or unknown session), :data:`EXIT_USAGE` for bad arguments — and no
 Python traceback is ever shown unless ``--traceback`` is given. With ``--json`` stdout carries
-exactly one JSON document; progress bars and diagnostics go to stderr only. Text shown to the
+exactly one JSON document — on failure ``{"error": {"message", "exitCode", "kind"}}``, beside
+the line on stderr; progress bars and diagnostics go to stderr only. Text shown to the
 operator is the store's already redacted output; this module never prints raw transcript text.
 """
 
@@ -254,8 +255,35 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, emoji=False, markup=False)
 
 
+#: Whether this run has written its JSON document to stdout (an error then adds none).
+_json_emitted = False
+
+
 def _emit_json(data: Any) -> None:
+    global _json_emitted
+    _json_emitted = True
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """``--json`` among the options (anywhere before a ``--`` that ends them)."""
+    args = list(argv)
+    if "--" in args:
+        args = args[: args.index("--")]
+    return "--json" in args
+
+
+def _json_error(message: str, code: int) -> None:
+    """With ``--json``, a failure is still one JSON document on stdout (the line on stderr
+    stays, for people): ``{"error": {"message", "exitCode", "kind"}}``."""
+    kind = {EXIT_USAGE: "usage", EXIT_INTERRUPTED: "interrupted"}.get(code, "failure")
+    click.echo(
+        json.dumps(
+            {"error": {"message": message, "exitCode": code, "kind": kind}},
+            ensure_ascii=False,
+            indent=2,
+        )
+    )
 
 
 def _progress(console: Console) -> Progress:
@@ -975,20 +1003,28 @@ def _usage_line(exc: click.UsageError) -> str:
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); the exit code."""
+    global _json_emitted
+    _json_emitted = False
+    as_json = _wants_json(sys.argv[1:] if argv is None else argv)
+
+    def fail(line: str, message: str, code: int) -> int:
+        click.echo(line, err=True)
+        if as_json and not _json_emitted:
+            _json_error(message, code)
+        return code
+
     try:
         rv = cli.main(args=argv, prog_name=PROG_NAME, standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
         exc.show()
         return EXIT_USAGE
     except click.UsageError as exc:
-        click.echo(_usage_line(exc), err=True)
-        return EXIT_USAGE
+        return fail(_usage_line(exc), _one_line(exc.format_message()), EXIT_USAGE)
     except click.ClickException as exc:
-        click.echo(f"Error: {_one_line(exc.format_message())}", err=True)
-        return exc.exit_code
+        message = _one_line(exc.format_message())
+        return fail(f"Error: {message}", message, exc.exit_code)
     except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        return EXIT_INTERRUPTED
+        return fail("Aborted.", "aborted", EXIT_INTERRUPTED)
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_FAILURE

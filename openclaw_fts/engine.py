@@ -63,7 +63,13 @@ def read_only_url(path: Path) -> URL:
     return make_url(f"sqlite:///file:{quote(str(path.resolve()))}?{mode}&uri=true")
 
 
-def make_engine(url: str | URL, *, read_only: bool | None = None, **kwargs: Any) -> Engine:
+def make_engine(
+    url: str | URL,
+    *,
+    read_only: bool | None = None,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    **kwargs: Any,
+) -> Engine:
     """An engine for ``url`` with the plugin's settings (``:memory:``: one shared connection).
     ``read_only`` opens an SQLite file read-only; ``None`` does so when it cannot be written."""
     parsed = make_url(url)
@@ -78,7 +84,7 @@ def make_engine(url: str | URL, *, read_only: bool | None = None, **kwargs: Any)
     elif parsed.get_backend_name() == "sqlite":
         kwargs.setdefault("connect_args", {"check_same_thread": False})
     engine = create_engine(parsed, **kwargs)
-    configure(engine)
+    configure(engine, busy_timeout_ms=busy_timeout_ms)
     return engine
 
 

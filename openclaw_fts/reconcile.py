@@ -174,6 +174,7 @@ class Reconciler:
         finally:
             self.lease.release()
         result: dict[str, Any] = {"ran": True, **self._status(), **self.stats}
+        log.info("reconcile done: %s", result)
         return result
 
     def _status(self) -> dict[str, int]:
@@ -214,6 +215,9 @@ class Reconciler:
 
     def _write(self, batch: list[tuple[_Work, int]]) -> None:
         """One write transaction: for each session, re-check its snapshot, apply, maybe finish."""
+        log.debug(
+            "reconcile batch: %d changes in %d sessions", sum(c for _, c in batch), len(batch)
+        )
         with self.engine.begin() as conn:
             if not self.lease.renew(conn):
                 raise LeaseLost("reconcile lease lost")
@@ -234,6 +238,7 @@ class Reconciler:
                 if work.done >= plan.size:
                     indexer.finalize(conn, plan)
                     self.stats["sessions"] += 1
+                    log.debug("reconciled session %s", plan.session_id)
                 else:
                     fts.cursor(conn).execute(
                         "UPDATE index_state SET generation = generation + 1 WHERE id = ?",

@@ -23,11 +23,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
-from .engine import READ_ONLY, configure, is_memory_url, make_engine, writer
+from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, writer
 from .errors import DuplicateEventError, SessionExistsError, UnknownSessionError
 from .hooks import install, validate_session_fields
+from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .models import AgentSession, Branch, TranscriptEvent
-from .reconcile import BackgroundReconciler, Reconciler, status
+from .reconcile import RECONCILE_BATCH_ROWS, BackgroundReconciler, Reconciler, status
 from .redact import Redactor
 from .search import build_request, run_search
 from .tokens import is_valid_unicode
@@ -47,15 +48,27 @@ class TranscriptStore:
         background: bool = True,
         redactor: Redactor | None = None,
         lease_seconds: float | None = None,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        reconcile_batch_rows: int = RECONCILE_BATCH_ROWS,
+        inline_repair_max_events: int = INLINE_REPAIR_MAX_EVENTS,
+        inline_repair_max_text_bytes: int = INLINE_REPAIR_MAX_TEXT_BYTES,
     ) -> None:
+        """``busy_timeout_ms``: how long a write waits for SQLite's lock (applied when the
+        store configures the engine: a URL, or an engine not configured yet).
+        ``reconcile_batch_rows``: index rows the reconciler writes per transaction.
+        ``inline_repair_max_events`` / ``inline_repair_max_text_bytes``: the largest session a
+        non-append write of this store repairs inline (larger: left to the reconciler)."""
         if isinstance(url, Engine):
-            self.engine = configure(url)
+            self.engine = configure(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = False
         else:
-            self.engine = make_engine(url)
+            self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = True
         #: The same engine, for the store's own writes: they begin with BEGIN IMMEDIATE.
-        self.write_engine = writer(self.engine)
+        self.write_engine = writer(self.engine).execution_options(
+            **{INLINE_REPAIR_OPTION: (inline_repair_max_events, inline_repair_max_text_bytes)}
+        )
+        self._batch_rows = reconcile_batch_rows
         if upgrade:
             migrate.upgrade(self.write_engine)
         self.sessions: sessionmaker[Session] = sessionmaker(
@@ -245,8 +258,10 @@ class TranscriptStore:
 
     def _make_reconciler(self) -> Reconciler:
         if self._lease_seconds is None:
-            return Reconciler(self.write_engine)
-        return Reconciler(self.write_engine, lease_seconds=self._lease_seconds)
+            return Reconciler(self.write_engine, batch_rows=self._batch_rows)
+        return Reconciler(
+            self.write_engine, lease_seconds=self._lease_seconds, batch_rows=self._batch_rows
+        )
 
     def _on_pending(self) -> None:
         if self.background and not self._closed:
