@@ -103,7 +103,8 @@ def apply_settings(
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         if wal and not memory:
-            mode = cursor.execute("PRAGMA journal_mode").fetchone()
+            cursor.execute("PRAGMA journal_mode")  # no chaining: async adapters return no cursor
+            mode = cursor.fetchone()
             if mode is None or str(mode[0]).lower() != "wal":
                 with contextlib.suppress(sqlite3.OperationalError):  # read-only: keeps its mode
                     cursor.execute("PRAGMA journal_mode=WAL")
@@ -140,7 +141,8 @@ def configure(
         immediate = options.get(WRITE, False) and not options.get(READ_ONLY, False)
         # Straight to the driver: SQLAlchemy's statement handling would add ~15 us to every
         # transaction (measured: 7 % of a single-event append).
-        conn.connection.driver_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        # (the DBAPI connection: sqlite3's own, or SQLAlchemy's adapter of aiosqlite's).
+        conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
 

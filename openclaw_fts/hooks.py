@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Result, event, inspect, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction, scoped_session, sessionmaker
 
 from . import indexer, transcript
@@ -375,7 +376,7 @@ def _configure_on_begin(session: Session, transaction: Any, connection: Connecti
     if engine.dialect.name != "sqlite" or is_configured(engine):
         return
     configure(engine)  # every later checkout of every connection
-    driver = connection.connection.driver_connection
+    driver = connection.connection.dbapi_connection
     if driver is not None and not getattr(driver, "in_transaction", True):
         # This connection, now: no statement has run in its transaction yet, so foreign keys
         # and the busy timeout still apply to it. Its BEGIN mode is left as it is until the
@@ -388,14 +389,17 @@ def _configure_on_begin(session: Session, transaction: Any, connection: Connecti
             cursor.close()
 
 
-SessionTarget = sessionmaker[Any] | scoped_session[Any] | type[Session] | Session
+SessionTarget = (
+    sessionmaker[Any] | scoped_session[Any] | type[Session] | Session | async_sessionmaker[Any]
+)
 #: Whatever :func:`install` was given, returned with its own type.
 T = TypeVar("T", bound=SessionTarget)
 
 
 def install(target: T, *, configure_engine: bool = True) -> T:
-    """Install the index hooks on a ``sessionmaker``, ``scoped_session``, ``Session`` subclass
-    or a single ``Session``. Idempotent.
+    """Install the index hooks on a ``sessionmaker``, ``scoped_session``, ``Session`` subclass,
+    a single ``Session`` or an ``async_sessionmaker`` (its sessions' ``sync_session_class``;
+    plain ``Session`` is replaced by a subclass for this factory). Idempotent.
 
     With ``configure_engine`` (default), the engine each session uses — bound now, bound per
     session, or found at the first transaction — gets the plugin's connection settings
@@ -404,6 +408,8 @@ def install(target: T, *, configure_engine: bool = True) -> T:
     listen_target: Any = target
     if isinstance(target, scoped_session):
         listen_target = target.session_factory
+    if isinstance(target, async_sessionmaker):
+        listen_target = _async_sync_class(target)
     if (
         getattr(listen_target, _INSTALLED_KEY, False)
         if not isinstance(listen_target, Session)
@@ -420,15 +426,36 @@ def install(target: T, *, configure_engine: bool = True) -> T:
         listen_target.info[_INSTALLED_KEY] = True
     else:
         setattr(listen_target, _INSTALLED_KEY, True)
-    bind = listen_target.kw.get("bind") if isinstance(listen_target, sessionmaker) else None
+    bind = (
+        target.kw.get("bind")
+        if isinstance(target, async_sessionmaker)
+        else listen_target.kw.get("bind")
+        if isinstance(listen_target, sessionmaker)
+        else None
+    )
+    if isinstance(bind, AsyncEngine):
+        bind = bind.sync_engine
     if isinstance(bind, Engine) and configure_engine:
         configure(bind)
     return target
 
 
+def _async_sync_class(target: async_sessionmaker[Any]) -> type[Session]:
+    """The ``Session`` class an ``async_sessionmaker``'s sessions run on; when it is plain
+    ``Session``, a subclass made for this factory (events on ``Session`` itself would reach
+    every session of the process)."""
+    sync_class: type[Session] = target.kw.get("sync_session_class") or Session
+    if sync_class is Session:
+        sync_class = type("OpenClawFtsSyncSession", (Session,), {})
+        target.kw["sync_session_class"] = sync_class
+    return sync_class
+
+
 def uninstall(target: SessionTarget) -> None:
     """Remove what :func:`install` added."""
     listen_target: Any = target.session_factory if isinstance(target, scoped_session) else target
+    if isinstance(target, async_sessionmaker):
+        listen_target = target.kw.get("sync_session_class") or Session
     for name, fn in (
         ("before_flush", _before_flush),
         ("after_flush", _after_flush),
