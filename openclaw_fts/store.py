@@ -50,14 +50,15 @@ class TranscriptStore:
         lease_seconds: float | None = None,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         reconcile_batch_rows: int = RECONCILE_BATCH_ROWS,
-        inline_repair_max_events: int = INLINE_REPAIR_MAX_EVENTS,
-        inline_repair_max_text_bytes: int = INLINE_REPAIR_MAX_TEXT_BYTES,
+        inline_repair_max_events: int | None = None,
+        inline_repair_max_text_bytes: int | None = None,
     ) -> None:
         """``busy_timeout_ms``: how long a write waits for SQLite's lock (applied when the
         store configures the engine: a URL, or an engine not configured yet).
         ``reconcile_batch_rows``: index rows the reconciler writes per transaction.
         ``inline_repair_max_events`` / ``inline_repair_max_text_bytes``: the largest session a
-        non-append write of this store repairs inline (larger: left to the reconciler)."""
+        non-append write of this store repairs inline (larger: left to the reconciler); None:
+        ``indexer.INLINE_REPAIR_MAX_EVENTS`` / ``INLINE_REPAIR_MAX_TEXT_BYTES``."""
         if isinstance(url, Engine):
             self.engine = configure(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = False
@@ -65,9 +66,19 @@ class TranscriptStore:
             self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = True
         #: The same engine, for the store's own writes: they begin with BEGIN IMMEDIATE.
-        self.write_engine = writer(self.engine).execution_options(
-            **{INLINE_REPAIR_OPTION: (inline_repair_max_events, inline_repair_max_text_bytes)}
-        )
+        self.write_engine = writer(self.engine)
+        if inline_repair_max_events is not None or inline_repair_max_text_bytes is not None:
+            bounds = (
+                INLINE_REPAIR_MAX_EVENTS
+                if inline_repair_max_events is None
+                else inline_repair_max_events,
+                INLINE_REPAIR_MAX_TEXT_BYTES
+                if inline_repair_max_text_bytes is None
+                else inline_repair_max_text_bytes,
+            )
+            self.write_engine = self.write_engine.execution_options(
+                **{INLINE_REPAIR_OPTION: bounds}
+            )
         self._batch_rows = reconcile_batch_rows
         if upgrade:
             migrate.upgrade(self.write_engine)
