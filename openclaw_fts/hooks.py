@@ -18,10 +18,9 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from sqlalchemy import Connection, Engine, Result, event, inspect, select, text
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction, scoped_session, sessionmaker
 
 from . import indexer, transcript
@@ -389,8 +388,12 @@ def _configure_on_begin(session: Session, transaction: Any, connection: Connecti
             cursor.close()
 
 
-SessionTarget = (
-    sessionmaker[Any] | scoped_session[Any] | type[Session] | Session | async_sessionmaker[Any]
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import async_sessionmaker
+
+# A string: SQLAlchemy's asyncio module imports only where greenlet is installed.
+SessionTarget: TypeAlias = (
+    "sessionmaker[Any] | scoped_session[Any] | type[Session] | Session | async_sessionmaker[Any]"
 )
 #: Whatever :func:`install` was given, returned with its own type.
 T = TypeVar("T", bound=SessionTarget)
@@ -408,8 +411,9 @@ def install(target: T, *, configure_engine: bool = True) -> T:
     listen_target: Any = target
     if isinstance(target, scoped_session):
         listen_target = target.session_factory
-    if isinstance(target, async_sessionmaker):
-        listen_target = _async_sync_class(target)
+    is_async = _is_async_sessionmaker(target)
+    if is_async:
+        listen_target = _async_sync_class(target)  # type: ignore[arg-type]
     if (
         getattr(listen_target, _INSTALLED_KEY, False)
         if not isinstance(listen_target, Session)
@@ -427,17 +431,24 @@ def install(target: T, *, configure_engine: bool = True) -> T:
     else:
         setattr(listen_target, _INSTALLED_KEY, True)
     bind = (
-        target.kw.get("bind")
-        if isinstance(target, async_sessionmaker)
+        target.kw.get("bind")  # type: ignore[union-attr]
+        if is_async
         else listen_target.kw.get("bind")
         if isinstance(listen_target, sessionmaker)
         else None
     )
-    if isinstance(bind, AsyncEngine):
-        bind = bind.sync_engine
+    bind = getattr(bind, "sync_engine", bind)  # an AsyncEngine's synchronous engine
     if isinstance(bind, Engine) and configure_engine:
         configure(bind)
     return target
+
+
+def _is_async_sessionmaker(target: object) -> bool:
+    try:
+        from sqlalchemy.ext.asyncio import async_sessionmaker
+    except ImportError:  # no greenlet: there can be no async_sessionmaker either
+        return False
+    return isinstance(target, async_sessionmaker)
 
 
 def _async_sync_class(target: async_sessionmaker[Any]) -> type[Session]:
@@ -454,8 +465,8 @@ def _async_sync_class(target: async_sessionmaker[Any]) -> type[Session]:
 def uninstall(target: SessionTarget) -> None:
     """Remove what :func:`install` added."""
     listen_target: Any = target.session_factory if isinstance(target, scoped_session) else target
-    if isinstance(target, async_sessionmaker):
-        listen_target = target.kw.get("sync_session_class") or Session
+    if _is_async_sessionmaker(target):
+        listen_target = target.kw.get("sync_session_class") or Session  # type: ignore[union-attr]
     for name, fn in (
         ("before_flush", _before_flush),
         ("after_flush", _after_flush),
