@@ -232,6 +232,22 @@ def test_read_only_commands_work_on_a_read_only_database(
     report = json.loads(checked.stdout)
     assert report["ok"] is True
     assert report["ftsIntegrity"] == "not run (read-only database)"
+    # The Python store, with its default upgrade=True, opens it too and searches.
+    script = (
+        "import sys\n"
+        "from openclaw_fts import Caller, TranscriptStore\n"
+        "with TranscriptStore(sys.argv[1]) as s:\n"
+        "    print(len(s.search(Caller('agent:main:main'), 'staging')['results']))\n"
+    )
+    store_run = subprocess.run(
+        [*prefix, sys.executable, "-c", script, f"sqlite:///{path}"],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT,
+        cwd=path.parent,
+    )
+    assert store_run.returncode == 0, store_run.stderr
+    assert store_run.stdout.strip() == "1"
     # A write is refused with one line, not a traceback.
     refused = _run_read_only(prefix, path, "reconcile")
     assert refused.returncode == 1
