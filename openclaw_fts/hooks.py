@@ -329,8 +329,10 @@ BULK_INSERT_COLUMNS = frozenset(
 def _on_orm_execute(state: ORMExecuteState) -> Result[Any] | None:
     """``session.execute(insert(TranscriptEvent), rows)``: appended like ``append_many`` (seq,
     derived columns, index rows in this transaction), one session's rows in their order."""
+    if not state.is_insert:  # every ORM SELECT of an installed session passes here: cheap exit
+        return None
     mapper = state.bind_mapper
-    if not state.is_insert or mapper is None or mapper.class_ is not TranscriptEvent:
+    if mapper is None or mapper.class_ is not TranscriptEvent:
         return None
     params = state.parameters
     rows = [params] if isinstance(params, Mapping) else list(params or [])
