@@ -11,8 +11,10 @@ from __future__ import annotations
 from . import tools
 from .errors import (
     DuplicateEventError,
+    HostManagedSchemaError,
     ImportFormatError,
     InvalidEventError,
+    InvalidSessionError,
     OpenClawFtsError,
     SessionExistsError,
     ToolInputError,
@@ -31,8 +33,10 @@ __all__ = [
     "Branch",
     "Caller",
     "DuplicateEventError",
+    "HostManagedSchemaError",
     "ImportFormatError",
     "InvalidEventError",
+    "InvalidSessionError",
     "OpenClawFtsError",
     "SessionExistsError",
     "ToolInputError",

@@ -15,10 +15,11 @@ In a host's ``env.py``::
         include_name=include_name,
     )
 
-and in its ``alembic.ini``::
+and in its ``pyproject.toml`` (the package form holds a ":", so not in an ``alembic.ini`` with
+``path_separator = os``; see the README and ``examples/host_app``)::
 
-    version_locations = %(here)s/migrations/versions <output of
-        python -c "import openclaw_fts.migrate as m; print(m.version_location())">
+    [tool.alembic]
+    version_locations = ["%(here)s/migrations/versions", "openclaw_fts:migrations/versions"]
 
 then ``alembic upgrade heads``.
 """

@@ -1,9 +1,12 @@
 """``openclaw-fts check``: is the index exactly what the transcripts say it should be?
 
-Invariant: reads only. Reports FTS5's own integrity check (index vs content table) and, for every
-session that is not pending, any difference between its index rows and
-``transcript.index_rows(active branch)`` — the same diff the reconciler would apply, so "check is
-clean" means "a reconcile would change nothing".
+Invariant: reads only, on a deferred transaction. FTS5's integrity check is issued as an INSERT
+command, i.e. it needs the write lock: on a database that cannot be written, or while another
+connection holds the lock, it is reported as not run (with the reason), never as corruption.
+Reports FTS5's own integrity check (index vs content table) and, for every session that is not
+pending, any difference between its index rows and ``transcript.index_rows(active branch)`` —
+the same diff the reconciler would apply, so "check is clean" means "a reconcile would change
+nothing".
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from .reconcile import PENDING_CONDITION, status
 class CheckReport:
     fts_ok: bool = True
     fts_error: str | None = None
+    #: Why FTS5's own check did not run (a read-only database), None when it ran.
+    fts_skipped: str | None = None
     drift: dict[str, dict[str, int]] = field(default_factory=dict)
     orphans: int = 0
     status: dict[str, int] = field(default_factory=dict)
@@ -35,7 +40,13 @@ class CheckReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
-            "ftsIntegrity": "ok" if self.fts_ok else self.fts_error,
+            "ftsIntegrity": (
+                f"not run ({self.fts_skipped})"
+                if self.fts_skipped
+                else "ok"
+                if self.fts_ok
+                else self.fts_error
+            ),
             "drift": self.drift,
             "orphanRows": self.orphans,
             **self.status,
@@ -49,8 +60,12 @@ def check(engine: Engine) -> CheckReport:
         try:
             fts.integrity_check(conn)
         except DBAPIError as exc:
-            report.fts_ok = False
-            report.fts_error = str(exc.orig)
+            skipped = _skip_reason(exc.orig) if exc.orig is not None else None
+            if skipped is not None:
+                report.fts_skipped = skipped
+            else:
+                report.fts_ok = False
+                report.fts_error = str(exc.orig)
         report.orphans = int(
             conn.execute(
                 text(
@@ -74,3 +89,20 @@ def check(engine: Engine) -> CheckReport:
                 report.drift[sid] = {"missing": len(plan.inserts), "extra": len(plan.deletes)}
         report.status = status(conn)
     return report
+
+
+#: SQLite's primary result codes that say nothing about the index (sqlite3 names them from
+#: Python 3.11 on only).
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY = 5, 6, 8
+
+
+def _skip_reason(error: BaseException) -> str | None:
+    """Why the FTS5 check could not run, for errors that say nothing about the index."""
+    code = getattr(error, "sqlite_errorcode", None)  # Python >= 3.11
+    primary = code & 0xFF if isinstance(code, int) else None
+    message = str(error)
+    if primary == SQLITE_READONLY or "readonly database" in message:
+        return "read-only database"
+    if primary in (SQLITE_BUSY, SQLITE_LOCKED) or "database is locked" in message:
+        return "another connection holds the write lock"
+    return None

@@ -7,7 +7,8 @@ one line on stderr and an exit code — :data:`EXIT_OK` on success, :data:`EXIT_
 runtime failures (a file that could not be imported, drift found by ``check``, a database that
 cannot be used, a forbidden or unknown session), :data:`EXIT_USAGE` for bad arguments — and no
 Python traceback is ever shown unless ``--traceback`` is given. With ``--json`` stdout carries
-exactly one JSON document; progress bars and diagnostics go to stderr only. Text shown to the
+exactly one JSON document — on failure ``{"error": {"message", "exitCode", "kind"}}``, beside
+the line on stderr; progress bars and diagnostics go to stderr only. Text shown to the
 operator is the store's already redacted output; this module never prints raw transcript text.
 """
 
@@ -26,7 +27,6 @@ from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 import click
-from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from rich import box
 from rich.console import Console
@@ -171,8 +171,7 @@ SchemaMode = Literal["auto", "require", "any"]
 
 def head_revisions() -> set[str]:
     """The plugin's head revision(s), read from the shipped migration scripts."""
-    script = ScriptDirectory(str(migrate.script_location()))
-    return {r.revision for r in script.get_revisions(migrate.HEAD) if r is not None}
+    return set(migrate.head_revisions())
 
 
 @contextmanager
@@ -199,7 +198,7 @@ def open_store(
         try:
             revisions = set(migrate.current_revisions(store.engine))
             if schema == "auto" and revisions != head_revisions():
-                migrate.upgrade(store.engine)
+                migrate.upgrade(store.engine)  # refuses a host-managed database behind head
         except DBAPIError as exc:
             raise CliError(f"cannot use database {name}: {_one_line(str(exc.orig))}") from None
         except CommandError as exc:
@@ -264,9 +263,36 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, emoji=False, markup=False)
 
 
+#: Whether this run has written its JSON document to stdout (an error then adds none).
+_json_emitted = False
+
+
 def _emit_json(data: Any) -> None:
     """One strict JSON document on stdout (no NaN / Infinity: docs/import.md)."""
+    global _json_emitted
+    _json_emitted = True
     click.echo(jsonsafe.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """``--json`` among the options (anywhere before a ``--`` that ends them)."""
+    args = list(argv)
+    if "--" in args:
+        args = args[: args.index("--")]
+    return "--json" in args
+
+
+def _json_error(message: str, code: int) -> None:
+    """With ``--json``, a failure is still one JSON document on stdout (the line on stderr
+    stays, for people): ``{"error": {"message", "exitCode", "kind"}}``."""
+    kind = {EXIT_USAGE: "usage", EXIT_INTERRUPTED: "interrupted"}.get(code, "failure")
+    click.echo(
+        json.dumps(
+            {"error": {"message": message, "exitCode": code, "kind": kind}},
+            ensure_ascii=False,
+            indent=2,
+        )
+    )
 
 
 def _progress(console: Console) -> Progress:
@@ -900,6 +926,46 @@ def reconcile_cmd() -> None:
     )
 
 
+@cli.command("rebuild", short_help="Re-index sessions from their transcripts.")
+@click.argument("keys", nargs=-1, metavar="[KEY]...")
+@json_option
+@handled
+def rebuild_cmd(keys: tuple[str, ...]) -> None:
+    """Re-index the sessions with these session keys or ids (all sessions without KEY), after
+    their events were changed behind the plugin's back."""
+    state = _state()
+    with open_store(state, schema="auto") as store:
+        from .maintenance import mark_for_rebuild
+
+        marked = mark_for_rebuild(store.write_engine, keys or None)
+        if keys and not marked:
+            raise CliError(f"no session has the key or id {', '.join(keys)}")
+        result = {"rebuilt": marked, **_reconcile_with_progress(store, "re-indexing")}
+    if state.json:
+        _emit_json(result)
+        return
+    _stdout().print(
+        f"Re-indexed {_n(len(marked), 'session')} "
+        f"({_n(result.get('inserted', 0), 'index row')} inserted, "
+        f"{result.get('deleted', 0)} deleted)."
+    )
+
+
+@cli.command("optimize", short_help="Merge the full-text index's segments.")
+@json_option
+@handled
+def optimize_cmd() -> None:
+    """Merge the FTS5 index into one segment (after large imports or many edits)."""
+    state = _state()
+    with open_store(state, schema="require") as store:
+        store.optimize()
+        name = _describe(store.engine.url)
+    if state.json:
+        _emit_json({"database": name, "optimized": True})
+        return
+    _stdout().print(f"{name}: full-text index optimized.")
+
+
 def _file_sizes(path: Path) -> dict[str, int]:
     sizes = {"db": path.stat().st_size if path.is_file() else 0}
     for suffix in SQLITE_SIDE_FILES:
@@ -950,7 +1016,7 @@ def check_cmd() -> None:
         _emit_json(data)
     else:
         out = _stdout()
-        out.print(f"FTS5 integrity: {'ok' if report.fts_ok else report.fts_error}")
+        out.print(f"FTS5 integrity: {data['ftsIntegrity']}")
         if report.drift:
             out.print(f"Drift in {_n(len(report.drift), 'indexed session')}:")
             for sid, diff in sorted(report.drift.items()):
@@ -1004,20 +1070,28 @@ def _usage_line(exc: click.UsageError) -> str:
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); the exit code."""
+    global _json_emitted
+    _json_emitted = False
+    as_json = _wants_json(sys.argv[1:] if argv is None else argv)
+
+    def fail(line: str, message: str, code: int) -> int:
+        click.echo(line, err=True)
+        if as_json and not _json_emitted:
+            _json_error(message, code)
+        return code
+
     try:
         rv = cli.main(args=argv, prog_name=PROG_NAME, standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
         exc.show()
         return EXIT_USAGE
     except click.UsageError as exc:
-        click.echo(_usage_line(exc), err=True)
-        return EXIT_USAGE
+        return fail(_usage_line(exc), _one_line(exc.format_message()), EXIT_USAGE)
     except click.ClickException as exc:
-        click.echo(f"Error: {_one_line(exc.format_message())}", err=True)
-        return exc.exit_code
+        message = _one_line(exc.format_message())
+        return fail(f"Error: {message}", message, exc.exit_code)
     except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        return EXIT_INTERRUPTED
+        return fail("Aborted.", "aborted", EXIT_INTERRUPTED)
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_FAILURE

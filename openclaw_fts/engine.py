@@ -1,16 +1,23 @@
 """Engine set-up: the per-connection SQLite settings the plugin's guarantees rely on.
 
-Invariant: every SQLite connection of a configured engine has ``foreign_keys=ON`` (deletes
-cascade to the index), WAL with ``synchronous=NORMAL`` and a busy timeout, and starts every
-transaction with ``BEGIN IMMEDIATE`` (a deferred transaction that reads then writes cannot be
-upgraded once another connection committed: SQLite fails it at once, busy timeout or not) —
-except connections marked read-only with :data:`READ_ONLY`, which use a deferred ``BEGIN`` so
-readers never queue behind writers.
+Invariant: every connection a configured engine hands out — including connections pooled before
+:func:`configure` ran — has ``foreign_keys=ON``, a busy timeout and (file databases that can be
+written) WAL with ``synchronous=NORMAL``; transactions begin with a deferred ``BEGIN`` (so a
+host's reading transaction takes no lock) except on connections marked :data:`WRITE`, which
+begin with ``BEGIN IMMEDIATE``: the plugin's own write transactions (a deferred transaction that
+reads then writes cannot be upgraded once another connection committed — SQLite fails it at
+once, busy timeout or not). A database file that cannot be written is opened read-only, so
+reads work on a read-only file and in a read-only directory.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sqlite3
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
@@ -20,54 +27,126 @@ from sqlalchemy.pool import StaticPool
 BUSY_TIMEOUT_MS = 30_000
 #: WAL file size kept after checkpoints (bytes).
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
-#: Execution option marking a connection whose transactions only read.
+#: Execution option of a connection whose transactions only read: deferred ``BEGIN`` (the
+#: default; it also wins over :data:`WRITE` on the same connection).
 READ_ONLY = "openclaw_fts_read_only"
+#: Execution option of a connection whose transactions write: ``BEGIN IMMEDIATE``.
+WRITE = "openclaw_fts_write"
+#: A statement that writes nothing but takes SQLite's write lock (waiting up to the busy
+#: timeout): the session hooks run it before a flush's first read of plugin tables.
+TAKE_WRITE_LOCK = "UPDATE sessions SET last_seq = last_seq WHERE 0"
 _CONFIGURED = "_openclaw_fts_configured"
+_RECORD_KEY = "openclaw_fts_settings"
 
 
 def is_memory_url(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
-def make_engine(url: str | URL, **kwargs: Any) -> Engine:
-    """An engine for ``url`` with the plugin's settings (``:memory:``: one shared connection)."""
+def sqlite_file(url: URL) -> Path | None:
+    """The database file of a plain SQLite file URL (None: memory, URI filenames, others)."""
+    if url.get_backend_name() != "sqlite" or is_memory_url(url):
+        return None
+    database = str(url.database)
+    if database.startswith("file:") or url.query.get("uri"):
+        return None
+    return Path(database)
+
+
+def read_only_url(path: Path) -> URL:
+    """A URL opening ``path`` read-only. ``immutable`` when nothing can write beside it (its
+    folder is read-only and it has no WAL file): SQLite could not create the WAL index a
+    read-only WAL database otherwise needs."""
+    folder_writable = os.access(path.parent, os.W_OK)
+    wal = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if folder_writable or wal.exists() else "immutable=1"
+    return make_url(f"sqlite:///file:{quote(str(path.resolve()))}?{mode}&uri=true")
+
+
+def make_engine(
+    url: str | URL,
+    *,
+    read_only: bool | None = None,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    **kwargs: Any,
+) -> Engine:
+    """An engine for ``url`` with the plugin's settings (``:memory:``: one shared connection).
+    ``read_only`` opens an SQLite file read-only; ``None`` does so when it cannot be written."""
     parsed = make_url(url)
+    path = sqlite_file(parsed)
+    if path is not None and path.exists():
+        writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+        if read_only or (read_only is None and not writable):
+            parsed = read_only_url(path)
     if is_memory_url(parsed):
         kwargs.setdefault("poolclass", StaticPool)
         kwargs.setdefault("connect_args", {"check_same_thread": False})
     elif parsed.get_backend_name() == "sqlite":
         kwargs.setdefault("connect_args", {"check_same_thread": False})
     engine = create_engine(parsed, **kwargs)
-    configure(engine)
+    configure(engine, busy_timeout_ms=busy_timeout_ms)
     return engine
 
 
-def configure(engine: Engine) -> Engine:
-    """Attach the plugin's connection settings to an engine (idempotent; SQLite only)."""
-    if engine.dialect.name != "sqlite" or getattr(engine, _CONFIGURED, False):
+def writer(engine: Engine) -> Engine:
+    """The same engine (same pool) whose transactions begin with ``BEGIN IMMEDIATE``."""
+    return engine.execution_options(**{WRITE: True})
+
+
+def apply_settings(
+    dbapi_connection: Any, *, memory: bool, busy_timeout_ms: int = BUSY_TIMEOUT_MS, wal: bool = True
+) -> None:
+    """Apply the plugin's settings to one DBAPI connection outside a transaction."""
+    dbapi_connection.isolation_level = None  # we emit BEGIN ourselves (SQLAlchemy's recipe)
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        if wal and not memory:
+            cursor.execute("PRAGMA journal_mode")  # no chaining: async adapters return no cursor
+            mode = cursor.fetchone()
+            if mode is None or str(mode[0]).lower() != "wal":
+                with contextlib.suppress(sqlite3.OperationalError):  # read-only: keeps its mode
+                    cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
+
+
+def configure(
+    engine: Engine, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, wal: bool = True
+) -> Engine:
+    """Attach the plugin's connection settings to an engine (idempotent; SQLite only).
+
+    Settings are applied when a connection is checked out of the pool for the first time since,
+    so connections pooled before this call get them too. ``wal=False`` leaves the journal mode
+    and ``synchronous`` alone."""
+    if engine.dialect.name != "sqlite" or is_configured(engine):
         return engine
-    setattr(engine, _CONFIGURED, True)
+    # Marked on the pool: engine.execution_options() copies share it (and the listeners).
+    setattr(engine.pool, _CONFIGURED, True)
     memory = is_memory_url(engine.url)
 
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
-        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            if not memory:
-                cursor.execute("PRAGMA journal_mode=WAL")
-                cursor.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-        finally:
-            cursor.close()
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, connection_record: Any, proxy: Any) -> None:
+        if connection_record.info.get(_RECORD_KEY):
+            return
+        apply_settings(dbapi_connection, memory=memory, busy_timeout_ms=busy_timeout_ms, wal=wal)
+        connection_record.info[_RECORD_KEY] = True
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        read_only = conn.get_execution_options().get(READ_ONLY, False)
+        options = conn.get_execution_options()
+        immediate = options.get(WRITE, False) and not options.get(READ_ONLY, False)
         # Straight to the driver: SQLAlchemy's statement handling would add ~15 us to every
         # transaction (measured: 7 % of a single-event append).
-        conn.connection.driver_connection.execute("BEGIN" if read_only else "BEGIN IMMEDIATE")
+        # (the DBAPI connection: sqlite3's own, or SQLAlchemy's adapter of aiosqlite's).
+        conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
+
+
+def is_configured(engine: Engine) -> bool:
+    """True once :func:`configure` ran on this engine or an ``execution_options`` copy of it."""
+    return bool(getattr(engine.pool, _CONFIGURED, False))

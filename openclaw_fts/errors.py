@@ -5,6 +5,20 @@ Invariant: every error a caller can cause with bad arguments or bad data is one 
 names what was wrong; nothing deeper (SQL, JSON, Unicode) escapes the public API for bad input.
 A message quotes caller input through :func:`quoted` / :func:`shorten`, cut to
 :data:`MAX_QUOTED_CHARS`, and no message is longer than :data:`MAX_ERROR_CHARS`.
+
+    OpenClawFtsError (ValueError)
+    ├── ToolInputError          sessions_search / sessions_history arguments
+    ├── InvalidEventError       an event that cannot be stored or edited that way
+    ├── DuplicateEventError     an event id or seq already taken in the session
+    ├── InvalidSessionError     session fields that cannot be stored
+    ├── UnknownSessionError     a session id that does not exist
+    ├── SessionExistsError      create_session with a taken id
+    ├── ImportFormatError       a file that is not an OpenClaw transcript
+    └── HostManagedSchemaError  a migration asked of a database the host's Alembic owns
+
+Database errors (``sqlalchemy.exc.OperationalError`` such as *database is locked*, or an
+``IntegrityError`` carrying ``openclaw_fts.index.edit_triggers.EDIT_REFUSED``) pass through as
+SQLAlchemy raises them.
 """
 
 from __future__ import annotations
@@ -66,3 +80,7 @@ class SessionExistsError(OpenClawFtsError):
 
 class ImportFormatError(OpenClawFtsError):
     """A file that is not an OpenClaw transcript (or sessions folder)."""
+
+
+class HostManagedSchemaError(OpenClawFtsError):
+    """A migration asked of a database whose plugin revisions the host's Alembic runs."""

@@ -4,21 +4,27 @@ Invariant: whatever way a host adds :class:`TranscriptEvent` objects to an insta
 (``session.add``, a relationship append, ``TranscriptStore.append``), the flush that writes them
 also writes their index rows — or repairs / marks the session — on the same connection, inside
 the same transaction (and savepoint). A rollback therefore leaves neither event nor index row.
-``seq`` and the derived columns are filled here, before the INSERTs are emitted.
+``seq`` and the derived columns are filled here, before the INSERTs are emitted. A flush that
+touches the plugin's objects takes SQLite's write lock before its first read of the plugin's
+tables (a transaction that has not written yet is deferred: the host's reads take no lock); a
+flush without them does nothing here. With ``configure_engine`` (the default) every engine an
+installed session runs on gets :func:`openclaw_fts.engine.configure`, bound or not.
 """
 
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from sqlalchemy import event, inspect, select
-from sqlalchemy.orm import Session, UOWTransaction, scoped_session, sessionmaker
+from sqlalchemy import Connection, Engine, Result, event, inspect, select, text
+from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction, scoped_session, sessionmaker
 
 from . import indexer, transcript
+from .engine import BUSY_TIMEOUT_MS, TAKE_WRITE_LOCK, configure, is_configured
 from .errors import (
     DuplicateEventError,
     InvalidEventError,
@@ -190,7 +196,22 @@ def _session_id_of(session: Session, obj: TranscriptEvent) -> str:
     return obj.session_id
 
 
+_PLUGIN_MODELS = (AgentSession, TranscriptEvent)
+
+
+def _touches_plugin(session: Session) -> bool:
+    return any(
+        isinstance(obj, _PLUGIN_MODELS)
+        for objs in (session.new, session.dirty, session.deleted)
+        for obj in objs
+    )
+
+
 def _before_flush(session: Session, flush_context: UOWTransaction, instances: Any) -> None:
+    if _touches_plugin(session) and session.get_bind().dialect.name == "sqlite":
+        # Before any read: a deferred transaction that reads, then writes after another
+        # connection committed, fails at once; taking the lock first waits the busy timeout.
+        session.connection().exec_driver_sql(TAKE_WRITE_LOCK)
     work = _FlushWork()
     session.info[_INFO_KEY] = work
     by_session: dict[str, list[TranscriptEvent]] = defaultdict(list)
@@ -211,11 +232,26 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
         for obj in session.dirty:
             if isinstance(obj, AgentSession) and inspect(obj).attrs.incognito.history.has_changes():
                 work.rebuild.add(obj.session_id)
+            elif isinstance(obj, TranscriptEvent):
+                _edited_event(obj, work)
         for sid, objs in by_session.items():
             owner = new_owners.get(sid) or session.get(AgentSession, sid)
             if owner is None:
                 raise UnknownSessionError(f"unknown session {quoted(sid)}")
             _assign_seqs(session, owner, objs, work)
+
+
+def _edited_event(obj: TranscriptEvent, work: _FlushWork) -> None:
+    """A stored event changed in the ORM (attribute, ``session.merge``): re-derive its columns
+    and re-index its session in this flush. Its identity (session, seq) cannot change."""
+    attrs = inspect(obj).attrs
+    if attrs.session_id.history.has_changes() or attrs.seq.history.has_changes():
+        raise InvalidEventError("a stored event's session_id and seq cannot change")
+    if not attrs.event.history.has_changes():
+        return
+    validate_event(obj.event)
+    fill_derived(obj, obj.seq)
+    work.rebuild.add(obj.session_id)
 
 
 def _assign_seqs(
@@ -286,20 +322,112 @@ def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
         indexer.repair_or_mark(conn, sid)
 
 
+#: Columns a bulk ``insert(TranscriptEvent)`` row may carry (the derived ones are recomputed).
+BULK_INSERT_COLUMNS = frozenset(
+    {
+        "session_id",
+        "event",
+        "event_id",
+        "parent_id",
+        "type",
+        "role",
+        "target_id",
+        "side",
+        "timestamp_ms",
+    }
+)
+
+
+def _on_orm_execute(state: ORMExecuteState) -> Result[Any] | None:
+    """``session.execute(insert(TranscriptEvent), rows)``: appended like ``append_many`` (seq,
+    derived columns, index rows in this transaction), one session's rows in their order."""
+    if not state.is_insert:  # every ORM SELECT of an installed session passes here: cheap exit
+        return None
+    mapper = state.bind_mapper
+    if mapper is None or mapper.class_ is not TranscriptEvent:
+        return None
+    params = state.parameters
+    rows = [params] if isinstance(params, Mapping) else list(params or [])
+    statement: Any = state.statement
+    returning = bool(getattr(statement, "_returning", None))
+    if not rows or returning or getattr(statement, "_values", None):
+        raise InvalidEventError(
+            "a bulk insert of TranscriptEvent takes a list of {'session_id', 'event'} rows "
+            "(no .values(), no RETURNING); or add the objects with session.add_all()"
+        )
+    by_session: dict[str, list[Any]] = defaultdict(list)
+    for row in rows:
+        if row.get("seq") is not None:
+            raise InvalidEventError("seq is assigned by the plugin: leave it out of bulk rows")
+        unknown = set(row) - BULK_INSERT_COLUMNS - {"seq"}
+        if unknown:
+            raise InvalidEventError(f"unknown TranscriptEvent columns: {sorted(unknown)}")
+        sid = row.get("session_id")
+        if not isinstance(sid, str):
+            raise UnknownSessionError("every bulk TranscriptEvent row needs a session_id")
+        by_session[sid].append(row.get("event"))
+    from .writer import append_events
+
+    conn = state.session.connection()
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(TAKE_WRITE_LOCK)
+    try:
+        for sid, events in by_session.items():
+            append_events(conn, sid, events)
+    except sqlite3.IntegrityError as exc:
+        raise DuplicateEventError(f"bulk insert conflicts with a stored event ({exc})") from None
+    return conn.execute(text("SELECT 1 WHERE 0"))
+
+
 def _discard_work(session: Session, *args: Any) -> None:
     session.info.pop(_INFO_KEY, None)
 
 
-SessionTarget = sessionmaker[Any] | scoped_session[Any] | type[Session] | Session
+def _configure_on_begin(session: Session, transaction: Any, connection: Connection) -> None:
+    """Configure the engine a session runs on (an unbound sessionmaker's too) the first time."""
+    engine = connection.engine
+    if engine.dialect.name != "sqlite" or is_configured(engine):
+        return
+    configure(engine)  # every later checkout of every connection
+    driver = connection.connection.dbapi_connection
+    if driver is not None and not getattr(driver, "in_transaction", True):
+        # This connection, now: no statement has run in its transaction yet, so foreign keys
+        # and the busy timeout still apply to it. Its BEGIN mode is left as it is until the
+        # next checkout applies every setting.
+        cursor = driver.cursor()
+        try:
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        finally:
+            cursor.close()
 
 
-def install(target: SessionTarget) -> SessionTarget:
-    """Install the index hooks on a ``sessionmaker``, ``scoped_session``, ``Session`` subclass
-    or a single ``Session``. Idempotent. When the target is bound to an SQLite engine, that
-    engine gets the plugin's connection settings too (:func:`openclaw_fts.engine.configure`)."""
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import async_sessionmaker
+
+# A string: SQLAlchemy's asyncio module imports only where greenlet is installed.
+SessionTarget: TypeAlias = (
+    "sessionmaker[Any] | scoped_session[Any] | type[Session] | Session | async_sessionmaker[Any]"
+)
+#: Whatever :func:`install` was given, returned with its own type.
+T = TypeVar("T", bound=SessionTarget)
+
+
+def install(target: T, *, configure_engine: bool = True) -> T:
+    """Install the index hooks on a ``sessionmaker``, ``scoped_session``, ``Session`` subclass,
+    a single ``Session`` or an ``async_sessionmaker`` (its sessions' ``sync_session_class``;
+    plain ``Session`` is replaced by a subclass for this factory). Idempotent.
+
+    With ``configure_engine`` (default), the engine each session uses — bound now, bound per
+    session, or found at the first transaction — gets the plugin's connection settings
+    (:func:`openclaw_fts.engine.configure`: foreign keys, busy timeout, WAL; deferred ``BEGIN``).
+    ``configure_engine=False`` leaves the engine alone: the host then owns those settings."""
     listen_target: Any = target
     if isinstance(target, scoped_session):
         listen_target = target.session_factory
+    is_async = _is_async_sessionmaker(target)
+    if is_async:
+        listen_target = _async_sync_class(target)  # type: ignore[arg-type]
     if (
         getattr(listen_target, _INSTALLED_KEY, False)
         if not isinstance(listen_target, Session)
@@ -309,25 +437,56 @@ def install(target: SessionTarget) -> SessionTarget:
     event.listen(listen_target, "before_flush", _before_flush)
     event.listen(listen_target, "after_flush", _after_flush)
     event.listen(listen_target, "after_rollback", _discard_work)
+    event.listen(listen_target, "do_orm_execute", _on_orm_execute, retval=True)
+    if configure_engine:
+        event.listen(listen_target, "after_begin", _configure_on_begin)
     if isinstance(listen_target, Session):
         listen_target.info[_INSTALLED_KEY] = True
     else:
         setattr(listen_target, _INSTALLED_KEY, True)
-    bind = listen_target.kw.get("bind") if isinstance(listen_target, sessionmaker) else None
-    if bind is not None:
-        from .engine import configure
-
+    bind = (
+        target.kw.get("bind")  # type: ignore[union-attr]
+        if is_async
+        else listen_target.kw.get("bind")
+        if isinstance(listen_target, sessionmaker)
+        else None
+    )
+    bind = getattr(bind, "sync_engine", bind)  # an AsyncEngine's synchronous engine
+    if isinstance(bind, Engine) and configure_engine:
         configure(bind)
     return target
+
+
+def _is_async_sessionmaker(target: object) -> bool:
+    try:
+        from sqlalchemy.ext.asyncio import async_sessionmaker
+    except ImportError:  # no greenlet: there can be no async_sessionmaker either
+        return False
+    return isinstance(target, async_sessionmaker)
+
+
+def _async_sync_class(target: async_sessionmaker[Any]) -> type[Session]:
+    """The ``Session`` class an ``async_sessionmaker``'s sessions run on; when it is plain
+    ``Session``, a subclass made for this factory (events on ``Session`` itself would reach
+    every session of the process)."""
+    sync_class: type[Session] = target.kw.get("sync_session_class") or Session
+    if sync_class is Session:
+        sync_class = type("OpenClawFtsSyncSession", (Session,), {})
+        target.kw["sync_session_class"] = sync_class
+    return sync_class
 
 
 def uninstall(target: SessionTarget) -> None:
     """Remove what :func:`install` added."""
     listen_target: Any = target.session_factory if isinstance(target, scoped_session) else target
+    if _is_async_sessionmaker(target):
+        listen_target = target.kw.get("sync_session_class") or Session  # type: ignore[union-attr]
     for name, fn in (
         ("before_flush", _before_flush),
         ("after_flush", _after_flush),
         ("after_rollback", _discard_work),
+        ("do_orm_execute", _on_orm_execute),
+        ("after_begin", _configure_on_begin),
     ):
         if event.contains(listen_target, name, fn):
             event.remove(listen_target, name, fn)

@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from . import folders, transcript
+from .engine import writer
 from .errors import (
     MAX_ERROR_CHARS,
     ImportFormatError,
@@ -318,7 +319,7 @@ def _write_batch(
     report: ImportReport,
 ) -> None:
     sid = target.sid
-    with engine.begin() as conn:
+    with writer(engine).begin() as conn:  # reads, then writes: BEGIN IMMEDIATE
         if target.existed is None:
             target.existed = _ensure_session(conn, target)
             if target.existed:

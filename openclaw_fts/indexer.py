@@ -12,6 +12,7 @@ definition of "exact".
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,11 @@ from .tokens import index_body
 INLINE_REPAIR_MAX_EVENTS = 4000
 #: ... and at most this much indexed text (UTF-8 bytes).
 INLINE_REPAIR_MAX_TEXT_BYTES = 4 * 1024 * 1024
+#: Execution option overriding both bounds for a connection or engine: ``(events, bytes)``
+#: (``TranscriptStore(inline_repair_max_events=..., inline_repair_max_text_bytes=...)``).
+INLINE_REPAIR_OPTION = "openclaw_fts_inline_repair"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -372,17 +378,27 @@ def repair_or_mark(conn: Connection, session_id: str, *, was_clean: bool = False
     context = read_context(conn, session_id)
     if context is None:
         return False
-    if context.last_seq + 1 <= INLINE_REPAIR_MAX_EVENTS:
+    max_events, max_bytes = conn.get_execution_options().get(
+        INLINE_REPAIR_OPTION, (INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES)
+    )
+    if context.last_seq + 1 <= max_events:
         plan = plan_session(
             conn,
             session_id,
-            max_text_bytes=INLINE_REPAIR_MAX_TEXT_BYTES,
+            max_text_bytes=max_bytes,
             trust_stored=was_clean,
         )
         if plan is not None:
             apply_changes(conn, plan.deletes, plan.inserts)
             finalize(conn, plan)
+            log.debug(
+                "inline repair of session %s: %d index rows deleted, %d inserted",
+                session_id,
+                len(plan.deletes),
+                len(plan.inserts),
+            )
             return True
+    log.info("session %s left to the reconciler (beyond the inline repair bounds)", session_id)
     if context.state is None:
         create_state(conn, session_id, clean=False)
     else:

@@ -2,17 +2,23 @@
 
 Invariant: finds the migration scripts both in a source checkout (top-level ``migrations/``)
 and in an installed wheel (``openclaw_fts/migrations``), and runs them on the caller's engine or
-connection, inside one transaction per call.
+connection, inside one transaction per call. The plugin's revision is read from its own version
+table (stand-alone use) or, when that is empty, from the host's ``alembic_version`` (a host that
+runs the plugin's revisions in its own history); a host-managed database is never migrated here
+— the host's ``alembic upgrade heads`` owns it — and reading the revision never writes.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine
 
 from .alembic import VERSION_TABLE
+from .engine import writer
+from .errors import HostManagedSchemaError
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -23,10 +29,16 @@ if TYPE_CHECKING:
 #: The Alembic branch label of the plugin's revisions.
 BRANCH_LABEL = "openclaw_fts"
 HEAD = f"{BRANCH_LABEL}@head"
+#: The plugin's revisions in Alembic's package-resource form, for a host's ``version_locations``
+#: (resolved inside the installed package: no site-packages path in the host's configuration).
+#: It contains ":", so it goes in a TOML list or an ini list with ``path_separator = newline``
+#: — never with ``path_separator = os`` on POSIX, whose separator is ":" too.
+PACKAGE_VERSION_LOCATION = "openclaw_fts:migrations/versions"
 
 
 def script_location() -> Path:
-    """The folder holding ``env.py`` and ``versions/``."""
+    """The folder holding ``env.py`` and ``versions/`` (``openclaw_fts/migrations``: in a source
+    checkout a symbolic link to the top-level ``migrations/``, in a wheel the folder itself)."""
     here = Path(__file__).resolve().parent
     for candidate in (here / "migrations", here.parent / "migrations"):
         if (candidate / "env.py").is_file():
@@ -35,8 +47,31 @@ def script_location() -> Path:
 
 
 def version_location() -> Path:
-    """The ``versions`` folder, for a host's ``version_locations``."""
+    """The ``versions`` folder (a host's ``version_locations`` uses
+    :data:`PACKAGE_VERSION_LOCATION` instead of this absolute path)."""
     return script_location() / "versions"
+
+
+#: Alembic's default version table: where a host's own migrations record the plugin's revision.
+HOST_VERSION_TABLE = "alembic_version"
+
+
+@functools.lru_cache(maxsize=1)
+def plugin_revisions() -> frozenset[str]:
+    """Every revision id the plugin ships."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory(str(script_location()))
+    return frozenset(r.revision for r in script.walk_revisions())
+
+
+@functools.lru_cache(maxsize=1)
+def head_revisions() -> frozenset[str]:
+    """The plugin's head revision(s)."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory(str(script_location()))
+    return frozenset(r.revision for r in script.get_revisions(HEAD) if r is not None)
 
 
 def _config(conn: Connection) -> Config:
@@ -48,10 +83,35 @@ def _config(conn: Connection) -> Config:
     return cfg
 
 
+def _nothing_to_do(conn: Connection, action: str, revision: str) -> bool:
+    """True when ``action`` would change nothing; raise if the host's Alembic owns the schema."""
+    own = _own_revisions(conn)
+    to_head = action == "upgrade" and revision == HEAD
+    if own:
+        return to_head and set(own) == set(head_revisions())
+    host = host_revisions(conn)
+    if not host:
+        return False
+    if to_head and set(host) >= set(head_revisions()):
+        return True
+    raise HostManagedSchemaError(
+        f"the plugin's revisions are run by the host's Alembic (its {HOST_VERSION_TABLE} "
+        f"table holds {', '.join(host)}): run `alembic upgrade heads` "
+        "(or `alembic downgrade openclaw_fts@...`) in the host project"
+    )
+
+
 def _run(bind: Engine | Connection, action: str, revision: str) -> None:
     if isinstance(bind, Engine):
-        with bind.begin() as conn:
+        # Checked on a plain read first: a database at head is opened without a write
+        # transaction (so a read-only file opens too).
+        with bind.connect() as conn:
+            if _nothing_to_do(conn, action, revision):
+                return
+        with writer(bind).begin() as conn:
             _run(conn, action, revision)
+        return
+    if _nothing_to_do(bind, action, revision):
         return
     from alembic import command
 
@@ -72,12 +132,58 @@ def downgrade(bind: Engine | Connection, revision: str) -> None:
     _run(bind, "downgrade", revision)
 
 
+def _versions(conn: Connection, table: str) -> tuple[str, ...]:
+    from alembic.runtime.migration import MigrationContext
+
+    ctx = MigrationContext.configure(conn, opts={"version_table": table})
+    return tuple(ctx.get_current_heads())
+
+
+def _own_revisions(conn: Connection) -> tuple[str, ...]:
+    return _versions(conn, VERSION_TABLE)
+
+
+def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
+    """The plugin's revisions as the host's ``alembic_version`` records them (empty: the host's
+    history does not hold the plugin). A host revision that ``depends_on`` a plugin revision
+    can hide it from that table (Alembic records heads only): then the plugin's tables decide —
+    all of today's models present means head."""
+    if isinstance(bind, Engine):
+        with bind.connect() as conn:
+            return host_revisions(conn)
+    recorded = _versions(bind, HOST_VERSION_TABLE)
+    if not recorded:
+        return ()
+    listed = tuple(r for r in recorded if r in plugin_revisions())
+    if listed:
+        return listed
+    from sqlalchemy import inspect
+
+    from .models import metadata
+
+    present = set(inspect(bind).get_table_names()) & set(metadata.tables)
+    if present == set(metadata.tables):
+        return tuple(sorted(head_revisions()))
+    if present:
+        raise HostManagedSchemaError(
+            f"the host's {HOST_VERSION_TABLE} ({', '.join(recorded)}) implies an older "
+            "openclaw-fts schema: run `alembic upgrade heads` in the host project"
+        )
+    return ()
+
+
+def is_host_managed(bind: Engine | Connection) -> bool:
+    """True when the host's own Alembic history runs the plugin's revisions on this database."""
+    if isinstance(bind, Engine):
+        with bind.connect() as conn:
+            return is_host_managed(conn)
+    return not _own_revisions(bind) and bool(host_revisions(bind))
+
+
 def current_revisions(bind: Engine | Connection) -> tuple[str, ...]:
-    """The plugin revisions the database is at (empty: not migrated)."""
+    """The plugin revisions the database is at (empty: not migrated): from the plugin's own
+    version table, else from the host's ``alembic_version``."""
     if isinstance(bind, Engine):
         with bind.connect() as conn:
             return current_revisions(conn)
-    from alembic.runtime.migration import MigrationContext
-
-    ctx = MigrationContext.configure(bind, opts={"version_table": VERSION_TABLE})
-    return tuple(ctx.get_current_heads())
+    return _own_revisions(bind) or host_revisions(bind)

@@ -32,6 +32,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
+from .index import edit_triggers
 from .index import sqlite as fts
 
 #: Bumped when what the index holds for the same events changes (tokenisation, predicate):
@@ -244,6 +245,19 @@ for _statement in fts.CREATE_STATEMENTS:
     event.listen(
         MessageIndex.__table__,
         "after_create",
+        DDL(_statement).execute_if(dialect="sqlite"),  # type: ignore[no-untyped-call]
+    )
+# Revision 0004's edit triggers (an UPDATE of an event's JSON re-indexes or is refused).
+for _statement in edit_triggers.CREATE_STATEMENTS:
+    event.listen(
+        MessageIndex.__table__,
+        "after_create",
+        DDL(_statement).execute_if(dialect="sqlite"),  # type: ignore[no-untyped-call]
+    )
+for _statement in edit_triggers.DROP_STATEMENTS:
+    event.listen(
+        MessageIndex.__table__,
+        "before_drop",
         DDL(_statement).execute_if(dialect="sqlite"),  # type: ignore[no-untyped-call]
     )
 for _statement in fts.DROP_STATEMENTS:

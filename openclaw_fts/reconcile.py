@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from . import indexer
-from .engine import READ_ONLY
+from .engine import READ_ONLY, writer
 from .errors import shorten
 from .index import sqlite as fts
 from .models import INDEX_VERSION
@@ -206,8 +206,8 @@ class Reconciler:
         lease_seconds: float = RECONCILE_LEASE_SECONDS,
         batch_rows: int = RECONCILE_BATCH_ROWS,
     ) -> None:
-        self.engine = engine
-        self.lease = Lease(engine, new_holder_name(), lease_seconds)
+        self.engine = writer(engine)  # its transactions write: BEGIN IMMEDIATE
+        self.lease = Lease(self.engine, new_holder_name(), lease_seconds)
         self.batch_rows = batch_rows
         self.stats = {"sessions": 0, "inserted": 0, "deleted": 0, "retried": 0}
 
@@ -251,6 +251,7 @@ class Reconciler:
         finally:
             self.lease.release()
         result: dict[str, Any] = {"ran": True, **self._status(), **self.stats}
+        log.info("reconcile done: %s", result)
         return result
 
     def _status(self) -> dict[str, int]:
@@ -291,6 +292,9 @@ class Reconciler:
 
     def _write(self, batch: list[tuple[_Work, int]]) -> None:
         """One write transaction: for each session, re-check its snapshot, apply, maybe finish."""
+        log.debug(
+            "reconcile batch: %d changes in %d sessions", sum(c for _, c in batch), len(batch)
+        )
         with self.engine.begin() as conn:
             if not self.lease.renew(conn):
                 raise LeaseLost("reconcile lease lost")
@@ -311,6 +315,7 @@ class Reconciler:
                 if work.done >= plan.size:
                     indexer.finalize(conn, plan)
                     self.stats["sessions"] += 1
+                    log.debug("reconciled session %s", plan.session_id)
                 else:
                     fts.cursor(conn).execute(
                         "UPDATE index_state SET generation = generation + 1 WHERE id = ?",

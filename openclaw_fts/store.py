@@ -1,9 +1,10 @@
 """``TranscriptStore``: the facade — engine set-up, schema upgrade, writes, imports, reads.
 
 Invariant: every write goes through an installed ORM session (so the index hooks run in the
-writing transaction) or through the importer (which leaves sessions pending); every read runs
-on a deferred read transaction. The store never reads environment variables or files beyond
-those it is handed.
+writing transaction) or through the importer (which leaves sessions pending), on a transaction
+that begins with ``BEGIN IMMEDIATE`` (:func:`openclaw_fts.engine.writer`); every read runs on a
+deferred read transaction, which takes no lock and works on a read-only database. The store
+never reads environment variables or files beyond those it is handed.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
-from .engine import READ_ONLY, configure, is_memory_url, make_engine
+from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, writer
 from .errors import DuplicateEventError, SessionExistsError, UnknownSessionError, quoted
 from .hooks import install, validate_session_fields
+from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .models import AgentSession, Branch, TranscriptEvent
-from .reconcile import BackgroundReconciler, Reconciler, status
+from .reconcile import RECONCILE_BATCH_ROWS, BackgroundReconciler, Reconciler, status
 from .redact import Redactor
 from .search import batch_queries, build_request, run_searches
 from .tokens import is_valid_unicode
@@ -46,16 +48,43 @@ class TranscriptStore:
         background: bool = True,
         redactor: Redactor | None = None,
         lease_seconds: float | None = None,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        reconcile_batch_rows: int = RECONCILE_BATCH_ROWS,
+        inline_repair_max_events: int | None = None,
+        inline_repair_max_text_bytes: int | None = None,
     ) -> None:
+        """``busy_timeout_ms``: how long a write waits for SQLite's lock (applied when the
+        store configures the engine: a URL, or an engine not configured yet).
+        ``reconcile_batch_rows``: index rows the reconciler writes per transaction.
+        ``inline_repair_max_events`` / ``inline_repair_max_text_bytes``: the largest session a
+        non-append write of this store repairs inline (larger: left to the reconciler); None:
+        ``indexer.INLINE_REPAIR_MAX_EVENTS`` / ``INLINE_REPAIR_MAX_TEXT_BYTES``."""
         if isinstance(url, Engine):
-            self.engine = configure(url)
+            self.engine = configure(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = False
         else:
-            self.engine = make_engine(url)
+            self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = True
+        #: The same engine, for the store's own writes: they begin with BEGIN IMMEDIATE.
+        self.write_engine = writer(self.engine)
+        if inline_repair_max_events is not None or inline_repair_max_text_bytes is not None:
+            bounds = (
+                INLINE_REPAIR_MAX_EVENTS
+                if inline_repair_max_events is None
+                else inline_repair_max_events,
+                INLINE_REPAIR_MAX_TEXT_BYTES
+                if inline_repair_max_text_bytes is None
+                else inline_repair_max_text_bytes,
+            )
+            self.write_engine = self.write_engine.execution_options(
+                **{INLINE_REPAIR_OPTION: bounds}
+            )
+        self._batch_rows = reconcile_batch_rows
         if upgrade:
-            migrate.upgrade(self.engine)
-        self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
+            migrate.upgrade(self.write_engine)
+        self.sessions: sessionmaker[Session] = sessionmaker(
+            self.write_engine, expire_on_commit=False
+        )
         install(self.sessions)
         self.redactor = redactor
         self._lease_seconds = lease_seconds
@@ -121,7 +150,7 @@ class TranscriptStore:
         if not batch:
             return []
         try:
-            with self.engine.begin() as conn:
+            with self.write_engine.begin() as conn:
                 return append_events(conn, session_id, batch)
         except (IntegrityError, sqlite3.IntegrityError) as exc:
             reason = exc.orig if isinstance(exc, IntegrityError) else exc
@@ -177,17 +206,19 @@ class TranscriptStore:
         self, path: str | Path, session_key: str | None = None, **kwargs: Any
     ) -> dict[str, Any]:
         """Import one transcript like ``openclaw doctor``: stored, not indexed (pending)."""
-        return importer.import_jsonl(self.engine, path, session_key=session_key, **kwargs).as_dict()
+        return importer.import_jsonl(
+            self.write_engine, path, session_key=session_key, **kwargs
+        ).as_dict()
 
     def import_item(self, item: importer.ImportItem, **kwargs: Any) -> dict[str, Any]:
         """Import one planned file of a folder (``importer.folder_items``)."""
-        return importer.import_item(self.engine, item, **kwargs).as_dict()
+        return importer.import_item(self.write_engine, item, **kwargs).as_dict()
 
     def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
         """Import an OpenClaw folder — a state folder (``~/.openclaw``), its ``agents/`` folder
         or a sessions folder — mapped as docs/import.md says; ``rekey=True`` corrects the key
         and agent of sessions imported before. The report lists what each file became."""
-        return importer.import_dir(self.engine, sessions_dir, **kwargs).as_dict()
+        return importer.import_dir(self.write_engine, sessions_dir, **kwargs).as_dict()
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -254,8 +285,10 @@ class TranscriptStore:
 
     def _make_reconciler(self) -> Reconciler:
         if self._lease_seconds is None:
-            return Reconciler(self.engine)
-        return Reconciler(self.engine, lease_seconds=self._lease_seconds)
+            return Reconciler(self.write_engine, batch_rows=self._batch_rows)
+        return Reconciler(
+            self.write_engine, lease_seconds=self._lease_seconds, batch_rows=self._batch_rows
+        )
 
     def _on_pending(self) -> None:
         if self.background and not self._closed:
@@ -265,6 +298,21 @@ class TranscriptStore:
         """Index every pending session now. Waits for a live reconciler's lease (``on_wait`` is
         told why, with a :class:`~openclaw_fts.reconcile.LeaseWait`); a dead one's is taken."""
         return self._make_reconciler().run(wait=True, progress=progress, on_wait=on_wait)
+
+    def rebuild(self, keys: Iterable[str] | None = None, progress: Any = None) -> dict[str, Any]:
+        """Force a re-index of the sessions named by ``keys`` (session keys or session ids;
+        None: every session): their derived columns are recomputed from the stored JSON, they
+        turn pending, and the reconciler re-indexes them now. ``"rebuilt"`` lists their ids."""
+        from .maintenance import mark_for_rebuild
+
+        marked = mark_for_rebuild(self.write_engine, keys)
+        return {"rebuilt": marked, **self.reconcile(progress=progress)}
+
+    def optimize(self) -> None:
+        """Merge the full-text index's segments (after large imports or many edits)."""
+        from .maintenance import optimize
+
+        optimize(self.write_engine)
 
     def index_status(self) -> dict[str, int]:
         """``{"pending", "indexed", "total"}`` in sessions."""

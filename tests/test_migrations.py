@@ -28,6 +28,8 @@ from openclaw_fts.engine import READ_ONLY, make_engine
 REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
+#: The plugin's newest revision.
+HEAD_REVISION = "0004_host_guest"
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 INDEX_TABLES = {"index_state", "message_index", "reconcile_lease", "message_fts"}
 PLUGIN_TABLES = REVISION_1_TABLES | INDEX_TABLES
@@ -186,7 +188,7 @@ def test_populated_revision_1_upgrades_fast_then_reconciles(engine: Engine, url:
     print(f"upgrade of {n_events} events took {elapsed:.3f}s")
     assert elapsed < 1.0, f"upgrade took {elapsed:.2f}s"
 
-    assert migrate.current_revisions(engine) == ("0002_index",)
+    assert migrate.current_revisions(engine) == (HEAD_REVISION,)
     assert tables(engine) >= PLUGIN_TABLES
     with engine.connect() as conn:  # no backfill inside the migration
         assert conn.execute(text("SELECT count(*) FROM message_index")).scalar_one() == 0
@@ -233,7 +235,7 @@ def test_store_opens_and_upgrades_a_revision_1_database(engine: Engine, url: str
     populate_revision_1_small(engine)
     store = TranscriptStore(url, background=False)  # upgrade=True by default
     try:
-        assert migrate.current_revisions(engine) == ("0002_index",)
+        assert migrate.current_revisions(engine) == (HEAD_REVISION,)
         assert store.index_status() == {"pending": 1, "indexed": 0, "total": 1}
         store.reconcile()
         assert found(store, "tinyword") == {("tiny", "t1")}
@@ -410,13 +412,13 @@ def test_migrations_use_their_own_version_table(engine: Engine) -> None:
             ("host_rev_1",)
         ]
         assert conn.exec_driver_sql(f"SELECT version_num FROM {VERSION_TABLE}").all() == [
-            ("0002_index",)
+            (HEAD_REVISION,)
         ]
 
 
 def test_version_location_holds_the_revisions() -> None:
     names = {p.name for p in migrate.version_location().glob("*.py")}
-    assert {"0001_transcripts.py", "0002_index.py"} <= names
+    assert {"0001_transcripts.py", "0002_index.py", f"{HEAD_REVISION}.py"} <= names
 
 
 # -- the built wheel -----------------------------------------------------------------------------
@@ -463,7 +465,7 @@ def test_wheel_installs_and_upgrades_a_database(tmp_path: Path) -> None:
     finally:
         con.close()
     assert names >= PLUGIN_TABLES
-    assert version == "0002_index"
+    assert version == HEAD_REVISION
 
     # the installed package (not the checkout) works end to end
     script = (

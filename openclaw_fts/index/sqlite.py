@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, text
 
@@ -79,10 +79,59 @@ DROP_STATEMENTS = (
 
 def cursor(conn: Connection) -> sqlite3.Cursor:
     """A DBAPI cursor on the connection's current transaction, for the per-append hot path
-    (a handful of statements per append: SQLAlchemy's per-statement overhead would dominate)."""
+    (a handful of statements per append: SQLAlchemy's per-statement overhead would dominate).
+    Under ``sqlite+aiosqlite`` (a host's ``AsyncSession``, whose ORM events run in SQLAlchemy's
+    greenlet) it is SQLAlchemy's synchronous adapter of the aiosqlite cursor."""
     driver = conn.connection.driver_connection
-    assert isinstance(driver, sqlite3.Connection), "the SQLite index needs a sqlite3 connection"
-    return driver.cursor()
+    if isinstance(driver, sqlite3.Connection):
+        return driver.cursor()
+    adapted = conn.connection.dbapi_connection
+    if conn.dialect.name != "sqlite" or adapted is None:
+        raise TypeError("the SQLite index needs a sqlite3 or aiosqlite connection")
+    return cast(sqlite3.Cursor, _AdaptedCursor(adapted.cursor()))
+
+
+class _AdaptedCursor:
+    """sqlite3's cursor interface (``execute`` returns the cursor) over SQLAlchemy's async
+    adapter cursor, whose ``execute`` returns the driver's own result instead."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def execute(self, sql: str, parameters: Any = ()) -> _AdaptedCursor:
+        self._inner.execute(sql, parameters)
+        return self
+
+    def executemany(self, sql: str, rows: Any) -> _AdaptedCursor:
+        self._inner.executemany(sql, list(rows))
+        return self
+
+    def fetchone(self) -> Any:
+        return self._inner.fetchone()
+
+    def fetchmany(self, size: int = 1) -> Any:
+        return self._inner.fetchmany(size)
+
+    def fetchall(self) -> Any:
+        return self._inner.fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._inner.fetchall())
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._inner.rowcount)
+
+    @property
+    def lastrowid(self) -> Any:
+        return self._inner.lastrowid
+
+    @property
+    def description(self) -> Any:
+        return self._inner.description
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 def is_fts_table(name: str) -> bool:

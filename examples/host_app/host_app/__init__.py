@@ -1,0 +1,1 @@
+"""An example host application that stores OpenClaw transcripts through openclaw-fts."""

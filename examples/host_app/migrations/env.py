@@ -1,0 +1,56 @@
+"""The host application's Alembic environment, with the plugin's migrations beside its own.
+
+Invariant: autogenerate compares the database with the host's metadata AND the plugin's, and
+ignores exactly what Alembic cannot model (the FTS5 tables), so after ``alembic upgrade heads``
+``alembic check`` reports nothing.
+"""
+
+from __future__ import annotations
+
+from logging.config import fileConfig
+
+from alembic import context
+from host_app.models import metadata as host_metadata
+from sqlalchemy import engine_from_config, pool
+
+from openclaw_fts import metadata as openclaw_fts_metadata
+from openclaw_fts.alembic import include_name
+
+config = context.config
+if config.config_file_name is not None:
+    fileConfig(config.config_file_name)
+target_metadata = [host_metadata, openclaw_fts_metadata]
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=config.get_main_option("sqlalchemy.url"),
+        target_metadata=target_metadata,
+        include_name=include_name,
+        literal_binds=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    engine = engine_from_config(
+        config.get_section(config.config_ini_section, {}),
+        prefix="sqlalchemy.",
+        poolclass=pool.NullPool,
+    )
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=target_metadata,
+            include_name=include_name,
+            render_as_batch=True,  # SQLite: ALTER TABLE through copy-and-move
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

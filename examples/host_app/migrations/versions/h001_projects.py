@@ -1,0 +1,30 @@
+"""Projects: the host's own table, from before it stored transcripts.
+
+Revision ID: h001_projects
+Revises:
+Create Date: 2026-12-03
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "h001_projects"
+down_revision: str | None = None
+#: The host's branch: `alembic revision --head host_app@head` writes the next one here.
+branch_labels: tuple[str, ...] | None = ("host_app",)
+depends_on: str | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "projects",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("name", sa.String(200), nullable=False),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_projects")),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("projects")

@@ -1,0 +1,100 @@
+"""``AsyncTranscriptStore``: the store's operations as coroutines that never block the event
+loop.
+
+Invariant: every call runs the synchronous :class:`~openclaw_fts.store.TranscriptStore`
+method of the same name in a worker thread (``asyncio.to_thread``) on the store's own
+synchronous engine, so its results, errors, locks and guarantees are exactly the synchronous
+store's. Given a ``sqlite+aiosqlite`` URL or an ``AsyncEngine``, the store opens the same
+database file through ``sqlite3`` (the host's async engine keeps its own connections). Host
+writes through an ``AsyncSession`` are indexed by :func:`openclaw_fts.install` on the
+``async_sessionmaker``, not by this class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from .store import TranscriptStore
+from .visibility import Caller
+
+R = TypeVar("R")
+#: Async drivers whose URL maps to the synchronous driver of the same database.
+SYNC_DRIVERS = {"sqlite+aiosqlite": "sqlite+pysqlite"}
+
+
+def sync_url(url: str | URL | AsyncEngine) -> URL:
+    """The synchronous URL of the same database."""
+    parsed = url.url if isinstance(url, AsyncEngine) else make_url(url)
+    driver = SYNC_DRIVERS.get(parsed.drivername)
+    return parsed.set(drivername=driver) if driver else parsed
+
+
+class AsyncTranscriptStore:
+    """Open with ``await AsyncTranscriptStore.open(url, **store_options)`` (migrating and
+    connecting run in a thread too); close with ``await store.aclose()`` or ``async with``."""
+
+    def __init__(self, store: TranscriptStore) -> None:
+        self.store = store
+
+    @classmethod
+    async def open(cls, url: str | URL | AsyncEngine, **options: Any) -> AsyncTranscriptStore:
+        store = await asyncio.to_thread(TranscriptStore, sync_url(url), **options)
+        return cls(store)
+
+    async def _run(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+
+    async def create_session(self, session_id: str, session_key: str, **fields: Any) -> None:
+        await self._run(self.store.create_session, session_id, session_key, **fields)
+
+    async def append(self, session_id: str, event: Mapping[str, Any]) -> int:
+        return await self._run(self.store.append, session_id, event)
+
+    async def append_many(self, session_id: str, events: Iterable[Mapping[str, Any]]) -> list[int]:
+        return await self._run(self.store.append_many, session_id, list(events))
+
+    async def rewind(self, session_id: str, target_id: str | None) -> int:
+        return await self._run(self.store.rewind, session_id, target_id)
+
+    async def delete_session(self, session_id: str) -> bool:
+        return await self._run(self.store.delete_session, session_id)
+
+    async def import_jsonl(self, path: str | Path, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.store.import_jsonl, path, **kwargs)
+
+    async def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.store.import_dir, sessions_dir, **kwargs)
+
+    async def search(self, caller: Caller, query: str, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.store.search, caller, query, **kwargs)
+
+    async def history(self, caller: Caller, session_key: str, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.store.history, caller, session_key, **kwargs)
+
+    async def reconcile(self) -> dict[str, Any]:
+        return await self._run(self.store.reconcile)
+
+    async def rebuild(self, keys: Iterable[str] | None = None) -> dict[str, Any]:
+        return await self._run(self.store.rebuild, None if keys is None else list(keys))
+
+    async def optimize(self) -> None:
+        await self._run(self.store.optimize)
+
+    async def index_status(self) -> dict[str, int]:
+        return await self._run(self.store.index_status)
+
+    async def aclose(self) -> None:
+        await self._run(self.store.close)
+
+    async def __aenter__(self) -> AsyncTranscriptStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

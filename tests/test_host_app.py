@@ -1,0 +1,254 @@
+"""The plugin as a guest in a host's Alembic history: the real ``alembic`` command, run in a copy
+of ``examples/host_app`` (its own models, env.py and two revisions), on a fresh database and on
+one that already holds the host's data. What the README's host section says is what runs here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+import openclaw_fts
+from openclaw_fts import Caller, TranscriptStore, migrate
+from openclaw_fts.models import AgentSession
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "host_app"
+BIN = Path(sys.executable).parent
+ALEMBIC = BIN / "alembic"
+CLI = BIN / "openclaw-fts"
+#: Seconds one alembic / openclaw-fts run may take on a loaded machine.
+COMMAND_TIMEOUT = 300
+(PLUGIN_HEAD,) = migrate.head_revisions()
+
+sys.path.insert(0, str(EXAMPLE))
+from host_app.models import Chat, Project  # noqa: E402
+
+
+def run(cmd: Path, *args: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [str(cmd), *args], cwd=cwd, capture_output=True, text=True, timeout=COMMAND_TIMEOUT
+    )
+    if ok:
+        assert result.returncode == 0, f"{args}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Path:
+    dest = tmp_path / "host_app"
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.sqlite"))
+    return dest
+
+
+def tables(db: Path) -> set[str]:
+    con = sqlite3.connect(db)
+    try:
+        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        con.close()
+
+
+def versions(db: Path) -> set[str]:
+    con = sqlite3.connect(db)
+    try:
+        return {r[0] for r in con.execute("SELECT version_num FROM alembic_version")}
+    finally:
+        con.close()
+
+
+def test_heads_lists_the_host_and_the_plugin_branch(app: Path) -> None:
+    out = run(ALEMBIC, "heads", cwd=app).stdout
+    assert "h002_chats (host_app) (head)" in out
+    assert f"{PLUGIN_HEAD} (openclaw_fts) (head)" in out
+
+
+def test_fresh_database_upgrade_heads_then_check_is_clean(app: Path) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    db = app / "app.sqlite"
+    assert versions(db) == {"h002_chats", PLUGIN_HEAD}
+    assert {"projects", "chats", "sessions", "transcript_events", "message_fts"} <= tables(db)
+    assert "openclaw_fts_version" not in tables(db)
+    check = run(ALEMBIC, "check", cwd=app)
+    assert "No new upgrade operations detected" in check.stdout + check.stderr
+
+
+def test_host_rows_link_to_plugin_sessions_and_follow_their_deletion(app: Path) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    with TranscriptStore(f"sqlite:///{app / 'app.sqlite'}", upgrade=False, background=False) as s:
+        s.create_session("s1", "agent:main:main")
+        s.append("s1", {"type": "message", "id": "m1", "message": {"role": "user", "content": "x"}})
+        with Session(s.engine) as db, db.begin():
+            project = Project(name="p7")
+            db.add(project)
+            db.flush()
+            db.add(Chat(project_id=project.id, session_id="s1"))
+        hits = s.search(Caller("agent:main:main"), "x")
+        assert [h["sessionId"] for h in hits["results"]] == ["s1"]
+        assert s.delete_session("s1")
+        with Session(s.engine) as db:
+            assert db.scalars(select(Chat)).all() == []
+            assert [p.name for p in db.scalars(select(Project))] == ["p7"]
+
+
+def test_existing_database_with_data_gains_the_plugin_and_loses_it_again(app: Path) -> None:
+    # The host's database before it used the plugin: its own revision and rows.
+    run(ALEMBIC, "upgrade", "h001_projects", cwd=app)
+    db = app / "app.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO projects (id, name) VALUES (1, 'kept')")
+    con.commit()
+    con.close()
+
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    assert versions(db) == {"h002_chats", PLUGIN_HEAD}
+    url = f"sqlite:///{db}"
+    with TranscriptStore(url, upgrade=False, background=False) as s:
+        s.create_session("s1", "agent:main:main")
+        s.append("s1", {"type": "message", "id": "m1", "message": {"role": "user", "content": "y"}})
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO chats (project_id, session_id) VALUES (1, 's1')")
+    con.commit()
+    con.close()
+    assert "No new upgrade operations" in "".join(
+        (r := run(ALEMBIC, "check", cwd=app)).stdout + r.stderr
+    )
+
+    # The plugin's branch down to base: h002 depends on it and goes first; projects stays.
+    run(ALEMBIC, "downgrade", "openclaw_fts@base", cwd=app)
+    assert versions(db) == {"h001_projects"}
+    left = tables(db)
+    assert "projects" in left
+    assert not left & {"chats", "sessions", "transcript_events", "message_index", "message_fts"}
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT id, name FROM projects").fetchall() == [(1, "kept")]
+    con.close()
+
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    assert versions(db) == {"h002_chats", PLUGIN_HEAD}
+
+
+def test_host_branch_downgrade_leaves_the_plugin_alone(app: Path) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    run(ALEMBIC, "downgrade", "host_app@-1", cwd=app)
+    db = app / "app.sqlite"
+    assert versions(db) == {"h001_projects", PLUGIN_HEAD}
+    assert {"projects", "sessions", "message_fts"} <= tables(db)
+    assert "chats" not in tables(db)
+
+
+def test_autogenerate_writes_into_the_hosts_folder(app: Path) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    plugin_before = sorted(p.name for p in migrate.version_location().iterdir())
+    # Two heads: a bare `revision` must name the branch it extends.
+    bare = run(ALEMBIC, "revision", "--autogenerate", "-m", "nothing", cwd=app, ok=False)
+    assert bare.returncode != 0 and "Multiple heads" in bare.stdout + bare.stderr
+    run(ALEMBIC, "revision", "--autogenerate", "--head", "host_app@head", "-m", "note", cwd=app)
+    new = [p for p in (app / "migrations" / "versions").glob("*_note.py")]
+    assert len(new) == 1
+    text = new[0].read_text()
+    assert "down_revision: str | None = 'h002_chats'" in text
+    assert "op." not in text  # the database matches both metadata collections: empty revision
+    assert sorted(p.name for p in migrate.version_location().iterdir()) == plugin_before
+
+
+def test_ini_only_form_with_a_newline_separator(app: Path) -> None:
+    """Without pyproject.toml: version_locations in alembic.ini, one per line."""
+    (app / "pyproject.toml").unlink()
+    ini = app / "alembic.ini"
+    ini.write_text(
+        ini.read_text().replace(
+            "path_separator = os\n",
+            "path_separator = newline\n"
+            "version_locations =\n"
+            "    %(here)s/migrations/versions\n"
+            "    openclaw_fts:migrations/versions\n",
+        )
+    )
+    out = run(ALEMBIC, "heads", cwd=app).stdout
+    assert "h002_chats (host_app) (head)" in out
+    assert f"{PLUGIN_HEAD} (openclaw_fts) (head)" in out
+
+
+def test_package_form_names_the_shipped_revisions() -> None:
+    assert openclaw_fts.migrate.PACKAGE_VERSION_LOCATION == "openclaw_fts:migrations/versions"
+    names = {p.name for p in migrate.version_location().glob("*.py")}
+    assert f"{PLUGIN_HEAD}.py" in names
+
+
+def test_plugin_session_delete_by_orm_cascades_to_host_rows(app: Path) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    with TranscriptStore(f"sqlite:///{app / 'app.sqlite'}", upgrade=False, background=False) as s:
+        s.create_session("s2", "agent:main:main")
+        with Session(s.engine) as db, db.begin():
+            db.add(Project(id=3, name="p"))
+            db.flush()
+            db.add(Chat(project_id=3, session_id="s2"))
+        with s.sessions.begin() as db:
+            db.execute(delete(AgentSession).where(AgentSession.session_id == "s2"))
+        with Session(s.engine) as db:
+            assert db.scalars(select(Chat)).all() == []
+
+
+# -- the command line and the store on a host-managed database ------------------------------------
+
+
+def test_cli_uses_a_host_managed_database(app: Path) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    db = app / "app.sqlite"
+    with TranscriptStore(f"sqlite:///{db}", background=False) as s:  # upgrade=True: no-op here
+        s.create_session("s1", "agent:main:main")
+        s.append("s1", {"type": "message", "id": "m1", "message": {"role": "user", "content": "z"}})
+    status = run(CLI, "--db", str(db), "--json", "status", cwd=app)
+    assert json.loads(status.stdout)["schema"] == [PLUGIN_HEAD]
+    found = json.loads(run(CLI, "--db", str(db), "--json", "search", "z", cwd=app).stdout)
+    assert [h["sessionId"] for h in found["results"]] == ["s1"]
+    assert run(CLI, "--db", str(db), "check", cwd=app).returncode == 0
+    up = json.loads(run(CLI, "--db", str(db), "--json", "upgrade", cwd=app).stdout)
+    assert up["from"] == up["to"] == [PLUGIN_HEAD]
+    assert versions(db) == {"h002_chats", PLUGIN_HEAD}
+    assert "openclaw_fts_version" not in tables(db)
+
+
+def test_cli_refuses_to_migrate_a_host_managed_database_behind_head(app: Path) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    run(ALEMBIC, "downgrade", "openclaw_fts@-1", cwd=app)
+    db = app / "app.sqlite"
+    before = versions(db)
+    assert PLUGIN_HEAD not in before
+    for args in (["upgrade"], ["search", "anything"]):
+        result = run(CLI, "--db", str(db), *args, cwd=app, ok=False)
+        assert result.returncode == 1, result
+        assert "alembic upgrade heads" in result.stderr
+        assert "Traceback" not in result.stderr
+    with pytest.raises(openclaw_fts.HostManagedSchemaError, match="alembic upgrade heads"):
+        TranscriptStore(f"sqlite:///{db}", background=False)
+    assert versions(db) == before
+    assert "openclaw_fts_version" not in tables(db)
+
+
+def test_cli_reads_a_plugin_head_hidden_by_a_host_depends_on(app: Path) -> None:
+    """A host revision depending on the plugin's head leaves only the host's id in
+    alembic_version: the plugin's tables tell the CLI it is at head."""
+    (app / "migrations" / "versions" / "h003_after_index.py").write_text(
+        '"""Needs the index tables."""\n'
+        'revision = "h003_after_index"\n'
+        'down_revision = "h002_chats"\n'
+        "branch_labels = None\n"
+        f'depends_on = "{PLUGIN_HEAD}"\n\n\n'
+        "def upgrade() -> None:\n    pass\n\n\n"
+        "def downgrade() -> None:\n    pass\n"
+    )
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    db = app / "app.sqlite"
+    assert versions(db) == {"h003_after_index"}
+    status = json.loads(run(CLI, "--db", str(db), "--json", "status", cwd=app).stdout)
+    assert status["schema"] == [PLUGIN_HEAD]
+    assert "openclaw_fts_version" not in tables(db)
