@@ -66,3 +66,8 @@ class SessionExistsError(OpenClawFtsError):
 
 class ImportFormatError(OpenClawFtsError):
     """A file that is not an OpenClaw transcript (or sessions folder)."""
+
+
+class UnsupportedDatabaseError(OpenClawFtsError):
+    """A database the plugin cannot run on: a dialect it does not support, one whose index
+    backend does not exist yet, or a server missing an extension the schema needs."""

@@ -4,6 +4,12 @@ Creates empty tables only — never a backfill — so it runs in milliseconds wh
 size. Sessions stored before it have no index state, which makes them pending: the reconciler
 indexes them in the background.
 
+Per dialect: on SQLite the FTS5 table and its triggers; on PostgreSQL the ``unaccent``
+extension (created if missing; a clear error naming it when that is not possible), a text
+search configuration (``simple`` with ``unaccent`` for word tokens), a stored generated
+``tsvector`` column over ``message_index.body`` and a GIN index on it. Downgrade drops what it
+created except the extension (a server-wide object other schemas may use).
+
 Revision ID: 0002_index
 Revises: 0001_transcripts
 Create Date: 2026-12-02
@@ -13,6 +19,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.exc import DBAPIError
+
+from openclaw_fts.errors import UnsupportedDatabaseError
 
 revision: str = "0002_index"
 down_revision: str | None = "0001_transcripts"
@@ -46,6 +55,52 @@ CREATE_EVENT_DELETE_TRIGGER = (
     "WHERE session_id = old.session_id; END"
 )
 
+# Frozen copies of openclaw_fts.index.postgresql's names at this revision.
+PG_EXTENSION = "unaccent"
+PG_CONFIG = "openclaw_fts_unaccent"
+PG_TSVECTOR = "body_tsv"
+PG_GIN_INDEX = "ix_message_index_body_tsv"
+PG_CREATE_CONFIG = f"CREATE TEXT SEARCH CONFIGURATION {PG_CONFIG} (COPY = pg_catalog.simple)"
+PG_MAP_UNACCENT = (
+    f"ALTER TEXT SEARCH CONFIGURATION {PG_CONFIG} "
+    f"ALTER MAPPING FOR hword, hword_part, word WITH {PG_EXTENSION}, simple"
+)
+PG_ADD_TSVECTOR = (
+    f"ALTER TABLE message_index ADD COLUMN {PG_TSVECTOR} tsvector "
+    f"GENERATED ALWAYS AS (to_tsvector('{PG_CONFIG}'::regconfig, body)) STORED"
+)
+PG_CREATE_GIN = f"CREATE INDEX {PG_GIN_INDEX} ON message_index USING gin ({PG_TSVECTOR})"
+PG_DROP_CONFIG = f"DROP TEXT SEARCH CONFIGURATION IF EXISTS {PG_CONFIG}"
+
+
+def _ensure_unaccent() -> None:
+    """``CREATE EXTENSION IF NOT EXISTS unaccent``, or an error that names the extension, says
+    why, and says who can fix it (the transaction is then rolled back as a whole)."""
+    bind = op.get_bind()
+    if bind.execute(
+        sa.text("SELECT 1 FROM pg_extension WHERE extname = :name"), {"name": PG_EXTENSION}
+    ).first():
+        return
+    if not bind.execute(
+        sa.text("SELECT 1 FROM pg_available_extensions WHERE name = :name"),
+        {"name": PG_EXTENSION},
+    ).first():
+        raise UnsupportedDatabaseError(
+            f"PostgreSQL extension {PG_EXTENSION!r} is not installed on the server (it ships "
+            "with PostgreSQL's contrib modules, e.g. the postgresql-contrib package); "
+            "openclaw-fts needs it to fold diacritics"
+        )
+    try:
+        with bind.begin_nested():
+            bind.exec_driver_sql(f"CREATE EXTENSION IF NOT EXISTS {PG_EXTENSION}")
+    except DBAPIError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise UnsupportedDatabaseError(
+            f"cannot create PostgreSQL extension {PG_EXTENSION!r} ({reason}); ask the database "
+            f"owner or a superuser to run `CREATE EXTENSION {PG_EXTENSION};` in this database, "
+            "then upgrade again"
+        ) from exc
+
 
 def upgrade() -> None:
     op.create_table(
@@ -54,7 +109,7 @@ def upgrade() -> None:
         sa.Column("session_id", KEY, nullable=False),
         sa.Column("indexed_seq", sa.Integer(), server_default=sa.text("-1"), nullable=False),
         sa.Column("indexed_leaf", KEY, nullable=True),
-        sa.Column("needs_rebuild", sa.Boolean(), server_default=sa.text("0"), nullable=False),
+        sa.Column("needs_rebuild", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("generation", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.Column("index_version", sa.Integer(), server_default=sa.text("1"), nullable=False),
         sa.ForeignKeyConstraint(
@@ -99,6 +154,12 @@ def upgrade() -> None:
         op.execute(CREATE_DELETE_TRIGGER)
         op.execute(CREATE_SEQ_TRIGGER)
         op.execute(CREATE_EVENT_DELETE_TRIGGER)
+    elif op.get_context().dialect.name == "postgresql":
+        _ensure_unaccent()
+        op.execute(PG_CREATE_CONFIG)
+        op.execute(PG_MAP_UNACCENT)
+        op.execute(PG_ADD_TSVECTOR)
+        op.execute(PG_CREATE_GIN)
 
 
 def downgrade() -> None:
@@ -110,3 +171,5 @@ def downgrade() -> None:
     op.drop_table("reconcile_lease")
     op.drop_table("message_index")
     op.drop_table("index_state")
+    if op.get_context().dialect.name == "postgresql":
+        op.execute(PG_DROP_CONFIG)  # after the table: the generated column depends on it
