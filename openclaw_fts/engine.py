@@ -5,7 +5,8 @@ cascade to the index), WAL with ``synchronous=NORMAL`` and a busy timeout, and s
 transaction with ``BEGIN IMMEDIATE`` (a deferred transaction that reads then writes cannot be
 upgraded once another connection committed: SQLite fails it at once, busy timeout or not) —
 except connections marked read-only with :data:`READ_ONLY`, which use a deferred ``BEGIN`` so
-readers never queue behind writers.
+readers never queue behind writers. An engine or URL of a dialect the plugin does not support
+is refused here, before any statement runs on it (:mod:`openclaw_fts.dialects`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
+
+from .dialects import require_schema_dialect
 
 #: How long a writer waits for the lock before ``database is locked`` (ms).
 BUSY_TIMEOUT_MS = 30_000
@@ -32,6 +35,7 @@ def is_memory_url(url: URL) -> bool:
 def make_engine(url: str | URL, **kwargs: Any) -> Engine:
     """An engine for ``url`` with the plugin's settings (``:memory:``: one shared connection)."""
     parsed = make_url(url)
+    require_schema_dialect(parsed.get_backend_name())  # before a missing driver's ImportError
     if is_memory_url(parsed):
         kwargs.setdefault("poolclass", StaticPool)
         kwargs.setdefault("connect_args", {"check_same_thread": False})
@@ -44,6 +48,7 @@ def make_engine(url: str | URL, **kwargs: Any) -> Engine:
 
 def configure(engine: Engine) -> Engine:
     """Attach the plugin's connection settings to an engine (idempotent; SQLite only)."""
+    require_schema_dialect(engine.dialect.name)
     if engine.dialect.name != "sqlite" or getattr(engine, _CONFIGURED, False):
         return engine
     setattr(engine, _CONFIGURED, True)

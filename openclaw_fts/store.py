@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, delete, select
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
+from .dialects import require_index_dialect
 from .engine import READ_ONLY, configure, is_memory_url, make_engine
 from .errors import DuplicateEventError, SessionExistsError, UnknownSessionError, quoted
 from .hooks import install, validate_session_fields
@@ -47,6 +48,10 @@ class TranscriptStore:
         redactor: Redactor | None = None,
         lease_seconds: float | None = None,
     ) -> None:
+        # Refused before anything connects or migrates (issue #15: PostgreSQL migrates, no index).
+        require_index_dialect(
+            url.dialect.name if isinstance(url, Engine) else make_url(url).get_backend_name()
+        )
         if isinstance(url, Engine):
             self.engine = configure(url)
             self._owns_engine = False
