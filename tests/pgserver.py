@@ -24,6 +24,8 @@ from pathlib import Path
 
 #: Where distributions install versioned server binaries (Debian/Ubuntu layout).
 DEBIAN_BINDIR_GLOB = "/usr/lib/postgresql/*/bin"
+#: Environment variable naming the folder of initdb/pg_ctl; when set, no other is looked at.
+BINDIR_ENV = "OPENCLAW_FTS_PG_BINDIR"
 #: The system user that runs the server when the tests run as root.
 SERVER_USER = "postgres"
 #: The database superuser initdb creates (trust authentication on the socket: no password).
@@ -55,12 +57,19 @@ def _version_key(path: Path) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", path.parent.name))
 
 
+def _has_binaries(bindir: Path) -> bool:
+    return (bindir / "initdb").is_file() and (bindir / "pg_ctl").is_file()
+
+
 def find_bindir() -> Path | None:
-    """The folder holding ``initdb`` and ``pg_ctl``: the newest Debian-style versioned folder,
-    else the one on ``PATH``; None when there is none."""
+    """The folder holding ``initdb`` and ``pg_ctl``: :data:`BINDIR_ENV` when set, else the newest
+    Debian-style versioned folder, else the one on ``PATH``; None when there is none."""
+    chosen = os.environ.get(BINDIR_ENV)
+    if chosen:
+        return Path(chosen) if _has_binaries(Path(chosen)) else None
     candidates = sorted(Path("/").glob(DEBIAN_BINDIR_GLOB.lstrip("/")), key=_version_key)
     for bindir in reversed(candidates):
-        if (bindir / "initdb").is_file() and (bindir / "pg_ctl").is_file():
+        if _has_binaries(bindir):
             return bindir
     on_path = shutil.which("initdb")
     if on_path and shutil.which("pg_ctl"):
