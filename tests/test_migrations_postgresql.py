@@ -1,8 +1,9 @@
 """Schema migrations on PostgreSQL (issue #15, groundwork): the plugin's revisions create every
-table and the index's text-search objects on a fresh database, downgrade to base and up again,
-keep transcripts on a downgrade to revision 1, leave autogenerate nothing to report, and fail
-with an error naming ``unaccent`` when the migrating role may not create it. Runs against the
-test session's own server (tests/conftest_pg.py); skipped with the reason where there is none."""
+table, the index's text-search objects and SQLite's two transcript triggers on a fresh
+database, downgrade to base and up again, keep transcripts on a downgrade to revision 1, leave
+autogenerate nothing to report, and fail with an error naming ``unaccent`` when the migrating
+role may not create it. Runs against the test session's own server (tests/conftest_pg.py);
+skipped with the reason where there is none."""
 
 from __future__ import annotations
 
@@ -124,6 +125,10 @@ def test_upgrade_creates_every_table_and_the_search_objects(pg_engine: Engine) -
     assert (data_type, generated) == ("tsvector", "ALWAYS")
     assert pg.TEXT_SEARCH_CONFIG in expression and "body" in expression
     assert "USING gin" in objects["gin"] and pg.TSVECTOR_COLUMN in objects["gin"]
+    assert plugin_functions(pg_engine) == {
+        "openclaw_fts_events_last_seq",
+        "openclaw_fts_events_deleted",
+    }
     with pg_engine.connect() as conn:  # booleans default to false, not to an integer
         default = conn.execute(
             text(
@@ -171,6 +176,35 @@ def test_store_path_upgrades_then_refuses_until_the_backend_exists(pg_url: str) 
         engine.dispose()
 
 
+def test_raw_inserts_keep_last_seq_and_deleted_events_mark_the_session_dirty(
+    pg_engine: Engine,
+) -> None:
+    """The two transcript triggers SQLite has, on PostgreSQL too: events written behind the
+    plugin's back leave their session pending instead of looking clean."""
+    migrate.upgrade(pg_engine)
+    add_message(pg_engine, "s1", "m1", "first")
+    add_message(pg_engine, "s1", "m2", "second")
+    with pg_engine.begin() as conn:
+        assert conn.execute(text("SELECT last_seq FROM sessions")).scalar_one() == 1
+        conn.execute(text("INSERT INTO index_state (session_id, indexed_seq) VALUES ('s1', 1)"))
+        conn.execute(text("DELETE FROM transcript_events WHERE event_id = 'm2'"))
+        state = conn.execute(text("SELECT needs_rebuild, generation FROM index_state")).one()
+    assert tuple(state) == (True, 1)
+    with pg_engine.begin() as conn:  # the cascade from sessions runs through the trigger
+        conn.execute(text("DELETE FROM sessions WHERE session_id = 's1'"))
+    with pg_engine.connect() as conn:
+        for table in ("transcript_events", "index_state", "message_index"):
+            assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 0
+
+
+def plugin_functions(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT proname FROM pg_proc WHERE proname LIKE 'openclaw_fts%'")
+        ).all()
+    return {r[0] for r in rows}
+
+
 # -- downgrade -------------------------------------------------------------------------------
 
 
@@ -183,6 +217,7 @@ def test_downgrade_to_base_and_upgrade_again(pg_engine: Engine) -> None:
     objects = search_objects(pg_engine)
     assert objects["config"] == 0 and objects["column"] is None and objects["gin"] is None
     assert objects["extension"] == 1  # server-wide: left for whoever else uses it
+    assert plugin_functions(pg_engine) == set()
     migrate.upgrade(pg_engine)
     assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE}
     add_message(pg_engine, "s2", "m1", "upagainword")
@@ -196,8 +231,16 @@ def test_downgrade_to_revision_1_keeps_transcripts(pg_engine: Engine) -> None:
     migrate.downgrade(pg_engine, REVISION_1)
     assert tables(pg_engine) == set(TRANSCRIPT_TABLES) | {VERSION_TABLE}
     assert search_objects(pg_engine)["config"] == 0
+    assert plugin_functions(pg_engine) == set()
     with pg_engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM transcript_events")).scalar_one() == 1
+        triggers = conn.execute(
+            text(
+                "SELECT count(*) FROM pg_trigger "
+                "WHERE tgrelid = 'transcript_events'::regclass AND NOT tgisinternal"
+            )
+        ).scalar_one()
+    assert triggers == 0
     migrate.upgrade(pg_engine)
     with pg_engine.connect() as conn:  # no backfill in the migration: the session is pending
         assert conn.execute(text("SELECT count(*) FROM message_index")).scalar_one() == 0

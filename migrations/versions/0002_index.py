@@ -7,8 +7,10 @@ indexes them in the background.
 Per dialect: on SQLite the FTS5 table and its triggers; on PostgreSQL the ``unaccent``
 extension (created if missing; a clear error naming it when that is not possible), a text
 search configuration (``simple`` with ``unaccent`` for word tokens), a stored generated
-``tsvector`` column over ``message_index.body`` and a GIN index on it. Downgrade drops what it
-created except the extension (a server-wide object other schemas may use).
+``tsvector`` column over ``message_index.body``, a GIN index on it, and the two transcript
+triggers in plpgsql (``last_seq`` follows raw inserts; a deleted event makes its session
+dirty). Downgrade drops what it created except the extension (a server-wide object other
+schemas may use).
 
 Revision ID: 0002_index
 Revises: 0001_transcripts
@@ -71,6 +73,31 @@ PG_ADD_TSVECTOR = (
 )
 PG_CREATE_GIN = f"CREATE INDEX {PG_GIN_INDEX} ON message_index USING gin ({PG_TSVECTOR})"
 PG_DROP_CONFIG = f"DROP TEXT SEARCH CONFIGURATION IF EXISTS {PG_CONFIG}"
+# The two transcript triggers of the SQLite branch, in plpgsql (row-level, like SQLite's).
+PG_CREATE_SEQ_FUNCTION = (
+    "CREATE FUNCTION openclaw_fts_events_last_seq() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN UPDATE sessions SET last_seq = NEW.seq "
+    "WHERE session_id = NEW.session_id AND last_seq < NEW.seq; RETURN NULL; END $$"
+)
+PG_CREATE_SEQ_TRIGGER = (
+    "CREATE TRIGGER transcript_events_last_seq AFTER INSERT ON transcript_events "
+    "FOR EACH ROW EXECUTE FUNCTION openclaw_fts_events_last_seq()"
+)
+PG_CREATE_EVENT_DELETE_FUNCTION = (
+    "CREATE FUNCTION openclaw_fts_events_deleted() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN UPDATE index_state SET needs_rebuild = true, generation = generation + 1 "
+    "WHERE session_id = OLD.session_id; RETURN NULL; END $$"
+)
+PG_CREATE_EVENT_DELETE_TRIGGER = (
+    "CREATE TRIGGER transcript_events_deleted AFTER DELETE ON transcript_events "
+    "FOR EACH ROW EXECUTE FUNCTION openclaw_fts_events_deleted()"
+)
+PG_DROP_TRIGGERS = (
+    "DROP TRIGGER IF EXISTS transcript_events_deleted ON transcript_events",
+    "DROP FUNCTION IF EXISTS openclaw_fts_events_deleted()",
+    "DROP TRIGGER IF EXISTS transcript_events_last_seq ON transcript_events",
+    "DROP FUNCTION IF EXISTS openclaw_fts_events_last_seq()",
+)
 
 
 def _ensure_unaccent() -> None:
@@ -160,6 +187,10 @@ def upgrade() -> None:
         op.execute(PG_MAP_UNACCENT)
         op.execute(PG_ADD_TSVECTOR)
         op.execute(PG_CREATE_GIN)
+        op.execute(PG_CREATE_SEQ_FUNCTION)
+        op.execute(PG_CREATE_SEQ_TRIGGER)
+        op.execute(PG_CREATE_EVENT_DELETE_FUNCTION)
+        op.execute(PG_CREATE_EVENT_DELETE_TRIGGER)
 
 
 def downgrade() -> None:
@@ -168,6 +199,9 @@ def downgrade() -> None:
         op.execute("DROP TRIGGER IF EXISTS transcript_events_last_seq")
         op.execute("DROP TRIGGER IF EXISTS message_index_fts_delete")
         op.execute("DROP TABLE IF EXISTS message_fts")
+    elif op.get_context().dialect.name == "postgresql":
+        for statement in PG_DROP_TRIGGERS:
+            op.execute(statement)
     op.drop_table("reconcile_lease")
     op.drop_table("message_index")
     op.drop_table("index_state")
