@@ -31,7 +31,8 @@ def require_index_dialect(name: str) -> None:
     require_schema_dialect(name)
     if name not in INDEX_DIALECTS:
         raise UnsupportedDatabaseError(
-            f"openclaw-fts: the {name} schema can be migrated (`openclaw-fts upgrade`, "
-            f"openclaw_fts.migrate.upgrade), but the {name} index backend is not available yet "
-            f"(issue #15); the store and install() support: {', '.join(INDEX_DIALECTS)}"
+            f"openclaw-fts: the {name} schema can be migrated from Python "
+            f"(openclaw_fts.migrate.upgrade(engine)), but the {name} index backend is not "
+            f"available yet (issue #15), so the store, install() and the command line support "
+            f"only: {', '.join(INDEX_DIALECTS)}"
         )

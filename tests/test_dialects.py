@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.orm import sessionmaker
+from test_cli import run
 
 import openclaw_fts
 from openclaw_fts import TranscriptStore
@@ -82,7 +84,7 @@ def test_store_on_postgresql_says_the_backend_is_not_available_yet() -> None:
         TranscriptStore(NOWHERE_POSTGRESQL, background=False)
     message = str(info.value)
     assert "schema can be migrated" in message and "not available yet" in message
-    assert "openclaw-fts upgrade" in message and "support: sqlite" in message
+    assert "openclaw_fts.migrate.upgrade(engine)" in message and "only: sqlite" in message
 
 
 def test_sqlite_is_still_accepted(db_url: str) -> None:
@@ -91,3 +93,11 @@ def test_sqlite_is_still_accepted(db_url: str) -> None:
         store.create_session("s1", "agent:main:main")
     finally:
         store.close()
+
+
+def test_cli_refuses_an_unsupported_database_in_one_line(tmp_path: Path) -> None:
+    proc = run(tmp_path, "--db", "mysql://user@localhost/app", "status")
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        "Error: openclaw-fts does not support 'mysql' databases; supported: sqlite, postgresql"
+    ]

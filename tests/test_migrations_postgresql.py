@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
+from test_cli import run
 
 import openclaw_fts
 from openclaw_fts import migrate
@@ -203,6 +205,15 @@ def plugin_functions(engine: Engine) -> set[str]:
             text("SELECT proname FROM pg_proc WHERE proname LIKE 'openclaw_fts%'")
         ).all()
     return {r[0] for r in rows}
+
+
+def test_cli_on_postgresql_says_the_backend_is_not_available_yet(
+    pg_url: str, tmp_path: Path
+) -> None:
+    proc = run(tmp_path, "--db", pg_url, "status")
+    assert proc.returncode != 0
+    (line,) = proc.stderr.strip().splitlines()
+    assert "index backend is not available yet" in line and "migrate.upgrade" in line
 
 
 # -- downgrade -------------------------------------------------------------------------------
