@@ -19,6 +19,7 @@ from .errors import (
     SessionExistsError,
     ToolInputError,
     UnknownSessionError,
+    UnsupportedDatabaseError,
 )
 from .hooks import install, uninstall
 from .models import AgentSession, Branch, TranscriptEvent, metadata
@@ -43,6 +44,7 @@ __all__ = [
     "TranscriptEvent",
     "TranscriptStore",
     "UnknownSessionError",
+    "UnsupportedDatabaseError",
     "install",
     "metadata",
     "tools",

@@ -1,8 +1,9 @@
 """Helpers for hosts that run the plugin's migrations inside their own Alembic environment.
 
 Invariant: :func:`include_name` hides exactly the objects Alembic cannot model (the FTS5
-virtual table and its shadow tables) and the plugin's stand-alone version table, so
-autogenerate against a migrated database reports no changes.
+virtual table and its shadow tables on SQLite; the generated tsvector column and its GIN index
+on PostgreSQL) and the plugin's stand-alone version table, so autogenerate against a migrated
+database reports no changes on either.
 
 In a host's ``env.py``::
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .index.postgresql import is_search_object
 from .index.sqlite import is_fts_table
 
 #: Version table of the plugin's stand-alone migrations (``openclaw-fts upgrade``).
@@ -35,7 +37,11 @@ VERSION_TABLE = "openclaw_fts_version"
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
-    """Alembic ``include_name`` hook: skip FTS5 tables and the plugin's version table."""
-    if type_ == "table" and name is not None:
+    """Alembic ``include_name`` hook: skip FTS5 tables, the PostgreSQL tsvector column and GIN
+    index, and the plugin's version table."""
+    if name is None:
+        return True
+    if type_ == "table":
         return not (is_fts_table(name) or name == VERSION_TABLE)
-    return True
+    table = parent_names.get("table_name") if isinstance(parent_names, dict) else None
+    return not is_search_object(type_, name, table)

@@ -7,7 +7,9 @@ host's reading transaction takes no lock) except on connections marked :data:`WR
 begin with ``BEGIN IMMEDIATE``: the plugin's own write transactions (a deferred transaction that
 reads then writes cannot be upgraded once another connection committed — SQLite fails it at
 once, busy timeout or not). A database file that cannot be written is opened read-only, so
-reads work on a read-only file and in a read-only directory.
+reads work on a read-only file and in a read-only directory. An engine or URL of a
+dialect the plugin does not support is refused here, before any statement runs on it
+(:mod:`openclaw_fts.dialects`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from urllib.parse import quote
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
+
+from .dialects import require_schema_dialect
 
 #: How long a writer waits for the lock before ``database is locked`` (ms).
 BUSY_TIMEOUT_MS = 30_000
@@ -73,6 +77,7 @@ def make_engine(
     """An engine for ``url`` with the plugin's settings (``:memory:``: one shared connection).
     ``read_only`` opens an SQLite file read-only; ``None`` does so when it cannot be written."""
     parsed = make_url(url)
+    require_schema_dialect(parsed.get_backend_name())  # before a missing driver's ImportError
     path = sqlite_file(parsed)
     if path is not None and path.exists():
         writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
@@ -122,6 +127,7 @@ def configure(
     Settings are applied when a connection is checked out of the pool for the first time since,
     so connections pooled before this call get them too. ``wal=False`` leaves the journal mode
     and ``synchronous`` alone."""
+    require_schema_dialect(engine.dialect.name)
     if engine.dialect.name != "sqlite" or is_configured(engine):
         return engine
     # Marked on the pool: engine.execution_options() copies share it (and the listeners).

@@ -14,7 +14,8 @@ A message quotes caller input through :func:`quoted` / :func:`shorten`, cut to
     ├── UnknownSessionError     a session id that does not exist
     ├── SessionExistsError      create_session with a taken id
     ├── ImportFormatError       a file that is not an OpenClaw transcript
-    └── HostManagedSchemaError  a migration asked of a database the host's Alembic owns
+    ├── HostManagedSchemaError  a migration asked of a database the host's Alembic owns
+    └── UnsupportedDatabaseError a dialect (or server) the plugin cannot run on
 
 Database errors (``sqlalchemy.exc.OperationalError`` such as *database is locked*, or an
 ``IntegrityError`` carrying ``openclaw_fts.index.edit_triggers.EDIT_REFUSED``) pass through as
@@ -84,3 +85,8 @@ class ImportFormatError(OpenClawFtsError):
 
 class HostManagedSchemaError(OpenClawFtsError):
     """A migration asked of a database whose plugin revisions the host's Alembic runs."""
+
+
+class UnsupportedDatabaseError(OpenClawFtsError):
+    """A database the plugin cannot run on: a dialect it does not support, one whose index
+    backend does not exist yet, or a server missing an extension the schema needs."""

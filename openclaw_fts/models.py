@@ -26,6 +26,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     event,
+    false,
     text,
 )
 from sqlalchemy.engine import Dialect
@@ -104,8 +105,8 @@ class AgentSession(Base):
     spawned_by: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH), index=True)
     parent_session_key: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH), index=True)
     owner_session_key: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH), index=True)
-    archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
-    incognito: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
+    archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    incognito: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: Highest ``seq`` stored for this session (-1: none). Kept by the session hooks.
     last_seq: Mapped[int] = mapped_column(Integer, default=-1, server_default=text("-1"))
     created_at: Mapped[datetime] = mapped_column(
@@ -152,7 +153,7 @@ class TranscriptEvent(Base):
     type: Mapped[str | None] = mapped_column(String(64))
     role: Mapped[str | None] = mapped_column(String(64))
     target_id: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
-    side: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
+    side: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     timestamp_ms: Mapped[int | None] = mapped_column(BigInteger)
     event: Mapped[dict[str, Any]] = mapped_column(EventJSON)
 
@@ -176,7 +177,7 @@ class Branch(Base):
     #: Id of the branch's last event; None for an active branch rewound to empty.
     tip_id: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
     tip_seq: Mapped[int | None] = mapped_column(Integer)
-    is_active: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
+    is_active: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     session: Mapped[AgentSession] = relationship(back_populates="branches")
 
@@ -199,7 +200,7 @@ class IndexState(Base):
     )
     indexed_seq: Mapped[int] = mapped_column(Integer, default=-1, server_default=text("-1"))
     indexed_leaf: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
-    needs_rebuild: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("0"))
+    needs_rebuild: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: Bumped by every write to this session's index rows (the reconciler's optimistic check).
     generation: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     #: The server default stays what migration 0002 created (1): every writer sets the column

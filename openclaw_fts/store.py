@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, delete, select
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
+from .dialects import require_index_dialect
 from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, writer
 from .errors import DuplicateEventError, SessionExistsError, UnknownSessionError, quoted
 from .hooks import install, validate_session_fields
@@ -59,6 +60,10 @@ class TranscriptStore:
         ``inline_repair_max_events`` / ``inline_repair_max_text_bytes``: the largest session a
         non-append write of this store repairs inline (larger: left to the reconciler); None:
         ``indexer.INLINE_REPAIR_MAX_EVENTS`` / ``INLINE_REPAIR_MAX_TEXT_BYTES``."""
+        # Refused before anything connects or migrates (issue #15: PostgreSQL migrates, no index).
+        require_index_dialect(
+            url.dialect.name if isinstance(url, Engine) else make_url(url).get_backend_name()
+        )
         if isinstance(url, Engine):
             self.engine = configure(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = False

@@ -19,6 +19,9 @@ from openclaw_fts.engine import make_engine
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+# pg_server / pg_url: the PostgreSQL half of the suite (a throwaway server per test session).
+pytest_plugins = ["conftest_pg"]
+
 # CI (CI=true) runs the same Hypothesis examples every time: a red build is reproducible and
 # never a roll of the dice; local runs keep exploring new examples.
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)

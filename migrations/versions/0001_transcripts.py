@@ -1,6 +1,8 @@
 """Transcript tables: sessions, transcript events, branches.
 
-What a host stored before this plugin indexed anything. No index tables here.
+What a host stored before this plugin indexed anything. No index tables here. Runs on SQLite
+and PostgreSQL: boolean defaults are ``sa.false()`` (``0`` on SQLite, as before; ``false`` on
+PostgreSQL, which refuses an integer default for a boolean column).
 
 Revision ID: 0001_transcripts
 Revises:
@@ -29,8 +31,8 @@ def upgrade() -> None:
         sa.Column("spawned_by", KEY, nullable=True),
         sa.Column("parent_session_key", KEY, nullable=True),
         sa.Column("owner_session_key", KEY, nullable=True),
-        sa.Column("archived", sa.Boolean(), server_default=sa.text("0"), nullable=False),
-        sa.Column("incognito", sa.Boolean(), server_default=sa.text("0"), nullable=False),
+        sa.Column("archived", sa.Boolean(), server_default=sa.false(), nullable=False),
+        sa.Column("incognito", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("last_seq", sa.Integer(), server_default=sa.text("-1"), nullable=False),
         sa.Column(
             "created_at",
@@ -63,7 +65,7 @@ def upgrade() -> None:
         sa.Column("type", sa.String(64), nullable=True),
         sa.Column("role", sa.String(64), nullable=True),
         sa.Column("target_id", KEY, nullable=True),
-        sa.Column("side", sa.Boolean(), server_default=sa.text("0"), nullable=False),
+        sa.Column("side", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("timestamp_ms", sa.BigInteger(), nullable=True),
         sa.Column("event", sa.Text(), nullable=False),
         sa.ForeignKeyConstraint(
@@ -83,7 +85,7 @@ def upgrade() -> None:
         sa.Column("session_id", KEY, nullable=False),
         sa.Column("tip_id", KEY, nullable=True),
         sa.Column("tip_seq", sa.Integer(), nullable=True),
-        sa.Column("is_active", sa.Boolean(), server_default=sa.text("0"), nullable=False),
+        sa.Column("is_active", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.ForeignKeyConstraint(
             ["session_id"],
             ["sessions.session_id"],

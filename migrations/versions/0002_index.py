@@ -4,6 +4,14 @@ Creates empty tables only — never a backfill — so it runs in milliseconds wh
 size. Sessions stored before it have no index state, which makes them pending: the reconciler
 indexes them in the background.
 
+Per dialect: on SQLite the FTS5 table and its triggers; on PostgreSQL the ``unaccent``
+extension (created if missing; a clear error naming it when that is not possible), a text
+search configuration (``simple`` with ``unaccent`` for word tokens), a stored generated
+``tsvector`` column over ``message_index.body``, a GIN index on it, and the two transcript
+triggers in plpgsql (``last_seq`` follows raw inserts; a deleted event makes its session
+dirty). Downgrade drops what it created except the extension (a server-wide object other
+schemas may use).
+
 Revision ID: 0002_index
 Revises: 0001_transcripts
 Create Date: 2026-12-02
@@ -13,6 +21,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.exc import DBAPIError
+
+from openclaw_fts.errors import UnsupportedDatabaseError
 
 revision: str = "0002_index"
 down_revision: str | None = "0001_transcripts"
@@ -46,6 +57,77 @@ CREATE_EVENT_DELETE_TRIGGER = (
     "WHERE session_id = old.session_id; END"
 )
 
+# Frozen copies of openclaw_fts.index.postgresql's names at this revision.
+PG_EXTENSION = "unaccent"
+PG_CONFIG = "openclaw_fts_unaccent"
+PG_TSVECTOR = "body_tsv"
+PG_GIN_INDEX = "ix_message_index_body_tsv"
+PG_CREATE_CONFIG = f"CREATE TEXT SEARCH CONFIGURATION {PG_CONFIG} (COPY = pg_catalog.simple)"
+PG_MAP_UNACCENT = (
+    f"ALTER TEXT SEARCH CONFIGURATION {PG_CONFIG} "
+    f"ALTER MAPPING FOR hword, hword_part, word WITH {PG_EXTENSION}, simple"
+)
+PG_ADD_TSVECTOR = (
+    f"ALTER TABLE message_index ADD COLUMN {PG_TSVECTOR} tsvector "
+    f"GENERATED ALWAYS AS (to_tsvector('{PG_CONFIG}'::regconfig, body)) STORED"
+)
+PG_CREATE_GIN = f"CREATE INDEX {PG_GIN_INDEX} ON message_index USING gin ({PG_TSVECTOR})"
+PG_DROP_CONFIG = f"DROP TEXT SEARCH CONFIGURATION IF EXISTS {PG_CONFIG}"
+# The two transcript triggers of the SQLite branch, in plpgsql (row-level, like SQLite's).
+PG_CREATE_SEQ_FUNCTION = (
+    "CREATE FUNCTION openclaw_fts_events_last_seq() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN UPDATE sessions SET last_seq = NEW.seq "
+    "WHERE session_id = NEW.session_id AND last_seq < NEW.seq; RETURN NULL; END $$"
+)
+PG_CREATE_SEQ_TRIGGER = (
+    "CREATE TRIGGER transcript_events_last_seq AFTER INSERT ON transcript_events "
+    "FOR EACH ROW EXECUTE FUNCTION openclaw_fts_events_last_seq()"
+)
+PG_CREATE_EVENT_DELETE_FUNCTION = (
+    "CREATE FUNCTION openclaw_fts_events_deleted() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN UPDATE index_state SET needs_rebuild = true, generation = generation + 1 "
+    "WHERE session_id = OLD.session_id; RETURN NULL; END $$"
+)
+PG_CREATE_EVENT_DELETE_TRIGGER = (
+    "CREATE TRIGGER transcript_events_deleted AFTER DELETE ON transcript_events "
+    "FOR EACH ROW EXECUTE FUNCTION openclaw_fts_events_deleted()"
+)
+PG_DROP_TRIGGERS = (
+    "DROP TRIGGER IF EXISTS transcript_events_deleted ON transcript_events",
+    "DROP FUNCTION IF EXISTS openclaw_fts_events_deleted()",
+    "DROP TRIGGER IF EXISTS transcript_events_last_seq ON transcript_events",
+    "DROP FUNCTION IF EXISTS openclaw_fts_events_last_seq()",
+)
+
+
+def _ensure_unaccent() -> None:
+    """``CREATE EXTENSION IF NOT EXISTS unaccent``, or an error that names the extension, says
+    why, and says who can fix it (the transaction is then rolled back as a whole)."""
+    bind = op.get_bind()
+    if bind.execute(
+        sa.text("SELECT 1 FROM pg_extension WHERE extname = :name"), {"name": PG_EXTENSION}
+    ).first():
+        return
+    if not bind.execute(
+        sa.text("SELECT 1 FROM pg_available_extensions WHERE name = :name"),
+        {"name": PG_EXTENSION},
+    ).first():
+        raise UnsupportedDatabaseError(
+            f"PostgreSQL extension {PG_EXTENSION!r} is not installed on the server (it ships "
+            "with PostgreSQL's contrib modules, e.g. the postgresql-contrib package); "
+            "openclaw-fts needs it to fold diacritics"
+        )
+    try:
+        with bind.begin_nested():
+            bind.exec_driver_sql(f"CREATE EXTENSION IF NOT EXISTS {PG_EXTENSION}")
+    except DBAPIError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise UnsupportedDatabaseError(
+            f"cannot create PostgreSQL extension {PG_EXTENSION!r} ({reason}); ask the database "
+            f"owner or a superuser to run `CREATE EXTENSION {PG_EXTENSION};` in this database, "
+            "then upgrade again"
+        ) from exc
+
 
 def upgrade() -> None:
     op.create_table(
@@ -54,7 +136,7 @@ def upgrade() -> None:
         sa.Column("session_id", KEY, nullable=False),
         sa.Column("indexed_seq", sa.Integer(), server_default=sa.text("-1"), nullable=False),
         sa.Column("indexed_leaf", KEY, nullable=True),
-        sa.Column("needs_rebuild", sa.Boolean(), server_default=sa.text("0"), nullable=False),
+        sa.Column("needs_rebuild", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("generation", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.Column("index_version", sa.Integer(), server_default=sa.text("1"), nullable=False),
         sa.ForeignKeyConstraint(
@@ -99,6 +181,16 @@ def upgrade() -> None:
         op.execute(CREATE_DELETE_TRIGGER)
         op.execute(CREATE_SEQ_TRIGGER)
         op.execute(CREATE_EVENT_DELETE_TRIGGER)
+    elif op.get_context().dialect.name == "postgresql":
+        _ensure_unaccent()
+        op.execute(PG_CREATE_CONFIG)
+        op.execute(PG_MAP_UNACCENT)
+        op.execute(PG_ADD_TSVECTOR)
+        op.execute(PG_CREATE_GIN)
+        op.execute(PG_CREATE_SEQ_FUNCTION)
+        op.execute(PG_CREATE_SEQ_TRIGGER)
+        op.execute(PG_CREATE_EVENT_DELETE_FUNCTION)
+        op.execute(PG_CREATE_EVENT_DELETE_TRIGGER)
 
 
 def downgrade() -> None:
@@ -107,6 +199,11 @@ def downgrade() -> None:
         op.execute("DROP TRIGGER IF EXISTS transcript_events_last_seq")
         op.execute("DROP TRIGGER IF EXISTS message_index_fts_delete")
         op.execute("DROP TABLE IF EXISTS message_fts")
+    elif op.get_context().dialect.name == "postgresql":
+        for statement in PG_DROP_TRIGGERS:
+            op.execute(statement)
     op.drop_table("reconcile_lease")
     op.drop_table("message_index")
     op.drop_table("index_state")
+    if op.get_context().dialect.name == "postgresql":
+        op.execute(PG_DROP_CONFIG)  # after the table: the generated column depends on it

@@ -44,14 +44,63 @@ CREATE_EDITED_TRIGGER = (
     "needs_rebuild = 1, generation = generation + 1 WHERE session_id = new.session_id; END"
 )
 
+# The same two rules in plpgsql: ``event`` is TEXT there, read as jsonb; IS DISTINCT FROM is
+# SQLite's IS NOT. One row-level BEFORE trigger both refuses and marks (a refused UPDATE raises
+# before anything is marked; a marked one is rolled back with its statement).
+_PG_PATHS = (
+    ("'id'", "event_id"),
+    ("'parentId'", "parent_id"),
+    ("'type'", "type"),
+    ("'targetId'", "target_id"),
+    ("'appendMode'", "side"),
+    ("'timestamp'", "timestamp_ms"),
+)
+_PG_INPUT_CHANGED = " OR ".join(
+    [
+        f"(NEW.event::jsonb -> {key}) IS DISTINCT FROM (OLD.event::jsonb -> {key})"
+        for key, _ in _PG_PATHS
+    ]
+    + [
+        "(NEW.event::jsonb #> '{message,role}') IS DISTINCT FROM "
+        "(OLD.event::jsonb #> '{message,role}')"
+    ]
+)
+_PG_COLUMNS_KEPT = " AND ".join(
+    [f"NEW.{column} IS NOT DISTINCT FROM OLD.{column}" for _, column in _PG_PATHS]
+    + ["NEW.role IS NOT DISTINCT FROM OLD.role"]
+)
+PG_CREATE_EDIT_FUNCTION = (
+    "CREATE FUNCTION openclaw_fts_events_edited() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN IF NEW.event IS NOT DISTINCT FROM OLD.event THEN RETURN NEW; END IF; "
+    f"IF ({_PG_INPUT_CHANGED}) AND ({_PG_COLUMNS_KEPT}) THEN "
+    "RAISE EXCEPTION 'openclaw_fts: an UPDATE of transcript_events.event may change the "
+    "content of an event, not its id, parentId, type, targetId, appendMode, timestamp or "
+    "message.role, unless the derived columns change with it; edit the TranscriptEvent "
+    "through an installed ORM session'; END IF; "
+    "UPDATE index_state SET needs_rebuild = true, generation = generation + 1 "
+    "WHERE session_id = NEW.session_id; RETURN NEW; END $$"
+)
+PG_CREATE_EDIT_TRIGGER = (
+    "CREATE TRIGGER transcript_events_edited BEFORE UPDATE OF event ON transcript_events "
+    "FOR EACH ROW EXECUTE FUNCTION openclaw_fts_events_edited()"
+)
+
 
 def upgrade() -> None:
-    if op.get_context().dialect.name == "sqlite":
+    dialect = op.get_context().dialect.name
+    if dialect == "sqlite":
         op.execute(CREATE_GUARD_TRIGGER)
         op.execute(CREATE_EDITED_TRIGGER)
+    elif dialect == "postgresql":
+        op.execute(PG_CREATE_EDIT_FUNCTION)
+        op.execute(PG_CREATE_EDIT_TRIGGER)
 
 
 def downgrade() -> None:
-    if op.get_context().dialect.name == "sqlite":
+    dialect = op.get_context().dialect.name
+    if dialect == "sqlite":
         op.execute("DROP TRIGGER IF EXISTS transcript_events_edited")
         op.execute("DROP TRIGGER IF EXISTS transcript_events_edit_guard")
+    elif dialect == "postgresql":
+        op.execute("DROP TRIGGER IF EXISTS transcript_events_edited ON transcript_events")
+        op.execute("DROP FUNCTION IF EXISTS openclaw_fts_events_edited()")

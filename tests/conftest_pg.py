@@ -1,0 +1,85 @@
+"""The PostgreSQL half of the suite: one throwaway server per test session, one database per test.
+
+Invariant: the server is started only when a test asks for :func:`pg_url` (a SQLite-only run
+starts nothing) and is stopped when the session ends, also after failures or Ctrl-C (fixture
+finaliser, and ``atexit`` behind it). Each test gets a database of its own, created empty from
+``template1`` and dropped afterwards. Without server binaries the PostgreSQL tests are skipped
+with the reason — except where PostgreSQL is required (``CI`` or
+:data:`REQUIRE_ENV` set), where they fail instead, so CI can never go green on the SQLite half
+alone. The terminal summary says which halves ran.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import time
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from pgserver import PgServer, find_bindir, unavailable_reason
+
+#: Set (to anything but "" or "0") to fail, not skip, when no PostgreSQL server can be started.
+REQUIRE_ENV = "OPENCLAW_FTS_REQUIRE_POSTGRESQL"
+#: Prefix of the per-test databases.
+DATABASE_PREFIX = "t"
+
+_state: dict[str, object] = {"server": None, "reason": None, "tests": 0, "start_s": 0.0}
+_counter = itertools.count(1)
+
+
+def postgresql_required() -> bool:
+    return any(os.environ.get(name, "") not in ("", "0") for name in (REQUIRE_ENV, "CI"))
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """The session's PostgreSQL server (skips, or fails where required, when there is none)."""
+    reason = unavailable_reason()
+    bindir = find_bindir()
+    if reason is not None or bindir is None:
+        _state["reason"] = reason
+        message = f"PostgreSQL tests not run: {reason}"
+        if postgresql_required():
+            pytest.fail(f"{message} (required here: CI or {REQUIRE_ENV} is set)")
+        pytest.skip(message)
+    started = time.perf_counter()
+    server = PgServer(bindir).start()
+    atexit.register(server.stop)  # behind the finaliser: an interpreter exit mid-session
+    _state["server"] = server
+    _state["start_s"] = time.perf_counter() - started
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """SQLAlchemy URL of a fresh, empty database on the session's server (dropped afterwards)."""
+    name = f"{DATABASE_PREFIX}{os.getpid()}_{next(_counter)}"
+    admin = pg_server.url().replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template1')
+    _state["tests"] = int(str(_state["tests"])) + 1
+    try:
+        yield pg_server.url(name)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    server = _state["server"]
+    if isinstance(server, PgServer):
+        terminalreporter.write_line(
+            f"PostgreSQL half: ran ({_state['tests']} databases on {server.version}, "
+            f"server start {float(str(_state['start_s'])):.1f}s)"
+        )
+    elif _state["reason"] is not None:
+        verb = "FAILED" if postgresql_required() else "skipped"
+        terminalreporter.write_line(f"PostgreSQL half: {verb} — {_state['reason']}")
+    else:
+        terminalreporter.write_line("PostgreSQL half: not selected in this run")

@@ -1,0 +1,103 @@
+"""Which databases the plugin accepts (issue #15, groundwork): a dialect it does not support is
+refused where an engine enters the plugin — TranscriptStore, install(), make_engine — with an
+error naming the supported dialects, before anything connects; PostgreSQL, whose schema
+migrates but whose index backend does not exist yet, is refused by the store with an error
+saying exactly that (tests/test_migrations_postgresql.py shows the migrations running there)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.orm import sessionmaker
+from test_cli import run
+
+import openclaw_fts
+from openclaw_fts import TranscriptStore
+from openclaw_fts.dialects import INDEX_DIALECTS, SCHEMA_DIALECTS
+from openclaw_fts.engine import make_engine
+from openclaw_fts.errors import OpenClawFtsError, UnsupportedDatabaseError
+
+SUPPORTED = "supported: sqlite, postgresql"
+#: URLs of dialects the plugin does not support. No server behind them and no driver installed:
+#: the refusal must come before SQLAlchemy looks for either.
+UNSUPPORTED_URLS = (
+    "mysql://user@localhost/app",
+    "mysql+pymysql://user@localhost/app",
+    "mariadb://user@localhost/app",
+    "mssql+pyodbc://user@localhost/app",
+    "oracle://user@localhost/app",
+)
+#: A PostgreSQL URL nobody serves: the store must refuse it without connecting.
+NOWHERE_POSTGRESQL = "postgresql+psycopg://nobody@/nowhere?host=/nonexistent"
+
+
+@pytest.fixture
+def mysql_engine() -> Iterator[Engine]:
+    """A real SQLAlchemy engine with the MySQL dialect, never connected. No MySQL driver is
+    installed here, so the stdlib sqlite3 module stands in as its DBAPI; the plugin must refuse
+    the engine from its dialect alone, before any connection is attempted."""
+    engine = create_engine("mysql://user@localhost/app", module=sqlite3)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def test_supported_lists_agree() -> None:
+    assert SCHEMA_DIALECTS == ("sqlite", "postgresql")
+    assert INDEX_DIALECTS == ("sqlite",)
+
+
+@pytest.mark.parametrize("url", UNSUPPORTED_URLS)
+def test_store_refuses_an_unsupported_url(url: str) -> None:
+    with pytest.raises(UnsupportedDatabaseError, match=SUPPORTED) as info:
+        TranscriptStore(url, background=False)
+    assert isinstance(info.value, OpenClawFtsError)
+    assert "does not support" in str(info.value)
+
+
+@pytest.mark.parametrize("url", UNSUPPORTED_URLS)
+def test_make_engine_refuses_an_unsupported_url(url: str) -> None:
+    with pytest.raises(UnsupportedDatabaseError, match=SUPPORTED):
+        make_engine(url)
+
+
+def test_store_refuses_an_unsupported_engine(mysql_engine: Engine) -> None:
+    with pytest.raises(UnsupportedDatabaseError, match="'mysql'.*" + SUPPORTED):
+        TranscriptStore(mysql_engine, background=False)
+
+
+def test_install_refuses_a_sessionmaker_bound_to_an_unsupported_engine(
+    mysql_engine: Engine,
+) -> None:
+    factory = sessionmaker(mysql_engine)
+    with pytest.raises(UnsupportedDatabaseError, match=SUPPORTED):
+        openclaw_fts.install(factory)
+
+
+def test_store_on_postgresql_says_the_backend_is_not_available_yet() -> None:
+    with pytest.raises(UnsupportedDatabaseError) as info:
+        TranscriptStore(NOWHERE_POSTGRESQL, background=False)
+    message = str(info.value)
+    assert "schema can be migrated" in message and "not available yet" in message
+    assert "openclaw_fts.migrate.upgrade(engine)" in message and "only: sqlite" in message
+
+
+def test_sqlite_is_still_accepted(db_url: str) -> None:
+    store = TranscriptStore(db_url, background=False)
+    try:
+        store.create_session("s1", "agent:main:main")
+    finally:
+        store.close()
+
+
+def test_cli_refuses_an_unsupported_database_in_one_line(tmp_path: Path) -> None:
+    proc = run(tmp_path, "--db", "mysql://user@localhost/app", "status")
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        "Error: openclaw-fts does not support 'mysql' databases; supported: sqlite, postgresql"
+    ]

@@ -1,0 +1,351 @@
+"""Schema migrations on PostgreSQL (issue #15, groundwork): the plugin's revisions create every
+table, the index's text-search objects and SQLite's two transcript triggers on a fresh
+database, downgrade to base and up again, keep transcripts on a downgrade to revision 1, leave
+autogenerate nothing to report, and fail with an error naming ``unaccent`` when the migrating
+role may not create it. Runs against the test session's own server (tests/conftest_pg.py);
+skipped with the reason where there is none."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, create_engine, inspect, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+from test_cli import run
+
+import openclaw_fts
+from openclaw_fts import migrate
+from openclaw_fts.alembic import VERSION_TABLE, include_name
+from openclaw_fts.engine import make_engine
+from openclaw_fts.errors import UnsupportedDatabaseError
+from openclaw_fts.index import postgresql as pg
+from openclaw_fts.models import INDEX_TABLES, TRANSCRIPT_TABLES
+
+REVISION_1 = "0001_transcripts"
+HEAD_REVISION = "0004_host_guest"
+PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES)
+#: A role that may create tables in ``public`` but not extensions (a typical application role).
+APP_ROLE = "openclaw_app"
+
+
+@pytest.fixture
+def pg_engine(pg_url: str) -> Iterator[Engine]:
+    engine = make_engine(pg_url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def tables(engine: Engine) -> set[str]:
+    return set(inspect(engine).get_table_names())
+
+
+def search_objects(engine: Engine) -> dict[str, Any]:
+    """What the index's PostgreSQL side consists of, read from the catalogs."""
+    with engine.connect() as conn:
+        config = conn.execute(
+            text("SELECT count(*) FROM pg_ts_config WHERE cfgname = :n"),
+            {"n": pg.TEXT_SEARCH_CONFIG},
+        ).scalar_one()
+        extension = conn.execute(
+            text("SELECT count(*) FROM pg_extension WHERE extname = :n"),
+            {"n": pg.UNACCENT_EXTENSION},
+        ).scalar_one()
+        column = conn.execute(
+            text(
+                "SELECT data_type, is_generated, generation_expression "
+                "FROM information_schema.columns "
+                "WHERE table_name = 'message_index' AND column_name = :c"
+            ),
+            {"c": pg.TSVECTOR_COLUMN},
+        ).first()
+        gin = conn.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": pg.GIN_INDEX}
+        ).scalar()
+    return {"config": config, "extension": extension, "column": column, "gin": gin}
+
+
+def add_message(engine: Engine, session_id: str, event_id: str, body: str) -> None:
+    """One session, event and index row in plain SQL (what a backend's writer will do)."""
+    event = {"type": "message", "id": event_id, "message": {"role": "user", "content": body}}
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO sessions (session_id, session_key, agent_id) "
+                "VALUES (:s, 'agent:main:main', 'main') ON CONFLICT DO NOTHING"
+            ),
+            {"s": session_id},
+        )
+        seq = conn.execute(
+            text("SELECT count(*) FROM transcript_events WHERE session_id = :s"), {"s": session_id}
+        ).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
+                "VALUES (:s, :q, :e, 'message', 'user', :j)"
+            ),
+            {"s": session_id, "q": seq, "e": event_id, "j": json.dumps(event)},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO message_index (session_id, seq, event_id, role, timestamp_ms, body, "
+                "sess) VALUES (:s, :q, :e, 'user', 0, :b, 's1')"
+            ),
+            {"s": session_id, "q": seq, "e": event_id, "b": body},
+        )
+
+
+def matching(engine: Engine, query: str) -> list[str]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                f"SELECT event_id FROM message_index WHERE {pg.TSVECTOR_COLUMN} @@ "
+                f"to_tsquery('{pg.TEXT_SEARCH_CONFIG}', :q) ORDER BY id"
+            ),
+            {"q": query},
+        ).all()
+    return [r[0] for r in rows]
+
+
+# -- upgrade ---------------------------------------------------------------------------------
+
+
+def test_upgrade_creates_every_table_and_the_search_objects(pg_engine: Engine) -> None:
+    migrate.upgrade(pg_engine)
+    assert migrate.current_revisions(pg_engine) == (HEAD_REVISION,)
+    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE}
+    objects = search_objects(pg_engine)
+    assert objects["config"] == 1 and objects["extension"] == 1
+    data_type, generated, expression = objects["column"]
+    assert (data_type, generated) == ("tsvector", "ALWAYS")
+    assert pg.TEXT_SEARCH_CONFIG in expression and "body" in expression
+    assert "USING gin" in objects["gin"] and pg.TSVECTOR_COLUMN in objects["gin"]
+    assert plugin_functions(pg_engine) == {
+        "openclaw_fts_events_last_seq",
+        "openclaw_fts_events_deleted",
+        "openclaw_fts_events_edited",
+    }
+    with pg_engine.connect() as conn:  # booleans default to false, not to an integer
+        default = conn.execute(
+            text(
+                "SELECT column_default FROM information_schema.columns "
+                "WHERE table_name = 'sessions' AND column_name = 'archived'"
+            )
+        ).scalar_one()
+    assert default == "false"
+
+
+def test_tsvector_folds_case_and_diacritics_and_keeps_every_word(pg_engine: Engine) -> None:
+    migrate.upgrade(pg_engine)
+    add_message(pg_engine, "s1", "m1", "Café Crème at the Zürich office")
+    add_message(pg_engine, "s1", "m2", "我 们 的 数 据 库 很 好")  # index_body spaces CJK
+    add_message(pg_engine, "s1", "m3", "the deployment of node.js")
+    assert matching(pg_engine, "cafe & creme") == ["m1"]
+    assert matching(pg_engine, "ZURICH") == ["m1"]
+    assert matching(pg_engine, "the") == ["m1", "m3"]  # simple: no stop words dropped
+    assert matching(pg_engine, "数 <-> 据") == ["m2"]
+    assert matching(pg_engine, "deplo:*") == ["m3"]
+    with pg_engine.begin() as conn:  # the column follows an update of the text
+        conn.execute(text("UPDATE message_index SET body = 'renamed' WHERE event_id = 'm1'"))
+    assert matching(pg_engine, "cafe") == []
+    assert matching(pg_engine, "renamed") == ["m1"]
+
+
+def test_upgrade_is_idempotent(pg_engine: Engine) -> None:
+    migrate.upgrade(pg_engine)
+    before = (tables(pg_engine), search_objects(pg_engine))
+    migrate.upgrade(pg_engine)
+    assert (tables(pg_engine), search_objects(pg_engine)) == before
+
+
+def test_store_path_upgrades_then_refuses_until_the_backend_exists(pg_url: str) -> None:
+    """``openclaw-fts upgrade`` / ``migrate.upgrade`` work on PostgreSQL today; the store says
+    plainly that its index backend does not exist yet instead of failing inside ``append``."""
+    engine = make_engine(pg_url)
+    try:
+        with pytest.raises(UnsupportedDatabaseError, match="not available yet"):
+            openclaw_fts.TranscriptStore(engine, background=False)
+        assert tables(engine) == set()  # refused before migrating anything
+        migrate.upgrade(engine)
+        assert tables(engine) == PLUGIN_TABLES | {VERSION_TABLE}
+    finally:
+        engine.dispose()
+
+
+def test_raw_inserts_keep_last_seq_and_deleted_events_mark_the_session_dirty(
+    pg_engine: Engine,
+) -> None:
+    """The two transcript triggers SQLite has, on PostgreSQL too: events written behind the
+    plugin's back leave their session pending instead of looking clean."""
+    migrate.upgrade(pg_engine)
+    add_message(pg_engine, "s1", "m1", "first")
+    add_message(pg_engine, "s1", "m2", "second")
+    with pg_engine.begin() as conn:
+        assert conn.execute(text("SELECT last_seq FROM sessions")).scalar_one() == 1
+        conn.execute(text("INSERT INTO index_state (session_id, indexed_seq) VALUES ('s1', 1)"))
+        conn.execute(text("DELETE FROM transcript_events WHERE event_id = 'm2'"))
+        state = conn.execute(text("SELECT needs_rebuild, generation FROM index_state")).one()
+    assert tuple(state) == (True, 1)
+    with pg_engine.begin() as conn:  # the cascade from sessions runs through the trigger
+        conn.execute(text("DELETE FROM sessions WHERE session_id = 's1'"))
+    with pg_engine.connect() as conn:
+        for table in ("transcript_events", "index_state", "message_index"):
+            assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 0
+
+
+def test_raw_edits_mark_the_session_or_are_refused(pg_engine: Engine) -> None:
+    """Revision 0004's rules on PostgreSQL: a raw UPDATE of an event's content makes its session
+    pending; one that changes what a derived column is computed from while leaving the column
+    as it was is refused, as on SQLite."""
+    migrate.upgrade(pg_engine)
+    add_message(pg_engine, "s1", "m1", "first")
+    with pg_engine.begin() as conn:
+        conn.execute(text("INSERT INTO index_state (session_id, indexed_seq) VALUES ('s1', 0)"))
+    edited = {"type": "message", "id": "m1", "message": {"role": "user", "content": "changed"}}
+    with pg_engine.begin() as conn:
+        conn.execute(text("UPDATE transcript_events SET event = :e"), {"e": json.dumps(edited)})
+        state = conn.execute(text("SELECT needs_rebuild, generation FROM index_state")).one()
+    assert tuple(state) == (True, 1)
+    moved = {**edited, "id": "m9"}
+    with (
+        pytest.raises(DBAPIError, match="derived columns change with it"),
+        pg_engine.begin() as conn,
+    ):
+        conn.execute(text("UPDATE transcript_events SET event = :e"), {"e": json.dumps(moved)})
+    with pg_engine.begin() as conn:  # with its column, the same change is accepted
+        conn.execute(
+            text("UPDATE transcript_events SET event = :e, event_id = 'm9'"),
+            {"e": json.dumps(moved)},
+        )
+        assert conn.execute(text("SELECT event_id FROM transcript_events")).scalar_one() == "m9"
+
+
+def plugin_functions(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT proname FROM pg_proc WHERE proname LIKE 'openclaw_fts%'")
+        ).all()
+    return {r[0] for r in rows}
+
+
+def test_cli_on_postgresql_says_the_backend_is_not_available_yet(
+    pg_url: str, tmp_path: Path
+) -> None:
+    proc = run(tmp_path, "--db", pg_url, "status")
+    assert proc.returncode != 0
+    (line,) = proc.stderr.strip().splitlines()
+    assert "index backend is not available yet" in line and "migrate.upgrade" in line
+
+
+# -- downgrade -------------------------------------------------------------------------------
+
+
+def test_downgrade_to_base_and_upgrade_again(pg_engine: Engine) -> None:
+    migrate.upgrade(pg_engine)
+    add_message(pg_engine, "s1", "m1", "downword")
+    migrate.downgrade(pg_engine, "base")
+    assert migrate.current_revisions(pg_engine) == ()
+    assert tables(pg_engine) <= {VERSION_TABLE}
+    objects = search_objects(pg_engine)
+    assert objects["config"] == 0 and objects["column"] is None and objects["gin"] is None
+    assert objects["extension"] == 1  # server-wide: left for whoever else uses it
+    assert plugin_functions(pg_engine) == set()
+    migrate.upgrade(pg_engine)
+    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE}
+    add_message(pg_engine, "s2", "m1", "upagainword")
+    assert matching(pg_engine, "upagainword") == ["m1"]
+    assert matching(pg_engine, "downword") == []
+
+
+def test_downgrade_to_revision_1_keeps_transcripts(pg_engine: Engine) -> None:
+    migrate.upgrade(pg_engine)
+    add_message(pg_engine, "s1", "m1", "keptword")
+    migrate.downgrade(pg_engine, REVISION_1)
+    assert tables(pg_engine) == set(TRANSCRIPT_TABLES) | {VERSION_TABLE}
+    assert search_objects(pg_engine)["config"] == 0
+    assert plugin_functions(pg_engine) == set()
+    with pg_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM transcript_events")).scalar_one() == 1
+        triggers = conn.execute(
+            text(
+                "SELECT count(*) FROM pg_trigger "
+                "WHERE tgrelid = 'transcript_events'::regclass AND NOT tgisinternal"
+            )
+        ).scalar_one()
+    assert triggers == 0
+    migrate.upgrade(pg_engine)
+    with pg_engine.connect() as conn:  # no backfill in the migration: the session is pending
+        assert conn.execute(text("SELECT count(*) FROM message_index")).scalar_one() == 0
+        assert conn.execute(text("SELECT count(*) FROM index_state")).scalar_one() == 0
+
+
+# -- autogenerate ----------------------------------------------------------------------------
+
+
+def test_autogenerate_reports_no_changes(pg_engine: Engine) -> None:
+    migrate.upgrade(pg_engine)
+    with pg_engine.connect() as conn:
+        ctx = MigrationContext.configure(
+            conn,
+            opts={
+                "include_name": include_name,
+                "compare_type": True,
+                "compare_server_default": True,
+            },
+        )
+        assert compare_metadata(ctx, openclaw_fts.metadata) == []
+
+
+def test_without_include_name_the_search_objects_would_show(pg_engine: Engine) -> None:
+    """The filter is what hides them (and hides nothing else)."""
+    migrate.upgrade(pg_engine)
+    with pg_engine.connect() as conn:
+        ctx = MigrationContext.configure(conn)
+        diff = compare_metadata(ctx, openclaw_fts.metadata)
+    shown = {(d[0], d[-1].name if hasattr(d[-1], "name") else d[3]) for d in diff}
+    assert ("remove_table", VERSION_TABLE) in shown
+    assert ("remove_index", pg.GIN_INDEX) in shown
+    assert ("remove_column", pg.TSVECTOR_COLUMN) in shown
+    assert len(shown) == 3, shown
+
+
+# -- the unaccent extension ------------------------------------------------------------------
+
+
+def test_a_role_that_cannot_create_unaccent_gets_an_error_naming_it(pg_url: str) -> None:
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    database = make_url(pg_url).database
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE ROLE {APP_ROLE} LOGIN")
+            conn.exec_driver_sql(f'REVOKE CREATE ON DATABASE "{database}" FROM {APP_ROLE}')
+            conn.exec_driver_sql(f"GRANT CREATE ON SCHEMA public TO {APP_ROLE}")
+        app_url = make_url(pg_url).set(username=APP_ROLE)
+        app = make_engine(app_url)
+        try:
+            with pytest.raises(UnsupportedDatabaseError) as info:
+                migrate.upgrade(app)
+            message = str(info.value)
+            assert "'unaccent'" in message and "CREATE EXTENSION unaccent" in message
+            assert "permission denied" in message
+            assert tables(app) == set()  # one transaction: revision 1 rolled back too
+            with admin.connect() as conn:  # a superuser installs it once
+                conn.exec_driver_sql("CREATE EXTENSION unaccent")
+            migrate.upgrade(app)
+            assert tables(app) == PLUGIN_TABLES | {VERSION_TABLE}
+            assert search_objects(app)["config"] == 1
+        finally:
+            app.dispose()
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP OWNED BY {APP_ROLE} CASCADE")
+            conn.exec_driver_sql(f"DROP ROLE IF EXISTS {APP_ROLE}")
+        admin.dispose()
