@@ -216,6 +216,7 @@ class Bench:
         self.state: State | None = None
         self.profile = cProfile.Profile() if args.profile else None
         self.environment = environment()  # at the start: the commit the library was loaded from
+        self.loads: list[float] = [_load1()]  # 1-minute load average, sampled at every row
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -229,6 +230,7 @@ class Bench:
 
     def add(self, row: Row) -> None:
         self.rows.append(row)
+        self.loads.append(_load1())
         met = "" if row.met is None else ("  met" if row.met else "  NOT met")
         peer = ""
         if row.sqlite_utils is not None:
@@ -1362,7 +1364,7 @@ class Bench:
             "size": self.size_label,
             "createdAt": stamp,
             "figures": sorted(self.only),
-            "meta": self.environment,
+            "meta": {**self.environment, "load1": _load_summary(self.loads)},
             "corpus": describe(self.corpus),
             "timingsSeconds": self.timings,
             "rows": [asdict(r) for r in self.rows],
@@ -1422,6 +1424,26 @@ def _count(conn: sqlite3.Connection, match: str) -> int:
         f"SELECT count(*) FROM {raw.FTS_TABLE} WHERE {raw.FTS_TABLE} MATCH ?", (match,)
     ).fetchone()
     return int(row[0])
+
+
+def _load1() -> float:
+    """The 1-minute load average (how busy the machine was; -1 where unknown)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return -1.0
+
+
+def _load_summary(loads: Sequence[float]) -> dict[str, float]:
+    """Load average over the run: a 2-core machine at 4 runs every process at about half speed."""
+    known = [x for x in loads if x >= 0]
+    if not known:
+        return {}
+    return {
+        "samples": len(known),
+        "mean": round(sum(known) / len(known), 2),
+        "max": round(max(known), 2),
+    }
 
 
 def _dist(values: Sequence[float]) -> dict[str, float]:

@@ -54,9 +54,14 @@ def title(result: dict[str, Any], what: str) -> str:
 def footer(result: dict[str, Any]) -> str:
     meta = result["meta"]
     peer = f", sqlite-utils {meta['sqlite_utils']}" if meta.get("sqlite_utils") else ""
+    load = meta.get("load1") or {}
+    busy = ""
+    if load:
+        busy = f", load average {load['mean']:.1f} (max {load['max']:.1f}) during the run"
     return (
         f"Run {result['createdAt']} at commit {meta.get('commit', '?')}: Python {meta['python']}, "
-        f"SQLite {meta['sqlite']}, SQLAlchemy {meta['sqlalchemy']}{peer}, {meta['cpus']} CPUs."
+        f"SQLite {meta['sqlite']}, SQLAlchemy {meta['sqlalchemy']}{peer}, "
+        f"{meta['cpus']} CPUs{busy}."
     )
 
 
