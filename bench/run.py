@@ -669,10 +669,14 @@ class Bench:
         budget_s: float,
         with_raw: bool = True,
         peer: su.SqliteUtilsPeer | None = None,
+        cpu: dict[str, list[float]] | None = None,
     ) -> tuple[list[float], list[float], list[float]]:
         """Timings (ms) of the queries, ``reps`` rounds or the budget: plugin, raw SQL and (with
         ``peer``) sqlite-utils' ``search()``, rotating which goes first so all see the same load.
-        Before timing, checks that sqlite-utils matches the same rows as the raw SQL."""
+        With ``cpu``, each call's CPU time (ms) is appended to ``cpu[side]`` (``plugin``, ``raw``,
+        ``peer``): on a loaded machine a longer call is preempted more often, which wall time
+        charges to it and CPU time does not. Before timing, checks that sqlite-utils matches the
+        same rows as the raw SQL."""
         sql = raw.search_sql(vis)
         plugin_ms: list[float] = []
         raw_ms: list[float] = []
@@ -702,6 +706,7 @@ class Bench:
                 found: list[dict[str, Any]] = []
                 turn = (rep + i) % len(sides)
                 for side in sides[turn:] + sides[:turn]:
+                    c0 = time.process_time()
                     if side == "plugin":
                         t0 = time.perf_counter()
                         with self.plugin_call():
@@ -715,6 +720,8 @@ class Bench:
                         t0 = time.perf_counter()
                         found = peer.search(q.match, vis, scope)
                         peer_ms.append(ms(time.perf_counter() - t0))
+                    if cpu is not None:
+                        cpu.setdefault(side, []).append(ms(time.process_time() - c0))
                 if out.get("indexing"):
                     self.warn(f"search {q.text!r} ({vis}) reported pending sessions")
                 if rep == 0 and with_raw:
@@ -804,6 +811,7 @@ class Bench:
         conn = self.raw_conn(state.plugin_path)
         callers = self.callers()
         results: dict[tuple[str, str], tuple[list[float], list[float], list[float]]] = {}
+        cpu: dict[tuple[str, str], dict[str, list[float]]] = {}
         for vis in VISIBILITIES:
             for klass in QUERY_CLASSES:
                 queries = state.queries.get(klass, [])
@@ -819,6 +827,7 @@ class Bench:
                     reps=self.scale.search_reps,
                     budget_s=self.scale.search_budget_s,
                     peer=peer,
+                    cpu=cpu.setdefault((klass, vis), {}),
                 )
         conn.close()
         store.close()
@@ -831,6 +840,13 @@ class Bench:
         for (klass, vis), (p, b, u) in results.items():
             r50, r95 = ratio(pct(p, 50), pct(b, 50)), ratio(pct(p, 95), pct(b, 95))
             met = r50 is not None and r95 is not None and max(r50, r95) <= GOAL_SEARCH
+            c = {side: pct(v, 50) for side, v in cpu[(klass, vis)].items() if v}
+            note = (
+                f"CPU time p50: plugin {c['plugin']:.2f} ms, "
+                f"{fmt_ratio(ratio(c['plugin'], c.get('raw')))} raw"
+            )
+            if "peer" in c:
+                note += f", {fmt_ratio(ratio(c['plugin'], c['peer']))} sqlite-utils"
             s50 = s95 = None
             if u:
                 s50, s95 = ratio(pct(p, 50), pct(u, 50)), ratio(pct(p, 95), pct(u, 95))
@@ -852,12 +868,17 @@ class Bench:
                     sqlite_utils_p95=pct(u, 95) if u else None,
                     ratio_sqlite_utils=s50,
                     ratio_sqlite_utils_p95=s95,
+                    note=note,
                 )
             )
             search_details[f"{vis}/{klass}"] = {
                 "pluginMs": _dist(p),
                 "rawMs": _dist(b),
                 "sqliteUtilsMs": _dist(u),
+                "cpuMs": {
+                    {"peer": "sqliteUtils"}.get(side, side): _dist(v)
+                    for side, v in cpu[(klass, vis)].items()
+                },
             }
         self.details["search"] = search_details
         if ("rare", "all") in results:

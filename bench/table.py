@@ -1,10 +1,11 @@
 """Print a benchmark result file as the Markdown table the README carries.
 
-Usage: ``python -m bench.table [--search] [bench/results/latest-1m.json]``. Reads only the JSON
-that ``bench.run`` wrote, so the README tables are regenerated, never typed by hand. The full
-table gains sqlite-utils columns when the run measured that second baseline; ``--search`` prints
-only the search rows, one line per query class and one column per visibility: p50 of plugin /
-raw SQL / sqlite-utils and the two ratios.
+Usage: ``python -m bench.table [--search [--cpu]] [bench/results/latest-1m.json]``. Reads only
+the JSON that ``bench.run`` wrote, so the README tables are regenerated, never typed by hand. The
+full table gains sqlite-utils columns when the run measured that second baseline; ``--search``
+prints only the search rows, one line per query class and one column per visibility: p50 of
+plugin / raw SQL / sqlite-utils and the two ratios, in wall time, or with ``--cpu`` in CPU time
+of the same calls (steadier when the machine is loaded).
 """
 
 from __future__ import annotations
@@ -88,11 +89,13 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def search_table(result: dict[str, Any]) -> str:
+def search_table(result: dict[str, Any], *, cpu: bool = False) -> str:
     """The search rows as a class × visibility grid of p50s: ``plugin / raw / sqlite-utils``
-    in ms, then ``(plugin ÷ raw, plugin ÷ sqlite-utils)``."""
+    in ms, then ``(plugin ÷ raw, plugin ÷ sqlite-utils)``; wall time, or with ``cpu`` the CPU
+    time of the same calls (``details.search.<vis>/<class>.cpuMs``)."""
     cells: dict[str, dict[str, str]] = {}
     visibilities: list[str] = []
+    details = result.get("details", {}).get("search", {})
     for row in result["rows"]:
         words = row["figure"].split(maxsplit=2)
         if len(words) < 3 or words[0] != "search" or row.get("plugin_p95") is None:
@@ -100,15 +103,21 @@ def search_table(result: dict[str, Any]) -> str:
         vis, klass = words[1], words[2]
         if vis not in visibilities:
             visibilities.append(vis)
-        times = f"{number(row['plugin'])} / {number(row['baseline'])}"
-        ratios = f"{ratio(row['ratio'])}×"
-        if row.get("sqlite_utils") is not None:
-            times += f" / {number(row['sqlite_utils'])}"
-            ratios += f", {ratio(row.get('ratio_sqlite_utils'))}×"
+        p50s = [row["plugin"], row["baseline"], row.get("sqlite_utils")]
+        if cpu:
+            spent = details.get(f"{vis}/{klass}", {}).get("cpuMs", {})
+            p50s = [spent.get(k, {}).get("p50") for k in ("plugin", "raw", "sqliteUtils")]
+        times = " / ".join(number(v) for v in p50s if v is not None)
+        ratios = ", ".join(
+            f"{ratio(p50s[0] / v)}×" if p50s[0] is not None and v else "–"
+            for v in p50s[1:]
+            if v is not None
+        )
         cells.setdefault(klass, {})[vis] = f"{times} ({ratios})"
-    what = "p50 ms: plugin / raw SQL / sqlite-utils (plugin ÷ raw, plugin ÷ sqlite-utils)"
+    clock = "CPU time" if cpu else "wall time"
+    what = f"{clock} p50 ms: plugin / raw SQL / sqlite-utils (plugin ÷ raw, plugin ÷ sqlite-utils)"
     if not has_peer(result):
-        what = "p50 ms: plugin / raw SQL (plugin ÷ raw)"
+        what = f"{clock} p50 ms: plugin / raw SQL (plugin ÷ raw)"
     lines = [
         f"| {title(result, 'query class')} | " + " | ".join(f"`{v}`" for v in visibilities) + " |",
         "|---|" + "---|" * len(visibilities),
@@ -120,11 +129,19 @@ def search_table(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    search = "--search" in argv
-    args = [a for a in argv if a != "--search"]
+    flags = {a for a in argv if a.startswith("--")}
+    unknown = flags - {"--search", "--cpu"}
+    if unknown:
+        print(f"unknown option(s) {', '.join(sorted(unknown))}", file=sys.stderr)
+        print(__doc__, file=sys.stderr)
+        return 2
+    args = [a for a in argv if a not in flags]
     path = Path(args[0]) if args else DEFAULT
     result = json.loads(path.read_text(encoding="utf-8"))
-    print(search_table(result) if search else table(result))
+    if "--search" in flags or "--cpu" in flags:
+        print(search_table(result, cpu="--cpu" in flags))
+    else:
+        print(table(result))
     return 0
 
 
