@@ -2,7 +2,8 @@
 
 ``python -m bench.run --size 10k`` (or ``python bench/run.py --size 10k``); ``--only search`` (or
 a comma-separated list) runs some figures. Prints a table (figure / plugin / baseline / ratio /
-goal / met?) and writes ``bench/results/<size>-<timestamp>.json`` and
+sqlite-utils / ratio / goal / met?; the sqlite-utils columns are the search rows' second
+baseline) and writes ``bench/results/<size>-<timestamp>.json`` and
 ``bench/results/latest-<size>.json``. A benchmark reports; it never fails on timing (exit 0
 unless something crashes). See ``bench/README.md`` for what each figure means.
 """
