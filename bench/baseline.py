@@ -309,6 +309,16 @@ def search_sql(visibility: str) -> str:
     ``all`` sees every session; ``agent`` joins ``sessions`` and filters on ``agent_id``;
     ``tree`` / ``self`` AND the query with the visible sessions' tokens in the ``sess`` column
     (the plugin keeps them in ``index_state``), so FTS5 only ranks visible rows."""
+    return f"WITH top AS ({_top_sql(visibility)}) {_OUTER}"
+
+
+def count_sql(visibility: str) -> str:
+    """How many rows :func:`search_sql` matches before its limit (same parameters, ``:lim``
+    -1): the match set the other baselines are checked against."""
+    return f"WITH top AS ({_top_sql(visibility)}) SELECT count(*) FROM top"
+
+
+def _top_sql(visibility: str) -> str:
     if visibility == "all":
         top = (
             f"SELECT rowid AS id, {_SCORE} AS score FROM {FTS_TABLE} "
@@ -331,7 +341,7 @@ def search_sql(visibility: str) -> str:
         )
     else:
         raise ValueError(f"unknown visibility {visibility!r}")
-    return f"WITH top AS ({top}) {_OUTER}"
+    return top
 
 
 def fts_word(word: str) -> str:

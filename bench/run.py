@@ -2,7 +2,8 @@
 
 ``python -m bench.run --size 10k`` (or ``python bench/run.py --size 10k``); ``--only search`` (or
 a comma-separated list) runs some figures. Prints a table (figure / plugin / baseline / ratio /
-goal / met?) and writes ``bench/results/<size>-<timestamp>.json`` and
+sqlite-utils / ratio / goal / met?; the sqlite-utils columns are the search rows' second
+baseline) and writes ``bench/results/<size>-<timestamp>.json`` and
 ``bench/results/latest-<size>.json``. A benchmark reports; it never fails on timing (exit 0
 unless something crashes). See ``bench/README.md`` for what each figure means.
 """
@@ -34,6 +35,7 @@ if __package__ in (None, ""):  # ``python bench/run.py``: make ``bench`` importa
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import baseline as raw
+from bench import peer as su
 from bench.corpus import (
     PHRASES,
     TREE_CALLER_KEY,
@@ -75,6 +77,8 @@ GOAL_LIVE = 0.5
 GOAL_APPEND = 2.0
 GOAL_BACKFILL = 0.8
 GOAL_SEARCH = 1.3
+#: Issue #17: every search at most as slow as sqlite-utils' ``search()`` (p50 and p95).
+GOAL_SEARCH_SU = 1.0
 GOAL_REWIND = 0.5
 GOAL_UPGRADE_S = 1.0
 GOAL_MEMORY_MB = 200.0
@@ -111,7 +115,8 @@ def scale_for(events: int) -> Scale:
 
 @dataclass
 class Row:
-    """One line of the table (``plugin``/``baseline`` in ``unit``; ratio = plugin / baseline)."""
+    """One line of the table (``plugin``/``baseline`` in ``unit``; ratio = plugin / baseline;
+    ``sqlite_utils`` is the second baseline of the search rows, ratio = plugin / it)."""
 
     figure: str
     unit: str
@@ -124,6 +129,10 @@ class Row:
     baseline_p95: float | None = None
     ratio_p95: float | None = None
     note: str = ""
+    sqlite_utils: float | None = None
+    sqlite_utils_p95: float | None = None
+    ratio_sqlite_utils: float | None = None
+    ratio_sqlite_utils_p95: float | None = None
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -208,6 +217,7 @@ class Bench:
         self.state: State | None = None
         self.profile = cProfile.Profile() if args.profile else None
         self.environment = environment()  # at the start: the commit the library was loaded from
+        self.loads: list[float] = [_load1()]  # 1-minute load average, sampled at every row
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -221,10 +231,17 @@ class Bench:
 
     def add(self, row: Row) -> None:
         self.rows.append(row)
+        self.loads.append(_load1())
         met = "" if row.met is None else ("  met" if row.met else "  NOT met")
+        peer = ""
+        if row.sqlite_utils is not None:
+            peer = (
+                f", sqlite-utils {fmt(row.sqlite_utils, row.unit)} "
+                f"({fmt_ratio(row.ratio_sqlite_utils)})"
+            )
         self.log(
             f"  {row.figure}: {fmt(row.plugin, row.unit)} vs {fmt(row.baseline, row.unit)} "
-            f"({fmt_ratio(row.ratio)}){met}"
+            f"({fmt_ratio(row.ratio)}){peer}{met}"
         )
 
     @contextlib.contextmanager
@@ -652,63 +669,150 @@ class Bench:
         reps: int,
         budget_s: float,
         with_raw: bool = True,
-    ) -> tuple[list[float], list[float]]:
-        """Alternating plugin / raw timings (ms) of the queries, ``reps`` rounds or the budget."""
+        peer: su.SqliteUtilsPeer | None = None,
+        cpu: dict[str, list[float]] | None = None,
+    ) -> tuple[list[float], list[float], list[float]]:
+        """Timings (ms) of the queries, ``reps`` rounds or the budget: plugin, raw SQL and (with
+        ``peer``) sqlite-utils' ``search()``, rotating which goes first so all see the same load.
+        With ``cpu``, each call's CPU time (ms) is appended to ``cpu[side]`` (``plugin``, ``raw``,
+        ``peer``): on a loaded machine a longer call is preempted more often, which wall time
+        charges to it and CPU time does not. Before timing, checks that sqlite-utils matches the
+        same rows as the raw SQL."""
         sql = raw.search_sql(vis)
         plugin_ms: list[float] = []
         raw_ms: list[float] = []
+        peer_ms: list[float] = []
+        scope: dict[str, Any] = {}
+        if vis == "agent":
+            scope["agent"] = "main"
+        elif vis in ("tree", "self"):
+            scope["k"] = TREE_CALLER_KEY
 
-        def params(q: Query) -> dict[str, Any]:
-            p: dict[str, Any] = {"q": q.match, "lim": 11}
-            if vis == "agent":
-                p["agent"] = "main"
-            elif vis in ("tree", "self"):
-                p["k"] = TREE_CALLER_KEY
-            return p
+        def params(q: Query, lim: int = 11) -> dict[str, Any]:
+            return {"q": q.match, "lim": lim, **scope}
 
         for q in queries:  # warm-up (page cache, statement caches)
             store.search(caller, q.text)
             if with_raw:
                 conn.execute(sql, params(q)).fetchall()
+            if peer is not None:
+                peer.search(q.match, vis, scope)
+                self._check_peer(q, vis, conn, peer, params(q, -1), scope)
+        sides = ["plugin"] + (["raw"] if with_raw else []) + (["peer"] if peer else [])
         started = time.perf_counter()
         for rep in range(reps):
             for i, q in enumerate(queries):
                 out: dict[str, Any] = {}
                 rows: list[Any] = []
-                plugin_first = (rep + i) % 2 == 0
-                for side in ("plugin", "raw") if plugin_first else ("raw", "plugin"):
+                found: list[dict[str, Any]] = []
+                turn = (rep + i) % len(sides)
+                for side in sides[turn:] + sides[:turn]:
+                    c0 = time.process_time()
                     if side == "plugin":
                         t0 = time.perf_counter()
                         with self.plugin_call():
                             out = store.search(caller, q.text)
                         plugin_ms.append(ms(time.perf_counter() - t0))
-                    elif with_raw:
+                    elif side == "raw":
                         t0 = time.perf_counter()
                         rows = conn.execute(sql, params(q)).fetchall()
                         raw_ms.append(ms(time.perf_counter() - t0))
+                    elif peer is not None:
+                        t0 = time.perf_counter()
+                        found = peer.search(q.match, vis, scope)
+                        peer_ms.append(ms(time.perf_counter() - t0))
+                    if cpu is not None:
+                        cpu.setdefault(side, []).append(ms(time.process_time() - c0))
                 if out.get("indexing"):
                     self.warn(f"search {q.text!r} ({vis}) reported pending sessions")
                 if rep == 0 and with_raw:
-                    self._check_hits(q, vis, out, rows)
+                    self._check_hits(q, vis, out, rows, found if peer is not None else None)
             if time.perf_counter() - started > budget_s:
                 break
-        return plugin_ms, raw_ms
+        return plugin_ms, raw_ms, peer_ms
 
-    def _check_hits(self, q: Query, vis: str, out: dict[str, Any], rows: list[Any]) -> None:
+    def _check_hits(
+        self,
+        q: Query,
+        vis: str,
+        out: dict[str, Any],
+        rows: list[Any],
+        found: list[dict[str, Any]] | None,
+    ) -> None:
         got = len(out.get("results", []))
         want = min(10, len(rows))
+        peer = want if found is None else len(found)
+        if got != want or peer != want:
+            entry = {"query": q.text, "visibility": vis, "plugin": got, "raw": want}
+            if found is not None:
+                entry["sqliteUtils"] = peer
+            self.details.setdefault("hitMismatches", []).append(entry)
+
+    def _check_peer(
+        self,
+        q: Query,
+        vis: str,
+        conn: sqlite3.Connection,
+        peer: su.SqliteUtilsPeer,
+        params: dict[str, Any],
+        scope: dict[str, Any],
+    ) -> None:
+        """The whole match set: raw SQL's count (on the plugin's file) vs sqlite-utils'."""
+        want = int(conn.execute(raw.count_sql(vis), params).fetchone()[0])
+        got = peer.count(q.match, vis, scope)
+        checks = self.details.setdefault("sqliteUtilsCounts", {"checked": 0, "mismatches": []})
+        checks["checked"] += 1
         if got != want:
-            self.details.setdefault("hitMismatches", []).append(
-                {"query": q.text, "visibility": vis, "plugin": got, "raw": want}
+            checks["mismatches"].append(
+                {"query": q.text, "visibility": vis, "raw": want, "sqliteUtils": got}
             )
+            self.warn(
+                f"sqlite-utils matches {got} rows for {q.text!r} ({vis}), raw SQL {want}: "
+                "the two baselines do not search the same rows"
+            )
+
+    def sqlite_utils_peer(self, state: State) -> su.SqliteUtilsPeer | None:
+        """The second baseline's database, loaded from the raw baseline's index rows."""
+        if not su.AVAILABLE:
+            self.warn(
+                'sqlite-utils is not installed (pip install -e ".[bench]"): the search rows '
+                "have no sqlite-utils column"
+            )
+            return None
+        peer = su.SqliteUtilsPeer(self.tmp / "sqlite-utils.sqlite")
+        self.log("loading the sqlite-utils baseline (insert_all + enable_fts)")
+        load = peer.load(state.baseline_path)
+        if load["rows"] != state.index_rows:
+            self.warn(f"sqlite-utils holds {load['rows']} rows, expected {state.index_rows}")
+        self.details["sqliteUtils"] = {"version": su.version(), **load}
+        total = load["insertAllSeconds"] + load["enableFtsSeconds"]
+        self.add(
+            Row(
+                "sqlite-utils load (insert_all + enable_fts)",
+                "s",
+                None,
+                None,
+                None,
+                "printed",
+                None,
+                sqlite_utils=total,
+                note=f"{load['rows']:,} index rows, {load['rows'] / total:,.0f} rows/s "
+                f"(insert_all {load['insertAllSeconds']:.2f} s, enable_fts "
+                f"{load['enableFtsSeconds']:.2f} s); index rows only, no events, no tree: "
+                "not comparable with live ingest",
+            )
+        )
+        return peer
 
     def fig_search(self) -> None:
         state = self._state()
         state.queries = self.pick_queries()
+        peer = self.sqlite_utils_peer(state)
         store = self.store(state.plugin_path)
         conn = self.raw_conn(state.plugin_path)
         callers = self.callers()
-        results: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+        results: dict[tuple[str, str], tuple[list[float], list[float], list[float]]] = {}
+        cpu: dict[tuple[str, str], dict[str, list[float]]] = {}
         for vis in VISIBILITIES:
             for klass in QUERY_CLASSES:
                 queries = state.queries.get(klass, [])
@@ -723,12 +827,32 @@ class Bench:
                     callers[vis],
                     reps=self.scale.search_reps,
                     budget_s=self.scale.search_budget_s,
+                    peer=peer,
+                    cpu=cpu.setdefault((klass, vis), {}),
                 )
         conn.close()
         store.close()
+        if peer is not None:
+            peer.close()
+        goal = f"≤ {GOAL_SEARCH}× (p50, p95)"
+        if peer is not None:
+            goal = f"≤ {GOAL_SEARCH}× raw, ≤ {GOAL_SEARCH_SU}× s-u (p50, p95)"
         search_details: dict[str, Any] = {}
-        for (klass, vis), (p, b) in results.items():
+        for (klass, vis), (p, b, u) in results.items():
             r50, r95 = ratio(pct(p, 50), pct(b, 50)), ratio(pct(p, 95), pct(b, 95))
+            met = r50 is not None and r95 is not None and max(r50, r95) <= GOAL_SEARCH
+            c = {side: pct(v, 50) for side, v in cpu[(klass, vis)].items() if v}
+            note = (
+                f"CPU time p50: plugin {c['plugin']:.2f} ms, "
+                f"{fmt_ratio(ratio(c['plugin'], c.get('raw')))} raw"
+            )
+            if "peer" in c:
+                note += f", {fmt_ratio(ratio(c['plugin'], c['peer']))} sqlite-utils"
+            s50 = s95 = None
+            if u:
+                s50, s95 = ratio(pct(p, 50), pct(u, 50)), ratio(pct(p, 95), pct(u, 95))
+                met = met and s50 is not None and s95 is not None
+                met = met and max(s50 or 0.0, s95 or 0.0) <= GOAL_SEARCH_SU
             self.add(
                 Row(
                     f"search {vis:5} {klass}",
@@ -736,14 +860,27 @@ class Bench:
                     pct(p, 50),
                     pct(b, 50),
                     r50,
-                    f"≤ {GOAL_SEARCH}× (p50, p95)",
-                    r50 is not None and r95 is not None and max(r50, r95) <= GOAL_SEARCH,
+                    goal,
+                    met,
                     plugin_p95=pct(p, 95),
                     baseline_p95=pct(b, 95),
                     ratio_p95=r95,
+                    sqlite_utils=pct(u, 50) if u else None,
+                    sqlite_utils_p95=pct(u, 95) if u else None,
+                    ratio_sqlite_utils=s50,
+                    ratio_sqlite_utils_p95=s95,
+                    note=note,
                 )
             )
-            search_details[f"{vis}/{klass}"] = {"pluginMs": _dist(p), "rawMs": _dist(b)}
+            search_details[f"{vis}/{klass}"] = {
+                "pluginMs": _dist(p),
+                "rawMs": _dist(b),
+                "sqliteUtilsMs": _dist(u),
+                "cpuMs": {
+                    {"peer": "sqliteUtils"}.get(side, side): _dist(v)
+                    for side, v in cpu[(klass, vis)].items()
+                },
+            }
         self.details["search"] = search_details
         if ("rare", "all") in results:
             limit = pct(results[("rare", "all")][0], 95)
@@ -1215,18 +1352,24 @@ class Bench:
         return self.state
 
     def table(self) -> str:
-        header = ("figure", "plugin", "baseline", "ratio", "goal", "met?")
+        header = ("figure", "plugin", "baseline", "ratio", "sqlite-utils", "ratio s-u")
+        header += ("goal", "met?")
         lines: list[tuple[str, ...]] = []
         for r in self.rows:
             plugin = fmt(r.plugin, r.unit)
             base = fmt(r.baseline, r.unit)
             rat = fmt_ratio(r.ratio)
+            peer = fmt(r.sqlite_utils, r.unit)
+            peer_rat = fmt_ratio(r.ratio_sqlite_utils)
             if r.plugin_p95 is not None:
                 plugin = f"{fmt(r.plugin, r.unit)} / {fmt(r.plugin_p95, r.unit)}"
                 base = f"{fmt(r.baseline, r.unit)} / {fmt(r.baseline_p95, r.unit)}"
                 rat = f"{fmt_ratio(r.ratio)} / {fmt_ratio(r.ratio_p95)}"
+            if r.sqlite_utils_p95 is not None:
+                peer = f"{peer} / {fmt(r.sqlite_utils_p95, r.unit)}"
+                peer_rat = f"{peer_rat} / {fmt_ratio(r.ratio_sqlite_utils_p95)}"
             met = "-" if r.met is None else ("yes" if r.met else "NO")
-            lines.append((r.figure, plugin, base, rat, r.goal, met))
+            lines.append((r.figure, plugin, base, rat, peer, peer_rat, r.goal, met))
         widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]
         out = [
             "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
@@ -1243,7 +1386,7 @@ class Bench:
             "size": self.size_label,
             "createdAt": stamp,
             "figures": sorted(self.only),
-            "meta": self.environment,
+            "meta": {**self.environment, "load1": _load_summary(self.loads)},
             "corpus": describe(self.corpus),
             "timingsSeconds": self.timings,
             "rows": [asdict(r) for r in self.rows],
@@ -1303,6 +1446,26 @@ def _count(conn: sqlite3.Connection, match: str) -> int:
         f"SELECT count(*) FROM {raw.FTS_TABLE} WHERE {raw.FTS_TABLE} MATCH ?", (match,)
     ).fetchone()
     return int(row[0])
+
+
+def _load1() -> float:
+    """The 1-minute load average (how busy the machine was; -1 where unknown)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return -1.0
+
+
+def _load_summary(loads: Sequence[float]) -> dict[str, float]:
+    """Load average over the run: a 2-core machine at 4 runs every process at about half speed."""
+    known = [x for x in loads if x >= 0]
+    if not known:
+        return {}
+    return {
+        "samples": len(known),
+        "mean": round(sum(known) / len(known), 2),
+        "max": round(max(known), 2),
+    }
 
 
 def _dist(values: Sequence[float]) -> dict[str, float]:
@@ -1411,6 +1574,7 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
         "sqlalchemy": sqlalchemy.__version__,
+        "sqlite_utils": su.version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "commit": _git_commit(),
