@@ -383,8 +383,9 @@ _PROSE_WORDS: Final = frozenset(
     {"a", "an", "and", "as", "flag", "for", "if", "in", "is", "of", "option", "or", "the", "to",
      "with", "instead", "when"}
 )  # fmt: skip
-# Words that start an expression rather than being a value (``token = await fetch()``).
-_EXPRESSION_WORDS: Final = frozenset(
+#: Words that start an expression rather than being a value (``token = await fetch()``): a
+#: named value that is exactly one of them is read as code, never masked.
+EXPRESSION_WORDS: Final = frozenset(
     {"await", "new", "lambda", "function", "async", "yield", "typeof", "not", "self", "this"}
 )
 #: A Windows environment reference (``%API_KEY%``, ``%ProgramFiles(x86)%``): a name, not
@@ -422,7 +423,7 @@ def _is_reference(value: str, name: str | None) -> bool:
     lowered = value.lower()
     if (
         lowered in _LITERAL_VALUES
-        or (name is not None and value in _EXPRESSION_WORDS)
+        or (name is not None and value in EXPRESSION_WORDS)
         or value.startswith(_REFERENCE_PREFIXES)
     ):
         return True

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from openclaw_fts import redact
 from openclaw_fts.redact import (
     DEFAULT_REDACTOR,
+    EXPRESSION_WORDS,
     KEEP_END_CHARS,
     KEEP_START_CHARS,
     OVERFLOW_MASK,
@@ -584,7 +585,11 @@ class Case:
 
 # Values the redactor deliberately reads as a literal or as a reference to the field itself
 # (``"token": "undefined"``, ``password=password``), not as a secret.
-NOT_SECRETS = {"false", "nil", "none", "null", "true", "undefined", "password", "secret", "token"}
+# Values the redactor reads as literals or code, never as a secret (``token = function() …``).
+NOT_SECRETS = {
+    "false", "nil", "none", "null", "true", "undefined", "password", "secret", "token",
+    *EXPRESSION_WORDS,
+}  # fmt: skip
 
 
 def _text(alphabet: str, low: int, high: int) -> st.SearchStrategy[str]:
