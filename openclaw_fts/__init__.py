@@ -8,7 +8,7 @@ reconciler for everything that is not a plain append, and OpenClaw's ``sessions_
 
 from __future__ import annotations
 
-from . import tools
+from . import results, tools
 from .errors import (
     DuplicateEventError,
     HostManagedSchemaError,
@@ -23,6 +23,20 @@ from .errors import (
 )
 from .hooks import install, uninstall
 from .models import AgentSession, Branch, TranscriptEvent, metadata
+from .results import (
+    BatchSearchHit,
+    BatchSearchResult,
+    HistoryAnswer,
+    HistoryResult,
+    ImportResult,
+    IndexStatus,
+    RebuildResult,
+    ReconcileResult,
+    SearchAnswer,
+    SearchHit,
+    SearchResult,
+    StatusResult,
+)
 from .store import TranscriptStore
 from .visibility import AgentToAgent, Caller
 
@@ -31,15 +45,27 @@ __version__ = "0.1.0"
 __all__ = [
     "AgentSession",
     "AgentToAgent",
+    "BatchSearchHit",
+    "BatchSearchResult",
     "Branch",
     "Caller",
     "DuplicateEventError",
+    "HistoryAnswer",
+    "HistoryResult",
     "HostManagedSchemaError",
     "ImportFormatError",
+    "ImportResult",
+    "IndexStatus",
     "InvalidEventError",
     "InvalidSessionError",
     "OpenClawFtsError",
+    "RebuildResult",
+    "ReconcileResult",
+    "SearchAnswer",
+    "SearchHit",
+    "SearchResult",
     "SessionExistsError",
+    "StatusResult",
     "ToolInputError",
     "TranscriptEvent",
     "TranscriptStore",
@@ -47,6 +73,7 @@ __all__ = [
     "UnsupportedDatabaseError",
     "install",
     "metadata",
+    "results",
     "tools",
     "uninstall",
 ]

@@ -21,6 +21,14 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from .results import (
+    HistoryAnswer,
+    ImportResult,
+    IndexStatus,
+    RebuildResult,
+    ReconcileResult,
+    SearchAnswer,
+)
 from .store import TranscriptStore
 from .visibility import Caller
 
@@ -66,28 +74,28 @@ class AsyncTranscriptStore:
     async def delete_session(self, session_id: str) -> bool:
         return await self._run(self.store.delete_session, session_id)
 
-    async def import_jsonl(self, path: str | Path, **kwargs: Any) -> dict[str, Any]:
+    async def import_jsonl(self, path: str | Path, **kwargs: Any) -> ImportResult:
         return await self._run(self.store.import_jsonl, path, **kwargs)
 
-    async def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+    async def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> ImportResult:
         return await self._run(self.store.import_dir, sessions_dir, **kwargs)
 
-    async def search(self, caller: Caller, query: str, **kwargs: Any) -> dict[str, Any]:
+    async def search(self, caller: Caller, query: str | None, **kwargs: Any) -> SearchAnswer:
         return await self._run(self.store.search, caller, query, **kwargs)
 
-    async def history(self, caller: Caller, session_key: str, **kwargs: Any) -> dict[str, Any]:
+    async def history(self, caller: Caller, session_key: str, **kwargs: Any) -> HistoryAnswer:
         return await self._run(self.store.history, caller, session_key, **kwargs)
 
-    async def reconcile(self) -> dict[str, Any]:
+    async def reconcile(self) -> ReconcileResult:
         return await self._run(self.store.reconcile)
 
-    async def rebuild(self, keys: Iterable[str] | None = None) -> dict[str, Any]:
+    async def rebuild(self, keys: Iterable[str] | None = None) -> RebuildResult:
         return await self._run(self.store.rebuild, None if keys is None else list(keys))
 
     async def optimize(self) -> None:
         await self._run(self.store.optimize)
 
-    async def index_status(self) -> dict[str, int]:
+    async def index_status(self) -> IndexStatus:
         return await self._run(self.store.index_status)
 
     async def aclose(self) -> None:

@@ -19,7 +19,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -55,6 +55,7 @@ from .errors import (
 )
 from .history import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT
 from .reconcile import LeaseWait
+from .results import IndexStatus, RebuildResult, ReconcileResult
 from .search import DEFAULT_LIMIT, MAX_BATCH_QUERIES, MAX_LIMIT, ORDERS, ROLES
 from .store import TranscriptStore
 from .visibility import VISIBILITIES, AgentToAgent, Caller, Visibility
@@ -401,7 +402,7 @@ def _caller(caller_key: str, visibility: str, agent_to_agent: bool, allow: Seque
     )
 
 
-def _reconcile_with_progress(store: TranscriptStore, description: str) -> dict[str, Any]:
+def _reconcile_with_progress(store: TranscriptStore, description: str) -> ReconcileResult:
     console = _stderr()
     with _progress(console) as progress:
         task: TaskID | None = None
@@ -508,7 +509,7 @@ def _import_items(
             totals.sessions.extend(s for s in part["sessions"] if s not in totals.sessions)
             totals.imported += part["imported"]
             totals.skipped_duplicates += part["skippedDuplicates"]
-            totals.outcomes.extend(part["outcomes"])
+            totals.outcomes.extend(dict(o) for o in part["outcomes"])
             for message in part["errors"]:
                 totals.error(message)  # counts each kept message once...
             # ...plus the ones the file's report counted but did not keep.
@@ -553,7 +554,7 @@ def import_cmd(paths: tuple[Path, ...], session_key: str | None, rekey: bool) ->
     failures: list[str] = []
     items = _plan_import(paths, session_key, failures, rekey)
     totals = importer.ImportReport()
-    index: dict[str, int] | None = None
+    index: IndexStatus | None = None
     if items:  # nothing importable: do not create a database for it
         with open_store(state, schema="auto", must_exist=False) as store:
             totals = _import_items(store, items, failures)
@@ -743,7 +744,7 @@ def _hits_table(hits: list[dict[str, Any]], width: int) -> Table:
     return table
 
 
-def _print_search(result: dict[str, Any], pending: int) -> None:
+def _print_search(result: Mapping[str, Any], pending: int) -> None:
     out = _stdout()
     hits: list[dict[str, Any]] = result["results"]
     if result.get("batch"):
@@ -874,7 +875,7 @@ def message_display_text(message: dict[str, Any]) -> str:
     return text if isinstance(text, str) else ""
 
 
-def _print_history(result: dict[str, Any], anchor: str | None) -> None:
+def _print_history(result: Mapping[str, Any], anchor: str | None) -> None:
     out = _stdout()
     messages: list[dict[str, Any]] = result["messages"]
     total = result.get("totalMessages", len(messages))
@@ -940,7 +941,10 @@ def rebuild_cmd(keys: tuple[str, ...]) -> None:
         marked = mark_for_rebuild(store.write_engine, keys or None)
         if keys and not marked:
             raise CliError(f"no session has the key or id {', '.join(keys)}")
-        result = {"rebuilt": marked, **_reconcile_with_progress(store, "re-indexing")}
+        result: RebuildResult = {
+            "rebuilt": marked,
+            **_reconcile_with_progress(store, "re-indexing"),
+        }
     if state.json:
         _emit_json(result)
         return

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, overload
 
 from sqlalchemy import Engine, delete, select
 from sqlalchemy.engine import URL, make_url
@@ -31,6 +31,17 @@ from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INL
 from .models import AgentSession, Branch, TranscriptEvent
 from .reconcile import RECONCILE_BATCH_ROWS, BackgroundReconciler, Reconciler, status
 from .redact import Redactor
+from .results import (
+    BatchSearchResult,
+    HistoryAnswer,
+    ImportResult,
+    IndexStatus,
+    RebuildResult,
+    ReconcileResult,
+    SearchAnswer,
+    SearchResult,
+    StatusResult,
+)
 from .search import batch_queries, build_request, run_searches
 from .tokens import is_valid_unicode
 from .transcript import LEAF_TYPE
@@ -209,27 +220,73 @@ class TranscriptStore:
 
     def import_jsonl(
         self, path: str | Path, session_key: str | None = None, **kwargs: Any
-    ) -> dict[str, Any]:
+    ) -> ImportResult:
         """Import one transcript like ``openclaw doctor``: stored, not indexed (pending)."""
-        return importer.import_jsonl(
-            self.write_engine, path, session_key=session_key, **kwargs
-        ).as_dict()
+        report = importer.import_jsonl(self.write_engine, path, session_key=session_key, **kwargs)
+        return cast(ImportResult, report.as_dict())
 
-    def import_item(self, item: importer.ImportItem, **kwargs: Any) -> dict[str, Any]:
+    def import_item(self, item: importer.ImportItem, **kwargs: Any) -> ImportResult:
         """Import one planned file of a folder (``importer.folder_items``)."""
-        return importer.import_item(self.write_engine, item, **kwargs).as_dict()
+        return cast(ImportResult, importer.import_item(self.write_engine, item, **kwargs).as_dict())
 
-    def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+    def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> ImportResult:
         """Import an OpenClaw folder — a state folder (``~/.openclaw``), its ``agents/`` folder
         or a sessions folder — mapped as docs/import.md says; ``rekey=True`` corrects the key
         and agent of sessions imported before. The report lists what each file became."""
-        return importer.import_dir(self.write_engine, sessions_dir, **kwargs).as_dict()
+        return cast(
+            ImportResult, importer.import_dir(self.write_engine, sessions_dir, **kwargs).as_dict()
+        )
 
     # -- reads --------------------------------------------------------------------------------
 
     def read_session(self) -> Session:
         """A session whose transactions are deferred (read-only use)."""
         return Session(self.engine.execution_options(**{READ_ONLY: True}))
+
+    @overload
+    def search(
+        self,
+        caller: Caller,
+        query: str | None,
+        *,
+        limit: int | None = None,
+        session_key: str | None = None,
+        role: str | None = None,
+        since: int | str | None = None,
+        until: int | str | None = None,
+        order: str | None = None,
+        queries: None = None,
+    ) -> SearchResult | StatusResult: ...
+
+    @overload
+    def search(
+        self,
+        caller: Caller,
+        query: str | None,
+        *,
+        limit: int | None = None,
+        session_key: str | None = None,
+        role: str | None = None,
+        since: int | str | None = None,
+        until: int | str | None = None,
+        order: str | None = None,
+        queries: Sequence[str],
+    ) -> BatchSearchResult | StatusResult: ...
+
+    @overload
+    def search(
+        self,
+        caller: Caller,
+        query: str | None,
+        *,
+        limit: int | None = None,
+        session_key: str | None = None,
+        role: str | None = None,
+        since: int | str | None = None,
+        until: int | str | None = None,
+        order: str | None = None,
+        queries: Sequence[str] | None = None,
+    ) -> SearchAnswer: ...
 
     def search(
         self,
@@ -243,7 +300,7 @@ class TranscriptStore:
         until: int | str | None = None,
         order: str | None = None,
         queries: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> SearchAnswer:
         """``sessions_search`` (behaviour.md §4); with ``queries`` (1-8 strings, alongside or
         instead of ``query``: pass ``query=None``) a batch, each hit tagged ``queryIndex``."""
         texts = [query] if queries is None else batch_queries(query, queries)
@@ -260,7 +317,7 @@ class TranscriptStore:
             for q in texts
         ]
         with self._read() as conn:
-            return run_searches(
+            result = run_searches(
                 conn,
                 caller,
                 reqs,
@@ -268,13 +325,15 @@ class TranscriptStore:
                 redactor=self.redactor,
                 on_pending=self._on_pending,
             )
+        return cast(SearchAnswer, result)
 
-    def history(self, caller: Caller, session_key: str, **kwargs: Any) -> dict[str, Any]:
+    def history(self, caller: Caller, session_key: str, **kwargs: Any) -> HistoryAnswer:
         """``sessions_history`` (behaviour.md §5)."""
         from .history import run_history
 
         with self._read() as conn:
-            return run_history(conn, caller, session_key, redactor=self.redactor, **kwargs)
+            result = run_history(conn, caller, session_key, redactor=self.redactor, **kwargs)
+        return cast(HistoryAnswer, result)
 
     def branches(self, session_id: str) -> list[dict[str, Any]]:
         """The session's branch tips, the active one flagged."""
@@ -299,12 +358,13 @@ class TranscriptStore:
         if self.background and not self._closed:
             self._background.trigger()
 
-    def reconcile(self, progress: Any = None, on_wait: Any = None) -> dict[str, Any]:
+    def reconcile(self, progress: Any = None, on_wait: Any = None) -> ReconcileResult:
         """Index every pending session now. Waits for a live reconciler's lease (``on_wait`` is
         told why, with a :class:`~openclaw_fts.reconcile.LeaseWait`); a dead one's is taken."""
-        return self._make_reconciler().run(wait=True, progress=progress, on_wait=on_wait)
+        result = self._make_reconciler().run(wait=True, progress=progress, on_wait=on_wait)
+        return cast(ReconcileResult, result)
 
-    def rebuild(self, keys: Iterable[str] | None = None, progress: Any = None) -> dict[str, Any]:
+    def rebuild(self, keys: Iterable[str] | None = None, progress: Any = None) -> RebuildResult:
         """Force a re-index of the sessions named by ``keys`` (session keys or session ids;
         None: every session): their derived columns are recomputed from the stored JSON, they
         turn pending, and the reconciler re-indexes them now. ``"rebuilt"`` lists their ids."""
@@ -319,10 +379,10 @@ class TranscriptStore:
 
         optimize(self.write_engine)
 
-    def index_status(self) -> dict[str, int]:
+    def index_status(self) -> IndexStatus:
         """``{"pending", "indexed", "total"}`` in sessions."""
         with self._read() as conn:
-            return status(conn)
+            return cast(IndexStatus, status(conn))
 
     def wait_for_index(self, timeout: float | None = None) -> None:
         """Wait for the background reconciler started by a search (tests, scripts)."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ToolInputError
 from .history import CHAT_HISTORY_MAX_ENTRIES, DEFAULT_HISTORY_LIMIT
+from .results import HistoryAnswer, SearchAnswer, StatusResult
 from .search import (
     DEFAULT_LIMIT,
     EMPTY_QUERY_ERROR,
@@ -387,7 +388,7 @@ def js_truthy(value: Any) -> bool:
     return True
 
 
-def _error(message: str) -> dict[str, Any]:
+def _error(message: str) -> StatusResult:
     return {"status": "error", "error": message}
 
 
@@ -401,7 +402,7 @@ def _given(args: Mapping[str, Any], name: str) -> Any:
     return None if raw is _MISSING else raw
 
 
-def sessions_search(store: TranscriptStore, caller: Caller, args: Any) -> dict[str, Any]:
+def sessions_search(store: TranscriptStore, caller: Caller, args: Any) -> SearchAnswer:
     """Run ``sessions_search`` from the tool's JSON arguments."""
     params = _params(args)
     try:
@@ -419,13 +420,15 @@ def sessions_search(store: TranscriptStore, caller: Caller, args: Any) -> dict[s
         if queries is None:
             if query is None:
                 raise ToolInputError(EMPTY_QUERY_ERROR)
-            return store.search(caller, query, **options)
-        return store.search(caller, query, queries=queries, **options)
+            result: SearchAnswer = store.search(caller, query, **options)
+        else:
+            result = store.search(caller, query, queries=queries, **options)
+        return result
     except ToolInputError as exc:
         return _error(str(exc))
 
 
-def sessions_history(store: TranscriptStore, caller: Caller, args: Any) -> dict[str, Any]:
+def sessions_history(store: TranscriptStore, caller: Caller, args: Any) -> HistoryAnswer:
     """Run ``sessions_history`` from the tool's JSON arguments."""
     params = _params(args)
     try:
