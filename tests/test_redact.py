@@ -594,7 +594,8 @@ NOT_SECRETS = {
 
 def _text(alphabet: str, low: int, high: int) -> st.SearchStrategy[str]:
     return st.text(alphabet=alphabet, min_size=low, max_size=high).filter(
-        lambda s: s.lower() not in NOT_SECRETS
+        # a value that is itself a secret's name (``token=securityCode``) is read as a variable
+        lambda s: s.lower() not in NOT_SECRETS and not is_sensitive_name(s)
     )
 
 
