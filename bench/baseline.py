@@ -29,25 +29,26 @@ FTS_TABLE = "message_fts"
 
 #: The plugin's schema at head (migrations 0001 + 0002), written out by hand.
 SCHEMA: tuple[str, ...] = (
-    """CREATE TABLE sessions (
+    """CREATE TABLE openclaw_sessions (
         session_id VARCHAR(512) NOT NULL, session_key VARCHAR(512) NOT NULL,
         agent_id VARCHAR(512) NOT NULL, spawned_by VARCHAR(512), parent_session_key VARCHAR(512),
         owner_session_key VARCHAR(512), archived BOOLEAN DEFAULT 0 NOT NULL,
         incognito BOOLEAN DEFAULT 0 NOT NULL, last_seq INTEGER DEFAULT (-1) NOT NULL,
         created_at DATETIME DEFAULT CURRENT_TIMESTAMP NOT NULL,
         updated_at DATETIME DEFAULT CURRENT_TIMESTAMP NOT NULL,
-        CONSTRAINT pk_sessions PRIMARY KEY (session_id))""",
-    "CREATE INDEX ix_sessions_session_key ON sessions (session_key)",
-    "CREATE INDEX ix_sessions_agent_id ON sessions (agent_id)",
-    "CREATE INDEX ix_sessions_spawned_by ON sessions (spawned_by)",
-    "CREATE INDEX ix_sessions_parent_session_key ON sessions (parent_session_key)",
-    "CREATE INDEX ix_sessions_owner_session_key ON sessions (owner_session_key)",
+        CONSTRAINT pk_openclaw_sessions PRIMARY KEY (session_id))""",
+    "CREATE INDEX ix_openclaw_sessions_session_key ON openclaw_sessions (session_key)",
+    "CREATE INDEX ix_openclaw_sessions_agent_id ON openclaw_sessions (agent_id)",
+    "CREATE INDEX ix_openclaw_sessions_spawned_by ON openclaw_sessions (spawned_by)",
+    "CREATE INDEX ix_openclaw_sessions_parent_session_key "
+    "ON openclaw_sessions (parent_session_key)",
+    "CREATE INDEX ix_openclaw_sessions_owner_session_key ON openclaw_sessions (owner_session_key)",
     """CREATE TABLE transcript_events (
         session_id VARCHAR(512) NOT NULL, seq INTEGER NOT NULL, event_id VARCHAR(512),
         parent_id VARCHAR(512), type VARCHAR(64), role VARCHAR(64), target_id VARCHAR(512),
         side BOOLEAN DEFAULT 0 NOT NULL, timestamp_ms BIGINT, event TEXT NOT NULL,
         CONSTRAINT pk_transcript_events PRIMARY KEY (session_id, seq),
-        FOREIGN KEY(session_id) REFERENCES sessions (session_id) ON DELETE CASCADE,
+        FOREIGN KEY(session_id) REFERENCES openclaw_sessions (session_id) ON DELETE CASCADE,
         UNIQUE (session_id, event_id))""",
 )
 INDEX_SCHEMA: tuple[str, ...] = (
@@ -56,7 +57,7 @@ INDEX_SCHEMA: tuple[str, ...] = (
         event_id VARCHAR(512) NOT NULL, role VARCHAR(16) NOT NULL, timestamp_ms BIGINT NOT NULL,
         body TEXT NOT NULL, sess VARCHAR(32) NOT NULL,
         CONSTRAINT pk_message_index PRIMARY KEY (id),
-        FOREIGN KEY(session_id) REFERENCES sessions (session_id) ON DELETE CASCADE,
+        FOREIGN KEY(session_id) REFERENCES openclaw_sessions (session_id) ON DELETE CASCADE,
         UNIQUE (session_id, event_id))""",
     "CREATE INDEX ix_message_index_ts ON message_index (timestamp_ms)",
     f"CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5(body, sess, content='message_index', "
@@ -67,13 +68,35 @@ INDEX_SCHEMA: tuple[str, ...] = (
 )
 
 #: What revision 0002 adds (the baseline of the schema-upgrade figure).
+#: What revision 0005 does to a revision-1 database (renames; the indexes named after a
+#: renamed table are created again under its new name).
+_RENAMED_INDEXES = (
+    ("sessions", "session_key"),
+    ("sessions", "agent_id"),
+    ("sessions", "spawned_by"),
+    ("sessions", "parent_session_key"),
+    ("sessions", "owner_session_key"),
+    ("branches", "session_id"),
+)
+RENAME_REVISION_1: tuple[str, ...] = (
+    "ALTER TABLE sessions RENAME TO openclaw_sessions",
+    "ALTER TABLE branches RENAME TO openclaw_branches",
+    *(f"DROP INDEX ix_{table}_{column}" for table, column in _RENAMED_INDEXES),
+    *(
+        f"CREATE INDEX ix_openclaw_{table}_{column} ON openclaw_{table} ({column})"
+        for table, column in _RENAMED_INDEXES
+    ),
+)
+#: Revision 1 → head, raw: the renames, then the index tables.
 UPGRADE_SCHEMA: tuple[str, ...] = (
-    """CREATE TABLE index_state (
+    *RENAME_REVISION_1,
+    """CREATE TABLE openclaw_index_state (
         id INTEGER NOT NULL, session_id VARCHAR(512) NOT NULL,
         indexed_seq INTEGER DEFAULT (-1) NOT NULL, indexed_leaf VARCHAR(512),
         needs_rebuild BOOLEAN DEFAULT 0 NOT NULL, generation INTEGER DEFAULT 0 NOT NULL,
-        index_version INTEGER DEFAULT 1 NOT NULL, CONSTRAINT pk_index_state PRIMARY KEY (id),
-        FOREIGN KEY(session_id) REFERENCES sessions (session_id) ON DELETE CASCADE,
+        index_version INTEGER DEFAULT 1 NOT NULL,
+        CONSTRAINT pk_openclaw_index_state PRIMARY KEY (id),
+        FOREIGN KEY(session_id) REFERENCES openclaw_sessions (session_id) ON DELETE CASCADE,
         UNIQUE (session_id))""",
     """CREATE TABLE reconcile_lease (
         name VARCHAR(64) NOT NULL, holder VARCHAR(128) NOT NULL, expires_at FLOAT NOT NULL,
@@ -82,8 +105,8 @@ UPGRADE_SCHEMA: tuple[str, ...] = (
 )
 
 INSERT_SESSION = (
-    "INSERT INTO sessions (session_id, session_key, agent_id, spawned_by, parent_session_key, "
-    "owner_session_key) VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO openclaw_sessions (session_id, session_key, agent_id, spawned_by, "
+    "parent_session_key, owner_session_key) VALUES (?, ?, ?, ?, ?, ?)"
 )
 INSERT_EVENT = (
     "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, role, target_id, "
@@ -94,7 +117,7 @@ INSERT_INDEX = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 INSERT_FTS = f"INSERT INTO {FTS_TABLE} (rowid, body, sess) VALUES (?, ?, ?)"
-BUMP_SESSION = "UPDATE sessions SET last_seq = ? WHERE session_id = ?"
+BUMP_SESSION = "UPDATE openclaw_sessions SET last_seq = ? WHERE session_id = ?"
 MAX_ID = "SELECT coalesce(max(id), 0) FROM message_index"
 
 IndexRowTuple = tuple[int, str, int, str, str, int, str, str]
@@ -285,19 +308,19 @@ _SNIPPET = (
 _OUTER = (
     "SELECT mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, s.session_key, "
     f"top.score, {_SNIPPET} FROM top JOIN message_index mi ON mi.id = top.id "
-    "JOIN sessions s ON s.session_id = mi.session_id ORDER BY top.score"
+    "JOIN openclaw_sessions s ON s.session_id = mi.session_id ORDER BY top.score"
 )
 _SCORE = f"bm25({FTS_TABLE}, 1.0, 0.0)"
 #: The visible sessions' FTS tokens, for narrow callers (``tree``: own key and its children).
 _TREE_TOKENS = (
-    "SELECT group_concat('s' || st.id, ' OR ') FROM sessions s "
-    "JOIN index_state st ON st.session_id = s.session_id WHERE s.incognito = 0 AND "
+    "SELECT group_concat('s' || st.id, ' OR ') FROM openclaw_sessions s "
+    "JOIN openclaw_index_state st ON st.session_id = s.session_id WHERE s.incognito = 0 AND "
     "(s.session_key = :k OR s.spawned_by = :k OR s.parent_session_key = :k "
     "OR s.owner_session_key = :k)"
 )
 _SELF_TOKENS = (
-    "SELECT group_concat('s' || st.id, ' OR ') FROM sessions s "
-    "JOIN index_state st ON st.session_id = s.session_id "
+    "SELECT group_concat('s' || st.id, ' OR ') FROM openclaw_sessions s "
+    "JOIN openclaw_index_state st ON st.session_id = s.session_id "
     "WHERE s.incognito = 0 AND s.session_key = :k"
 )
 
@@ -328,7 +351,7 @@ def _top_sql(visibility: str) -> str:
         top = (
             f"SELECT {FTS_TABLE}.rowid AS id, {_SCORE} AS score FROM {FTS_TABLE} "
             f"JOIN message_index m2 ON m2.id = {FTS_TABLE}.rowid "
-            "JOIN sessions s2 ON s2.session_id = m2.session_id "
+            "JOIN openclaw_sessions s2 ON s2.session_id = m2.session_id "
             f"WHERE {FTS_TABLE} MATCH :q AND s2.agent_id = :agent AND s2.incognito = 0 "
             "ORDER BY score LIMIT :lim"
         )

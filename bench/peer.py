@@ -44,7 +44,7 @@ WHERE: dict[str, str | None] = {
 
 _SESSIONS = (
     "SELECT session_id, session_key, agent_id, spawned_by, parent_session_key, "
-    "owner_session_key, incognito FROM sessions"
+    "owner_session_key, incognito FROM openclaw_sessions"
 )
 _MESSAGES = (
     "SELECT id, session_id, seq, event_id, role, timestamp_ms, body FROM message_index ORDER BY id"

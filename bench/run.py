@@ -947,7 +947,8 @@ class Bench:
             next_seq = (
                 1
                 + c.execute(
-                    "SELECT last_seq FROM sessions WHERE session_id = ?", (info.session_id,)
+                    "SELECT last_seq FROM openclaw_sessions WHERE session_id = ?",
+                    (info.session_id,),
                 ).fetchone()[0]
             )
         texts = self.corpus.extra_events("append", self.scale.single_appends * 3, rewinds=False)
@@ -1099,7 +1100,8 @@ class Bench:
                         st = c.execute(
                             "SELECT st.needs_rebuild, st.indexed_seq, s.last_seq, "
                             "(SELECT count(*) FROM message_index mi WHERE mi.session_id = ?) "
-                            "FROM index_state st JOIN sessions s USING (session_id) "
+                            "FROM openclaw_index_state st JOIN openclaw_sessions s USING "
+                            "(session_id) "
                             "WHERE st.session_id = ?",
                             (sid, sid),
                         ).fetchone()
@@ -1238,10 +1240,16 @@ class Bench:
         engine = make_engine(f"sqlite:///{path}")
         migrate.upgrade(engine, UPGRADE_FROM)
         engine.dispose()
+        # The raw baseline writes the head's table names: load under them, then give the
+        # revision-1 names back (setup, not timed).
+        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+            conn.execute("ALTER TABLE sessions RENAME TO openclaw_sessions")
         base = raw.Baseline(path, create=False)
         n_events, _ = base.import_dir(self.folder, index=False)
         base.checkpoint()
         base.close()
+        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+            conn.execute("ALTER TABLE openclaw_sessions RENAME TO sessions")
         shutil.copyfile(path, raw_path)
         size_mb = path.stat().st_size / 1e6
         engine = make_engine(f"sqlite:///{path}")

@@ -70,7 +70,7 @@ def check(engine: Engine) -> CheckReport:
             conn.execute(
                 text(
                     f"SELECT count(*) FROM {fts.CONTENT_TABLE} WHERE session_id NOT IN "
-                    "(SELECT session_id FROM sessions)"
+                    "(SELECT session_id FROM openclaw_sessions)"
                 )
             ).scalar_one()
         )
@@ -78,7 +78,7 @@ def check(engine: Engine) -> CheckReport:
             r[0]
             for r in conn.execute(
                 text(
-                    "SELECT s.session_id FROM sessions s JOIN index_state st "
+                    "SELECT s.session_id FROM openclaw_sessions s JOIN openclaw_index_state st "
                     f"ON st.session_id = s.session_id WHERE NOT {PENDING_CONDITION}"
                 )
             )

@@ -30,9 +30,11 @@ _mi = table(
     column("role"),
     column("timestamp_ms"),
 ).alias("mi")
-_s = table("sessions", column("session_id"), column("session_key"), column("last_seq")).alias("s")
+_s = table(
+    "openclaw_sessions", column("session_id"), column("session_key"), column("last_seq")
+).alias("s")
 _st = table(
-    "index_state",
+    "openclaw_index_state",
     column("session_id"),
     column("needs_rebuild"),
     column("indexed_seq"),

@@ -38,7 +38,7 @@ READ_ONLY = "openclaw_fts_read_only"
 WRITE = "openclaw_fts_write"
 #: A statement that writes nothing but takes SQLite's write lock (waiting up to the busy
 #: timeout): the session hooks run it before a flush's first read of plugin tables.
-TAKE_WRITE_LOCK = "UPDATE sessions SET last_seq = last_seq WHERE 0"
+TAKE_WRITE_LOCK = "UPDATE openclaw_sessions SET last_seq = last_seq WHERE 0"
 _CONFIGURED = "_openclaw_fts_configured"
 _RECORD_KEY = "openclaw_fts_settings"
 

@@ -83,7 +83,7 @@ def _incarnations(
     where = "s.session_key = :k" + (" AND s.session_id = :sid" if session_id is not None else "")
     rows = conn.execute(
         text(
-            f"SELECT s.session_id FROM sessions AS s WHERE {where} AND {pred.sql} "
+            f"SELECT s.session_id FROM openclaw_sessions AS s WHERE {where} AND {pred.sql} "
             "ORDER BY s.created_at DESC, s.session_id DESC"
         ),
         {**pred.params, "k": session_key, "sid": session_id},

@@ -51,8 +51,8 @@ IMPORT_SNIFF_LINES = 50
 MAX_LINE_BYTES = 32 * 1024 * 1024
 #: Session key given to a lone transcript imported without one.
 DEFAULT_SESSION_KEY = "agent:main:main"
-#: How ``sessions.created_at`` is written (the format SQLAlchemy's DateTime uses on SQLite, so
-#: incarnations created by imports and by the ORM order correctly against each other).
+#: How ``openclaw_sessions.created_at`` is written (the format SQLAlchemy's DateTime uses on
+#: SQLite, so incarnations created by imports and by the ORM order correctly against each other).
 SQL_TIME = "%Y-%m-%d %H:%M:%S.%f"
 #: At most this many line errors are kept in a report (the count is always exact).
 MAX_REPORTED_ERRORS = 100
@@ -273,7 +273,7 @@ def _ensure_session(conn: Connection, target: _Target) -> bool:
     with events. Runs in the first batch's transaction (one commit fewer per file)."""
     cur = fts.cursor(conn)
     row = cur.execute(
-        "SELECT last_seq FROM sessions WHERE session_id = ?", (target.sid,)
+        "SELECT last_seq FROM openclaw_sessions WHERE session_id = ?", (target.sid,)
     ).fetchone()
     meta = target.meta
     agent = meta.agent_id or agent_id_from_key(target.key) or "main"
@@ -281,7 +281,7 @@ def _ensure_session(conn: Connection, target: _Target) -> bool:
     if row is not None:
         if meta.rekey:
             cur.execute(
-                "UPDATE sessions SET session_key = ?, agent_id = ?, spawned_by = ?, "
+                "UPDATE openclaw_sessions SET session_key = ?, agent_id = ?, spawned_by = ?, "
                 "parent_session_key = ?, owner_session_key = ? WHERE session_id = ?",
                 (target.key, agent, *links, target.sid),
             )
@@ -292,7 +292,7 @@ def _ensure_session(conn: Connection, target: _Target) -> bool:
         else datetime.now(timezone.utc).strftime(SQL_TIME)
     )
     cur.execute(
-        "INSERT INTO sessions (session_id, session_key, agent_id, spawned_by, "
+        "INSERT INTO openclaw_sessions (session_id, session_key, agent_id, spawned_by, "
         "parent_session_key, owner_session_key, archived, incognito, last_seq, "
         "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, 0, -1, ?, CURRENT_TIMESTAMP)",
         (target.sid, target.key, agent, *links, created),
@@ -326,7 +326,9 @@ def _write_batch(
                 target.unmatched = _unkeyed_digests(conn, sid)
         cur = fts.cursor(conn)
         last = int(
-            cur.execute("SELECT last_seq FROM sessions WHERE session_id = ?", (sid,)).fetchone()[0]
+            cur.execute(
+                "SELECT last_seq FROM openclaw_sessions WHERE session_id = ?", (sid,)
+            ).fetchone()[0]
         )
         taken = _existing_ids(conn, sid, [e.event_id for e in batch])
         unmatched = target.unmatched
@@ -353,7 +355,8 @@ def _write_batch(
             rows,
         )
         cur.execute(
-            "UPDATE sessions SET last_seq = ?, updated_at = CURRENT_TIMESTAMP WHERE session_id = ?",
+            "UPDATE openclaw_sessions SET last_seq = ?, updated_at = CURRENT_TIMESTAMP WHERE "
+            "session_id = ?",
             (last, sid),
         )
         report.imported += len(rows)

@@ -1,7 +1,8 @@
 """Keeping one session's index rows equal to its active branch: extend, diff, repair, mark dirty.
 
 Invariant: after any function here returns inside a transaction, each session touched is either
-*clean* — its ``index_state`` says ``needs_rebuild = false``, ``indexed_seq = sessions.last_seq``,
+*clean* — its ``openclaw_index_state`` says ``needs_rebuild = false``,
+``indexed_seq = openclaw_sessions.last_seq``,
 current ``index_version``, and its ``message_index`` rows equal
 ``transcript.index_rows(active branch)`` — or *pending* (no state, dirty, or watermark behind),
 in which case search hides it. The live hooks and the reconciler both go through
@@ -85,7 +86,7 @@ def read_state(conn: Connection, session_id: str) -> StateRow | None:
         fts.cursor(conn)
         .execute(
             "SELECT id, indexed_seq, indexed_leaf, needs_rebuild, generation, index_version "
-            "FROM index_state WHERE session_id = :sid",
+            "FROM openclaw_index_state WHERE session_id = :sid",
             {"sid": session_id},
         )
         .fetchone()
@@ -98,7 +99,7 @@ def read_state(conn: Connection, session_id: str) -> StateRow | None:
 def create_state(conn: Connection, session_id: str, *, clean: bool) -> StateRow:
     """Give a session its index state: clean+empty (new session) or dirty (to be rebuilt)."""
     fts.cursor(conn).execute(
-        "INSERT INTO index_state (session_id, indexed_seq, needs_rebuild, generation, "
+        "INSERT INTO openclaw_index_state (session_id, indexed_seq, needs_rebuild, generation, "
         "index_version) VALUES (:sid, -1, :dirty, 0, :v)",
         {"sid": session_id, "dirty": not clean, "v": INDEX_VERSION},
     )
@@ -110,7 +111,7 @@ def create_state(conn: Connection, session_id: str, *, clean: bool) -> StateRow:
 def mark_dirty(conn: Connection, session_id: str) -> None:
     """Flag a session for the reconciler (sessions without state are pending already)."""
     fts.cursor(conn).execute(
-        "UPDATE index_state SET needs_rebuild = 1, generation = generation + 1 "
+        "UPDATE openclaw_index_state SET needs_rebuild = 1, generation = generation + 1 "
         "WHERE session_id = :sid",
         {"sid": session_id},
     )
@@ -130,8 +131,9 @@ def read_context(conn: Connection, session_id: str) -> SessionContext | None:
         fts.cursor(conn)
         .execute(
             "SELECT s.last_seq, s.incognito, st.id, st.indexed_seq, st.indexed_leaf, "
-            "st.needs_rebuild, st.generation, st.index_version FROM sessions s "
-            "LEFT JOIN index_state st ON st.session_id = s.session_id WHERE s.session_id = ?",
+            "st.needs_rebuild, st.generation, st.index_version FROM openclaw_sessions s "
+            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id WHERE s.session_id "
+            "= ?",
             (session_id,),
         )
         .fetchone()
@@ -222,7 +224,8 @@ def on_appended(
             rows.append(_new_row(session_id, token, row))
     fts.insert_rows(conn, rows)
     fts.cursor(conn).execute(
-        "UPDATE index_state SET indexed_seq = ?, indexed_leaf = ?, generation = generation + 1 "
+        "UPDATE openclaw_index_state SET indexed_seq = ?, indexed_leaf = ?, generation = "
+        "generation + 1 "
         "WHERE id = ?",
         (appended[-1].seq, leaf, state.id),
     )
@@ -269,11 +272,13 @@ def _add_side_tips(
     for tip, seq, former_tip in side_tips:
         if former_tip is not None:
             cur.execute(
-                "DELETE FROM branches WHERE session_id = ? AND tip_id = ? AND is_active = 0",
+                "DELETE FROM openclaw_branches WHERE session_id = ? AND tip_id = ? AND is_active "
+                "= 0",
                 (session_id, former_tip),
             )
         cur.execute(
-            "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) VALUES (?, ?, ?, 0)",
+            "INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) VALUES (?, ?, "
+            "?, 0)",
             (session_id, tip, seq),
         )
 
@@ -348,12 +353,13 @@ def _advance_active_branch(
     conn: Connection, session_id: str, tip: str | None, tip_seq: int | None
 ) -> None:
     moved = fts.cursor(conn).execute(
-        "UPDATE branches SET tip_id = ?, tip_seq = ? WHERE session_id = ? AND is_active = 1",
+        "UPDATE openclaw_branches SET tip_id = ?, tip_seq = ? WHERE session_id = ? AND is_active "
+        "= 1",
         (tip, tip_seq, session_id),
     )
     if moved.rowcount == 0:
         fts.cursor(conn).execute(
-            "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) "
+            "INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
             "VALUES (:sid, :tip, :seq, 1)",
             {"sid": session_id, "tip": tip, "seq": tip_seq},
         )
@@ -583,15 +589,15 @@ def apply_changes(conn: Connection, deletes: Sequence[int], inserts: Sequence[ft
 def finalize(conn: Connection, plan: Plan) -> None:
     """Mark the planned session clean at the plan's watermark and rewrite its branch records.
 
-    ``sessions.last_seq`` is the highest seq ever assigned (never lowered, so seqs are not
+    ``openclaw_sessions.last_seq`` is the highest seq ever assigned (never lowered, so seqs are not
     reused); after events were deleted it can be above the newest stored one, and the watermark
     then covers it: the plan saw every event that exists."""
     fts.cursor(conn).execute(
-        "UPDATE sessions SET last_seq = :seq WHERE session_id = :sid AND last_seq < :seq",
+        "UPDATE openclaw_sessions SET last_seq = :seq WHERE session_id = :sid AND last_seq < :seq",
         {"seq": plan.last_seq, "sid": plan.session_id},
     )
     fts.cursor(conn).execute(
-        "UPDATE index_state SET indexed_seq = (SELECT last_seq FROM sessions "
+        "UPDATE openclaw_index_state SET indexed_seq = (SELECT last_seq FROM openclaw_sessions "
         "WHERE session_id = :sid), indexed_leaf = :leaf, needs_rebuild = 0, "
         "index_version = :v, generation = generation + 1 WHERE id = :id",
         {
@@ -609,7 +615,9 @@ def write_branches(
     conn: Connection, session_id: str, tree: transcript.Tree, seq_of_tip: Mapping[str, int]
 ) -> None:
     """Replace a session's branch records with the tips of its resolved tree."""
-    fts.cursor(conn).execute("DELETE FROM branches WHERE session_id = :sid", {"sid": session_id})
+    fts.cursor(conn).execute(
+        "DELETE FROM openclaw_branches WHERE session_id = :sid", {"sid": session_id}
+    )
     rows = [
         {
             "sid": session_id,
@@ -623,7 +631,7 @@ def write_branches(
         rows.append({"sid": session_id, "tip": None, "seq": None, "active": True})
     if rows:
         fts.cursor(conn).executemany(
-            "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) "
+            "INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
             "VALUES (:sid, :tip, :seq, :active)",
             rows,
         )

@@ -29,13 +29,13 @@ _DERIVED = ("event_id", "parent_id", "type", "role", "target_id", "side", "times
 def _session_ids(engine: Engine, keys: Sequence[str] | None) -> list[str]:
     with engine.connect() as conn:
         if keys is None:
-            return [r[0] for r in conn.execute(text("SELECT session_id FROM sessions"))]
+            return [r[0] for r in conn.execute(text("SELECT session_id FROM openclaw_sessions"))]
         found: list[str] = []
         for chunk, marks in fts.in_lists(list(keys)):
             found.extend(
                 r[0]
                 for r in fts.cursor(conn).execute(
-                    f"SELECT session_id FROM sessions WHERE session_key IN ({marks}) "
+                    f"SELECT session_id FROM openclaw_sessions WHERE session_key IN ({marks}) "
                     f"OR session_id IN ({marks}) ORDER BY session_id",
                     [*chunk, *chunk],
                 )
@@ -73,7 +73,7 @@ def mark_for_rebuild(engine: Engine, keys: Iterable[str] | None = None) -> list[
                 )
                 rederived += len(updates)
             cur.execute(
-                "UPDATE index_state SET needs_rebuild = 1, generation = generation + 1 "
+                "UPDATE openclaw_index_state SET needs_rebuild = 1, generation = generation + 1 "
                 "WHERE session_id = ?",
                 (sid,),
             )

@@ -1,10 +1,15 @@
 """ORM models of the plugin, on the plugin's own :data:`metadata`.
 
-Invariant: every plugin table hangs off ``sessions`` through a foreign key with
+Invariant: every plugin table hangs off ``openclaw_sessions`` through a foreign key with
 ``ON DELETE CASCADE``, so deleting a session by any path (ORM, ORM bulk delete, raw SQL with
 ``PRAGMA foreign_keys=ON``) removes its events, branches, index rows and index state in the same
 transaction; the FTS5 entries follow ``message_index`` through its delete trigger. The schema
 here is the one the Alembic migrations create (autogenerate reports no difference).
+
+Table names are namespaced where a host is likely to have its own table of the same name
+(``openclaw_sessions``, ``openclaw_branches``, ``openclaw_index_state``; revision 0005 renamed
+them from ``sessions``, ``branches``, ``index_state``). ``transcript_events``,
+``message_index``, ``message_fts*`` and ``reconcile_lease`` are specific enough to keep.
 """
 
 from __future__ import annotations
@@ -41,9 +46,9 @@ from .index import sqlite as fts
 #: 2: OpenClaw's active-branch rules (append cursor, reset boundary, rows that never move the
 #: leaf). 3: the index holds the redacted text (a query can no longer match inside a secret).
 INDEX_VERSION = 3
-#: The column default of ``index_state.index_version`` as migration 0002 created it. Writers
-#: always give the version; a row inserted without one counts as an older version (pending, so
-#: re-indexed), which is safe, and the schema stays the one the migrations create.
+#: The column default of ``openclaw_index_state.index_version`` as migration 0002 created it.
+#: Writers always give the version; a row inserted without one counts as an older version
+#: (pending, so re-indexed), which is safe, and the schema stays the one the migrations create.
 INDEX_VERSION_COLUMN_DEFAULT = 1
 #: Longest session key / id / event id accepted (OpenClaw keys are short; this bounds abuse).
 MAX_KEY_LENGTH = 512
@@ -97,7 +102,7 @@ class Base(DeclarativeBase):
 class AgentSession(Base):
     """One transcript incarnation (``session_id``) under a routing key (``session_key``)."""
 
-    __tablename__ = "sessions"
+    __tablename__ = "openclaw_sessions"
 
     session_id: Mapped[str] = mapped_column(String(MAX_KEY_LENGTH), primary_key=True)
     session_key: Mapped[str] = mapped_column(String(MAX_KEY_LENGTH), index=True)
@@ -144,7 +149,7 @@ class TranscriptEvent(Base):
 
     session_id: Mapped[str] = mapped_column(
         String(MAX_KEY_LENGTH),
-        ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        ForeignKey("openclaw_sessions.session_id", ondelete="CASCADE"),
         primary_key=True,
     )
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
@@ -166,12 +171,12 @@ class TranscriptEvent(Base):
 class Branch(Base):
     """A root-to-tip path of a session's tree; exactly one per session is active."""
 
-    __tablename__ = "branches"
+    __tablename__ = "openclaw_branches"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     session_id: Mapped[str] = mapped_column(
         String(MAX_KEY_LENGTH),
-        ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        ForeignKey("openclaw_sessions.session_id", ondelete="CASCADE"),
         index=True,
     )
     #: Id of the branch's last event; None for an active branch rewound to empty.
@@ -189,14 +194,16 @@ class Branch(Base):
 class IndexState(Base):
     """Per-session watermark of the full-text index (revision 2). No row = never indexed."""
 
-    __tablename__ = "index_state"
+    __tablename__ = "openclaw_index_state"
+    #: The name revision 0002 gave it: SQLite cannot rename a constraint without copying the
+    #: table, so revision 0005 keeps it on both engines (autogenerate compares it by name).
+    __table_args__ = (UniqueConstraint("session_id", name="uq_index_state_session_id"),)
 
     #: Also the session's token in the FTS ``sess`` column (``s<id>``).
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     session_id: Mapped[str] = mapped_column(
         String(MAX_KEY_LENGTH),
-        ForeignKey("sessions.session_id", ondelete="CASCADE"),
-        unique=True,
+        ForeignKey("openclaw_sessions.session_id", ondelete="CASCADE"),
     )
     indexed_seq: Mapped[int] = mapped_column(Integer, default=-1, server_default=text("-1"))
     indexed_leaf: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
@@ -219,7 +226,7 @@ class MessageIndex(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     session_id: Mapped[str] = mapped_column(
-        String(MAX_KEY_LENGTH), ForeignKey("sessions.session_id", ondelete="CASCADE")
+        String(MAX_KEY_LENGTH), ForeignKey("openclaw_sessions.session_id", ondelete="CASCADE")
     )
     seq: Mapped[int] = mapped_column(Integer)
     event_id: Mapped[str] = mapped_column(String(MAX_KEY_LENGTH))
@@ -269,6 +276,6 @@ for _statement in fts.DROP_STATEMENTS:
     )
 
 #: Tables of revision 1 (what a host stored before anything was indexed).
-TRANSCRIPT_TABLES = ("sessions", "transcript_events", "branches")
+TRANSCRIPT_TABLES = ("openclaw_sessions", "transcript_events", "openclaw_branches")
 #: Tables revision 2 adds (the FTS5 virtual table is created beside them by DDL).
-INDEX_TABLES = ("index_state", "message_index", "reconcile_lease")
+INDEX_TABLES = ("openclaw_index_state", "message_index", "reconcile_lease")

@@ -48,7 +48,7 @@ LEASE_POLL_SECONDS = 0.2
 MAX_PASSES = 50
 LEASE_NAME = "reconcile"
 
-#: SQL of "this session is pending" over ``sessions s LEFT JOIN index_state st``.
+#: SQL of "this session is pending" over ``openclaw_sessions s LEFT JOIN openclaw_index_state st``.
 PENDING_CONDITION = (
     "(st.id IS NULL OR st.needs_rebuild = 1 OR st.indexed_seq < s.last_seq "
     f"OR st.index_version != {INDEX_VERSION})"
@@ -62,7 +62,8 @@ def status(conn: Connection) -> dict[str, int]:
     row = conn.execute(
         text(
             f"SELECT count(*), coalesce(sum(CASE WHEN {PENDING_CONDITION} THEN 1 ELSE 0 END), 0) "
-            "FROM sessions s LEFT JOIN index_state st ON st.session_id = s.session_id"
+            "FROM openclaw_sessions s LEFT JOIN openclaw_index_state st ON st.session_id = "
+            "s.session_id"
         )
     ).one()
     total, pending = int(row[0]), int(row[1])
@@ -73,8 +74,8 @@ def pending_session_ids(conn: Connection) -> list[str]:
     """Pending sessions, including ones whose events were written behind the hooks' back."""
     result = conn.execute(
         text(
-            "SELECT s.session_id FROM sessions s "
-            "LEFT JOIN index_state st ON st.session_id = s.session_id "
+            "SELECT s.session_id FROM openclaw_sessions s "
+            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
             f"WHERE {PENDING_CONDITION} OR s.last_seq < coalesce((SELECT max(e.seq) FROM "
             "transcript_events e WHERE e.session_id = s.session_id), -1) ORDER BY s.session_id"
         )
@@ -318,7 +319,7 @@ class Reconciler:
                     log.debug("reconciled session %s", plan.session_id)
                 else:
                     fts.cursor(conn).execute(
-                        "UPDATE index_state SET generation = generation + 1 WHERE id = ?",
+                        "UPDATE openclaw_index_state SET generation = generation + 1 WHERE id = ?",
                         (plan.state_id,),
                     )
                 work.generation += 1
@@ -329,7 +330,7 @@ class Reconciler:
             fts.cursor(conn)
             .execute(
                 "SELECT st.generation, (SELECT coalesce(max(seq), -1) FROM transcript_events "
-                "WHERE session_id = :sid) FROM index_state st WHERE st.session_id = :sid",
+                "WHERE session_id = :sid) FROM openclaw_index_state st WHERE st.session_id = :sid",
                 {"sid": work.plan.session_id},
             )
             .fetchone()
@@ -339,11 +340,16 @@ class Reconciler:
     def _sweep(self) -> None:
         """Remove index rows and states whose session no longer exists."""
         with self.engine.begin() as conn:
-            for table in (fts.CONTENT_TABLE, "index_state", "branches", "transcript_events"):
+            for table in (
+                fts.CONTENT_TABLE,
+                "openclaw_index_state",
+                "openclaw_branches",
+                "transcript_events",
+            ):
                 conn.execute(
                     text(
                         f"DELETE FROM {table} WHERE session_id NOT IN "
-                        "(SELECT session_id FROM sessions)"
+                        "(SELECT session_id FROM openclaw_sessions)"
                     )
                 )
 

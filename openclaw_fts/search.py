@@ -192,7 +192,7 @@ def any_pending(conn: Connection) -> bool:
     found = (
         fts.cursor(conn)
         .execute(
-            "SELECT EXISTS (SELECT 1 FROM sessions AS s LEFT JOIN index_state st "
+            "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN openclaw_index_state st "
             f"ON st.session_id = s.session_id WHERE {PENDING_CONDITION})"
         )
         .fetchone()[0]
@@ -205,8 +205,8 @@ def pending_visible(conn: Connection, caller: Caller, session_key: str | None) -
     """Whether any session the caller may see is pending (not yet exactly indexed)."""
     where, params = _visible_sql(caller, session_key)
     sql = (
-        "SELECT EXISTS (SELECT 1 FROM sessions AS s "
-        "LEFT JOIN index_state st ON st.session_id = s.session_id "
+        "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s "
+        "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
         f"WHERE {where} AND {PENDING_CONDITION})"
     )
     return bool(fts.cursor(conn).execute(sql, params).fetchone()[0])
@@ -234,7 +234,8 @@ def _hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, 
         # re-uses the visibility SQL: its own alias `s` shadows the outer one.
         match = (
             "'(' || :q || ') AND sess : (' || coalesce((SELECT group_concat('s' || st2.id, "
-            "' OR ') FROM sessions AS s JOIN index_state AS st2 ON st2.session_id = s.session_id "
+            "' OR ') FROM openclaw_sessions AS s JOIN openclaw_index_state AS st2 ON "
+            "st2.session_id = s.session_id "
             f"WHERE {where}), 's0') || ')'"
         )
     filters = []
@@ -256,7 +257,7 @@ def _hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, 
     pending = (
         ""
         if exact
-        else "CROSS JOIN index_state AS st ON st.session_id = s.session_id "
+        else "CROSS JOIN openclaw_index_state AS st ON st.session_id = s.session_id "
         "AND st.needs_rebuild = 0 AND st.indexed_seq >= s.last_seq AND st.index_version = :v "
     )
     sql = (
@@ -264,7 +265,7 @@ def _hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, 
         f"s.session_key, {score} AS rank "
         f"FROM {fts.FTS_TABLE} CROSS JOIN {fts.CONTENT_TABLE} AS mi "
         f"ON mi.id = {fts.FTS_TABLE}.rowid "
-        f"CROSS JOIN sessions AS s ON s.session_id = mi.session_id {pending}"
+        f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
         f"WHERE {fts.FTS_TABLE} MATCH {match} AND {where} "
         f"{' '.join(filters)} ORDER BY {order} LIMIT :lim"
     )
@@ -306,7 +307,7 @@ def _top_of_everything(conn: Connection, req: SearchRequest) -> list[Hit] | None
         fts.cursor(conn)
         .execute(
             "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
-            f"s.session_key FROM {fts.CONTENT_TABLE} AS mi JOIN sessions AS s "
+            f"s.session_key FROM {fts.CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
             f"ON s.session_id = mi.session_id WHERE mi.id IN ({marks}) AND s.incognito = 0 "
             f"AND NOT {incognito_key_sql('s')}",
             list(score),

@@ -1,4 +1,5 @@
-"""Who may see which sessions: a :class:`Caller` compiled into a SQL predicate over ``sessions``.
+"""Who may see which sessions: a :class:`Caller` compiled into a SQL predicate over
+``openclaw_sessions``.
 
 Invariant: visibility is decided by the database, inside the statement that reads the data
 (search, history, pending checks, and the access decision on an explicit ``sessionKey``), never
@@ -158,7 +159,8 @@ def incognito_key_sql(alias: str = "s") -> str:
 
 
 def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Predicate:
-    """What ``caller`` may see, as a predicate over the ``sessions`` table aliased ``alias``.
+    """What ``caller`` may see, as a predicate over the ``openclaw_sessions`` table aliased
+    ``alias``.
 
     * ``self``: the caller's own key; ``tree``: plus sessions it owns, spawned or parents (in
       any agent); ``agent``: its own key plus every session of its own agent (sessions it owns
@@ -327,12 +329,17 @@ def _lookup(conn: Connection, caller: Caller, raw: str) -> str | None:
         scope = " AND (s.session_key = :me OR s.spawned_by = :me)"
         params["me"] = caller.session_key
     row = conn.execute(
-        text(f"SELECT s.session_key FROM sessions AS s WHERE s.session_key = :raw{scope} LIMIT 1"),
+        text(
+            f"SELECT s.session_key FROM openclaw_sessions AS s WHERE s.session_key = :raw{scope} "
+            "LIMIT 1"
+        ),
         params,
     ).first()
     if row is None:
         row = conn.execute(
-            text(f"SELECT s.session_key FROM sessions AS s WHERE s.session_id = :raw{scope}"),
+            text(
+                f"SELECT s.session_key FROM openclaw_sessions AS s WHERE s.session_id = :raw{scope}"
+            ),
             params,
         ).first()
     return None if row is None else str(row[0])
@@ -371,10 +378,10 @@ def resolve_target(
             f"SELECT coalesce(max(CASE WHEN {pred.sql} THEN 1 ELSE 0 END), 0), "
             "coalesce(sum(s.stored), 0), max(s.agent_id), max(s.incognito) FROM ("
             "SELECT s0.session_key, s0.agent_id, s0.owner_session_key, s0.spawned_by, "
-            "s0.parent_session_key, s0.incognito, 1 AS stored FROM sessions AS s0 "
+            "s0.parent_session_key, s0.incognito, 1 AS stored FROM openclaw_sessions AS s0 "
             "WHERE s0.session_key = :acc_key UNION ALL "
             "SELECT :acc_key, :acc_agent, NULL, NULL, NULL, 0, 0 WHERE NOT EXISTS "
-            "(SELECT 1 FROM sessions AS s1 WHERE s1.session_key = :acc_key)) AS s"
+            "(SELECT 1 FROM openclaw_sessions AS s1 WHERE s1.session_key = :acc_key)) AS s"
         ),
         {**pred.params, "acc_key": key, "acc_agent": virtual_agent},
     ).one()

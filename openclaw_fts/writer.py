@@ -1,8 +1,8 @@
 """The store's write path: append events with Core statements, index them in the same transaction.
 
 Invariant: does exactly what the flush hooks do for ORM writes — the same validation
-(``hooks.validate_event``), the same ``seq`` rule (next after ``sessions.last_seq``), the same
-derived columns (``transcript.derived_columns``) and the same indexing step
+(``hooks.validate_event``), the same ``seq`` rule (next after ``openclaw_sessions.last_seq``), the
+same derived columns (``transcript.derived_columns``) and the same indexing step
 (``indexer.on_appended``) — without building ORM objects, so a facade append costs a handful of
 statements however many events it carries. Everything runs on the caller's connection and
 transaction.
@@ -26,7 +26,7 @@ _INSERT_EVENTS = (
     "side, timestamp_ms, event) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _BUMP_SESSION = (
-    "UPDATE sessions SET last_seq = ?, updated_at = CURRENT_TIMESTAMP WHERE session_id = ?"
+    "UPDATE openclaw_sessions SET last_seq = ?, updated_at = CURRENT_TIMESTAMP WHERE session_id = ?"
 )
 
 

@@ -84,7 +84,7 @@ def pending_count(engine: Engine) -> int:
         return int(
             conn.execute(
                 text(
-                    "SELECT count(*) FROM sessions s LEFT JOIN index_state st "
+                    "SELECT count(*) FROM openclaw_sessions s LEFT JOIN openclaw_index_state st "
                     "ON st.session_id = s.session_id WHERE st.id IS NULL OR st.needs_rebuild = 1 "
                     "OR st.indexed_seq < s.last_seq"
                 )
@@ -126,7 +126,7 @@ def assert_every_event_once(engine: Engine, writers: dict[str, Any]) -> dict[str
     for sid, seq, eid in rows:
         by_session.setdefault(sid, []).append((seq, eid))
     with engine.connect() as conn:
-        last = dict(conn.execute(text("SELECT session_id, last_seq FROM sessions")).all())
+        last = dict(conn.execute(text("SELECT session_id, last_seq FROM openclaw_sessions")).all())
     for sid, events in by_session.items():
         seqs = [s for s, _ in events]
         assert seqs == list(range(len(seqs))), f"{sid}: seqs not 0..n-1"

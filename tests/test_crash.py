@@ -154,7 +154,8 @@ def session_seqs_contiguous(engine: Engine) -> None:
         rows = conn.execute(
             text(
                 "SELECT s.session_id, s.last_seq, count(e.seq), coalesce(max(e.seq), -1) "
-                "FROM sessions s LEFT JOIN transcript_events e ON e.session_id = s.session_id "
+                "FROM openclaw_sessions s LEFT JOIN transcript_events e ON e.session_id = "
+                "s.session_id "
                 "GROUP BY s.session_id"
             )
         ).all()

@@ -31,7 +31,13 @@ from openclaw_fts.engine import READ_ONLY, make_engine
 CALLER = Caller("agent:main:main", visibility="all")
 KEY = "agent:main:main"
 #: Every plugin table that holds per-session rows.
-SESSION_TABLES = ("sessions", "transcript_events", "branches", "index_state", "message_index")
+SESSION_TABLES = (
+    "openclaw_sessions",
+    "transcript_events",
+    "openclaw_branches",
+    "openclaw_index_state",
+    "message_index",
+)
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -598,7 +604,7 @@ def test_delete_via_orm_bulk_delete(store: TranscriptStore, host: sessionmaker[S
 def test_delete_via_raw_sql(store: TranscriptStore, engine: Engine) -> None:
     _populate(store)
     with engine.begin() as conn:
-        conn.exec_driver_sql("DELETE FROM sessions WHERE session_id = ?", ("doomed",))
+        conn.exec_driver_sql("DELETE FROM openclaw_sessions WHERE session_id = ?", ("doomed",))
     _assert_deleted(store)
 
 
@@ -610,7 +616,7 @@ def test_delete_via_raw_sql_on_host_engine_configured_by_install(
     try:
         openclaw_fts.install(sessionmaker(plain))
         with plain.begin() as conn:
-            conn.exec_driver_sql("DELETE FROM sessions WHERE session_key = ?", (KEY,))
+            conn.exec_driver_sql("DELETE FROM openclaw_sessions WHERE session_key = ?", (KEY,))
     finally:
         plain.dispose()
     _assert_deleted(store)

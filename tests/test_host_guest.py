@@ -59,7 +59,7 @@ def other_writer_appends(path: Path) -> None:
     con = sqlite3.connect(path, timeout=OTHER_WRITER_TIMEOUT_S, isolation_level=None)
     try:
         con.execute("BEGIN IMMEDIATE")
-        con.execute("UPDATE sessions SET archived = archived WHERE session_id = 's1'")
+        con.execute("UPDATE openclaw_sessions SET archived = archived WHERE session_id = 's1'")
         con.execute("COMMIT")
     finally:
         con.close()
@@ -107,7 +107,7 @@ def test_read_only_cli_commands_do_not_wait_behind_a_writer(
     seeded.close()
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
-    holder.execute("UPDATE sessions SET archived = archived")
+    holder.execute("UPDATE openclaw_sessions SET archived = archived")
     try:
         for args in (
             ["search", "staging"],

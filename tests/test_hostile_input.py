@@ -527,7 +527,7 @@ def test_event_stored_from_a_shallow_stack_is_readable_from_a_deep_one(
         "reconcile": lambda: s1.reconcile(),
     }
     with s1.engine.begin() as conn:  # the reconciler must re-read the session, too
-        conn.execute(text("UPDATE index_state SET needs_rebuild = 1"))
+        conn.execute(text("UPDATE openclaw_index_state SET needs_rebuild = 1"))
     failures = []
     for name, call in calls.items():
         try:
@@ -684,7 +684,7 @@ def test_non_string_ownership_links(store: TranscriptStore, field: str) -> None:
 # -- SQL (and FTS, LIKE, JSON) metacharacters in every string argument -----------------------
 
 META = [
-    "'; DROP TABLE sessions; --",
+    "'; DROP TABLE openclaw_sessions; --",
     '" OR 1=1 --',
     "') OR ('1'='1",
     "%",
@@ -728,9 +728,9 @@ def test_sql_metacharacters_in_every_string_argument(s1: TranscriptStore, meta: 
     assert s1.history(ALL, KEY, message_id=meta)["messages"] == []
     # nothing else was touched: the other session and every table are intact
     assert hits(s1, "lighthouses") == ["m0"]
-    assert row_count(s1.engine, "sessions") == 2
+    assert row_count(s1.engine, "openclaw_sessions") == 2
     assert s1.delete_session(sid) is True
-    assert row_count(s1.engine, "sessions") == 1
+    assert row_count(s1.engine, "openclaw_sessions") == 1
     assert hits(s1, "metaword") == []
     assert_intact(s1)
 
@@ -771,7 +771,7 @@ def test_random_binary_file_is_refused_and_nothing_stored(
         path.write_bytes(rng.randbytes(rng.randint(1, 200_000)))
         with pytest.raises(ImportFormatError):
             store.import_jsonl(path)
-    for table in ("sessions", "transcript_events", "message_index"):
+    for table in ("openclaw_sessions", "transcript_events", "message_index"):
         assert row_count(store.engine, table) == 0
     assert_intact(store)
 
@@ -785,7 +785,7 @@ def test_jsonl_of_json_arrays_is_refused(store: TranscriptStore, tmp_path: Path)
     scalars.write_text('1\n"message"\nnull\ntrue\n', encoding="utf-8")
     with pytest.raises(ImportFormatError):
         store.import_jsonl(scalars)
-    assert row_count(store.engine, "sessions") == 0
+    assert row_count(store.engine, "openclaw_sessions") == 0
     # arrays after a valid start are reported line by line, the rest imported
     mixed = tmp_path / "mixed.jsonl"
     mixed.write_text(

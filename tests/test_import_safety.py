@@ -65,7 +65,7 @@ def session_row(engine: Engine, sid: str) -> tuple[Any, ...]:
         row = conn.execute(
             text(
                 "SELECT session_key, agent_id, spawned_by, parent_session_key, "
-                "owner_session_key, archived, incognito, last_seq FROM sessions "
+                "owner_session_key, archived, incognito, last_seq FROM openclaw_sessions "
                 "WHERE session_id = :s"
             ),
             {"s": sid},

@@ -97,7 +97,7 @@ def _index_as_version_one(store: TranscriptStore) -> None:
                 text(f"INSERT INTO {FTS_TABLE}(rowid, body, sess) VALUES (:id, :body, :sess)"),
                 {"id": row_id, "body": raw[position], "sess": sess},
             )
-        conn.execute(text("UPDATE index_state SET index_version = 1"))
+        conn.execute(text("UPDATE openclaw_index_state SET index_version = 1"))
 
 
 def _fts_matches(store: TranscriptStore, query: str) -> int:
@@ -134,7 +134,9 @@ def test_check_reports_an_index_that_holds_unmasked_text(store: TranscriptStore)
     assert check(store.engine).ok
     _index_as_version_one(store)
     with store.engine.begin() as conn:  # claims to be current, yet holds the raw text
-        conn.execute(text("UPDATE index_state SET index_version = :v"), {"v": INDEX_VERSION})
+        conn.execute(
+            text("UPDATE openclaw_index_state SET index_version = :v"), {"v": INDEX_VERSION}
+        )
     report = check(store.engine)
     assert not report.ok and report.drift == {"s1": {"missing": 2, "extra": 2}}
 

@@ -23,7 +23,7 @@ def test_sessions_indexed_under_an_older_version_are_pending_then_reindexed(
     # under an older version number.
     with store.engine.begin() as conn:
         conn.execute(
-            text("UPDATE index_state SET index_version = :old"), {"old": INDEX_VERSION - 1}
+            text("UPDATE openclaw_index_state SET index_version = :old"), {"old": INDEX_VERSION - 1}
         )
     assert store.index_status() == {"pending": 1, "indexed": 0, "total": 1}
     pending = store.search(CALLER, "评审")

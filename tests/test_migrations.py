@@ -29,10 +29,12 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0004_host_guest"
+HEAD_REVISION = "0005_namespaced_tables"
+#: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
-INDEX_TABLES = {"index_state", "message_index", "reconcile_lease", "message_fts"}
-PLUGIN_TABLES = REVISION_1_TABLES | INDEX_TABLES
+INDEX_TABLES = {"openclaw_index_state", "message_index", "reconcile_lease", "message_fts"}
+#: The plugin's tables at head.
+PLUGIN_TABLES = {"openclaw_sessions", "transcript_events", "openclaw_branches"} | INDEX_TABLES
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
 WARNING = (
@@ -192,7 +194,7 @@ def test_populated_revision_1_upgrades_fast_then_reconciles(engine: Engine, url:
     assert tables(engine) >= PLUGIN_TABLES
     with engine.connect() as conn:  # no backfill inside the migration
         assert conn.execute(text("SELECT count(*) FROM message_index")).scalar_one() == 0
-        assert conn.execute(text("SELECT count(*) FROM index_state")).scalar_one() == 0
+        assert conn.execute(text("SELECT count(*) FROM openclaw_index_state")).scalar_one() == 0
 
     store = TranscriptStore(url, background=False)
     try:
@@ -280,12 +282,17 @@ def test_fts5_table_and_trigger_exist_after_upgrade(engine: Engine) -> None:
         assert "fts5" in sql.lower() and "remove_diacritics 2" in sql
         # it is a working FTS5 table
         conn.execute(text("SELECT count(*) FROM message_fts WHERE message_fts MATCH 'x'")).all()
-    # foreign keys cascade from sessions
+    # foreign keys cascade from openclaw_sessions
     with engine.connect() as conn:
-        for table in ("transcript_events", "branches", "index_state", "message_index"):
+        for table in (
+            "transcript_events",
+            "openclaw_branches",
+            "openclaw_index_state",
+            "message_index",
+        ):
             fks = conn.exec_driver_sql(f"PRAGMA foreign_key_list({table})").all()
             assert [(fk[2], fk[3], fk[4], fk[6]) for fk in fks] == [
-                ("sessions", "session_id", "session_id", "CASCADE")
+                ("openclaw_sessions", "session_id", "session_id", "CASCADE")
             ], table
 
 

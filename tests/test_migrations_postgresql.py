@@ -29,8 +29,11 @@ from openclaw_fts.index import postgresql as pg
 from openclaw_fts.models import INDEX_TABLES, TRANSCRIPT_TABLES
 
 REVISION_1 = "0001_transcripts"
-HEAD_REVISION = "0004_host_guest"
+HEAD_REVISION = "0005_namespaced_tables"
 PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES)
+#: Revision 1's tables under the names it gave them (0005 renames two of them).
+REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
+REVISION_4 = "0004_host_guest"
 #: A role that may create tables in ``public`` but not extensions (a typical application role).
 APP_ROLE = "openclaw_app"
 
@@ -79,7 +82,7 @@ def add_message(engine: Engine, session_id: str, event_id: str, body: str) -> No
     with engine.begin() as conn:
         conn.execute(
             text(
-                "INSERT INTO sessions (session_id, session_key, agent_id) "
+                "INSERT INTO openclaw_sessions (session_id, session_key, agent_id) "
                 "VALUES (:s, 'agent:main:main', 'main') ON CONFLICT DO NOTHING"
             ),
             {"s": session_id},
@@ -137,7 +140,7 @@ def test_upgrade_creates_every_table_and_the_search_objects(pg_engine: Engine) -
         default = conn.execute(
             text(
                 "SELECT column_default FROM information_schema.columns "
-                "WHERE table_name = 'sessions' AND column_name = 'archived'"
+                "WHERE table_name = 'openclaw_sessions' AND column_name = 'archived'"
             )
         ).scalar_one()
     assert default == "false"
@@ -189,15 +192,19 @@ def test_raw_inserts_keep_last_seq_and_deleted_events_mark_the_session_dirty(
     add_message(pg_engine, "s1", "m1", "first")
     add_message(pg_engine, "s1", "m2", "second")
     with pg_engine.begin() as conn:
-        assert conn.execute(text("SELECT last_seq FROM sessions")).scalar_one() == 1
-        conn.execute(text("INSERT INTO index_state (session_id, indexed_seq) VALUES ('s1', 1)"))
+        assert conn.execute(text("SELECT last_seq FROM openclaw_sessions")).scalar_one() == 1
+        conn.execute(
+            text("INSERT INTO openclaw_index_state (session_id, indexed_seq) VALUES ('s1', 1)")
+        )
         conn.execute(text("DELETE FROM transcript_events WHERE event_id = 'm2'"))
-        state = conn.execute(text("SELECT needs_rebuild, generation FROM index_state")).one()
+        state = conn.execute(
+            text("SELECT needs_rebuild, generation FROM openclaw_index_state")
+        ).one()
     assert tuple(state) == (True, 1)
-    with pg_engine.begin() as conn:  # the cascade from sessions runs through the trigger
-        conn.execute(text("DELETE FROM sessions WHERE session_id = 's1'"))
+    with pg_engine.begin() as conn:  # the cascade from openclaw_sessions runs through the trigger
+        conn.execute(text("DELETE FROM openclaw_sessions WHERE session_id = 's1'"))
     with pg_engine.connect() as conn:
-        for table in ("transcript_events", "index_state", "message_index"):
+        for table in ("transcript_events", "openclaw_index_state", "message_index"):
             assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 0
 
 
@@ -208,11 +215,15 @@ def test_raw_edits_mark_the_session_or_are_refused(pg_engine: Engine) -> None:
     migrate.upgrade(pg_engine)
     add_message(pg_engine, "s1", "m1", "first")
     with pg_engine.begin() as conn:
-        conn.execute(text("INSERT INTO index_state (session_id, indexed_seq) VALUES ('s1', 0)"))
+        conn.execute(
+            text("INSERT INTO openclaw_index_state (session_id, indexed_seq) VALUES ('s1', 0)")
+        )
     edited = {"type": "message", "id": "m1", "message": {"role": "user", "content": "changed"}}
     with pg_engine.begin() as conn:
         conn.execute(text("UPDATE transcript_events SET event = :e"), {"e": json.dumps(edited)})
-        state = conn.execute(text("SELECT needs_rebuild, generation FROM index_state")).one()
+        state = conn.execute(
+            text("SELECT needs_rebuild, generation FROM openclaw_index_state")
+        ).one()
     assert tuple(state) == (True, 1)
     moved = {**edited, "id": "m9"}
     with (
@@ -269,7 +280,7 @@ def test_downgrade_to_revision_1_keeps_transcripts(pg_engine: Engine) -> None:
     migrate.upgrade(pg_engine)
     add_message(pg_engine, "s1", "m1", "keptword")
     migrate.downgrade(pg_engine, REVISION_1)
-    assert tables(pg_engine) == set(TRANSCRIPT_TABLES) | {VERSION_TABLE}
+    assert tables(pg_engine) == REVISION_1_TABLES | {VERSION_TABLE}
     assert search_objects(pg_engine)["config"] == 0
     assert plugin_functions(pg_engine) == set()
     with pg_engine.connect() as conn:
@@ -284,7 +295,82 @@ def test_downgrade_to_revision_1_keeps_transcripts(pg_engine: Engine) -> None:
     migrate.upgrade(pg_engine)
     with pg_engine.connect() as conn:  # no backfill in the migration: the session is pending
         assert conn.execute(text("SELECT count(*) FROM message_index")).scalar_one() == 0
-        assert conn.execute(text("SELECT count(*) FROM index_state")).scalar_one() == 0
+        assert conn.execute(text("SELECT count(*) FROM openclaw_index_state")).scalar_one() == 0
+
+
+def test_namespaced_tables_upgrade_and_downgrade_keep_rows_and_triggers(
+    pg_engine: Engine,
+) -> None:
+    """0005 on PostgreSQL: rows survive both ways, and the plpgsql trigger functions name the
+    tables of the revision the database is at (raw inserts bump ``last_seq``, raw edits and
+    deletes mark the session) — after the upgrade and again after the downgrade."""
+    migrate.upgrade(pg_engine, REVISION_4)
+    event = {"type": "message", "id": "m0", "message": {"role": "user", "content": "old"}}
+    with pg_engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO sessions (session_id, session_key, agent_id) "
+                "VALUES ('s1', 'agent:main:main', 'main')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
+                "VALUES ('s1', 0, 'm0', 'message', 'user', :j)"
+            ),
+            {"j": json.dumps(event)},
+        )
+        conn.execute(text("INSERT INTO index_state (session_id, indexed_seq) VALUES ('s1', 0)"))
+        conn.execute(
+            text("INSERT INTO branches (session_id, tip_id, is_active) VALUES ('s1', 'm0', true)")
+        )
+    migrate.upgrade(pg_engine)
+    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE}
+
+    def exercise(sessions: str, state: str, seq: int) -> tuple[int, bool, int]:
+        edited = {**event, "message": {"role": "user", "content": f"edit{seq}"}}
+        with pg_engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
+                    f"VALUES ('s1', {seq}, 'm{seq}', 'message', 'user', :j)"
+                ),
+                {"j": json.dumps({**event, "id": f"m{seq}"})},
+            )
+            conn.execute(text(f"UPDATE {state} SET needs_rebuild = false"))
+            conn.execute(
+                text("UPDATE transcript_events SET event = :e WHERE seq = 0"),
+                {"e": json.dumps(edited)},
+            )
+            last_seq = conn.execute(text(f"SELECT last_seq FROM {sessions}")).scalar_one()
+            marked, generation = conn.execute(
+                text(f"SELECT needs_rebuild, generation FROM {state}")
+            ).one()
+        return last_seq, marked, generation
+
+    assert exercise("openclaw_sessions", "openclaw_index_state", 1) == (1, True, 1)
+    with pg_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM openclaw_branches")).scalar_one() == 1
+    migrate.downgrade(pg_engine, REVISION_4)
+    assert tables(pg_engine) >= REVISION_1_TABLES | {"index_state"}
+    assert exercise("sessions", "index_state", 2) == (2, True, 2)
+    with pg_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM transcript_events")).scalar_one() == 3
+        assert conn.execute(text("SELECT count(*) FROM branches")).scalar_one() == 1
+    migrate.upgrade(pg_engine)
+    assert exercise("openclaw_sessions", "openclaw_index_state", 3) == (3, True, 3)
+
+
+def test_a_host_sessions_table_beside_the_plugin(pg_engine: Engine) -> None:
+    """The host's own ``sessions`` table and the plugin's live side by side."""
+    migrate.upgrade(pg_engine)
+    with pg_engine.begin() as conn:
+        conn.execute(text("CREATE TABLE sessions (token TEXT PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO sessions VALUES ('host-cookie')"))
+    add_message(pg_engine, "s1", "m1", "guestword")
+    assert matching(pg_engine, "guestword") == ["m1"]
+    with pg_engine.connect() as conn:
+        assert conn.execute(text("SELECT token FROM sessions")).scalar_one() == "host-cookie"
 
 
 # -- autogenerate ----------------------------------------------------------------------------

@@ -403,7 +403,7 @@ class TranscriptModel(RuleBasedStateMachine):
                 db.execute(delete(AgentSession).where(AgentSession.session_id == sid))
         else:
             with self.host_engine.begin() as conn:
-                conn.exec_driver_sql("DELETE FROM sessions WHERE session_id = ?", (sid,))
+                conn.exec_driver_sql("DELETE FROM openclaw_sessions WHERE session_id = ?", (sid,))
         del self.sessions[sid]
 
     @rule(data=st.data(), new=st.booleans(), malformed=st.booleans())
@@ -510,8 +510,8 @@ class TranscriptModel(RuleBasedStateMachine):
             rows = conn.execute(
                 text(
                     "SELECT s.session_id, st.id, st.needs_rebuild, st.indexed_seq, s.last_seq, "
-                    "st.index_version FROM sessions s "
-                    "LEFT JOIN index_state st ON st.session_id = s.session_id"
+                    "st.index_version FROM openclaw_sessions s "
+                    "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id"
                 )
             ).all()
         return {
@@ -530,7 +530,8 @@ class TranscriptModel(RuleBasedStateMachine):
             for sid, model in self.sessions.items():
                 events = load_events(conn, sid)
                 last_seq = conn.execute(
-                    text("SELECT last_seq FROM sessions WHERE session_id = :sid"), {"sid": sid}
+                    text("SELECT last_seq FROM openclaw_sessions WHERE session_id = :sid"),
+                    {"sid": sid},
                 ).scalar_one()
                 assert last_seq == (events[-1][0] if events else -1), sid
                 assert {e.get("id") for _, e in events} >= set(model.ids)
@@ -566,7 +567,7 @@ class TranscriptModel(RuleBasedStateMachine):
             orphans = conn.execute(
                 text(
                     "SELECT count(*) FROM message_index WHERE session_id NOT IN "
-                    "(SELECT session_id FROM sessions)"
+                    "(SELECT session_id FROM openclaw_sessions)"
                 )
             ).scalar_one()
             assert orphans == 0

@@ -73,7 +73,8 @@ def is_pending(conn: Connection, sid: str) -> bool:
             "SELECT st.id, st.needs_rebuild, st.indexed_seq, s.last_seq, "
             "(SELECT coalesce(max(seq), -1) FROM transcript_events e "
             " WHERE e.session_id = s.session_id) "
-            "FROM sessions s LEFT JOIN index_state st ON st.session_id = s.session_id "
+            "FROM openclaw_sessions s LEFT JOIN openclaw_index_state st ON st.session_id = "
+            "s.session_id "
             "WHERE s.session_id = :sid"
         ),
         {"sid": sid},
@@ -85,7 +86,7 @@ def is_pending(conn: Connection, sid: str) -> bool:
 def expected_rows(conn: Connection, sid: str) -> set[tuple[int, str, str, str]]:
     incognito = bool(
         conn.execute(
-            text("SELECT incognito FROM sessions WHERE session_id = :sid"), {"sid": sid}
+            text("SELECT incognito FROM openclaw_sessions WHERE session_id = :sid"), {"sid": sid}
         ).scalar_one()
     )
     rows = transcript.index_rows(load_events(conn, sid), incognito=incognito)
@@ -106,7 +107,7 @@ def assert_exact_or_pending(engine: Engine) -> dict[str, bool]:
     """Every session that is not pending has exactly the index rows of its active branch."""
     pending: dict[str, bool] = {}
     with reader(engine) as conn, conn.begin():
-        for (sid,) in conn.execute(text("SELECT session_id FROM sessions")).all():
+        for (sid,) in conn.execute(text("SELECT session_id FROM openclaw_sessions")).all():
             pending[sid] = is_pending(conn, sid)
             if not pending[sid]:
                 assert actual_rows(conn, sid) == expected_rows(conn, sid), sid
@@ -177,7 +178,7 @@ def insert_raw_sessions(
     with engine.begin() as conn:
         conn.execute(
             text(
-                "INSERT INTO sessions (session_id, session_key, agent_id, last_seq) "
+                "INSERT INTO openclaw_sessions (session_id, session_key, agent_id, last_seq) "
                 "VALUES (:sid, :key, 'main', :last)"
             ),
             session_rows,
@@ -369,7 +370,7 @@ def test_orphaned_index_rows_are_swept(store: TranscriptStore, db_url: str) -> N
     raw = sqlite3.connect(path, isolation_level=None)
     try:
         raw.execute("PRAGMA foreign_keys=OFF")
-        raw.execute("DELETE FROM sessions WHERE session_id = 'gone'")
+        raw.execute("DELETE FROM openclaw_sessions WHERE session_id = 'gone'")
     finally:
         raw.close()
     with reader(store.engine) as conn:
@@ -382,7 +383,7 @@ def test_orphaned_index_rows_are_swept(store: TranscriptStore, db_url: str) -> N
     assert found(store, "orphanword") == set()  # never returned, even before the sweep
     store.reconcile()
     with reader(store.engine) as conn:
-        for table in ("message_index", "index_state", "branches"):
+        for table in ("message_index", "openclaw_index_state", "openclaw_branches"):
             n = conn.execute(
                 text(f"SELECT count(*) FROM {table} WHERE session_id = 'gone'")
             ).scalar_one()
@@ -532,7 +533,7 @@ def test_import_is_idempotent(store: TranscriptStore) -> None:
     assert second["imported"] == 0 and second["skippedDuplicates"] == 14
     with reader(store.engine) as conn:
         assert conn.execute(text("SELECT count(*) FROM transcript_events")).scalar_one() == 14
-        assert conn.execute(text("SELECT count(*) FROM sessions")).scalar_one() == 1
+        assert conn.execute(text("SELECT count(*) FROM openclaw_sessions")).scalar_one() == 1
     store.reconcile()
     assert found(store, "logs") == {"a1"}
     third = store.import_jsonl(FIXTURES / "branchy.jsonl", session_key=KEY)
@@ -601,7 +602,7 @@ def test_non_transcript_file_refused(store: TranscriptStore, tmp_path: Path, con
     with pytest.raises(ImportFormatError):
         store.import_jsonl(path, session_key=KEY)
     with reader(store.engine) as conn:
-        for table in ("sessions", "transcript_events"):
+        for table in ("openclaw_sessions", "transcript_events"):
             assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 0
 
 

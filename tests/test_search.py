@@ -674,14 +674,16 @@ def test_a_session_another_connection_makes_pending_is_hidden_at_once(
             "s2",
         }
     with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE index_state SET needs_rebuild = 1 WHERE session_id = 's2'")
+        conn.exec_driver_sql(
+            "UPDATE openclaw_index_state SET needs_rebuild = 1 WHERE session_id = 's2'"
+        )
     out = store.search(EVERYTHING, "zebra")
     assert [r["sessionId"] for r in out["results"]] == ["s1"] and out["indexing"] is True
     store.reconcile()
     assert len(store.search(EVERYTHING, "zebra")["results"]) == 2
     # Rows of a session made incognito behind the plugin's back are not shown either.
     with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE sessions SET incognito = 1 WHERE session_id = 's1'")
+        conn.exec_driver_sql("UPDATE openclaw_sessions SET incognito = 1 WHERE session_id = 's1'")
     out = store.search(EVERYTHING, "zebra")
     assert [r["sessionId"] for r in out["results"]] == ["s2"] and "indexing" not in out
 

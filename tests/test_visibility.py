@@ -375,7 +375,13 @@ def test_only_star_is_a_wildcard_in_allow_patterns(world: TranscriptStore, patte
     assert searched(world, caller) == TREE | MAIN_AGENT, pattern
 
 
-SQL_BITS = ["' OR 1=1 --", '" OR ""="', "'; DROP TABLE sessions; --", "x') OR ('1'='1", "%"]
+SQL_BITS = [
+    "' OR 1=1 --",
+    '" OR ""="',
+    "'; DROP TABLE openclaw_sessions; --",
+    "x') OR ('1'='1",
+    "%",
+]
 
 
 @pytest.mark.parametrize("bit", SQL_BITS)

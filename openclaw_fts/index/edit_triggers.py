@@ -44,7 +44,7 @@ CREATE_GUARD_TRIGGER = (
 CREATE_EDITED_TRIGGER = (
     f"CREATE TRIGGER IF NOT EXISTS {EDITED_TRIGGER} AFTER UPDATE OF event ON transcript_events "
     "WHEN new.event IS NOT old.event "
-    "BEGIN UPDATE index_state SET needs_rebuild = 1, generation = generation + 1 "
+    "BEGIN UPDATE openclaw_index_state SET needs_rebuild = 1, generation = generation + 1 "
     "WHERE session_id = new.session_id; END"
 )
 CREATE_STATEMENTS = (CREATE_GUARD_TRIGGER, CREATE_EDITED_TRIGGER)

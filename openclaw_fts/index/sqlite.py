@@ -4,8 +4,8 @@ Invariant: ``message_fts`` (external content over ``message_index``) holds exact
 ``(body, sess)`` of every ``message_index`` row. Inserts write both tables explicitly in one
 ``executemany`` each (no insert trigger: a trigger opens a statement savepoint per row, which
 makes FTS5 flush one segment per row); deletes go through the ``message_index`` delete trigger,
-so FK cascades from ``sessions`` keep the FTS entries exact too. Nothing outside this module
-writes FTS5 SQL.
+so FK cascades from ``openclaw_sessions`` keep the FTS entries exact too. Nothing outside this
+module writes FTS5 SQL.
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ CREATE_DELETE_TRIGGER = (
 )
 DROP_DELETE_TRIGGER = f"DROP TRIGGER IF EXISTS {DELETE_TRIGGER}"
 DROP_FTS = f"DROP TABLE IF EXISTS {FTS_TABLE}"
-#: Keeps ``sessions.last_seq`` right even for events written behind the plugin's back (raw SQL),
-#: so such a session turns pending (its watermark falls behind) instead of staying "clean".
+#: Keeps ``openclaw_sessions.last_seq`` right even for events written behind the plugin's back (raw
+#: SQL), so such a session turns pending (its watermark falls behind) instead of staying "clean".
 SEQ_TRIGGER = "transcript_events_last_seq"
 CREATE_SEQ_TRIGGER = (
     f"CREATE TRIGGER IF NOT EXISTS {SEQ_TRIGGER} AFTER INSERT ON transcript_events BEGIN "
-    "UPDATE sessions SET last_seq = new.seq "
+    "UPDATE openclaw_sessions SET last_seq = new.seq "
     "WHERE session_id = new.session_id AND last_seq < new.seq; END"
 )
 DROP_SEQ_TRIGGER = f"DROP TRIGGER IF EXISTS {SEQ_TRIGGER}"
@@ -58,7 +58,7 @@ DROP_SEQ_TRIGGER = f"DROP TRIGGER IF EXISTS {SEQ_TRIGGER}"
 EVENT_DELETE_TRIGGER = "transcript_events_deleted"
 CREATE_EVENT_DELETE_TRIGGER = (
     f"CREATE TRIGGER IF NOT EXISTS {EVENT_DELETE_TRIGGER} AFTER DELETE ON transcript_events "
-    "BEGIN UPDATE index_state SET needs_rebuild = 1, generation = generation + 1 "
+    "BEGIN UPDATE openclaw_index_state SET needs_rebuild = 1, generation = generation + 1 "
     "WHERE session_id = old.session_id; END"
 )
 DROP_EVENT_DELETE_TRIGGER = f"DROP TRIGGER IF EXISTS {EVENT_DELETE_TRIGGER}"

@@ -1,7 +1,9 @@
-"""Chats: a project's agent sessions, with a foreign key to the plugin's ``sessions`` table.
+"""Chats: a project's agent sessions, with a foreign key to the plugin's ``openclaw_sessions``.
 
-``depends_on`` names the plugin revision that creates ``sessions``: Alembic runs it first on
-upgrade, and unapplies this revision before it on downgrade.
+``depends_on`` names the plugin revision that gives the table that name (0005 renamed it from
+``sessions``): Alembic runs it first on upgrade, and unapplies this revision before it on
+downgrade. Depending on an earlier plugin revision would let Alembic run this one before 0005
+on a fresh database, leaving a foreign key to a table that no longer exists.
 
 Revision ID: h002_chats
 Revises: h001_projects
@@ -16,7 +18,7 @@ from alembic import op
 revision: str = "h002_chats"
 down_revision: str | None = "h001_projects"
 branch_labels: tuple[str, ...] | None = None
-depends_on: str | None = "0001_transcripts"
+depends_on: str | None = "0005_namespaced_tables"
 
 
 def upgrade() -> None:
@@ -33,8 +35,8 @@ def upgrade() -> None:
         ),
         sa.ForeignKeyConstraint(
             ["session_id"],
-            ["sessions.session_id"],
-            name=op.f("fk_chats_session_id_sessions"),
+            ["openclaw_sessions.session_id"],
+            name=op.f("fk_chats_session_id_openclaw_sessions"),
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_chats")),
