@@ -138,7 +138,7 @@ def run_history(
     include_tools: Any = False,
     redactor: Redactor | None = None,
 ) -> dict[str, Any]:
-    """``sessions_history`` on a read connection (behaviour.md §5)."""
+    """``sessions_history`` on a read connection (docs/tools.md)."""
     if not isinstance(session_key, str) or not session_key.strip():
         raise ToolInputError("sessionKey must be a non-empty string")
     if not is_valid_unicode(session_key):

@@ -1,4 +1,4 @@
-"""Credential masking for snippets and history text (OpenClaw's rule, behaviour.md §7).
+"""Credential masking for snippets and history text (OpenClaw's rule, docs/redaction.md).
 
 Invariant: for every string ``t``, :meth:`Redactor.redact` returns ``t`` character for
 character, except that every *credential span* found in ``t`` (overlapping spans merged first)

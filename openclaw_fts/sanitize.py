@@ -1,4 +1,4 @@
-"""Shaping of transcript messages for ``sessions_history`` (behaviour.md §5). Pure: no SQL.
+"""Shaping of transcript messages for ``sessions_history`` (docs/tools.md). Pure: no SQL.
 
 Invariant: :func:`sanitize_message` never mutates its input and returns a new message in which
 nothing the caller may not see survives — ``details``, ``usage`` and ``cost`` are gone, thinking

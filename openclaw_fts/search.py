@@ -390,7 +390,7 @@ def run_search(
     redactor: Redactor | None = None,
     on_pending: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Run a validated search on a (read) connection; the result dict of behaviour.md §4."""
+    """Run a validated search on a (read) connection; the result dict of docs/tools.md."""
     return run_searches(conn, caller, [req], batch=False, redactor=redactor, on_pending=on_pending)
 
 

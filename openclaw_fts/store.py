@@ -50,7 +50,7 @@ from .writer import append_events
 
 
 class TranscriptStore:
-    """Sessions, transcripts and their full-text index in one database (see api.md)."""
+    """Sessions, transcripts and their full-text index in one database (see README.md)."""
 
     def __init__(
         self,
@@ -301,7 +301,7 @@ class TranscriptStore:
         order: str | None = None,
         queries: Sequence[str] | None = None,
     ) -> SearchAnswer:
-        """``sessions_search`` (behaviour.md §4); with ``queries`` (1-8 strings, alongside or
+        """``sessions_search`` (docs/tools.md); with ``queries`` (1-8 strings, alongside or
         instead of ``query``: pass ``query=None``) a batch, each hit tagged ``queryIndex``."""
         texts = [query] if queries is None else batch_queries(query, queries)
         reqs = [
@@ -328,7 +328,7 @@ class TranscriptStore:
         return cast(SearchAnswer, result)
 
     def history(self, caller: Caller, session_key: str, **kwargs: Any) -> HistoryAnswer:
-        """``sessions_history`` (behaviour.md §5)."""
+        """``sessions_history`` (docs/tools.md)."""
         from .history import run_history
 
         with self._read() as conn:

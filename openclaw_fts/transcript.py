@@ -1,6 +1,6 @@
 """Pure functions over OpenClaw transcript events: the tree, the active branch, the index rows.
 
-Invariant: this module is THE definition of "what is indexed" (behaviour.md §2) and of the
+Invariant: this module is THE definition of "what is indexed" (docs/openclaw-tree.md) and of the
 active branch it is taken from (OpenClaw's tree rules, docs/openclaw-tree.md). The live
 session hooks, the inline repair, the reconciler and ``openclaw-fts check`` all call
 :func:`index_rows` / :func:`index_row` / :func:`active_branch`; nothing else decides which
@@ -205,7 +205,7 @@ def parse_timestamp(value: Any) -> int | None:
 
 
 def message_text(message: Mapping[str, Any]) -> str:
-    """The searchable text of a message object (behaviour.md §2), '' when there is none."""
+    """The searchable text of a message object (docs/openclaw-tree.md), '' when there is none."""
     content = message.get("content")
     if isinstance(content, str):
         return content.strip()
@@ -408,7 +408,7 @@ def active_branch(
 def index_rows(
     events: Sequence[tuple[int, Mapping[str, Any]]], *, incognito: bool = False
 ) -> list[IndexRow]:
-    """THE predicate: the index rows a session's events must produce (behaviour.md §2)."""
+    """THE predicate: the index rows a session's events must produce (docs/openclaw-tree.md)."""
     return branch_rows(active_branch(events), incognito=incognito)
 
 

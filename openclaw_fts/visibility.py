@@ -63,7 +63,7 @@ class AgentToAgent:
 
 @dataclass(frozen=True)
 class Caller:
-    """The session asking, and what it may see (behaviour.md §6)."""
+    """The session asking, and what it may see (docs/tools.md)."""
 
     session_key: str
     visibility: Visibility = "tree"

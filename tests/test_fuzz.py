@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the write paths and the importer (behaviour.md §8).
+"""Property-based fuzzing of the write paths and the importer (README "Reliability").
 
 Hypothesis generates event dicts — recursive JSON with, often, the realistic shapes of
 OpenClaw's transcripts (messages with roles and content blocks, leaf controls, side appends,

@@ -1,4 +1,4 @@
-"""``sessions_history`` end to end (behaviour.md §5) on a real SQLite database.
+"""``sessions_history`` end to end (docs/tools.md) on a real SQLite database.
 
 The active branch oldest first, paging, anchor windows, incarnations, argument errors, tool
 messages, per-message sanitising (dropped fields, signatures, images, redaction, the 4000

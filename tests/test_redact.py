@@ -1,4 +1,4 @@
-"""Credential masking (behaviour.md §7): every family, false positives, the leak invariant."""
+"""Credential masking (docs/redaction.md): every family, false positives, the leak invariant."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shaping of history messages (behaviour.md §5): fields, signatures, images, cuts, budget."""
+"""Shaping of history messages (docs/tools.md): fields, signatures, images, cuts, budget."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def test_unknown_fields_pass_through_as_copies_with_strings_redacted() -> None:
         "custom": {"nested": [1, 2, {"a": "TOKEN=abc123"}]},
     }
     result = sanitize_message(message)
-    # unknown fields pass through, but a credential inside them is masked (behaviour.md §7)
+    # unknown fields pass through, but a credential inside them is masked (docs/redaction.md)
     assert result.message == {**message, "custom": {"nested": [1, 2, {"a": "TOKEN=***"}]}}
     assert result.content_redacted is True
     result.message["custom"]["nested"].append(3)

@@ -1,4 +1,4 @@
-"""``sessions_search`` end to end (behaviour.md §4, §7) on a real SQLite database.
+"""``sessions_search`` end to end (docs/tools.md, docs/redaction.md) on a real SQLite database.
 
 Every test writes its corpus through the public store API, searches through
 ``TranscriptStore.search`` and checks the JSON-ready result: validation messages, the query

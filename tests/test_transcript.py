@@ -1,5 +1,5 @@
 """Unit tests of THE predicate (``openclaw_fts.transcript``): text extraction, roles, ids,
-timestamps, and the active branch of a session's event tree (behaviour.md §1–§2)."""
+timestamps, and the active branch of a session's event tree (docs/openclaw-tree.md)."""
 
 from __future__ import annotations
 

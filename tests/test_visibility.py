@@ -1,4 +1,4 @@
-"""Visibility (behaviour.md §6): who sees which sessions, in search and in history alike.
+"""Visibility (docs/tools.md): who sees which sessions, in search and in history alike.
 
 A small world of sessions, each holding one message with the word "zebra" and a word naming
 the session, is searched by callers with every visibility setting; the visible set of session
