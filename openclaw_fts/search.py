@@ -14,17 +14,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import Connection
 
 from . import transcript
 from .errors import ToolInputError
 from .index import sqlite as fts
+from .index.base import Hit, SearchRequest
 from .models import INDEX_VERSION
-from .query import CompiledQuery, compile_query
+from .query import compile_query
 from .reconcile import PENDING_CONDITION
 from .redact import Redactor, redact_text
 from .snippet import make_snippet
@@ -49,22 +50,6 @@ MAX_BATCH_QUERIES = 8
 BATCH_QUERIES_ERROR = f"queries must hold 1-{MAX_BATCH_QUERIES} non-empty strings"
 ROLES = ("user", "assistant")
 ORDERS = ("relevance", "recent")
-
-Order = Literal["relevance", "recent"]
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    """Validated arguments of one search."""
-
-    query: str
-    compiled: CompiledQuery | None
-    limit: int
-    session_key: str | None
-    role: str | None
-    since: int | None
-    until: int | None
-    order: Order
 
 
 def validate_limit(limit: Any, *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -> int:
@@ -212,9 +197,6 @@ def pending_visible(conn: Connection, caller: Caller, session_key: str | None) -
     return bool(fts.cursor(conn).execute(sql, params).fetchone()[0])
 
 
-#: A hit as the ranking returns it: (id, session_id, seq, event_id, role, timestamp_ms,
-#: session_key, rank).
-Hit = tuple[int, str, int, str, str, int, str, float | None]
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
 #: at the limit are all in hand (equal scores are common: short messages of equal length); a
 #: longer tie falls back to the full ORDER BY. Measured: a LIMIT of 75 costs what 11 does.
