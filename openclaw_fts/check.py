@@ -14,13 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from . import indexer
 from .engine import READ_ONLY
-from .index import sqlite as fts
-from .reconcile import PENDING_CONDITION, status
+from .index.base import writer
 
 
 @dataclass
@@ -57,8 +56,9 @@ def check(engine: Engine) -> CheckReport:
     """Run every check; see :class:`CheckReport`."""
     report = CheckReport()
     with engine.connect().execution_options(**{READ_ONLY: True}) as conn, conn.begin():
+        backend = writer(conn)
         try:
-            fts.integrity_check(conn)
+            backend.integrity_check(conn)
         except DBAPIError as exc:
             skipped = _skip_reason(exc.orig) if exc.orig is not None else None
             if skipped is not None:
@@ -66,28 +66,13 @@ def check(engine: Engine) -> CheckReport:
             else:
                 report.fts_ok = False
                 report.fts_error = str(exc.orig)
-        report.orphans = int(
-            conn.execute(
-                text(
-                    f"SELECT count(*) FROM {fts.CONTENT_TABLE} WHERE session_id NOT IN "
-                    "(SELECT session_id FROM openclaw_sessions)"
-                )
-            ).scalar_one()
-        )
-        clean = [
-            r[0]
-            for r in conn.execute(
-                text(
-                    "SELECT s.session_id FROM openclaw_sessions s JOIN openclaw_index_state st "
-                    f"ON st.session_id = s.session_id WHERE NOT {PENDING_CONDITION}"
-                )
-            )
-        ]
+        report.orphans = backend.orphan_index_rows(conn)
+        clean = backend.clean_session_ids(conn)
         for sid in clean:
             plan = indexer.plan_session(conn, sid)
             if plan is not None and plan.size:
                 report.drift[sid] = {"missing": len(plan.inserts), "extra": len(plan.deletes)}
-        report.status = status(conn)
+        report.status = backend.status(conn)
     return report
 
 

@@ -310,9 +310,9 @@ def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
         return
     conn = session.connection()
     for sid in work.new_sessions:
-        if indexer.read_state(conn, sid) is None:
-            indexer.create_state(conn, sid, clean=True)
-            indexer.write_branches(conn, sid, transcript.resolve_tree(()), {})
+        context = indexer.read_context(conn, sid)
+        if context is not None and context.state is None:
+            indexer.start_empty(conn, sid)
     for sid, appended in work.appended.items():
         if sid not in work.rebuild:
             indexer.on_appended(conn, sid, appended)

@@ -40,7 +40,7 @@ from .errors import (
     shorten,
 )
 from .hooks import agent_id_from_key, serialise_event, validate_session_fields
-from .index import sqlite as fts
+from .index.base import writer as index_writer
 from .jsonsafe import UTF8_BOM, JsonLineError, loads_strict
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
@@ -271,45 +271,30 @@ class _Target:
 def _ensure_session(conn: Connection, target: _Target) -> bool:
     """Create the session row if missing (no index state: it is pending). True if it existed
     with events. Runs in the first batch's transaction (one commit fewer per file)."""
-    cur = fts.cursor(conn)
-    row = cur.execute(
-        "SELECT last_seq FROM openclaw_sessions WHERE session_id = ?", (target.sid,)
-    ).fetchone()
     meta = target.meta
-    agent = meta.agent_id or agent_id_from_key(target.key) or "main"
-    links = (meta.spawned_by, meta.parent_session_key, meta.owner_session_key)
-    if row is not None:
-        if meta.rekey:
-            cur.execute(
-                "UPDATE openclaw_sessions SET session_key = ?, agent_id = ?, spawned_by = ?, "
-                "parent_session_key = ?, owner_session_key = ? WHERE session_id = ?",
-                (target.key, agent, *links, target.sid),
-            )
-        return int(row[0]) >= 0
     created = (
-        datetime.fromtimestamp(meta.created_ms / 1000, tz=timezone.utc).strftime(SQL_TIME)
+        datetime.fromtimestamp(meta.created_ms / 1000, tz=timezone.utc)
         if meta.created_ms is not None
-        else datetime.now(timezone.utc).strftime(SQL_TIME)
+        else datetime.now(timezone.utc)
     )
-    cur.execute(
-        "INSERT INTO openclaw_sessions (session_id, session_key, agent_id, spawned_by, "
-        "parent_session_key, owner_session_key, archived, incognito, last_seq, "
-        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, 0, -1, ?, CURRENT_TIMESTAMP)",
-        (target.sid, target.key, agent, *links, created),
-    )
-    return False
+    fields = {
+        "session_id": target.sid,
+        "session_key": target.key,
+        "agent_id": meta.agent_id or agent_id_from_key(target.key) or "main",
+        "spawned_by": meta.spawned_by,
+        "parent_session_key": meta.parent_session_key,
+        "owner_session_key": meta.owner_session_key,
+        "created_at": created.strftime(SQL_TIME),
+    }
+    last_seq = index_writer(conn).ensure_session(conn, fields, rekey=meta.rekey)
+    return last_seq is not None and last_seq >= 0
 
 
 def _unkeyed_digests(conn: Connection, sid: str) -> Counter[bytes]:
     """Digests of the session's stored entries without an ``id``, counted."""
-    found: Counter[bytes] = Counter()
-    rows = fts.cursor(conn).execute(
-        "SELECT event FROM transcript_events WHERE session_id = ? AND event_id IS NULL", (sid,)
+    return Counter(
+        content_digest(stored) for stored in index_writer(conn).unkeyed_events(conn, sid)
     )
-    for (stored,) in rows:
-        if isinstance(stored, str):
-            found[content_digest(stored)] += 1
-    return found
 
 
 def _write_batch(
@@ -320,17 +305,15 @@ def _write_batch(
 ) -> None:
     sid = target.sid
     with writer(engine).begin() as conn:  # reads, then writes: BEGIN IMMEDIATE
+        backend = index_writer(conn)
         if target.existed is None:
             target.existed = _ensure_session(conn, target)
             if target.existed:
                 target.unmatched = _unkeyed_digests(conn, sid)
-        cur = fts.cursor(conn)
-        last = int(
-            cur.execute(
-                "SELECT last_seq FROM openclaw_sessions WHERE session_id = ?", (sid,)
-            ).fetchone()[0]
-        )
-        taken = _existing_ids(conn, sid, [e.event_id for e in batch])
+        last = backend.last_seq(conn, sid)
+        assert last is not None  # created above, in this transaction or an earlier one
+        wanted = [e.event_id for e in batch if e.event_id is not None]
+        taken = backend.taken_event_ids(conn, sid, wanted) if wanted else set()
         unmatched = target.unmatched
         rows = []
         for entry in batch:
@@ -344,38 +327,11 @@ def _write_batch(
                 report.skipped_duplicates += 1
                 continue
             last += 1
-            columns = dict(entry.columns, seq=last, session_id=sid, event=entry.dumped)
-            rows.append(columns)
+            rows.append(dict(entry.columns, seq=last, session_id=sid, event=entry.dumped))
         if not rows:
             return
-        fts.cursor(conn).executemany(
-            "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, role, "
-            "target_id, side, timestamp_ms, event) VALUES (:session_id, :seq, :event_id, "
-            ":parent_id, :type, :role, :target_id, :side, :timestamp_ms, :event)",
-            rows,
-        )
-        cur.execute(
-            "UPDATE openclaw_sessions SET last_seq = ?, updated_at = CURRENT_TIMESTAMP WHERE "
-            "session_id = ?",
-            (last, sid),
-        )
+        backend.insert_events(conn, rows, last)
         report.imported += len(rows)
-
-
-def _existing_ids(conn: Connection, sid: str, ids: list[str | None]) -> set[str]:
-    wanted = [i for i in ids if i is not None]
-    if not wanted:
-        return set()
-    found: set[str] = set()
-    cur = fts.cursor(conn)  # plain DBAPI: 500 SQLAlchemy bind objects per batch cost ~50% of import
-    for chunk, marks in fts.in_lists(wanted):
-        result = cur.execute(
-            "SELECT event_id FROM transcript_events WHERE session_id = ? "
-            f"AND event_id IN ({marks})",
-            [sid, *chunk],
-        )
-        found.update(r[0] for r in result)
-    return found
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,8 +23,9 @@ from sqlalchemy import Connection
 
 from . import transcript
 from .index import sqlite as fts
-from .jsonsafe import loads_stored
-from .models import INDEX_VERSION
+from .index.base import Finish, NewRow, SessionContext, StateRow, StoredRow, writer
+from .index.common import is_exact
+from .jsonsafe import stored_event as parse_event
 from .tokens import index_body
 
 #: A stale session whose active branch is at most this many events is repaired inline, in the
@@ -50,16 +51,6 @@ class Appended:
 
 
 @dataclass(slots=True)
-class StateRow:
-    id: int
-    indexed_seq: int
-    indexed_leaf: str | None
-    needs_rebuild: bool
-    generation: int
-    index_version: int
-
-
-@dataclass(slots=True)
 class Plan:
     """What one session's index needs to become exact, computed from a snapshot."""
 
@@ -70,7 +61,7 @@ class Plan:
     tree: transcript.Tree
     seq_of_tip: dict[str, int]
     deletes: list[int] = field(default_factory=list)
-    inserts: list[fts.NewRow] = field(default_factory=list)
+    inserts: list[NewRow] = field(default_factory=list)
 
     @property
     def size(self) -> int:
@@ -81,69 +72,14 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def read_state(conn: Connection, session_id: str) -> StateRow | None:
-    row = (
-        fts.cursor(conn)
-        .execute(
-            "SELECT id, indexed_seq, indexed_leaf, needs_rebuild, generation, index_version "
-            "FROM openclaw_index_state WHERE session_id = :sid",
-            {"sid": session_id},
-        )
-        .fetchone()
-    )
-    if row is None:
-        return None
-    return StateRow(row[0], row[1], row[2], bool(row[3]), row[4], row[5])
-
-
 def create_state(conn: Connection, session_id: str, *, clean: bool) -> StateRow:
     """Give a session its index state: clean+empty (new session) or dirty (to be rebuilt)."""
-    fts.cursor(conn).execute(
-        "INSERT INTO openclaw_index_state (session_id, indexed_seq, needs_rebuild, generation, "
-        "index_version) VALUES (:sid, -1, :dirty, 0, :v)",
-        {"sid": session_id, "dirty": not clean, "v": INDEX_VERSION},
-    )
-    state = read_state(conn, session_id)
-    assert state is not None
-    return state
-
-
-def mark_dirty(conn: Connection, session_id: str) -> None:
-    """Flag a session for the reconciler (sessions without state are pending already)."""
-    fts.cursor(conn).execute(
-        "UPDATE openclaw_index_state SET needs_rebuild = 1, generation = generation + 1 "
-        "WHERE session_id = :sid",
-        {"sid": session_id},
-    )
-
-
-@dataclass(slots=True)
-class SessionContext:
-    """A session's write-relevant columns and index state, read in one statement."""
-
-    last_seq: int
-    incognito: bool
-    state: StateRow | None
+    return writer(conn).create_state(conn, session_id, clean=clean)
 
 
 def read_context(conn: Connection, session_id: str) -> SessionContext | None:
-    row = (
-        fts.cursor(conn)
-        .execute(
-            "SELECT s.last_seq, s.incognito, st.id, st.indexed_seq, st.indexed_leaf, "
-            "st.needs_rebuild, st.generation, st.index_version FROM openclaw_sessions s "
-            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id WHERE s.session_id "
-            "= ?",
-            (session_id,),
-        )
-        .fetchone()
-    )
-    if row is None:
-        return None
-    state = None
-    if row[2] is not None:
-        state = StateRow(row[2], row[3], row[4], bool(row[5]), row[6], row[7])
-    return SessionContext(int(row[0]), bool(row[1]), state)
+    """A session's ``last_seq``, incognito flag and index state (None: no such session)."""
+    return writer(conn).session_context(conn, session_id)
 
 
 def on_appended(
@@ -165,9 +101,8 @@ def on_appended(
     incognito, state = context.incognito, context.state
     if (
         state is None
-        or state.needs_rebuild
-        or state.index_version != INDEX_VERSION
-        or state.indexed_seq != appended[0].seq - 1
+        or state.indexed_seq != appended[0].seq - 1  # exact up to just before this append
+        or not is_exact(state, state.indexed_seq)
     ):
         repair_or_mark(conn, session_id)
         return
@@ -175,7 +110,7 @@ def on_appended(
     if leaf is None and state.indexed_seq >= 0:
         repair_or_mark(conn, session_id, was_clean=True)  # empty, unrooted or "no leaf" branch
         return
-    rows: list[fts.NewRow] = []
+    rows: list[NewRow] = []
     token = fts.session_token(state.id)
     expected = appended[0].seq
     # The append cursor, where known: nothing is stored yet in a fresh session; otherwise it
@@ -222,17 +157,12 @@ def on_appended(
         row = None if incognito else transcript.index_row(item.seq, item.event)
         if row is not None:
             rows.append(_new_row(session_id, token, row))
-    fts.insert_rows(conn, rows)
-    fts.cursor(conn).execute(
-        "UPDATE openclaw_index_state SET indexed_seq = ?, indexed_leaf = ?, generation = "
-        "generation + 1 "
-        "WHERE id = ?",
-        (appended[-1].seq, leaf, state.id),
-    )
+    backend = writer(conn)
+    backend.extend_index(conn, state.id, rows, appended[-1].seq, leaf)
     if leaf != state.indexed_leaf:
-        _advance_active_branch(conn, session_id, leaf, _seq_of(appended, leaf))
+        backend.advance_active_branch(conn, session_id, leaf, _seq_of(appended, leaf))
     if side_tips:
-        _add_side_tips(conn, session_id, side_tips)
+        backend.add_side_tips(conn, session_id, side_tips)
 
 
 #: The fast path could not tell where an append hangs without resolving the tree.
@@ -252,35 +182,10 @@ def _off_branch_parent(
         return None
     if node.parent_id == leaf:
         return leaf
-    row = (
-        fts.cursor(conn)
-        .execute(
-            "SELECT type FROM transcript_events WHERE session_id = ? AND event_id = ? AND seq < ?",
-            (session_id, node.parent_id, node.seq),
-        )
-        .fetchone()
-    )
-    if row is None or row[0] in (None, transcript.LEAF_TYPE, transcript.HEADER_TYPE):
+    row = writer(conn).earlier_event(conn, session_id, node.parent_id, node.seq)
+    if row is None or row.type in (None, transcript.LEAF_TYPE, transcript.HEADER_TYPE):
         return _UNRESOLVED
     return node.parent_id
-
-
-def _add_side_tips(
-    conn: Connection, session_id: str, side_tips: Sequence[tuple[str, int, str | None]]
-) -> None:
-    cur = fts.cursor(conn)
-    for tip, seq, former_tip in side_tips:
-        if former_tip is not None:
-            cur.execute(
-                "DELETE FROM openclaw_branches WHERE session_id = ? AND tip_id = ? AND is_active "
-                "= 0",
-                (session_id, former_tip),
-            )
-        cur.execute(
-            "INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) VALUES (?, ?, "
-            "?, 0)",
-            (session_id, tip, seq),
-        )
 
 
 def _extends_leaf(
@@ -299,28 +204,28 @@ def _extends_leaf(
     Anything else: False, and the caller diffs."""
     if parent_id is None or leaf is None:
         return False
-    cur = fts.cursor(conn)
-    row = cur.execute(
-        "SELECT seq, type, side, parent_id, "
-        f"CASE WHEN type = '{transcript.LEAF_TYPE}' THEN event END, {_PARENT_JSON_TYPE} "
-        "FROM transcript_events WHERE session_id = ? AND event_id = ? AND seq < ?",
-        (session_id, parent_id, seq),
-    ).fetchone()
+    backend = writer(conn)
+    row = backend.earlier_event(conn, session_id, parent_id, seq)
     if row is None:
         return False
-    parent_seq, ptype, side, raw_parent, raw, parent_type = row
+    parent_seq, ptype, side, raw_parent, raw, parent_type = (
+        row.seq,
+        row.type,
+        row.side,
+        row.parent_id,
+        row.leaf_json,
+        row.parent_json_type,
+    )
     if ptype != transcript.LEAF_TYPE:
         if parent_seq != seq - 1 or ptype in (None, transcript.HEADER_TYPE):
             return False
-        node = transcript.column_node(
-            parent_seq, parent_id, raw_parent, ptype, bool(side), parent_type
-        )
+        node = transcript.column_node(parent_seq, parent_id, raw_parent, ptype, side, parent_type)
         if node.bad_parent:
             return False
         if ptype in transcript.CANONICAL_TYPES:
             return node.side
         return node.has_parent
-    marker = transcript.tree_node(parent_seq, _parse_event(raw))
+    marker = transcript.tree_node(parent_seq, parse_event(raw))
     if not (
         marker.valid_leaf
         and marker.event_id == parent_id
@@ -329,17 +234,10 @@ def _extends_leaf(
         and marker.append_parent == leaf
     ):
         return False
-    target = cur.execute(
-        "SELECT seq, type FROM transcript_events WHERE session_id = ? AND event_id = ?",
-        (session_id, leaf),
-    ).fetchone()
+    target = backend.event_seq_type(conn, session_id, leaf)
     if target is None or target[0] >= parent_seq or target[1] == transcript.LEAF_TYPE:
         return False
-    reset = cur.execute(
-        "SELECT 1 FROM transcript_events WHERE session_id = ? AND type = ? LIMIT 1",
-        (session_id, transcript.RESET_TYPE),
-    ).fetchone()
-    return reset is None
+    return not backend.has_event_type(conn, session_id, transcript.RESET_TYPE)
 
 
 def _seq_of(appended: Sequence[Appended], event_id: str | None) -> int | None:
@@ -349,24 +247,8 @@ def _seq_of(appended: Sequence[Appended], event_id: str | None) -> int | None:
     return None
 
 
-def _advance_active_branch(
-    conn: Connection, session_id: str, tip: str | None, tip_seq: int | None
-) -> None:
-    moved = fts.cursor(conn).execute(
-        "UPDATE openclaw_branches SET tip_id = ?, tip_seq = ? WHERE session_id = ? AND is_active "
-        "= 1",
-        (tip, tip_seq, session_id),
-    )
-    if moved.rowcount == 0:
-        fts.cursor(conn).execute(
-            "INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
-            "VALUES (:sid, :tip, :seq, 1)",
-            {"sid": session_id, "tip": tip, "seq": tip_seq},
-        )
-
-
-def _new_row(session_id: str, token: str, row: transcript.IndexRow) -> fts.NewRow:
-    return fts.NewRow(
+def _new_row(session_id: str, token: str, row: transcript.IndexRow) -> NewRow:
+    return NewRow(
         session_id=session_id,
         seq=row.seq,
         event_id=row.event_id,
@@ -395,7 +277,7 @@ def repair_or_mark(conn: Connection, session_id: str, *, was_clean: bool = False
             trust_stored=was_clean,
         )
         if plan is not None:
-            apply_changes(conn, plan.deletes, plan.inserts)
+            writer(conn).apply_changes(conn, plan.deletes, plan.inserts)
             finalize(conn, plan)
             log.debug(
                 "inline repair of session %s: %d index rows deleted, %d inserted",
@@ -408,91 +290,13 @@ def repair_or_mark(conn: Connection, session_id: str, *, was_clean: bool = False
     if context.state is None:
         create_state(conn, session_id, clean=False)
     else:
-        mark_dirty(conn, session_id)
+        writer(conn).mark_dirty(conn, [session_id])
     return False
 
 
 def load_events(conn: Connection, session_id: str) -> list[tuple[int, dict[str, Any]]]:
     """Every stored event of a session as ``(seq, event)``, in seq order."""
-    result = fts.cursor(conn).execute(
-        "SELECT seq, event FROM transcript_events WHERE session_id = ? ORDER BY seq",
-        (session_id,),
-    )
-    return [(int(seq), _parse_event(raw)) for seq, raw in result]
-
-
-#: Rows whose derived columns cannot stand in for their JSON: no ``type`` or no ``event_id`` (a
-#: row written behind the plugin's back without, or with only some of, the derived columns; the
-#: plugin leaves both empty only for events that have neither, which are rare) and every leaf
-#: control (its ``appendParentId`` / ``appendMode`` and the shape of its target live only in the
-#: JSON; leaf controls are few).
-_NEEDS_JSON = f"type IS NULL OR event_id IS NULL OR type = '{transcript.LEAF_TYPE}'"
-#: For the other rows with an empty ``parent_id`` column, SQLite tells a null ``parentId`` from a
-#: missing or malformed one without the JSON reaching Python (``transcript.column_node``).
-_PARENT_JSON_TYPE = (
-    "CASE WHEN parent_id IS NULL AND json_valid(event) THEN json_type(event, '$.parentId') END"
-)
-_INDEXED_ROLES_SQL = ", ".join(f"'{r}'" for r in sorted(transcript.INDEXED_ROLES))
-
-
-def _parse_event(raw: Any) -> dict[str, Any]:
-    try:
-        # Non-finite numbers (never accepted, but a row written behind our back may hold one)
-        # read as null: what history returns must stay strict JSON (docs/import.md).
-        event = loads_stored(raw) if raw is not None else {}
-    except (ValueError, RecursionError):
-        return {}  # a row written behind our back (broken or absurdly deep): not indexable
-    return event if isinstance(event, dict) else {}
-
-
-def load_tree(
-    conn: Connection, session_id: str
-) -> tuple[list[transcript.TreeNode], dict[int, dict[str, Any]]]:
-    """A session's tree nodes in seq order, read from the derived columns (the JSON is parsed
-    only where the columns cannot tell, see ``_NEEDS_JSON``), plus those parsed events."""
-    result = fts.cursor(conn).execute(
-        "SELECT seq, event_id, parent_id, type, side, "
-        f"CASE WHEN {_NEEDS_JSON} THEN event END, "
-        f"CASE WHEN {_NEEDS_JSON} THEN NULL ELSE {_PARENT_JSON_TYPE} END "
-        "FROM transcript_events WHERE session_id = ? ORDER BY seq",
-        (session_id,),
-    )
-    nodes: list[transcript.TreeNode] = []
-    parsed: dict[int, dict[str, Any]] = {}
-    for seq, event_id, parent_id, etype, side, raw, parent_type in result:
-        if raw is not None:
-            event = parsed[seq] = _parse_event(raw)
-            nodes.append(transcript.tree_node(seq, event))
-        else:
-            nodes.append(
-                transcript.column_node(seq, event_id, parent_id, etype, bool(side), parent_type)
-            )
-    return nodes, parsed
-
-
-def _branch_events(
-    conn: Connection, session_id: str, seqs: Sequence[int], parsed: dict[int, dict[str, Any]]
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The events among ``seqs`` (on the active branch) that may produce an index row — user
-    and assistant messages — in seq order; the JSON of every other event stays unread. Read
-    one IN-list at a time, so memory holds one chunk of parsed events, not the branch."""
-    cur = fts.cursor(conn)
-    for chunk, _ in fts.in_lists(sorted(seqs)):
-        unread = [seq for seq in chunk if seq not in parsed]
-        found: dict[int, dict[str, Any]] = {}
-        if unread:
-            marks = ", ".join("?" * len(unread))
-            result = cur.execute(
-                "SELECT seq, event FROM transcript_events WHERE session_id = ? "
-                f"AND type = 'message' AND role IN ({_INDEXED_ROLES_SQL}) AND seq IN ({marks})",
-                (session_id, *unread),
-            )
-            found = {seq: _parse_event(raw) for seq, raw in result}
-        for seq in chunk:
-            if seq in parsed:
-                yield seq, parsed[seq]
-            elif seq in found:
-                yield seq, found[seq]
+    return writer(conn).load_events(conn, session_id)
 
 
 def plan_session(
@@ -512,15 +316,16 @@ def plan_session(
     context = read_context(conn, session_id)
     if context is None:
         return None
-    nodes, parsed = load_tree(conn, session_id)
+    backend = writer(conn)
+    nodes, parsed = backend.load_tree(conn, session_id)
     tree = transcript.resolve_tree(nodes)
     deletes: list[int] = []
-    stored: dict[str, fts.StoredRow] = {}
+    stored: dict[str, StoredRow] = {}
     kept_bytes = 0
     if trust_stored:
         on_branch = set(tree.active_seqs)
         kept: set[int] = set()
-        for row_id, seq, size in fts.read_row_sizes(conn, session_id):
+        for row_id, seq, size in backend.index_row_sizes(conn, session_id):
             if seq in on_branch:
                 kept.add(seq)
                 kept_bytes += size
@@ -532,7 +337,7 @@ def plan_session(
     wanted = (
         []
         if context.incognito
-        else transcript.branch_rows(_branch_events(conn, session_id, fresh, parsed))
+        else transcript.branch_rows(backend.branch_events(conn, session_id, fresh, parsed))
     )
     if max_text_bytes is not None:
         total = kept_bytes
@@ -545,7 +350,7 @@ def plan_session(
     state = context.state or create_state(conn, session_id, clean=False)
     token = fts.session_token(state.id)
     if not trust_stored:
-        stored = {r.event_id: r for r in fts.read_rows(conn, session_id)}
+        stored = {r.event_id: r for r in backend.index_rows(conn, session_id)}
     tips = set(tree.tips)
     seq_of_tip: dict[str, int] = {}
     for node in nodes:
@@ -580,58 +385,32 @@ def plan_session(
     return plan
 
 
-def apply_changes(conn: Connection, deletes: Sequence[int], inserts: Sequence[fts.NewRow]) -> None:
+def apply_changes(conn: Connection, deletes: Sequence[int], inserts: Sequence[NewRow]) -> None:
     """Deletes first (a changed row is a delete plus an insert of the same event id)."""
-    fts.delete_rows(conn, deletes)
-    fts.insert_rows(conn, inserts)
+    writer(conn).apply_changes(conn, deletes, inserts)
 
 
 def finalize(conn: Connection, plan: Plan) -> None:
     """Mark the planned session clean at the plan's watermark and rewrite its branch records.
 
-    ``openclaw_sessions.last_seq`` is the highest seq ever assigned (never lowered, so seqs are not
-    reused); after events were deleted it can be above the newest stored one, and the watermark
-    then covers it: the plan saw every event that exists."""
-    fts.cursor(conn).execute(
-        "UPDATE openclaw_sessions SET last_seq = :seq WHERE session_id = :sid AND last_seq < :seq",
-        {"seq": plan.last_seq, "sid": plan.session_id},
+    ``openclaw_sessions.last_seq`` is the highest seq ever assigned (never lowered, so seqs are
+    not reused); after events were deleted it can be above the newest stored one, and the
+    watermark then covers it: the plan saw every event that exists. Only a rooted path lets the
+    fast path extend the branch later (see :func:`on_appended`), so only then is the leaf kept."""
+    writer(conn).finish(
+        conn,
+        Finish(
+            session_id=plan.session_id,
+            state_id=plan.state_id,
+            last_seq=plan.last_seq,
+            leaf=plan.tree.active_leaf if plan.tree.rooted else None,
+            tree=plan.tree,
+            seq_of_tip=plan.seq_of_tip,
+        ),
     )
-    fts.cursor(conn).execute(
-        "UPDATE openclaw_index_state SET indexed_seq = (SELECT last_seq FROM openclaw_sessions "
-        "WHERE session_id = :sid), indexed_leaf = :leaf, needs_rebuild = 0, "
-        "index_version = :v, generation = generation + 1 WHERE id = :id",
-        {
-            "sid": plan.session_id,
-            # Only a rooted path lets the fast path extend it (see on_appended).
-            "leaf": plan.tree.active_leaf if plan.tree.rooted else None,
-            "v": INDEX_VERSION,
-            "id": plan.state_id,
-        },
-    )
-    write_branches(conn, plan.session_id, plan.tree, plan.seq_of_tip)
 
 
-def write_branches(
-    conn: Connection, session_id: str, tree: transcript.Tree, seq_of_tip: Mapping[str, int]
-) -> None:
-    """Replace a session's branch records with the tips of its resolved tree."""
-    fts.cursor(conn).execute(
-        "DELETE FROM openclaw_branches WHERE session_id = :sid", {"sid": session_id}
-    )
-    rows = [
-        {
-            "sid": session_id,
-            "tip": tip,
-            "seq": seq_of_tip.get(tip),
-            "active": tip == tree.active_leaf,
-        }
-        for tip in tree.tips
-    ]
-    if tree.active_leaf is None:
-        rows.append({"sid": session_id, "tip": None, "seq": None, "active": True})
-    if rows:
-        fts.cursor(conn).executemany(
-            "INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
-            "VALUES (:sid, :tip, :seq, :active)",
-            rows,
-        )
+def start_empty(conn: Connection, session_id: str) -> None:
+    """A session created with no events: a clean, empty index state and an empty branch."""
+    create_state(conn, session_id, clean=True)
+    writer(conn).write_branches(conn, session_id, transcript.resolve_tree(()), {})

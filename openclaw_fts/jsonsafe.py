@@ -79,3 +79,14 @@ def loads_stored(text: str | bytes) -> Any:
 def dumps(value: Any, **kwargs: Any) -> str:
     """``json.dumps`` that refuses non-finite numbers (raises ``ValueError``) — strict JSON."""
     return json.dumps(value, allow_nan=False, **kwargs)
+
+
+def stored_event(raw: Any) -> dict[str, Any]:
+    """A stored event's JSON as a dict; ``{}`` for a row that is broken, absurdly deep or not an
+    object (written behind the plugin's back: not indexable). Non-finite numbers read as null:
+    what history returns must stay strict JSON (docs/import.md)."""
+    try:
+        event = loads_stored(raw) if raw is not None else {}
+    except (ValueError, RecursionError):
+        return {}
+    return event if isinstance(event, dict) else {}

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
 
 from . import indexer
 from .engine import READ_ONLY, writer
 from .errors import shorten
-from .index import sqlite as fts
-from .models import INDEX_VERSION
+from .index import common as lease_table
+from .index.base import writer as index_writer
 
 log = logging.getLogger(__name__)
 
@@ -48,39 +48,17 @@ LEASE_POLL_SECONDS = 0.2
 MAX_PASSES = 50
 LEASE_NAME = "reconcile"
 
-#: SQL of "this session is pending" over ``openclaw_sessions s LEFT JOIN openclaw_index_state st``.
-PENDING_CONDITION = (
-    "(st.id IS NULL OR st.needs_rebuild = 1 OR st.indexed_seq < s.last_seq "
-    f"OR st.index_version != {INDEX_VERSION})"
-)
-
 ProgressFn = Callable[[dict[str, int]], None]
 
 
 def status(conn: Connection) -> dict[str, int]:
     """``{pending, indexed, total}`` counted in sessions."""
-    row = conn.execute(
-        text(
-            f"SELECT count(*), coalesce(sum(CASE WHEN {PENDING_CONDITION} THEN 1 ELSE 0 END), 0) "
-            "FROM openclaw_sessions s LEFT JOIN openclaw_index_state st ON st.session_id = "
-            "s.session_id"
-        )
-    ).one()
-    total, pending = int(row[0]), int(row[1])
-    return {"pending": pending, "indexed": total - pending, "total": total}
+    return index_writer(conn).status(conn)
 
 
 def pending_session_ids(conn: Connection) -> list[str]:
     """Pending sessions, including ones whose events were written behind the hooks' back."""
-    result = conn.execute(
-        text(
-            "SELECT s.session_id FROM openclaw_sessions s "
-            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
-            f"WHERE {PENDING_CONDITION} OR s.last_seq < coalesce((SELECT max(e.seq) FROM "
-            "transcript_events e WHERE e.session_id = s.session_id), -1) ORDER BY s.session_id"
-        )
-    )
-    return [r[0] for r in result]
+    return index_writer(conn).pending_session_ids(conn)
 
 
 def new_holder_name() -> str:
@@ -147,10 +125,7 @@ class Lease:
     def try_acquire(self) -> bool:
         now = time.time()
         with self.engine.begin() as conn:
-            row = conn.execute(
-                text("SELECT holder, expires_at FROM reconcile_lease WHERE name = :n"),
-                {"n": LEASE_NAME},
-            ).first()
+            row = lease_table.read_lease(conn, LEASE_NAME)
             if row is not None and row[0] != self.holder and row[1] > now:
                 if not holder_is_dead(row[0]):
                     self.blocked_by = LeaseWait(row[0], float(row[1]) - now)
@@ -161,29 +136,16 @@ class Lease:
                     shorten(row[0]),
                 )
             self.blocked_by = None
-            conn.execute(
-                text(
-                    "INSERT INTO reconcile_lease (name, holder, expires_at) VALUES (:n, :h, :e) "
-                    "ON CONFLICT (name) DO UPDATE SET holder = :h, expires_at = :e"
-                ),
-                {"n": LEASE_NAME, "h": self.holder, "e": now + self.seconds},
-            )
+            lease_table.take_lease(conn, LEASE_NAME, self.holder, now + self.seconds)
         return True
 
     def renew(self, conn: Connection) -> bool:
         """Extend the lease inside a write transaction; False if it was taken over."""
-        result = conn.execute(
-            text("UPDATE reconcile_lease SET expires_at = :e WHERE name = :n AND holder = :h"),
-            {"n": LEASE_NAME, "h": self.holder, "e": time.time() + self.seconds},
-        )
-        return bool(result.rowcount)
+        return lease_table.renew_lease(conn, LEASE_NAME, self.holder, time.time() + self.seconds)
 
     def release(self) -> None:
         with self.engine.begin() as conn:
-            conn.execute(
-                text("DELETE FROM reconcile_lease WHERE name = :n AND holder = :h"),
-                {"n": LEASE_NAME, "h": self.holder},
-            )
+            lease_table.drop_lease(conn, LEASE_NAME, self.holder)
 
 
 class LeaseLost(RuntimeError):
@@ -318,40 +280,18 @@ class Reconciler:
                     self.stats["sessions"] += 1
                     log.debug("reconciled session %s", plan.session_id)
                 else:
-                    fts.cursor(conn).execute(
-                        "UPDATE openclaw_index_state SET generation = generation + 1 WHERE id = ?",
-                        (plan.state_id,),
-                    )
+                    index_writer(conn).bump_generation(conn, plan.state_id)
                 work.generation += 1
 
     @staticmethod
     def _unchanged(conn: Connection, work: _Work) -> bool:
-        row = (
-            fts.cursor(conn)
-            .execute(
-                "SELECT st.generation, (SELECT coalesce(max(seq), -1) FROM transcript_events "
-                "WHERE session_id = :sid) FROM openclaw_index_state st WHERE st.session_id = :sid",
-                {"sid": work.plan.session_id},
-            )
-            .fetchone()
-        )
-        return row is not None and row[0] == work.generation and row[1] == work.plan.last_seq
+        found = index_writer(conn).snapshot(conn, work.plan.session_id)
+        return found == (work.generation, work.plan.last_seq)
 
     def _sweep(self) -> None:
         """Remove index rows and states whose session no longer exists."""
         with self.engine.begin() as conn:
-            for table in (
-                fts.CONTENT_TABLE,
-                "openclaw_index_state",
-                "openclaw_branches",
-                "transcript_events",
-            ):
-                conn.execute(
-                    text(
-                        f"DELETE FROM {table} WHERE session_id NOT IN "
-                        "(SELECT session_id FROM openclaw_sessions)"
-                    )
-                )
+            index_writer(conn).sweep_orphans(conn)
 
 
 class BackgroundReconciler:

@@ -24,9 +24,9 @@ from . import transcript
 from .errors import ToolInputError
 from .index import sqlite as fts
 from .index.base import Hit, SearchRequest
+from .index.common import PENDING_CONDITION
 from .models import INDEX_VERSION
 from .query import compile_query
-from .reconcile import PENDING_CONDITION
 from .redact import Redactor, redact_text
 from .snippet import make_snippet
 from .tokens import body_is_clean_text, clean_text, is_valid_unicode

@@ -18,16 +18,8 @@ from sqlalchemy import Connection
 from . import indexer, transcript
 from .errors import InvalidEventError, UnknownSessionError, quoted
 from .hooks import MAX_SEQ, distinct_event_ids, serialise_event
-from .index import sqlite as fts
+from .index.base import writer as index_writer
 from .tokens import is_valid_unicode
-
-_INSERT_EVENTS = (
-    "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, role, target_id, "
-    "side, timestamp_ms, event) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_BUMP_SESSION = (
-    "UPDATE openclaw_sessions SET last_seq = ?, updated_at = CURRENT_TIMESTAMP WHERE session_id = ?"
-)
 
 
 def append_events(
@@ -51,24 +43,9 @@ def append_events(
     for event, dumped in checked:
         seq += 1
         node = transcript.tree_node(seq, event)
-        c = transcript.derived_columns(seq, event, node)
-        rows.append(
-            (
-                session_id,
-                seq,
-                c["event_id"],
-                c["parent_id"],
-                c["type"],
-                c["role"],
-                c["target_id"],
-                c["side"],
-                c["timestamp_ms"],
-                dumped,
-            )
-        )
+        columns = transcript.derived_columns(seq, event, node)
+        rows.append(dict(columns, session_id=session_id, seq=seq, event=dumped))
         appended.append(indexer.Appended(seq, event, node))
-    cur = fts.cursor(conn)
-    cur.executemany(_INSERT_EVENTS, rows)  # a taken event id raises sqlite3.IntegrityError
-    cur.execute(_BUMP_SESSION, (seq, session_id))
+    index_writer(conn).insert_events(conn, rows, seq)  # a taken event id: IntegrityError
     indexer.on_appended(conn, session_id, appended, context)
     return [a.seq for a in appended]

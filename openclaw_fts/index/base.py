@@ -1,7 +1,9 @@
 """What every index backend offers, and the registry that picks one per database dialect.
 
 Invariant: the rest of the plugin reaches the index only through the interfaces declared here
-(:class:`Reader` for search-side reads), obtained with :func:`reader` from a connection; each
+(:class:`Reader` for search-side reads, :class:`Writer` for everything that writes transcripts,
+index rows, index state and branch records), obtained with :func:`reader` / :func:`writer` from
+a connection; each
 dialect's package under ``openclaw_fts/index/`` registers exactly one implementation, the way
 Alembic registers one ``Impl`` per dialect. An unregistered dialect is refused with
 :class:`~openclaw_fts.errors.UnsupportedDatabaseError`. This module holds no SQL and imports no
@@ -10,9 +12,9 @@ backend at module load (each backend registers itself when its package is import
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import UnsupportedDatabaseError
 from ..query import CompiledQuery
@@ -20,6 +22,7 @@ from ..query import CompiledQuery
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from ..transcript import Tree, TreeNode
     from ..visibility import Caller
 
 Order = Literal["relevance", "recent"]
@@ -72,7 +75,187 @@ class Reader(Protocol):
         ...
 
 
+# --------------------------------------------------------------------------- the write side
+
+
+@dataclass(slots=True)
+class StateRow:
+    """A session's ``openclaw_index_state`` row."""
+
+    id: int
+    indexed_seq: int
+    indexed_leaf: str | None
+    needs_rebuild: bool
+    generation: int
+    index_version: int
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """A session's write-relevant columns and index state, read in one statement."""
+
+    last_seq: int
+    incognito: bool
+    state: StateRow | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewRow:
+    """An index row to write (``body``: ``tokens.index_body`` of the masked text)."""
+
+    session_id: str
+    seq: int
+    event_id: str
+    role: str
+    timestamp_ms: int
+    body: str
+    sess: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRow:
+    """An index row as stored."""
+
+    id: int
+    seq: int
+    event_id: str
+    role: str
+    timestamp_ms: int
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierEvent:
+    """What the append fast path needs of an earlier event named as a parent: its derived
+    columns, its JSON only when it is a leaf control, and (SQLite: ``json_type``) whether an
+    empty ``parent_id`` column stands for an explicit null."""
+
+    seq: int
+    type: str | None
+    side: bool
+    parent_id: str | None
+    leaf_json: str | None
+    parent_json_type: str | None
+
+
+#: One ``transcript_events`` row to insert, keyed by column name (``session_id``, ``seq``,
+#: ``event_id``, ``parent_id``, ``type``, ``role``, ``target_id``, ``side``, ``timestamp_ms``,
+#: ``event``).
+EventRow = Mapping[str, Any]
+#: Columns of :data:`EventRow`, in the order the backends insert them.
+EVENT_COLUMNS = (
+    "session_id",
+    "seq",
+    "event_id",
+    "parent_id",
+    "type",
+    "role",
+    "target_id",
+    "side",
+    "timestamp_ms",
+    "event",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """What marks a planned session clean: its watermark, the leaf the fast path may extend
+    (None unless the branch is a rooted path) and its branch records."""
+
+    session_id: str
+    state_id: int
+    last_seq: int
+    leaf: str | None
+    tree: Tree
+    seq_of_tip: Mapping[str, int]
+
+
+class Writer(Protocol):
+    """The write side of an index backend: every statement that writes, and the reads the
+    writers plan from. Every method runs on the caller's connection and transaction."""
+
+    # sessions and index state
+    def session_context(self, conn: Connection, session_id: str) -> SessionContext | None: ...
+    def create_state(self, conn: Connection, session_id: str, *, clean: bool) -> StateRow: ...
+    def mark_dirty(self, conn: Connection, session_ids: Sequence[str]) -> None: ...
+    def session_ids(self, conn: Connection, keys: Sequence[str] | None) -> list[str]: ...
+
+    # transcript events: the one write path of the store, the importer and bulk ORM inserts
+    def insert_events(self, conn: Connection, rows: Sequence[EventRow], last_seq: int) -> None: ...
+    def last_seq(self, conn: Connection, session_id: str) -> int | None: ...
+    def taken_event_ids(self, conn: Connection, session_id: str, ids: list[str]) -> set[str]: ...
+    def unkeyed_events(self, conn: Connection, session_id: str) -> list[str]: ...
+    def ensure_session(
+        self, conn: Connection, fields: Mapping[str, Any], *, rekey: bool
+    ) -> int | None: ...
+
+    # reading a session's tree
+    def load_tree(
+        self, conn: Connection, session_id: str
+    ) -> tuple[list[TreeNode], dict[int, dict[str, Any]]]: ...
+    def load_events(
+        self, conn: Connection, session_id: str
+    ) -> list[tuple[int, dict[str, Any]]]: ...
+    def branch_events(
+        self,
+        conn: Connection,
+        session_id: str,
+        seqs: Sequence[int],
+        parsed: dict[int, dict[str, Any]],
+    ) -> Iterator[tuple[int, dict[str, Any]]]: ...
+    def earlier_event(
+        self, conn: Connection, session_id: str, event_id: str, before_seq: int
+    ) -> EarlierEvent | None: ...
+    def event_seq_type(
+        self, conn: Connection, session_id: str, event_id: str
+    ) -> tuple[int, str | None] | None: ...
+    def has_event_type(self, conn: Connection, session_id: str, type_: str) -> bool: ...
+
+    # index rows
+    def index_rows(self, conn: Connection, session_id: str) -> list[StoredRow]: ...
+    def index_row_sizes(self, conn: Connection, session_id: str) -> list[tuple[int, int, int]]: ...
+    def apply_changes(
+        self, conn: Connection, deletes: Sequence[int], inserts: Sequence[NewRow]
+    ) -> None: ...
+    def extend_index(
+        self,
+        conn: Connection,
+        state_id: int,
+        rows: Sequence[NewRow],
+        indexed_seq: int,
+        leaf: str | None,
+    ) -> None: ...
+    def finish(self, conn: Connection, finish: Finish) -> None: ...
+    def write_branches(
+        self, conn: Connection, session_id: str, tree: Tree, seq_of_tip: Mapping[str, int]
+    ) -> None: ...
+    def bump_generation(self, conn: Connection, state_id: int) -> None: ...
+    def snapshot(self, conn: Connection, session_id: str) -> tuple[int, int] | None: ...
+
+    # branch records
+    def advance_active_branch(
+        self, conn: Connection, session_id: str, tip: str | None, tip_seq: int | None
+    ) -> None: ...
+    def add_side_tips(
+        self, conn: Connection, session_id: str, tips: Sequence[tuple[str, int, str | None]]
+    ) -> None: ...
+
+    # the reconciler's view
+    def status(self, conn: Connection) -> dict[str, int]: ...
+    def pending_session_ids(self, conn: Connection) -> list[str]: ...
+    def sweep_orphans(self, conn: Connection) -> None: ...
+
+    # maintenance and checks
+    def rederive(self, conn: Connection, session_id: str) -> int: ...
+    def rebuild_all(self, conn: Connection) -> None: ...
+    def optimize(self, conn: Connection) -> None: ...
+    def integrity_check(self, conn: Connection) -> None: ...
+    def orphan_index_rows(self, conn: Connection) -> int: ...
+    def clean_session_ids(self, conn: Connection) -> list[str]: ...
+
+
 _READERS: dict[str, Callable[[], Reader]] = {}
+_READER_INSTANCES: dict[str, Reader] = {}
 
 
 def register_reader(dialect: str, factory: Callable[[], Reader]) -> None:
@@ -81,16 +264,42 @@ def register_reader(dialect: str, factory: Callable[[], Reader]) -> None:
 
 
 def reader(conn: Connection) -> Reader:
-    """The read backend for ``conn``'s dialect."""
+    """The read backend for ``conn``'s dialect (one instance per dialect)."""
     name = conn.dialect.name
-    if name not in _READERS:
-        _load(name)
-    try:
-        return _READERS[name]()
-    except KeyError:
-        raise UnsupportedDatabaseError(
-            f"openclaw-fts has no index backend for {name!r} databases"
-        ) from None
+    found = _READER_INSTANCES.get(name)
+    if found is None:
+        if name not in _READERS:
+            _load(name)
+        if name not in _READERS:
+            raise _unsupported(name)
+        found = _READER_INSTANCES[name] = _READERS[name]()
+    return found
+
+
+def _unsupported(name: str) -> UnsupportedDatabaseError:
+    return UnsupportedDatabaseError(f"openclaw-fts has no index backend for {name!r} databases")
+
+
+_WRITERS: dict[str, Callable[[], Writer]] = {}
+_WRITER_INSTANCES: dict[str, Writer] = {}
+
+
+def register_writer(dialect: str, factory: Callable[[], Writer]) -> None:
+    """Called once by a backend package at import."""
+    _WRITERS[dialect] = factory
+
+
+def writer(conn: Connection) -> Writer:
+    """The write backend for ``conn``'s dialect (one instance per dialect)."""
+    name = conn.dialect.name
+    found = _WRITER_INSTANCES.get(name)
+    if found is None:
+        if name not in _WRITERS:
+            _load(name)
+        if name not in _WRITERS:
+            raise _unsupported(name)
+        found = _WRITER_INSTANCES[name] = _WRITERS[name]()
+    return found
 
 
 def _load(name: str) -> None:

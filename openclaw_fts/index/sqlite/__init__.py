@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, text
+
+from ..base import NewRow, StoredRow, Writer, register_writer
 
 T = TypeVar("T")
 
@@ -144,27 +145,6 @@ def session_token(state_id: int) -> str:
     return f"s{state_id}"
 
 
-@dataclass(frozen=True, slots=True)
-class NewRow:
-    session_id: str
-    seq: int
-    event_id: str
-    role: str
-    timestamp_ms: int
-    body: str
-    sess: str
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRow:
-    id: int
-    seq: int
-    event_id: str
-    role: str
-    timestamp_ms: int
-    body: str
-
-
 def insert_rows(conn: Connection, rows: Sequence[NewRow]) -> None:
     """Write rows into the content table and FTS5: two ``executemany`` calls, explicit ids."""
     if not rows:
@@ -226,3 +206,12 @@ def read_row_sizes(conn: Connection, session_id: str) -> list[tuple[int, int, in
 def integrity_check(conn: Connection) -> None:
     """FTS5's own check of the index against the content table; raises on corruption."""
     conn.execute(text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)"))
+
+
+def _writer() -> Writer:
+    from .write import SqliteWriter
+
+    return SqliteWriter()
+
+
+register_writer("sqlite", _writer)

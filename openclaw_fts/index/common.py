@@ -1,0 +1,77 @@
+"""SQL text that every supported dialect runs unchanged, shared by the backends.
+
+Invariant: this is the ONE definition of "pending" — a session whose index state is missing,
+flagged ``needs_rebuild``, behind its ``last_seq`` or written at another ``INDEX_VERSION`` —
+as SQL (:data:`PENDING_CONDITION`, :data:`EXACT_JOIN`) and as Python (:func:`is_exact`); the
+three are kept next to each other so they cannot drift. Booleans are compared with ``TRUE`` /
+``FALSE`` literals, which SQLite (3.23+) and PostgreSQL both read.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+from ..models import INDEX_VERSION
+from .base import StateRow
+
+#: "This session is pending", over ``openclaw_sessions s LEFT JOIN openclaw_index_state st``.
+PENDING_CONDITION = (
+    "(st.id IS NULL OR st.needs_rebuild = TRUE OR st.indexed_seq < s.last_seq "
+    f"OR st.index_version != {INDEX_VERSION})"
+)
+#: The same definition inverted as a join condition: ``st`` exists and the session is exact.
+EXACT_JOIN = (
+    "st.session_id = s.session_id AND st.needs_rebuild = FALSE "
+    f"AND st.indexed_seq >= s.last_seq AND st.index_version = {INDEX_VERSION}"
+)
+
+
+def is_exact(state: StateRow | None, last_seq: int) -> bool:
+    """:data:`PENDING_CONDITION` negated, for a state already in hand."""
+    return (
+        state is not None
+        and not state.needs_rebuild
+        and state.indexed_seq >= last_seq
+        and state.index_version == INDEX_VERSION
+    )
+
+
+# --------------------------------------------------------------------------- the lease table
+# The reconciler's lease row (``reconcile_lease``): portable SQL through SQLAlchemy, so the
+# driver's own parameter style is used on every dialect.
+
+
+def read_lease(conn: Connection, name: str) -> tuple[str, float] | None:
+    """``(holder, expires_at)`` of the lease ``name``, if any row holds it."""
+    row = conn.execute(
+        text("SELECT holder, expires_at FROM reconcile_lease WHERE name = :n"), {"n": name}
+    ).first()
+    return None if row is None else (str(row[0]), float(row[1]))
+
+
+def take_lease(conn: Connection, name: str, holder: str, expires_at: float) -> None:
+    """Write ``holder`` as the lease's holder until ``expires_at`` (insert or overwrite)."""
+    conn.execute(
+        text(
+            "INSERT INTO reconcile_lease (name, holder, expires_at) VALUES (:n, :h, :e) "
+            "ON CONFLICT (name) DO UPDATE SET holder = :h, expires_at = :e"
+        ),
+        {"n": name, "h": holder, "e": expires_at},
+    )
+
+
+def renew_lease(conn: Connection, name: str, holder: str, expires_at: float) -> bool:
+    """Extend the lease if ``holder`` still holds it; False if it was taken over."""
+    result = conn.execute(
+        text("UPDATE reconcile_lease SET expires_at = :e WHERE name = :n AND holder = :h"),
+        {"n": name, "h": holder, "e": expires_at},
+    )
+    return bool(result.rowcount)
+
+
+def drop_lease(conn: Connection, name: str, holder: str) -> None:
+    """Give the lease up (only if ``holder`` holds it)."""
+    conn.execute(
+        text("DELETE FROM reconcile_lease WHERE name = :n AND holder = :h"),
+        {"n": name, "h": holder},
+    )
