@@ -23,7 +23,7 @@ from openclaw_fts import transcript
 from openclaw_fts.tokens import index_body
 
 BUSY_TIMEOUT_MS = 30_000
-JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
+JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024  # as index/sqlite/connect.py
 TOKENIZER = "unicode61 remove_diacritics 2"
 FTS_TABLE = "message_fts"
 

@@ -1,4 +1,5 @@
-"""Engine set-up: the per-connection SQLite settings the plugin's guarantees rely on.
+"""Engine set-up: when the per-connection SQLite settings the plugin's guarantees rely on are
+applied (what they are: ``index/sqlite/connect.py``).
 
 Invariant: every connection a configured engine hands out — including connections pooled before
 :func:`configure` ran — has ``foreign_keys=ON``, a busy timeout and (file databases that can be
@@ -14,9 +15,7 @@ dialect the plugin does not support is refused here, before any statement runs o
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,19 +25,15 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
 from .dialects import require_schema_dialect
+from .index.sqlite import connect as sqlite_connect
 
 #: How long a writer waits for the lock before ``database is locked`` (ms).
 BUSY_TIMEOUT_MS = 30_000
-#: WAL file size kept after checkpoints (bytes).
-JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 #: Execution option of a connection whose transactions only read: deferred ``BEGIN`` (the
 #: default; it also wins over :data:`WRITE` on the same connection).
 READ_ONLY = "openclaw_fts_read_only"
 #: Execution option of a connection whose transactions write: ``BEGIN IMMEDIATE``.
 WRITE = "openclaw_fts_write"
-#: A statement that writes nothing but takes SQLite's write lock (waiting up to the busy
-#: timeout): the session hooks run it before a flush's first read of plugin tables.
-TAKE_WRITE_LOCK = "UPDATE openclaw_sessions SET last_seq = last_seq WHERE 0"
 _CONFIGURED = "_openclaw_fts_configured"
 _RECORD_KEY = "openclaw_fts_settings"
 
@@ -98,27 +93,6 @@ def writer(engine: Engine) -> Engine:
     return engine.execution_options(**{WRITE: True})
 
 
-def apply_settings(
-    dbapi_connection: Any, *, memory: bool, busy_timeout_ms: int = BUSY_TIMEOUT_MS, wal: bool = True
-) -> None:
-    """Apply the plugin's settings to one DBAPI connection outside a transaction."""
-    dbapi_connection.isolation_level = None  # we emit BEGIN ourselves (SQLAlchemy's recipe)
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-        if wal and not memory:
-            cursor.execute("PRAGMA journal_mode")  # no chaining: async adapters return no cursor
-            mode = cursor.fetchone()
-            if mode is None or str(mode[0]).lower() != "wal":
-                with contextlib.suppress(sqlite3.OperationalError):  # read-only: keeps its mode
-                    cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-    finally:
-        cursor.close()
-
-
 def configure(
     engine: Engine, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, wal: bool = True
 ) -> Engine:
@@ -138,17 +112,16 @@ def configure(
     def _on_checkout(dbapi_connection: Any, connection_record: Any, proxy: Any) -> None:
         if connection_record.info.get(_RECORD_KEY):
             return
-        apply_settings(dbapi_connection, memory=memory, busy_timeout_ms=busy_timeout_ms, wal=wal)
+        sqlite_connect.apply_settings(
+            dbapi_connection, memory=memory, busy_timeout_ms=busy_timeout_ms, wal=wal
+        )
         connection_record.info[_RECORD_KEY] = True
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         options = conn.get_execution_options()
         immediate = options.get(WRITE, False) and not options.get(READ_ONLY, False)
-        # Straight to the driver: SQLAlchemy's statement handling would add ~15 us to every
-        # transaction (measured: 7 % of a single-event append).
-        # (the DBAPI connection: sqlite3's own, or SQLAlchemy's adapter of aiosqlite's).
-        conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        sqlite_connect.begin(conn.connection.dbapi_connection, immediate=immediate)
 
     return engine
 

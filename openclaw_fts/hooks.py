@@ -14,17 +14,17 @@ installed session runs on gets :func:`openclaw_fts.engine.configure`, bound or n
 from __future__ import annotations
 
 import itertools
-import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from sqlalchemy import Connection, Engine, Result, event, inspect, select, text
+from sqlalchemy import Connection, Engine, Result, event, false, inspect, literal, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction, scoped_session, sessionmaker
 
 from . import indexer, transcript
-from .engine import BUSY_TIMEOUT_MS, TAKE_WRITE_LOCK, configure, is_configured
+from .engine import BUSY_TIMEOUT_MS, configure, is_configured
 from .errors import (
     DuplicateEventError,
     InvalidEventError,
@@ -33,6 +33,7 @@ from .errors import (
     quoted,
     shorten,
 )
+from .index.sqlite import connect as sqlite_connect
 from .models import MAX_KEY_LENGTH, AgentSession, TranscriptEvent, dump_event
 from .tokens import is_valid_unicode
 
@@ -209,9 +210,7 @@ def _touches_plugin(session: Session) -> bool:
 
 def _before_flush(session: Session, flush_context: UOWTransaction, instances: Any) -> None:
     if _touches_plugin(session) and session.get_bind().dialect.name == "sqlite":
-        # Before any read: a deferred transaction that reads, then writes after another
-        # connection committed, fails at once; taking the lock first waits the busy timeout.
-        session.connection().exec_driver_sql(TAKE_WRITE_LOCK)
+        sqlite_connect.take_write_lock(session.connection())
     work = _FlushWork()
     session.info[_INFO_KEY] = work
     by_session: dict[str, list[TranscriptEvent]] = defaultdict(list)
@@ -370,13 +369,15 @@ def _on_orm_execute(state: ORMExecuteState) -> Result[Any] | None:
 
     conn = state.session.connection()
     if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql(TAKE_WRITE_LOCK)
+        sqlite_connect.take_write_lock(conn)
     try:
         for sid, events in by_session.items():
             append_events(conn, sid, events)
-    except sqlite3.IntegrityError as exc:
-        raise DuplicateEventError(f"bulk insert conflicts with a stored event ({exc})") from None
-    return conn.execute(text("SELECT 1 WHERE 0"))
+    except IntegrityError as exc:
+        raise DuplicateEventError(
+            f"bulk insert conflicts with a stored event ({exc.orig})"
+        ) from None
+    return conn.execute(select(literal(1)).where(false()))
 
 
 def _discard_work(session: Session, *args: Any) -> None:
@@ -394,12 +395,7 @@ def _configure_on_begin(session: Session, transaction: Any, connection: Connecti
         # This connection, now: no statement has run in its transaction yet, so foreign keys
         # and the busy timeout still apply to it. Its BEGIN mode is left as it is until the
         # next checkout applies every setting.
-        cursor = driver.cursor()
-        try:
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        finally:
-            cursor.close()
+        sqlite_connect.apply_now(driver, busy_timeout_ms=BUSY_TIMEOUT_MS)
 
 
 if TYPE_CHECKING:

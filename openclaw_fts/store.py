@@ -9,7 +9,6 @@ never reads environment variables or files beyond those it is handed.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 import uuid
@@ -168,10 +167,9 @@ class TranscriptStore:
         try:
             with self.write_engine.begin() as conn:
                 return append_events(conn, session_id, batch)
-        except (IntegrityError, sqlite3.IntegrityError) as exc:
-            reason = exc.orig if isinstance(exc, IntegrityError) else exc
+        except IntegrityError as exc:
             raise DuplicateEventError(
-                f"append to {quoted(session_id)} conflicts with a stored event ({reason})"
+                f"append to {quoted(session_id)} conflicts with a stored event ({exc.orig})"
             ) from None
 
     def rewind(self, session_id: str, target_id: str | None) -> int:

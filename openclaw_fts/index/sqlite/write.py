@@ -12,10 +12,12 @@ raised with them in the same call; index rows go through :func:`insert_rows` /
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import IntegrityError
 
 from ... import transcript
 from ...jsonsafe import stored_event as parse_event
@@ -140,7 +142,10 @@ class SqliteWriter:
         if not rows:
             return
         cur = cursor(conn)
-        cur.executemany(_INSERT_EVENTS, rows)  # a taken event id raises sqlite3.IntegrityError
+        try:
+            cur.executemany(_INSERT_EVENTS, rows)
+        except sqlite3.IntegrityError as exc:  # a taken event id or seq
+            raise IntegrityError(_INSERT_EVENTS, None, exc) from None
         cur.execute(_BUMP_SESSION, {"seq": last_seq, "sid": rows[0]["session_id"]})
 
     def last_seq(self, conn: Connection, session_id: str) -> int | None:
