@@ -51,9 +51,6 @@ IMPORT_SNIFF_LINES = 50
 MAX_LINE_BYTES = 32 * 1024 * 1024
 #: Session key given to a lone transcript imported without one.
 DEFAULT_SESSION_KEY = "agent:main:main"
-#: How ``openclaw_sessions.created_at`` is written (the format SQLAlchemy's DateTime uses on
-#: SQLite, so incarnations created by imports and by the ORM order correctly against each other).
-SQL_TIME = "%Y-%m-%d %H:%M:%S.%f"
 #: At most this many line errors are kept in a report (the count is always exact).
 MAX_REPORTED_ERRORS = 100
 #: Bytes of the content digest that identifies an entry without an ``id`` (BLAKE2b).
@@ -284,7 +281,7 @@ def _ensure_session(conn: Connection, target: _Target) -> bool:
         "spawned_by": meta.spawned_by,
         "parent_session_key": meta.parent_session_key,
         "owner_session_key": meta.owner_session_key,
-        "created_at": created.strftime(SQL_TIME),
+        "created_at": created,
     }
     last_seq = index_writer(conn).ensure_session(conn, fields, rekey=meta.rekey)
     return last_seq is not None and last_seq >= 0

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, text
 
-from ..base import NewRow, StoredRow, Writer, register_writer
+from ..base import NewRow, Writer, register_writer
 
 T = TypeVar("T")
 
@@ -179,16 +179,6 @@ def delete_rows(conn: Connection, ids: Sequence[int]) -> None:
     cur = cursor(conn)
     for chunk, marks in in_lists(ids):
         cur.execute(f"DELETE FROM {CONTENT_TABLE} WHERE id IN ({marks})", chunk)
-
-
-def read_rows(conn: Connection, session_id: str) -> list[StoredRow]:
-    """Every index row of one session."""
-    result = cursor(conn).execute(
-        f"SELECT id, seq, event_id, role, timestamp_ms, body FROM {CONTENT_TABLE} "
-        "WHERE session_id = ?",
-        (session_id,),
-    )
-    return [StoredRow(*row) for row in result]
 
 
 def read_row_sizes(conn: Connection, session_id: str) -> list[tuple[int, int, int]]:

@@ -1,0 +1,550 @@
+"""The write side every SQL backend shares: each statement written once, in SQL both SQLite
+and PostgreSQL run, with the few dialect differences left to a subclass per dialect.
+
+Invariant: statements run on the DBAPI cursor of the caller's connection (inside the caller's
+transaction; a handful per append, where SQLAlchemy's per-statement overhead would dominate),
+written with ``:name`` parameters that :meth:`SqlWriter.sql` turns into the driver's style;
+booleans are written as ``TRUE`` / ``FALSE`` and bound as Python ``bool``. ``transcript_events``
+rows are inserted only by :meth:`SqlWriter.insert_events` (the store, the importer and bulk ORM
+inserts) or by the ORM flush, with ``openclaw_sessions.last_seq`` raised in the same call; index
+rows only through a backend's ``insert_rows`` / ``delete_rows``. "Pending" is :mod:`.common`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import IntegrityError
+
+from .. import transcript
+from ..jsonsafe import stored_event
+from ..models import INDEX_VERSION
+from ..transcript import Tree
+from .base import (
+    EVENT_COLUMNS,
+    EarlierEvent,
+    EventRow,
+    Finish,
+    NewRow,
+    SessionContext,
+    StateRow,
+    StoredRow,
+)
+from .common import PENDING_CONDITION
+
+#: The table of index rows (its full-text side is the backend's own).
+CONTENT_TABLE = "message_index"
+_INSERT_EVENTS = (
+    f"INSERT INTO transcript_events ({', '.join(EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join(':' + c for c in EVENT_COLUMNS)})"
+)
+_BUMP_SESSION = (
+    "UPDATE openclaw_sessions SET last_seq = :seq, updated_at = CURRENT_TIMESTAMP "
+    "WHERE session_id = :sid"
+)
+#: Rows whose derived columns cannot stand in for their JSON: no ``type`` or no ``event_id`` (a
+#: row written behind the plugin's back without, or with only some of, the derived columns; the
+#: plugin leaves both empty only for events that have neither, which are rare) and every leaf
+#: control (its ``appendParentId`` / ``appendMode`` and the shape of its target live only in the
+#: JSON; leaf controls are few).
+_NEEDS_JSON = f"type IS NULL OR event_id IS NULL OR type = '{transcript.LEAF_TYPE}'"
+_INDEXED_ROLES_SQL = ", ".join(f"'{r}'" for r in sorted(transcript.INDEXED_ROLES))
+#: Event rows read per fetch while recomputing derived columns (bounds memory per session).
+REDERIVE_FETCH_ROWS = 1_000
+_DERIVED = ("event_id", "parent_id", "type", "role", "target_id", "side", "timestamp_ms")
+#: Tables whose rows belong to a session, swept when the session row is gone.
+_SESSION_TABLES = (CONTENT_TABLE, "openclaw_index_state", "openclaw_branches", "transcript_events")
+_STATE_COLUMNS = "id, indexed_seq, indexed_leaf, needs_rebuild, generation, index_version"
+
+
+def _state(row: Sequence[Any]) -> StateRow:
+    return StateRow(row[0], row[1], row[2], bool(row[3]), row[4], row[5])
+
+
+class SqlWriter:
+    """:class:`~openclaw_fts.index.base.Writer` over plain SQL; a dialect's subclass supplies
+    the cursor, the parameter style, the full-text rows and the JSON probe."""
+
+    # ------------------------------------------------------------ what a dialect supplies
+
+    #: The driver's exceptions for a violated constraint.
+    INTEGRITY_ERRORS: tuple[type[Exception], ...] = ()
+    #: SQL giving, for a row whose ``parent_id`` column is empty, what tells a null
+    #: ``parentId`` from a missing or malformed one (NULL otherwise); see :meth:`parent_type`.
+    PARENT_PROBE = "NULL"
+
+    def cursor(self, conn: Connection) -> Any:
+        """A DBAPI cursor on the connection's current transaction."""
+        raise NotImplementedError
+
+    def sql(self, statement: str) -> str:
+        """``statement`` (``:name`` parameters) in the driver's parameter style."""
+        return statement
+
+    def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``column`` is one of ``values``, as SQL conditions with their parameters (one or
+        more chunks, each to run as its own statement)."""
+        raise NotImplementedError
+
+    def parent_type(self, probe: Any) -> str | None:
+        """What :data:`PARENT_PROBE` read, as ``json_type`` names it (``"null"`` for a null
+        ``parentId``, None when it is missing)."""
+        return probe if probe is None or isinstance(probe, str) else str(probe)
+
+    def time_param(self, value: datetime) -> Any:
+        """A timestamp as the driver binds it."""
+        return value
+
+    def insert_rows(self, conn: Connection, rows: Sequence[NewRow]) -> None:
+        raise NotImplementedError
+
+    def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
+        raise NotImplementedError
+
+    def index_row_sizes(self, conn: Connection, session_id: str) -> list[tuple[int, int, int]]:
+        raise NotImplementedError
+
+    def lock_session(self, conn: Connection, session_id: str) -> None:
+        """Serialise appends to one session until the transaction ends (SQLite: its write
+        transactions already are)."""
+
+    def rebuild_all(self, conn: Connection) -> None:
+        """Rebuild the whole full-text index from the content table (where the engine can)."""
+
+    def optimize(self, conn: Connection) -> None:
+        """Make the full-text index faster to query after many small writes."""
+
+    def integrity_check(self, conn: Connection) -> None:
+        """The engine's own check of the full-text index; raises on corruption."""
+
+    # ------------------------------------------------------------ helpers
+
+    def run(self, conn: Connection, statement: str, params: Any = None) -> Any:
+        cur = self.cursor(conn)
+        cur.execute(self.sql(statement), params if params is not None else {})
+        return cur
+
+    def run_many(self, conn: Connection, statement: str, rows: Sequence[Any]) -> None:
+        if rows:
+            self.cursor(conn).executemany(self.sql(statement), rows)
+
+    # ------------------------------------------------------------ sessions and index state
+
+    def session_context(self, conn: Connection, session_id: str) -> SessionContext | None:
+        row = self.run(
+            conn,
+            "SELECT s.last_seq, s.incognito, st.id, st.indexed_seq, st.indexed_leaf, "
+            "st.needs_rebuild, st.generation, st.index_version FROM openclaw_sessions s "
+            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
+            "WHERE s.session_id = :sid",
+            {"sid": session_id},
+        ).fetchone()
+        if row is None:
+            return None
+        state = _state(row[2:]) if row[2] is not None else None
+        return SessionContext(int(row[0]), bool(row[1]), state)
+
+    def create_state(self, conn: Connection, session_id: str, *, clean: bool) -> StateRow:
+        self.run(
+            conn,
+            "INSERT INTO openclaw_index_state (session_id, indexed_seq, needs_rebuild, "
+            "generation, index_version) VALUES (:sid, -1, :dirty, 0, :v)",
+            {"sid": session_id, "dirty": not clean, "v": INDEX_VERSION},
+        )
+        row = self.run(
+            conn,
+            f"SELECT {_STATE_COLUMNS} FROM openclaw_index_state WHERE session_id = :sid",
+            {"sid": session_id},
+        ).fetchone()
+        return _state(row)
+
+    def mark_dirty(self, conn: Connection, session_ids: Sequence[str]) -> None:
+        self.run_many(
+            conn,
+            "UPDATE openclaw_index_state SET needs_rebuild = TRUE, generation = generation + 1 "
+            "WHERE session_id = :sid",
+            [{"sid": sid} for sid in session_ids],
+        )
+
+    def session_ids(self, conn: Connection, keys: Sequence[str] | None) -> list[str]:
+        if keys is None:
+            return [r[0] for r in self.run(conn, "SELECT session_id FROM openclaw_sessions")]
+        found: set[str] = set()
+        for by_key, params in self.ids_in("session_key", list(keys)):
+            by_id = by_key.replace("session_key", "session_id", 1)
+            found.update(
+                r[0]
+                for r in self.run(
+                    conn,
+                    f"SELECT session_id FROM openclaw_sessions WHERE {by_key} OR {by_id}",
+                    params,
+                )
+            )
+        return sorted(found)
+
+    # ------------------------------------------------------------ transcript events
+
+    def insert_events(self, conn: Connection, rows: Sequence[EventRow], last_seq: int) -> None:
+        if not rows:
+            return
+        try:
+            self.run_many(conn, _INSERT_EVENTS, rows)
+        except self.INTEGRITY_ERRORS as exc:  # a taken event id or seq, whatever the driver
+            raise IntegrityError(_INSERT_EVENTS, None, exc) from None
+        self.run(conn, _BUMP_SESSION, {"seq": last_seq, "sid": rows[0]["session_id"]})
+
+    def last_seq(self, conn: Connection, session_id: str) -> int | None:
+        row = self.run(
+            conn,
+            "SELECT last_seq FROM openclaw_sessions WHERE session_id = :sid",
+            {"sid": session_id},
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def taken_event_ids(self, conn: Connection, session_id: str, ids: list[str]) -> set[str]:
+        found: set[str] = set()
+        for where, params in self.ids_in("event_id", ids):
+            result = self.run(
+                conn,
+                f"SELECT event_id FROM transcript_events WHERE session_id = :sid AND {where}",
+                dict(params, sid=session_id),
+            )
+            found.update(r[0] for r in result)
+        return found
+
+    def unkeyed_events(self, conn: Connection, session_id: str) -> list[str]:
+        rows = self.run(
+            conn,
+            "SELECT event FROM transcript_events WHERE session_id = :sid AND event_id IS NULL",
+            {"sid": session_id},
+        )
+        return [stored for (stored,) in rows if isinstance(stored, str)]
+
+    def ensure_session(
+        self, conn: Connection, fields: Mapping[str, Any], *, rekey: bool
+    ) -> int | None:
+        params = dict(fields, created_at=self.time_param(fields["created_at"]))
+        row = self.run(
+            conn, "SELECT last_seq FROM openclaw_sessions WHERE session_id = :session_id", params
+        ).fetchone()
+        if row is not None:
+            if rekey:
+                self.run(
+                    conn,
+                    "UPDATE openclaw_sessions SET session_key = :session_key, "
+                    "agent_id = :agent_id, spawned_by = :spawned_by, "
+                    "parent_session_key = :parent_session_key, "
+                    "owner_session_key = :owner_session_key WHERE session_id = :session_id",
+                    params,
+                )
+            return int(row[0])
+        self.run(
+            conn,
+            "INSERT INTO openclaw_sessions (session_id, session_key, agent_id, spawned_by, "
+            "parent_session_key, owner_session_key, archived, incognito, last_seq, "
+            "created_at, updated_at) VALUES (:session_id, :session_key, :agent_id, :spawned_by, "
+            ":parent_session_key, :owner_session_key, FALSE, FALSE, -1, :created_at, "
+            "CURRENT_TIMESTAMP)",
+            params,
+        )
+        return None
+
+    # ------------------------------------------------------------ reading a session's tree
+
+    def load_tree(
+        self, conn: Connection, session_id: str
+    ) -> tuple[list[transcript.TreeNode], dict[int, dict[str, Any]]]:
+        result = self.run(
+            conn,
+            "SELECT seq, event_id, parent_id, type, side, "
+            f"CASE WHEN {_NEEDS_JSON} THEN event END, "
+            f"CASE WHEN {_NEEDS_JSON} THEN NULL ELSE {self.PARENT_PROBE} END "
+            "FROM transcript_events WHERE session_id = :sid ORDER BY seq",
+            {"sid": session_id},
+        )
+        nodes: list[transcript.TreeNode] = []
+        parsed: dict[int, dict[str, Any]] = {}
+        for seq, event_id, parent_id, etype, side, raw, probe in result:
+            if raw is not None:
+                event = parsed[seq] = stored_event(raw)
+                nodes.append(transcript.tree_node(seq, event))
+            else:
+                nodes.append(
+                    transcript.column_node(
+                        seq, event_id, parent_id, etype, bool(side), self.parent_type(probe)
+                    )
+                )
+        return nodes, parsed
+
+    def load_events(self, conn: Connection, session_id: str) -> list[tuple[int, dict[str, Any]]]:
+        result = self.run(
+            conn,
+            "SELECT seq, event FROM transcript_events WHERE session_id = :sid ORDER BY seq",
+            {"sid": session_id},
+        )
+        return [(int(seq), stored_event(raw)) for seq, raw in result]
+
+    def branch_events(
+        self,
+        conn: Connection,
+        session_id: str,
+        seqs: Sequence[int],
+        parsed: dict[int, dict[str, Any]],
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        wanted = sorted(seqs)
+        unread = [seq for seq in wanted if seq not in parsed]
+        found: dict[int, dict[str, Any]] = {}
+        for where, params in self.ids_in("seq", unread):
+            result = self.run(
+                conn,
+                "SELECT seq, event FROM transcript_events WHERE session_id = :sid "
+                f"AND type = 'message' AND role IN ({_INDEXED_ROLES_SQL}) AND {where}",
+                dict(params, sid=session_id),
+            )
+            found.update((seq, stored_event(raw)) for seq, raw in result)
+        for seq in wanted:
+            if seq in parsed:
+                yield seq, parsed[seq]
+            elif seq in found:
+                yield seq, found[seq]
+
+    def earlier_event(
+        self, conn: Connection, session_id: str, event_id: str, before_seq: int
+    ) -> EarlierEvent | None:
+        row = self.run(
+            conn,
+            "SELECT seq, type, side, parent_id, "
+            f"CASE WHEN type = '{transcript.LEAF_TYPE}' THEN event END, {self.PARENT_PROBE} "
+            "FROM transcript_events WHERE session_id = :sid AND event_id = :eid AND seq < :seq",
+            {"sid": session_id, "eid": event_id, "seq": before_seq},
+        ).fetchone()
+        if row is None:
+            return None
+        return EarlierEvent(row[0], row[1], bool(row[2]), row[3], row[4], self.parent_type(row[5]))
+
+    def event_seq_type(
+        self, conn: Connection, session_id: str, event_id: str
+    ) -> tuple[int, str | None] | None:
+        row = self.run(
+            conn,
+            "SELECT seq, type FROM transcript_events WHERE session_id = :sid AND event_id = :eid",
+            {"sid": session_id, "eid": event_id},
+        ).fetchone()
+        return None if row is None else (int(row[0]), row[1])
+
+    def has_event_type(self, conn: Connection, session_id: str, type_: str) -> bool:
+        found = self.run(
+            conn,
+            "SELECT 1 FROM transcript_events WHERE session_id = :sid AND type = :t LIMIT 1",
+            {"sid": session_id, "t": type_},
+        ).fetchone()
+        return found is not None
+
+    # ------------------------------------------------------------ index rows
+
+    def index_rows(self, conn: Connection, session_id: str) -> list[StoredRow]:
+        result = self.run(
+            conn,
+            f"SELECT id, seq, event_id, role, timestamp_ms, body FROM {CONTENT_TABLE} "
+            "WHERE session_id = :sid",
+            {"sid": session_id},
+        )
+        return [StoredRow(*row) for row in result]
+
+    def apply_changes(
+        self, conn: Connection, deletes: Sequence[int], inserts: Sequence[NewRow]
+    ) -> None:
+        self.delete_rows(conn, deletes)  # first: a changed row is a delete plus an insert
+        self.insert_rows(conn, inserts)
+
+    def extend_index(
+        self,
+        conn: Connection,
+        state_id: int,
+        rows: Sequence[NewRow],
+        indexed_seq: int,
+        leaf: str | None,
+    ) -> None:
+        self.insert_rows(conn, rows)
+        self.run(
+            conn,
+            "UPDATE openclaw_index_state SET indexed_seq = :seq, indexed_leaf = :leaf, "
+            "generation = generation + 1 WHERE id = :id",
+            {"seq": indexed_seq, "leaf": leaf, "id": state_id},
+        )
+
+    def finish(self, conn: Connection, finish: Finish) -> None:
+        self.run(
+            conn,
+            "UPDATE openclaw_sessions SET last_seq = :seq WHERE session_id = :sid "
+            "AND last_seq < :seq",
+            {"seq": finish.last_seq, "sid": finish.session_id},
+        )
+        self.run(
+            conn,
+            "UPDATE openclaw_index_state SET indexed_seq = (SELECT last_seq FROM "
+            "openclaw_sessions WHERE session_id = :sid), indexed_leaf = :leaf, "
+            "needs_rebuild = FALSE, index_version = :v, generation = generation + 1 "
+            "WHERE id = :id",
+            {
+                "sid": finish.session_id,
+                "leaf": finish.leaf,
+                "v": INDEX_VERSION,
+                "id": finish.state_id,
+            },
+        )
+        self.write_branches(conn, finish.session_id, finish.tree, finish.seq_of_tip)
+
+    def write_branches(
+        self, conn: Connection, session_id: str, tree: Tree, seq_of_tip: Mapping[str, int]
+    ) -> None:
+        self.run(conn, "DELETE FROM openclaw_branches WHERE session_id = :sid", {"sid": session_id})
+        rows: list[dict[str, Any]] = [
+            {
+                "sid": session_id,
+                "tip": tip,
+                "seq": seq_of_tip.get(tip),
+                "on": tip == tree.active_leaf,
+            }
+            for tip in tree.tips
+        ]
+        if tree.active_leaf is None:
+            rows.append({"sid": session_id, "tip": None, "seq": None, "on": True})
+        self.run_many(
+            conn,
+            "INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
+            "VALUES (:sid, :tip, :seq, :on)",
+            rows,
+        )
+
+    def bump_generation(self, conn: Connection, state_id: int) -> None:
+        self.run(
+            conn,
+            "UPDATE openclaw_index_state SET generation = generation + 1 WHERE id = :id",
+            {"id": state_id},
+        )
+
+    def snapshot(self, conn: Connection, session_id: str) -> tuple[int, int] | None:
+        row = self.run(
+            conn,
+            "SELECT st.generation, (SELECT coalesce(max(seq), -1) FROM transcript_events "
+            "WHERE session_id = :sid) FROM openclaw_index_state st WHERE st.session_id = :sid",
+            {"sid": session_id},
+        ).fetchone()
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    # ------------------------------------------------------------ branch records
+
+    def advance_active_branch(
+        self, conn: Connection, session_id: str, tip: str | None, tip_seq: int | None
+    ) -> None:
+        params = {"sid": session_id, "tip": tip, "seq": tip_seq}
+        moved = self.run(
+            conn,
+            "UPDATE openclaw_branches SET tip_id = :tip, tip_seq = :seq "
+            "WHERE session_id = :sid AND is_active = TRUE",
+            params,
+        )
+        if moved.rowcount == 0:
+            self.run(
+                conn,
+                "INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
+                "VALUES (:sid, :tip, :seq, TRUE)",
+                params,
+            )
+
+    def add_side_tips(
+        self, conn: Connection, session_id: str, tips: Sequence[tuple[str, int, str | None]]
+    ) -> None:
+        for tip, seq, former_tip in tips:
+            if former_tip is not None:
+                self.run(
+                    conn,
+                    "DELETE FROM openclaw_branches WHERE session_id = :sid AND tip_id = :tip "
+                    "AND is_active = FALSE",
+                    {"sid": session_id, "tip": former_tip},
+                )
+            self.run(
+                conn,
+                "INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
+                "VALUES (:sid, :tip, :seq, FALSE)",
+                {"sid": session_id, "tip": tip, "seq": seq},
+            )
+
+    # ------------------------------------------------------------ the reconciler's view
+
+    def status(self, conn: Connection) -> dict[str, int]:
+        row = self.run(
+            conn,
+            f"SELECT count(*), coalesce(sum(CASE WHEN {PENDING_CONDITION} THEN 1 ELSE 0 END), 0) "
+            "FROM openclaw_sessions s "
+            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id",
+        ).fetchone()
+        total, pending = int(row[0]), int(row[1])
+        return {"pending": pending, "indexed": total - pending, "total": total}
+
+    def pending_session_ids(self, conn: Connection) -> list[str]:
+        result = self.run(
+            conn,
+            "SELECT s.session_id FROM openclaw_sessions s "
+            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
+            f"WHERE {PENDING_CONDITION} OR s.last_seq < coalesce((SELECT max(e.seq) FROM "
+            "transcript_events e WHERE e.session_id = s.session_id), -1) ORDER BY s.session_id",
+        )
+        return [r[0] for r in result]
+
+    def sweep_orphans(self, conn: Connection) -> None:
+        for table in _SESSION_TABLES:
+            self.run(
+                conn,
+                f"DELETE FROM {table} WHERE session_id NOT IN "
+                "(SELECT session_id FROM openclaw_sessions)",
+            )
+
+    # ------------------------------------------------------------ maintenance and checks
+
+    def rederive(self, conn: Connection, session_id: str) -> int:
+        updates = []
+        rows = self.run(
+            conn,
+            f"SELECT seq, event, {', '.join(_DERIVED)} FROM transcript_events "
+            "WHERE session_id = :sid ORDER BY seq",
+            {"sid": session_id},
+        )
+        side = _DERIVED.index("side")
+        while batch := rows.fetchmany(REDERIVE_FETCH_ROWS):
+            for seq, raw, *stored in batch:
+                derived = transcript.derived_columns(seq, stored_event(raw))
+                fresh = [derived[c] for c in _DERIVED]
+                fresh[side] = bool(fresh[side])
+                stored[side] = bool(stored[side])
+                if fresh != stored:
+                    updates.append(dict(zip(_DERIVED, fresh, strict=True), sid=session_id, seq=seq))
+        self.run_many(
+            conn,
+            f"UPDATE transcript_events SET {', '.join(f'{c} = :{c}' for c in _DERIVED)} "
+            "WHERE session_id = :sid AND seq = :seq",
+            updates,
+        )
+        return len(updates)
+
+    def orphan_index_rows(self, conn: Connection) -> int:
+        row = self.run(
+            conn,
+            f"SELECT count(*) FROM {CONTENT_TABLE} WHERE session_id NOT IN "
+            "(SELECT session_id FROM openclaw_sessions)",
+        ).fetchone()
+        return int(row[0])
+
+    def clean_session_ids(self, conn: Connection) -> list[str]:
+        return [
+            r[0]
+            for r in self.run(
+                conn,
+                "SELECT s.session_id FROM openclaw_sessions s JOIN openclaw_index_state st "
+                f"ON st.session_id = s.session_id WHERE NOT {PENDING_CONDITION}",
+            )
+        ]
