@@ -262,8 +262,10 @@ def _assign_seqs(
     else:
         # Read on the flush's own (write-locked) transaction: a host's AgentSession object may
         # be stale (expire_on_commit=False) after another writer appended.
+        # FOR UPDATE: serialises appends to one session on PostgreSQL (SQLite renders nothing;
+        # its write lock is already held).
         stored = session.execute(
-            select(AgentSession.last_seq).where(AgentSession.session_id == sid)
+            select(AgentSession.last_seq).where(AgentSession.session_id == sid).with_for_update()
         ).scalar_one_or_none()
         last = stored if stored is not None else -1
     for obj in objs:

@@ -307,6 +307,7 @@ def _write_batch(
             target.existed = _ensure_session(conn, target)
             if target.existed:
                 target.unmatched = _unkeyed_digests(conn, sid)
+        backend.lock_session(conn, sid)
         last = backend.last_seq(conn, sid)
         assert last is not None  # created above, in this transaction or an earlier one
         wanted = [e.event_id for e in batch if e.event_id is not None]

@@ -31,6 +31,7 @@ def append_events(
     checked = [(e, serialise_event(e)) for e in events]
     if not checked:
         return []
+    index_writer(conn).lock_session(conn, session_id)
     context = indexer.read_context(conn, session_id)
     if context is None:
         raise UnknownSessionError(f"unknown session {quoted(session_id)}")

@@ -12,6 +12,8 @@ filters today; the PostgreSQL backend of issue #15 later). No statement runs fro
 
 from __future__ import annotations
 
+from ..base import Writer, register_writer
+
 #: The extension that folds diacritics (contrib; trusted since PostgreSQL 13).
 UNACCENT_EXTENSION = "unaccent"
 #: Text search configuration: a copy of ``simple`` (no stemming, no stop words: every word is
@@ -32,3 +34,12 @@ def is_search_object(type_: str, name: str, table: str | None) -> bool:
     if type_ == "index":
         return name == GIN_INDEX
     return False
+
+
+def _writer() -> Writer:
+    from .write import PostgresWriter
+
+    return PostgresWriter()
+
+
+register_writer("postgresql", _writer)
