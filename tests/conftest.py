@@ -1,4 +1,7 @@
-"""Shared fixtures: a real SQLite database file per test, migrated to head."""
+"""Shared fixtures: a real database per test, migrated to head — an SQLite file, and for the
+modules marked ``both_engines`` also a fresh database on the session's PostgreSQL server (the
+same test runs once per engine; ``sqlite_only`` marks the few tests of such a module that
+inspect SQLite itself)."""
 
 from __future__ import annotations
 
@@ -29,8 +32,36 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+ENGINES = ("sqlite", "postgresql")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "both_engines: run each test of the module on SQLite and on PostgreSQL"
+    )
+    config.addinivalue_line(
+        "markers", "sqlite_only(reason): a test of a both_engines module that needs SQLite"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "db_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_engines"
+    ):
+        only = metafunc.definition.get_closest_marker("sqlite_only")
+        metafunc.parametrize("db_engine", ENGINES[:1] if only else ENGINES)
+
+
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
+def db_engine() -> str:
+    """The engine of this test's database (parametrized in ``both_engines`` modules)."""
+    return "sqlite"
+
+
+@pytest.fixture
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, db_engine: str) -> str:
+    if db_engine == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
     return f"sqlite:///{tmp_path / 'test.sqlite'}"
 
 
