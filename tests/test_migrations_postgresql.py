@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from earlier_release import earlier_release_database
 from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
@@ -304,7 +305,7 @@ def test_namespaced_tables_upgrade_and_downgrade_keep_rows_and_triggers(
     """0005 on PostgreSQL: rows survive both ways, and the plpgsql trigger functions name the
     tables of the revision the database is at (raw inserts bump ``last_seq``, raw edits and
     deletes mark the session) — after the upgrade and again after the downgrade."""
-    migrate.upgrade(pg_engine, REVISION_4)
+    earlier_release_database(pg_engine, REVISION_4)
     event = {"type": "message", "id": "m0", "message": {"role": "user", "content": "old"}}
     with pg_engine.begin() as conn:
         conn.execute(
