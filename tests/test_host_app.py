@@ -86,6 +86,8 @@ def test_fresh_database_upgrade_heads_then_check_is_clean(app: Path) -> None:
         db
     )
     assert "openclaw_fts_version" not in tables(db)
+    # the host's own `sessions` (h001) beside the plugin's, whichever branch Alembic ran first
+    assert "sessions" in tables(db) and not {"branches", "index_state"} & tables(db)
     check = run(ALEMBIC, "check", cwd=app)
     assert "No new upgrade operations detected" in check.stdout + check.stderr
 
@@ -109,11 +111,13 @@ def test_host_rows_link_to_plugin_sessions_and_follow_their_deletion(app: Path) 
 
 
 def test_existing_database_with_data_gains_the_plugin_and_loses_it_again(app: Path) -> None:
-    # The host's database before it used the plugin: its own revision and rows.
+    # The host's database before it used the plugin: its own revision and rows, including its
+    # own web-login `sessions` table (issue #16: it exists before the plugin's revisions run).
     run(ALEMBIC, "upgrade", "h001_projects", cwd=app)
     db = app / "app.sqlite"
     con = sqlite3.connect(db)
     con.execute("INSERT INTO projects (id, name) VALUES (1, 'kept')")
+    con.execute("INSERT INTO sessions (token, user_name) VALUES ('cookie', 'ada')")
     con.commit()
     con.close()
 
@@ -131,11 +135,12 @@ def test_existing_database_with_data_gains_the_plugin_and_loses_it_again(app: Pa
         (r := run(ALEMBIC, "check", cwd=app)).stdout + r.stderr
     )
 
-    # The plugin's branch down to base: h002 depends on it and goes first; projects stays.
+    # The plugin's branch down to base: h002 depends on it and goes first; projects and the
+    # host's sessions stay (0005's downgrade never renames the plugin's table onto them).
     run(ALEMBIC, "downgrade", "openclaw_fts@base", cwd=app)
     assert versions(db) == {"h001_projects"}
     left = tables(db)
-    assert "projects" in left
+    assert {"projects", "sessions"} <= left
     assert not left & {
         "chats",
         "openclaw_sessions",
@@ -145,6 +150,7 @@ def test_existing_database_with_data_gains_the_plugin_and_loses_it_again(app: Pa
     }
     con = sqlite3.connect(db)
     assert con.execute("SELECT id, name FROM projects").fetchall() == [(1, "kept")]
+    assert con.execute("SELECT token, user_name FROM sessions").fetchall() == [("cookie", "ada")]
     con.close()
 
     run(ALEMBIC, "upgrade", "heads", cwd=app)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from earlier_release import earlier_release_database
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, text
 
 import openclaw_fts
@@ -176,7 +177,7 @@ def engine(url: str) -> Any:
 
 
 def test_populated_revision_1_upgrades_fast_then_reconciles(engine: Engine, url: str) -> None:
-    migrate.upgrade(engine, REVISION_1)
+    earlier_release_database(engine, REVISION_1)
     assert migrate.current_revisions(engine) == (REVISION_1,)
     assert tables(engine) == REVISION_1_TABLES | {VERSION_TABLE}
     populate_revision_1(engine)
@@ -233,7 +234,7 @@ def test_populated_revision_1_upgrades_fast_then_reconciles(engine: Engine, url:
 
 
 def test_store_opens_and_upgrades_a_revision_1_database(engine: Engine, url: str) -> None:
-    migrate.upgrade(engine, REVISION_1)
+    earlier_release_database(engine, REVISION_1)
     populate_revision_1_small(engine)
     store = TranscriptStore(url, background=False)  # upgrade=True by default
     try:

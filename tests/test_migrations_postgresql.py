@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from earlier_release import earlier_release_database
 from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
@@ -304,7 +305,7 @@ def test_namespaced_tables_upgrade_and_downgrade_keep_rows_and_triggers(
     """0005 on PostgreSQL: rows survive both ways, and the plpgsql trigger functions name the
     tables of the revision the database is at (raw inserts bump ``last_seq``, raw edits and
     deletes mark the session) — after the upgrade and again after the downgrade."""
-    migrate.upgrade(pg_engine, REVISION_4)
+    earlier_release_database(pg_engine, REVISION_4)
     event = {"type": "message", "id": "m0", "message": {"role": "user", "content": "old"}}
     with pg_engine.begin() as conn:
         conn.execute(
@@ -371,6 +372,73 @@ def test_a_host_sessions_table_beside_the_plugin(pg_engine: Engine) -> None:
     assert matching(pg_engine, "guestword") == ["m1"]
     with pg_engine.connect() as conn:
         assert conn.execute(text("SELECT token FROM sessions")).scalar_one() == "host-cookie"
+
+
+def raw_writes_mark(engine: Engine, seq: int) -> tuple[int, bool]:
+    """Raw SQL on session ``s1`` (made by :func:`add_message`): an insert bumps ``last_seq``,
+    an edit marks the session — the plpgsql bodies name the namespaced tables."""
+    event = {"type": "message", "id": f"r{seq}", "message": {"role": "user", "content": "raw"}}
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO openclaw_index_state (session_id, indexed_seq) VALUES ('s1', 0) "
+                "ON CONFLICT (session_id) DO UPDATE SET needs_rebuild = false"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
+                "VALUES ('s1', :q, :e, 'message', 'user', :j)"
+            ),
+            {"q": seq, "e": f"r{seq}", "j": json.dumps(event)},
+        )
+        edited = {**event, "message": {"role": "user", "content": "edited"}}
+        conn.execute(
+            text("UPDATE transcript_events SET event = :j WHERE seq = :q"),
+            {"q": seq, "j": json.dumps(edited)},
+        )
+        last_seq = conn.execute(text("SELECT last_seq FROM openclaw_sessions")).scalar_one()
+        marked = conn.execute(text("SELECT needs_rebuild FROM openclaw_index_state")).scalar_one()
+    return last_seq, marked
+
+
+@pytest.mark.parametrize("host_first", [None, REVISION_1])
+def test_a_host_sessions_table_before_the_plugin_migrations(
+    pg_engine: Engine, host_first: str | None
+) -> None:
+    """Issue #16 on PostgreSQL: the host's ``sessions`` table exists before the plugin's
+    revisions run (or appears between two of them): they install, the index and the trigger
+    functions work, autogenerate sees only the host's table, and no downgrade renames the
+    plugin's table onto the host's name — down to base, where the host's row is left."""
+    if host_first is not None:
+        migrate.upgrade(pg_engine, host_first)
+    with pg_engine.begin() as conn:
+        conn.execute(text("CREATE TABLE sessions (token TEXT PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO sessions VALUES ('host-cookie')"))
+    migrate.upgrade(pg_engine)
+    assert migrate.current_revisions(pg_engine) == (HEAD_REVISION,)
+    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE, "sessions"}
+    add_message(pg_engine, "s1", "m1", "hostfirstword")
+    assert matching(pg_engine, "hostfirstword") == ["m1"]
+    assert raw_writes_mark(pg_engine, 5) == (5, True)
+    with pg_engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"include_name": include_name})
+        diff = compare_metadata(ctx, openclaw_fts.metadata)
+    assert [(d[0], d[1].name) for d in diff] == [("remove_table", "sessions")]  # the host's
+
+    migrate.downgrade(pg_engine, REVISION_4)  # "sessions" is taken: the names stay
+    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE, "sessions"}
+    assert raw_writes_mark(pg_engine, 6) == (6, True)
+    migrate.upgrade(pg_engine)
+    assert raw_writes_mark(pg_engine, 7) == (7, True)
+    migrate.downgrade(pg_engine, "base")
+    assert tables(pg_engine) == {VERSION_TABLE, "sessions"}
+    with pg_engine.connect() as conn:
+        assert conn.execute(text("SELECT token FROM sessions")).scalar_one() == "host-cookie"
+        functions = conn.execute(
+            text("SELECT count(*) FROM pg_proc WHERE proname LIKE 'openclaw_fts_%'")
+        ).scalar_one()
+    assert functions == 0
 
 
 # -- autogenerate ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from earlier_release import earlier_release_database
 from sqlalchemy import Column, Engine, MetaData, String, Table, insert, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -166,7 +167,7 @@ def test_triggers_follow_the_rename_both_ways(engine: Engine) -> None:
     """SQLite rewrites the trigger bodies that name a renamed table; raw SQL behind the
     plugin's back still bumps ``last_seq`` and marks the session, at head and after a
     downgrade."""
-    migrate.upgrade(engine, REVISION_4)
+    earlier_release_database(engine, REVISION_4)
     write_old(engine, "s1", ["one"])
 
     def exercise(names: dict[str, str], seq: int) -> tuple[int, int, int]:
@@ -215,7 +216,7 @@ def test_triggers_follow_the_rename_both_ways(engine: Engine) -> None:
 
 
 def test_autogenerate_is_clean_after_upgrading_an_old_database(engine: Engine) -> None:
-    migrate.upgrade(engine, REVISION_2)
+    earlier_release_database(engine, REVISION_2)
     write_old(engine, "s1", ["one"])
     migrate.upgrade(engine)
     with engine.connect() as conn:
@@ -265,13 +266,126 @@ def test_a_host_with_its_own_sessions_table_uses_the_plugin(engine: Engine, url:
     assert check(engine).ok
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="revisions 0001-0004 are frozen and create `sessions` before 0005 renames it",
-)
-def test_a_host_sessions_table_before_the_plugin_migrations(engine: Engine) -> None:
-    """The known limit (README "Table names"): installing the plugin from scratch into a
-    database that already has a host table named ``sessions`` still fails in revision 0001.
-    Strict, so this test turns red — and must be promoted — when the limit is lifted."""
+def raw_writes_reach_the_index_state(engine: Engine, names: dict[str, str], seq: int) -> Any:
+    """Raw SQL behind the plugin's back on session ``r1``: an insert bumps ``last_seq``, an edit
+    marks the session — proof the triggers name the tables the database has."""
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                f"INSERT INTO {names['state']} (session_id, indexed_seq) VALUES ('r1', 0) "
+                "ON CONFLICT (session_id) DO UPDATE SET needs_rebuild = 0"
+            )
+        )
+        body = message(f"r{seq}", None, "raw", seq)
+        conn.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, type, role, side, "
+                "timestamp_ms, event) VALUES ('r1', :q, :e, 'message', 'user', 0, :q, :j)"
+            ),
+            {"q": seq, "e": f"r{seq}", "j": json.dumps(body)},
+        )
+        edited = {**body, "message": {"role": "user", "content": "edited"}}
+        conn.execute(
+            text("UPDATE transcript_events SET event = :j WHERE session_id = 'r1' AND seq = :q"),
+            {"q": seq, "j": json.dumps(edited)},
+        )
+        last_seq = conn.execute(
+            text(f"SELECT last_seq FROM {names['sessions']} WHERE session_id = 'r1'")
+        ).scalar_one()
+        marked = conn.execute(
+            text(f"SELECT needs_rebuild FROM {names['state']} WHERE session_id = 'r1'")
+        ).scalar_one()
+    return last_seq, marked
+
+
+def host_tokens(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        return list(conn.execute(select(host_sessions.c.token).order_by("token")).scalars())
+
+
+@pytest.mark.parametrize("host_first", [None, "0001_transcripts", REVISION_2, REVISION_4])
+def test_a_host_sessions_table_before_the_plugin_migrations(
+    engine: Engine, url: str, host_first: str | None
+) -> None:
+    """Issue #16: the host's ``sessions`` table exists before the plugin's revisions run (or
+    is created between two of them, as Alembic may order two branches): they install, the
+    plugin works, autogenerate is clean, and no downgrade renames the plugin's table onto the
+    host's name — down to base, where only the host's table and rows are left."""
+    if host_first is not None:
+        migrate.upgrade(engine, host_first)
     host_metadata.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(insert(host_sessions), [{"token": "t1", "user_name": "ada"}])
     migrate.upgrade(engine)
+    assert migrate.current_revisions(engine) == (HEAD,)
+    assert table_names(engine) >= NEW_NAMES | {"sessions"}
+    assert not {"branches", "index_state"} & table_names(engine)
+    with TranscriptStore(url, background=False) as store:
+        store.create_session("s1", "agent:main:s1")
+        store.append("s1", message("m1", None, "hostfirstword", 1))
+        assert found(store, "hostfirstword") == {("s1", "m1")}
+        store.create_session("r1", "agent:main:r1")
+    assert raw_writes_reach_the_index_state(engine, NEW, 5) == (5, 1)
+    assert check(engine).ok
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"include_name": include_name})
+        assert compare_metadata(ctx, [host_metadata, openclaw_fts.metadata]) == []
+
+    # Down to 0004: the old names are not free, so the namespaced ones stay; the triggers
+    # still work, and up again 0005 finds nothing to rename.
+    migrate.downgrade(engine, REVISION_4)
+    assert table_names(engine) >= NEW_NAMES and not {"branches", "index_state"} & table_names(
+        engine
+    )
+    assert raw_writes_reach_the_index_state(engine, NEW, 6) == (6, 1)
+    migrate.upgrade(engine)
+    with TranscriptStore(url, background=False) as store:
+        store.reconcile()
+        assert found(store, "hostfirstword") == {("s1", "m1")}
+    # Down to base: every plugin table goes, the host's stays with its rows.
+    migrate.downgrade(engine, "base")
+    assert table_names(engine) == {"sessions", "openclaw_fts_version"}
+    assert host_tokens(engine) == ["t1"]
+    with engine.connect() as conn:
+        assert not conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'trigger'")).all()
+
+
+def test_a_fresh_database_gets_the_namespaced_names_from_revision_1(engine: Engine) -> None:
+    """0001 of this release never creates ``sessions`` or ``branches``: a host table of that
+    name made after it (Alembic may run the host's branch second) cannot collide."""
+    migrate.upgrade(engine, "0001_transcripts")
+    assert table_names(engine) == {
+        "openclaw_sessions",
+        "openclaw_branches",
+        "transcript_events",
+    } | {"openclaw_fts_version"}
+    migrate.upgrade(engine, REVISION_2)
+    assert "openclaw_index_state" in table_names(engine)
+    assert not OLD_NAMES & table_names(engine)
+
+
+def test_downgrade_renames_back_only_when_every_old_name_is_free(engine: Engine) -> None:
+    """With no host table in the way, going down from 0005 gives the old names back (what an
+    earlier release's code expects); a host ``branches`` table alone is enough to keep all
+    three namespaced."""
+    migrate.upgrade(engine)
+    migrate.downgrade(engine, REVISION_4)
+    assert table_names(engine) >= OLD_NAMES and not NEW_NAMES & table_names(engine)
+    migrate.upgrade(engine)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE branches (git_ref TEXT PRIMARY KEY)"))
+    migrate.downgrade(engine, REVISION_4)
+    assert table_names(engine) >= NEW_NAMES and not {"sessions", "index_state"} & table_names(
+        engine
+    )
+
+
+def test_a_half_renamed_database_is_refused(engine: Engine) -> None:
+    earlier_release_database(engine, REVISION_4)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE openclaw_branches (id INTEGER PRIMARY KEY)"))
+    with pytest.raises(Exception, match="openclaw_branches") as raised:
+        migrate.upgrade(engine)
+    assert "half renamed" in str(raised.value)
+    assert migrate.current_revisions(engine) == (REVISION_4,)
+    assert "sessions" in table_names(engine)

@@ -4,6 +4,13 @@ What a host stored before this plugin indexed anything. No index tables here. Ru
 and PostgreSQL: boolean defaults are ``sa.false()`` (``0`` on SQLite, as before; ``false`` on
 PostgreSQL, which refuses an integer default for a boolean column).
 
+Table names: a database made by this release gets the namespaced names from the start
+(``openclaw_sessions``, ``openclaw_branches``, and the constraint and index names 0005 gives
+them), so a host whose own ``sessions`` or ``branches`` table exists before — or is created
+after — the plugin's revisions never collides with them. Earlier releases created
+``sessions`` and ``branches`` here; their databases keep those names until 0005 renames them,
+so 0002, 0004, 0005 and every downgrade look at which names the database has (``_names``).
+
 Revision ID: 0001_transcripts
 Revises:
 Create Date: 2026-12-02
@@ -21,10 +28,23 @@ depends_on: str | None = None
 
 KEY = sa.String(512)
 
+#: The names earlier releases gave the tables, and the namespaced names this release gives
+#: them (frozen: keyed by the old name, like 0005's ``RENAMES``).
+OLD = {"sessions": "sessions", "branches": "branches"}
+NEW = {"sessions": "openclaw_sessions", "branches": "openclaw_branches"}
+
+
+def _names() -> dict[str, str]:
+    """The names of the database at hand: namespaced, or those of an earlier release."""
+    if op.get_context().as_sql:
+        return NEW
+    return NEW if sa.inspect(op.get_bind()).has_table(NEW["sessions"]) else OLD
+
 
 def upgrade() -> None:
+    sessions, branches = NEW["sessions"], NEW["branches"]
     op.create_table(
-        "sessions",
+        sessions,
         sa.Column("session_id", KEY, nullable=False),
         sa.Column("session_key", KEY, nullable=False),
         sa.Column("agent_id", KEY, nullable=False),
@@ -46,7 +66,7 @@ def upgrade() -> None:
             server_default=sa.text("CURRENT_TIMESTAMP"),
             nullable=False,
         ),
-        sa.PrimaryKeyConstraint("session_id", name=op.f("pk_sessions")),
+        sa.PrimaryKeyConstraint("session_id", name=op.f(f"pk_{sessions}")),
     )
     for column in (
         "session_key",
@@ -55,7 +75,7 @@ def upgrade() -> None:
         "parent_session_key",
         "owner_session_key",
     ):
-        op.create_index(op.f(f"ix_sessions_{column}"), "sessions", [column])
+        op.create_index(op.f(f"ix_{sessions}_{column}"), sessions, [column])
     op.create_table(
         "transcript_events",
         sa.Column("session_id", KEY, nullable=False),
@@ -70,8 +90,8 @@ def upgrade() -> None:
         sa.Column("event", sa.Text(), nullable=False),
         sa.ForeignKeyConstraint(
             ["session_id"],
-            ["sessions.session_id"],
-            name=op.f("fk_transcript_events_session_id_sessions"),
+            [f"{sessions}.session_id"],
+            name=op.f(f"fk_transcript_events_session_id_{sessions}"),
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("session_id", "seq", name=op.f("pk_transcript_events")),
@@ -80,7 +100,7 @@ def upgrade() -> None:
         ),
     )
     op.create_table(
-        "branches",
+        branches,
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("session_id", KEY, nullable=False),
         sa.Column("tip_id", KEY, nullable=True),
@@ -88,18 +108,20 @@ def upgrade() -> None:
         sa.Column("is_active", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.ForeignKeyConstraint(
             ["session_id"],
-            ["sessions.session_id"],
-            name=op.f("fk_branches_session_id_sessions"),
+            [f"{sessions}.session_id"],
+            name=op.f(f"fk_{branches}_session_id_{sessions}"),
             ondelete="CASCADE",
         ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_branches")),
+        sa.PrimaryKeyConstraint("id", name=op.f(f"pk_{branches}")),
     )
-    op.create_index(op.f("ix_branches_session_id"), "branches", ["session_id"])
+    op.create_index(op.f(f"ix_{branches}_session_id"), branches, ["session_id"])
 
 
 def downgrade() -> None:
-    op.drop_index(op.f("ix_branches_session_id"), table_name="branches")
-    op.drop_table("branches")
+    names = _names()
+    sessions, branches = names["sessions"], names["branches"]
+    op.drop_index(op.f(f"ix_{branches}_session_id"), table_name=branches)
+    op.drop_table(branches)
     op.drop_table("transcript_events")
     for column in (
         "session_key",
@@ -108,5 +130,5 @@ def downgrade() -> None:
         "parent_session_key",
         "owner_session_key",
     ):
-        op.drop_index(op.f(f"ix_sessions_{column}"), table_name="sessions")
-    op.drop_table("sessions")
+        op.drop_index(op.f(f"ix_{sessions}_{column}"), table_name=sessions)
+    op.drop_table(sessions)

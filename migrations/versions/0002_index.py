@@ -12,6 +12,12 @@ triggers in plpgsql (``last_seq`` follows raw inserts; a deleted event makes its
 dirty). Downgrade drops what it created except the extension (a server-wide object other
 schemas may use).
 
+Table names: on a database made by this release (0001 created ``openclaw_sessions``) the index
+state table is ``openclaw_index_state`` and the triggers and plpgsql bodies name the
+namespaced tables; on one an earlier release took to 0001 (``sessions``) they are the old
+names, which 0005 renames. Constraint names are those 0005 gives either way
+(``uq_index_state_session_id`` keeps its old name, as 0005 keeps it).
+
 Revision ID: 0002_index
 Revises: 0001_transcripts
 Create Date: 2026-12-02
@@ -32,6 +38,19 @@ depends_on: str | None = None
 
 KEY = sa.String(512)
 
+#: The names earlier releases gave the tables, and the namespaced names (frozen, as in 0001).
+OLD = {"sessions": "sessions", "index_state": "index_state"}
+NEW = {"sessions": "openclaw_sessions", "index_state": "openclaw_index_state"}
+
+
+def _names() -> dict[str, str]:
+    """The names of the database at hand: namespaced (0001 of this release made
+    ``openclaw_sessions``), or those of an earlier release."""
+    if op.get_context().as_sql:
+        return NEW
+    return NEW if sa.inspect(op.get_bind()).has_table(NEW["sessions"]) else OLD
+
+
 # Frozen copies of openclaw_fts.index.sqlite's DDL at this revision (a migration must not
 # change when the package does).
 CREATE_FTS = (
@@ -47,13 +66,13 @@ CREATE_DELETE_TRIGGER = (
 
 CREATE_SEQ_TRIGGER = (
     "CREATE TRIGGER IF NOT EXISTS transcript_events_last_seq AFTER INSERT ON transcript_events "
-    "BEGIN UPDATE sessions SET last_seq = new.seq "
+    "BEGIN UPDATE {sessions} SET last_seq = new.seq "
     "WHERE session_id = new.session_id AND last_seq < new.seq; END"
 )
 
 CREATE_EVENT_DELETE_TRIGGER = (
     "CREATE TRIGGER IF NOT EXISTS transcript_events_deleted AFTER DELETE ON transcript_events "
-    "BEGIN UPDATE index_state SET needs_rebuild = 1, generation = generation + 1 "
+    "BEGIN UPDATE {index_state} SET needs_rebuild = 1, generation = generation + 1 "
     "WHERE session_id = old.session_id; END"
 )
 
@@ -76,7 +95,7 @@ PG_DROP_CONFIG = f"DROP TEXT SEARCH CONFIGURATION IF EXISTS {PG_CONFIG}"
 # The two transcript triggers of the SQLite branch, in plpgsql (row-level, like SQLite's).
 PG_CREATE_SEQ_FUNCTION = (
     "CREATE FUNCTION openclaw_fts_events_last_seq() RETURNS trigger LANGUAGE plpgsql AS $$ "
-    "BEGIN UPDATE sessions SET last_seq = NEW.seq "
+    "BEGIN UPDATE {sessions} SET last_seq = NEW.seq "
     "WHERE session_id = NEW.session_id AND last_seq < NEW.seq; RETURN NULL; END $$"
 )
 PG_CREATE_SEQ_TRIGGER = (
@@ -85,7 +104,7 @@ PG_CREATE_SEQ_TRIGGER = (
 )
 PG_CREATE_EVENT_DELETE_FUNCTION = (
     "CREATE FUNCTION openclaw_fts_events_deleted() RETURNS trigger LANGUAGE plpgsql AS $$ "
-    "BEGIN UPDATE index_state SET needs_rebuild = true, generation = generation + 1 "
+    "BEGIN UPDATE {index_state} SET needs_rebuild = true, generation = generation + 1 "
     "WHERE session_id = OLD.session_id; RETURN NULL; END $$"
 )
 PG_CREATE_EVENT_DELETE_TRIGGER = (
@@ -130,8 +149,10 @@ def _ensure_unaccent() -> None:
 
 
 def upgrade() -> None:
+    names = _names()
+    sessions, index_state = names["sessions"], names["index_state"]
     op.create_table(
-        "index_state",
+        index_state,
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("session_id", KEY, nullable=False),
         sa.Column("indexed_seq", sa.Integer(), server_default=sa.text("-1"), nullable=False),
@@ -141,11 +162,11 @@ def upgrade() -> None:
         sa.Column("index_version", sa.Integer(), server_default=sa.text("1"), nullable=False),
         sa.ForeignKeyConstraint(
             ["session_id"],
-            ["sessions.session_id"],
-            name=op.f("fk_index_state_session_id_sessions"),
+            [f"{sessions}.session_id"],
+            name=op.f(f"fk_{index_state}_session_id_{sessions}"),
             ondelete="CASCADE",
         ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_index_state")),
+        sa.PrimaryKeyConstraint("id", name=op.f(f"pk_{index_state}")),
         sa.UniqueConstraint("session_id", name=op.f("uq_index_state_session_id")),
     )
     op.create_table(
@@ -160,8 +181,8 @@ def upgrade() -> None:
         sa.Column("sess", sa.String(32), nullable=False),
         sa.ForeignKeyConstraint(
             ["session_id"],
-            ["sessions.session_id"],
-            name=op.f("fk_message_index_session_id_sessions"),
+            [f"{sessions}.session_id"],
+            name=op.f(f"fk_message_index_session_id_{sessions}"),
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_message_index")),
@@ -179,17 +200,17 @@ def upgrade() -> None:
     if op.get_context().dialect.name == "sqlite":
         op.execute(CREATE_FTS)
         op.execute(CREATE_DELETE_TRIGGER)
-        op.execute(CREATE_SEQ_TRIGGER)
-        op.execute(CREATE_EVENT_DELETE_TRIGGER)
+        op.execute(CREATE_SEQ_TRIGGER.format(**names))
+        op.execute(CREATE_EVENT_DELETE_TRIGGER.format(**names))
     elif op.get_context().dialect.name == "postgresql":
         _ensure_unaccent()
         op.execute(PG_CREATE_CONFIG)
         op.execute(PG_MAP_UNACCENT)
         op.execute(PG_ADD_TSVECTOR)
         op.execute(PG_CREATE_GIN)
-        op.execute(PG_CREATE_SEQ_FUNCTION)
+        op.execute(PG_CREATE_SEQ_FUNCTION.format(**names))
         op.execute(PG_CREATE_SEQ_TRIGGER)
-        op.execute(PG_CREATE_EVENT_DELETE_FUNCTION)
+        op.execute(PG_CREATE_EVENT_DELETE_FUNCTION.format(**names))
         op.execute(PG_CREATE_EVENT_DELETE_TRIGGER)
 
 
@@ -204,6 +225,6 @@ def downgrade() -> None:
             op.execute(statement)
     op.drop_table("reconcile_lease")
     op.drop_table("message_index")
-    op.drop_table("index_state")
+    op.drop_table(_names()["index_state"])
     if op.get_context().dialect.name == "postgresql":
         op.execute(PG_DROP_CONFIG)  # after the table: the generated column depends on it

@@ -5,6 +5,10 @@ from search until the reconciler or the flush's inline repair re-indexes it); an
 changes what the derived columns are computed from without changing them (raw SQL) is aborted.
 Triggers only: no table changes, nothing to backfill.
 
+The trigger bodies name the index state table the database has: ``openclaw_index_state`` on
+a database made by this release, ``index_state`` on one an earlier release took to 0002
+(0005 renames it; SQLite rewrites the trigger, 0005 replaces the plpgsql body).
+
 Revision ID: 0004_host_guest
 Revises: 0002_index
 Create Date: 2026-12-03
@@ -12,12 +16,22 @@ Create Date: 2026-12-03
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0004_host_guest"
 down_revision: str | None = "0002_index"
 branch_labels: tuple[str, ...] | None = None
 depends_on: str | None = None
+
+
+def _index_state() -> str:
+    """The index state table of the database at hand: namespaced (0001 of this release made
+    ``openclaw_sessions``), or the name of an earlier release."""
+    if op.get_context().as_sql or sa.inspect(op.get_bind()).has_table("openclaw_sessions"):
+        return "openclaw_index_state"
+    return "index_state"
+
 
 # Frozen copies of openclaw_fts.index.edit_triggers at this revision (a migration must not
 # change when the package does).
@@ -40,7 +54,7 @@ CREATE_GUARD_TRIGGER = (
 )
 CREATE_EDITED_TRIGGER = (
     "CREATE TRIGGER IF NOT EXISTS transcript_events_edited AFTER UPDATE OF event ON "
-    "transcript_events WHEN new.event IS NOT old.event BEGIN UPDATE index_state SET "
+    "transcript_events WHEN new.event IS NOT old.event BEGIN UPDATE {index_state} SET "
     "needs_rebuild = 1, generation = generation + 1 WHERE session_id = new.session_id; END"
 )
 
@@ -69,6 +83,7 @@ _PG_COLUMNS_KEPT = " AND ".join(
     [f"NEW.{column} IS NOT DISTINCT FROM OLD.{column}" for _, column in _PG_PATHS]
     + ["NEW.role IS NOT DISTINCT FROM OLD.role"]
 )
+# A template: ``{index_state}`` is the one placeholder (the JSON paths are already inside).
 PG_CREATE_EDIT_FUNCTION = (
     "CREATE FUNCTION openclaw_fts_events_edited() RETURNS trigger LANGUAGE plpgsql AS $$ "
     "BEGIN IF NEW.event IS NOT DISTINCT FROM OLD.event THEN RETURN NEW; END IF; "
@@ -77,7 +92,7 @@ PG_CREATE_EDIT_FUNCTION = (
     "content of an event, not its id, parentId, type, targetId, appendMode, timestamp or "
     "message.role, unless the derived columns change with it; edit the TranscriptEvent "
     "through an installed ORM session'; END IF; "
-    "UPDATE index_state SET needs_rebuild = true, generation = generation + 1 "
+    "UPDATE {index_state} SET needs_rebuild = true, generation = generation + 1 "
     "WHERE session_id = NEW.session_id; RETURN NEW; END $$"
 )
 PG_CREATE_EDIT_TRIGGER = (
@@ -90,9 +105,9 @@ def upgrade() -> None:
     dialect = op.get_context().dialect.name
     if dialect == "sqlite":
         op.execute(CREATE_GUARD_TRIGGER)
-        op.execute(CREATE_EDITED_TRIGGER)
+        op.execute(CREATE_EDITED_TRIGGER.format(index_state=_index_state()))
     elif dialect == "postgresql":
-        op.execute(PG_CREATE_EDIT_FUNCTION)
+        op.execute(PG_CREATE_EDIT_FUNCTION.replace("{index_state}", _index_state()))
         op.execute(PG_CREATE_EDIT_TRIGGER)
 
 

@@ -2,6 +2,21 @@
 ``openclaw_branches``, ``openclaw_index_state`` (a host with its own ``sessions`` table can
 keep it beside the plugin's).
 
+Two kinds of database reach this revision:
+
+* Made by this release: 0001, 0002 and 0004 created the namespaced names from the start (so a
+  host's own ``sessions`` table, made before or after them, never collides). Upgrade finds
+  ``openclaw_sessions`` and does nothing.
+* Made by an earlier release (0001–0004 then created ``sessions``, ``branches``,
+  ``index_state``): upgrade renames them as described below, keeping every row. A database
+  with some of the namespaced tables but not all of them is refused with an error naming them.
+
+Downgrade renames back to the old names — what an earlier release's code expects — only when
+none of ``sessions``, ``branches``, ``index_state`` is taken by another table. When one is (a
+host's own ``sessions``), it never renames the plugin's table onto it: it keeps the namespaced
+names, which 0001–0004 of this release accept (they look for ``openclaw_sessions``), so going
+further down to base still works; only an earlier release's code cannot use that database.
+
 Renames only: no row is copied, so it runs in milliseconds whatever the data size. The other
 plugin tables (``transcript_events``, ``message_index``, ``message_fts*``, ``reconcile_lease``)
 keep their names: none of them is a name a host is likely to use for something else.
@@ -28,7 +43,9 @@ Create Date: 2026-12-03
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from alembic import op
+from alembic.util import CommandError
 
 revision: str = "0005_namespaced_tables"
 down_revision: str | None = "0004_host_guest"
@@ -138,9 +155,29 @@ def _rename(src: dict[str, str], dst: dict[str, str]) -> None:
             op.execute(function.format(**dst))
 
 
+def _present(names: dict[str, str]) -> list[str]:
+    """Which of ``names``' tables exist in the database at hand."""
+    inspector = sa.inspect(op.get_bind())
+    return [name for name in names.values() if inspector.has_table(name)]
+
+
 def upgrade() -> None:
+    if op.get_context().as_sql:  # offline SQL is for a database made by this release
+        return
+    namespaced = _present(NEW)
+    if len(namespaced) == len(NEW):
+        return  # made by this release: 0001-0004 created the namespaced names already
+    if namespaced:
+        raise CommandError(
+            f"openclaw_fts 0005: found {', '.join(namespaced)} but not all of "
+            f"{', '.join(NEW.values())}; the plugin's tables are half renamed, fix by hand"
+        )
     _rename(OLD, NEW)
 
 
 def downgrade() -> None:
+    if op.get_context().as_sql:
+        return
+    if _present(OLD):
+        return  # a host owns one of the old names: keep the namespaced ones (see above)
     _rename(NEW, OLD)

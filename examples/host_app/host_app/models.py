@@ -13,6 +13,8 @@ from openclaw_fts.models import AgentSession
 
 #: Longest project name.
 MAX_NAME_LENGTH = 200
+#: Length of a web-login token and of a user name.
+TOKEN_LENGTH = 64
 
 metadata = MetaData(
     naming_convention={
@@ -35,6 +37,17 @@ class Project(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH))
+
+
+class WebSession(Base):
+    """Revision h001: the host's web-login sessions, a table named ``sessions`` like so many
+    hosts have, from before it used the plugin (whose transcript sessions are
+    ``openclaw_sessions``, so the two never collide)."""
+
+    __tablename__ = "sessions"
+
+    token: Mapped[str] = mapped_column(String(TOKEN_LENGTH), primary_key=True)
+    user_name: Mapped[str] = mapped_column(String(TOKEN_LENGTH))
 
 
 class Chat(Base):

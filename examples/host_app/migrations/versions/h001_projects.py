@@ -1,4 +1,8 @@
-"""Projects: the host's own table, from before it stored transcripts.
+"""Projects and web-login sessions: the host's own tables, from before it stored transcripts.
+
+The host's table is named ``sessions``, as the plugin's transcript sessions were before its
+revision 0005; the plugin's revisions create ``openclaw_sessions`` instead, so Alembic may run
+this revision before or after them.
 
 Revision ID: h001_projects
 Revises:
@@ -24,7 +28,14 @@ def upgrade() -> None:
         sa.Column("name", sa.String(200), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_projects")),
     )
+    op.create_table(
+        "sessions",
+        sa.Column("token", sa.String(64), nullable=False),
+        sa.Column("user_name", sa.String(64), nullable=False),
+        sa.PrimaryKeyConstraint("token", name=op.f("pk_sessions")),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("sessions")
     op.drop_table("projects")

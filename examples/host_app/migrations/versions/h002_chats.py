@@ -1,9 +1,10 @@
 """Chats: a project's agent sessions, with a foreign key to the plugin's ``openclaw_sessions``.
 
-``depends_on`` names the plugin revision that gives the table that name (0005 renamed it from
-``sessions``): Alembic runs it first on upgrade, and unapplies this revision before it on
-downgrade. Depending on an earlier plugin revision would let Alembic run this one before 0005
-on a fresh database, leaving a foreign key to a table that no longer exists.
+``depends_on`` names the plugin revision after which the table has that name in every
+database (a fresh one has it from 0001 on; one an earlier release made is named ``sessions``
+until 0005 renames it): Alembic runs it first on upgrade, and unapplies this revision before
+it on downgrade. Depending on an earlier plugin revision would let Alembic run this one before
+0005 on an upgraded database, where ``openclaw_sessions`` does not exist yet.
 
 Revision ID: h002_chats
 Revises: h001_projects
