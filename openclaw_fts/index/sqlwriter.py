@@ -70,7 +70,8 @@ class SqlWriter:
 
     # ------------------------------------------------------------ what a dialect supplies
 
-    #: The driver's exceptions for a violated constraint.
+    #: The driver's exceptions for a violated constraint, when statements run on its cursor
+    #: (through SQLAlchemy, they already arrive as ``sqlalchemy.exc.IntegrityError``).
     INTEGRITY_ERRORS: tuple[type[Exception], ...] = ()
     #: SQL giving, for a row whose ``parent_id`` column is empty, what tells a null
     #: ``parentId`` from a missing or malformed one (NULL otherwise); see :meth:`parent_type`.
@@ -192,7 +193,7 @@ class SqlWriter:
             return
         try:
             self.run_many(conn, _INSERT_EVENTS, rows)
-        except self.INTEGRITY_ERRORS as exc:  # a taken event id or seq, whatever the driver
+        except self.INTEGRITY_ERRORS as exc:  # a taken event id or seq: SQLAlchemy's error
             raise IntegrityError(_INSERT_EVENTS, None, exc) from None
         self.run(conn, _BUMP_SESSION, {"seq": last_seq, "sid": rows[0]["session_id"]})
 
