@@ -29,6 +29,12 @@ from .query import render
 if TYPE_CHECKING:
     from ...visibility import Caller
 
+#: Set for the search's transaction before the ranked statement: psycopg prepares a statement
+#: from its 5th execution on a connection, and PostgreSQL may then switch to a generic plan, in
+#: which ``to_tsquery(cfg, $1)`` is not a constant and the visible-sessions path is not chosen
+#: (measured with bench/pg_narrow.py: a narrow search 3-4x slower at 10k hidden sessions, see
+#: docs/postgresql.md). ``is_local``: it ends with the transaction and leaks into nothing else.
+FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
 #: ``ts_rank`` normalisation: divide by 1 + the logarithm of the document length (a long message
 #: that mentions a word once ranks below a short one, as with bm25's length normalisation).
 RANK_NORMALIZATION = 1
@@ -132,6 +138,7 @@ class PostgresReader:
         if req.compiled is None or render(req.compiled) is None:
             return []
         sql, params = hits_sql(caller, req, exact=exact)
+        conn.execute(text(FORCE_CUSTOM_PLAN))
         return [
             (r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7]))
             for r in conn.execute(text(sql), params)
