@@ -254,3 +254,21 @@ def test_sqlite_and_postgresql_rank_alike(pg_server: PgServer, tmp_path: Path) -
     # length differently from ts_rank), so only a majority of the top 5 is asked to agree.
     assert min(overlaps.values()) >= 0.4, overlaps
     assert sum(overlaps.values()) / len(overlaps) >= 0.6, overlaps
+
+
+def test_custom_plans_for_the_search_transaction_only(db: Engine) -> None:
+    """psycopg prepares a statement from its 5th run; the ranked statement must keep being
+    planned with its parameters (bench/pg_narrow.py), and the setting must not outlive the
+    search's transaction."""
+    with db.connect() as conn:
+        for _ in range(8):  # past psycopg's prepare threshold: same answers
+            assert ids(
+                PostgresReader().ranked_hits(conn, TREE, build_request("deploy"), exact=False)
+            ) == [
+                "m2",
+                "m1",
+                "c1",
+            ]
+        assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"
+        conn.rollback()
+        assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
