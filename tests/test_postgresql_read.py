@@ -14,7 +14,7 @@ import pytest
 from factories import msg
 from pgindex import State, add_message, add_session, migrated_database, set_state
 from pgserver import PgServer
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from test_postgresql_query import HOSTILE
 
 from openclaw_fts import TranscriptStore
@@ -272,3 +272,33 @@ def test_custom_plans_for_the_search_transaction_only(db: Engine) -> None:
         assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"
         conn.rollback()
         assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+
+
+def test_any_pending_is_remembered_for_one_snapshot(pg_server: PgServer) -> None:
+    with migrated_database(pg_server) as engine:
+        with engine.begin() as conn:
+            add_session(conn, "a", ME)
+            add_message(conn, "a", "e1", "hello")
+            set_state(conn, "a", "clean")
+        r = PostgresReader()
+        with engine.connect() as conn:
+            assert not r.any_pending(conn)
+            conn.rollback()
+            # Nothing committed since: the same snapshot, the answer is remembered (a stale
+            # memo would hide this planted value).
+            key = conn.connection.info["openclaw_fts_pg_any_pending"][0]
+            conn.connection.info["openclaw_fts_pg_any_pending"] = (key, True)
+            assert r.any_pending(conn)
+            conn.rollback()
+            with engine.begin() as other:  # another connection commits: a new snapshot
+                other.execute(text("UPDATE openclaw_index_state SET needs_rebuild = true"))
+            assert r.any_pending(conn)
+            conn.rollback()
+            with engine.begin() as other:
+                other.execute(text("UPDATE openclaw_index_state SET needs_rebuild = false"))
+            assert not r.any_pending(conn)
+            # This transaction's own write: never answered from (or into) the memo.
+            conn.execute(text("UPDATE openclaw_index_state SET needs_rebuild = true"))
+            assert r.any_pending(conn)
+            conn.rollback()
+            assert not r.any_pending(conn)

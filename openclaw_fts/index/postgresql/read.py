@@ -51,6 +51,10 @@ _CLEAN_JOIN = (
     "JOIN openclaw_index_state AS st ON st.session_id = s.session_id AND NOT st.needs_rebuild "
     "AND st.indexed_seq >= s.last_seq AND st.index_version = :pending_v "
 )
+#: The snapshot this statement sees, and whether this transaction has written (an xid).
+_SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
+#: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
+_PENDING_MEMO = "openclaw_fts_pg_any_pending"
 _TSQUERY = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, :q)"
 
 
@@ -106,8 +110,16 @@ class PostgresReader:
     """:class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one per search; no state)."""
 
     def any_pending(self, conn: Connection) -> bool:
-        # No PRAGMA data_version to memoise on: an EXISTS per search (docs/postgresql.md).
-        return bool(
+        """Remembered per DBAPI connection for one snapshot: ``pg_current_snapshot()`` (xmin,
+        xmax, in-progress ids) is PostgreSQL's ``PRAGMA data_version`` -- two equal snapshots
+        see exactly the same committed rows. Not remembered once this transaction has written
+        (its own rows are not in the key). Recomputed, the probe reads every session (see
+        docs/postgresql.md for what it costs)."""
+        key, wrote = conn.execute(text(_SNAPSHOT_SQL)).one()
+        memo = conn.connection.info.get(_PENDING_MEMO)
+        if wrote is None and memo is not None and memo[0] == key:
+            return bool(memo[1])
+        found = bool(
             conn.execute(
                 text(
                     "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
@@ -117,6 +129,9 @@ class PostgresReader:
                 {"pending_v": INDEX_VERSION},
             ).scalar()
         )
+        if wrote is None:
+            conn.connection.info[_PENDING_MEMO] = (key, found)
+        return found
 
     def pending_visible(self, conn: Connection, caller: Caller, session_key: str | None) -> bool:
         where, params = _visible_sql(caller, session_key)
