@@ -110,5 +110,7 @@ def test_renew_notices_a_lost_connection(pg_engine: Engine) -> None:
         assert not a.renew(conn)  # the reconciler raises LeaseLost and stops writing
     b = AdvisoryLease(pg_engine, "B")
     assert b.try_acquire()
+    assert not a.try_acquire()  # its dead connection is dropped; B holds the lock now
     b.release()
-    a.release()  # the dead connection is dropped without an error
+    assert a.try_acquire()
+    a.release()

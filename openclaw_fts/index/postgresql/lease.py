@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import SQLAlchemyError
 
 from ...reconcile import RECONCILE_LEASE_SECONDS, LeaseWait
 
@@ -54,9 +54,19 @@ class AdvisoryLease:
         return self._conn is not None
 
     def try_acquire(self) -> bool:
-        """Take the lock without waiting; True when this lease holds it (already held: True)."""
+        """Take the lock without waiting; True when this lease holds it (already held and its
+        connection still holds the lock: True; a lost connection is dropped and the lock taken
+        anew when free)."""
         if self._conn is not None:
-            return True
+            try:
+                if self._conn.execute(
+                    text(f"SELECT EXISTS ({_HOLDER_PID_SQL} AND l.pid = pg_backend_pid())"),
+                    {"k": self.key},
+                ).scalar():
+                    return True
+            except SQLAlchemyError:
+                pass
+            self.release()
         conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         kept = False
         try:
@@ -103,7 +113,7 @@ class AdvisoryLease:
             return
         try:
             conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
-        except DBAPIError:
+        except SQLAlchemyError:
             pass  # a lost connection holds nothing any more
         finally:
             conn.invalidate()

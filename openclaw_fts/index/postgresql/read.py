@@ -29,7 +29,8 @@ from .query import render
 if TYPE_CHECKING:
     from ...visibility import Caller
 
-#: Set for the search's transaction before the ranked statement: psycopg prepares a statement
+#: Set for the search's transaction before the statements that take the caller's parameters
+#: (the visibility probe and the ranked statement): psycopg prepares a statement
 #: from its 5th execution on a connection, and PostgreSQL may then switch to a generic plan, in
 #: which ``to_tsquery(cfg, $1)`` is not a constant and the visible-sessions path is not chosen
 #: (measured with bench/pg_narrow.py: a narrow search 3-4x slower at 10k hidden sessions, see
@@ -136,6 +137,7 @@ class PostgresReader:
     def pending_visible(self, conn: Connection, caller: Caller, session_key: str | None) -> bool:
         where, params = _visible_sql(caller, session_key)
         params["pending_v"] = INDEX_VERSION
+        conn.execute(text(FORCE_CUSTOM_PLAN))
         return bool(
             conn.execute(
                 text(
