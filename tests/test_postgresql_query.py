@@ -19,6 +19,7 @@ from test_query import CJK_CASES, CORPUS, DDL, QUERIES, REGRESSIONS
 
 from openclaw_fts.index import postgresql as pg
 from openclaw_fts.index.postgresql.query import PUNCTUATION, body_tsvector_sql, render
+from openclaw_fts.index.postgresql.read import BYTE_CTYPES, ctype_warning
 from openclaw_fts.query import Term, compile_query
 from openclaw_fts.tokens import index_body
 
@@ -94,14 +95,17 @@ UNACCENT_WIDER = {"aether": {"ÆTHER and Straße"}, "strasse": {"ÆTHER and Stra
 @pytest.fixture(scope="module", params=["default", "C.UTF-8"])
 def qdb(request: pytest.FixtureRequest, pg_server: PgServer) -> Iterator[tuple[Engine, str]]:
     """TEXTS indexed in one session, on a database of the server's default locale (C in the
-    test server) and on a C.UTF-8 one."""
+    test server) and on a C.UTF-8 one; with the database's actual LC_CTYPE."""
     locale = None if request.param == "default" else request.param
     with migrated_database(pg_server, locale=locale) as engine:
         with engine.begin() as conn:
             add_session(conn, "s", "agent:main:main")
             for i, body in enumerate(TEXTS):
                 add_message(conn, "s", f"m{i}", body)
-        yield engine, request.param
+            ctype = conn.execute(
+                text("SELECT datctype FROM pg_database WHERE datname = current_database()")
+            ).scalar_one()
+        yield engine, str(ctype)
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +232,7 @@ MEANING = [
 def test_same_rows_as_fts5(qdb: tuple[Engine, str], fts: sqlite3.Connection, query: str) -> None:
     engine, locale = qdb
     expected = fts_search(fts, query)
-    if locale == "default" and any(map(_needs_utf8_ctype, expected)):
+    if locale in BYTE_CTYPES and any(map(_needs_utf8_ctype, expected)):
         # Under LC_CTYPE C, PostgreSQL neither folds non-ASCII case nor splits words at non-ASCII
         # punctuation (documented): such rows are only checked on a UTF-8 database.
         pytest.skip("non-ASCII case folding and punctuation need a UTF-8 LC_CTYPE")
@@ -252,7 +256,7 @@ def test_c_locale_keeps_non_ascii_case(qdb: tuple[Engine, str]) -> None:
     character as a letter (``a—b`` is one word). Documented; a UTF-8 LC_CTYPE behaves."""
     engine, locale = qdb
     found = pg_search(engine, "москва") | pg_search(engine, "dash b")
-    if locale == "default":
+    if locale in BYTE_CTYPES:
         assert found == set()
     else:
         assert found == {"Москва летом", "a\u2014b dash"}
@@ -314,3 +318,13 @@ def test_hostile_queries_never_raise(qdb: tuple[Engine, str], query: str) -> Non
 @given(query=QUERIES)
 def test_rendering_is_total(qdb: tuple[Engine, str], query: str) -> None:
     pg_search(qdb[0], query)
+
+
+def test_ctype_warning(qdb: tuple[Engine, str]) -> None:
+    engine, locale = qdb
+    with engine.connect() as conn:
+        warning = ctype_warning(conn)
+    if locale in BYTE_CTYPES:
+        assert warning is not None and "LC_CTYPE C" in warning
+    else:
+        assert warning is None

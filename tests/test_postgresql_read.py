@@ -165,9 +165,7 @@ def test_cjk_diacritics_phrase_prefix(db: Engine) -> None:
     assert ids(hits(db, TREE, '"lait au"')) == []
     assert ids(hits(db, TREE, "stag*")) == ["m1"]
     assert ids(hits(db, TREE, '"the stag"*')) == ["m1"]
-    assert ids(hits(db, TREE, "cafe OR staging")) == ["m4", "m1"] or ids(
-        hits(db, TREE, "cafe OR staging")
-    ) == ["m1", "m4"]
+    assert set(ids(hits(db, TREE, "cafe OR staging"))) == {"m4", "m1"}
 
 
 @pytest.mark.parametrize("query", HOSTILE, ids=range(len(HOSTILE)))

@@ -199,3 +199,24 @@ def _original_text(conn: Connection, session_id: str, seq: int) -> str:
                 event = None
     row = transcript.index_row(seq, event) if isinstance(event, dict) else None
     return clean_text(row.text) if row is not None else ""
+
+
+#: ``LC_CTYPE`` values under which PostgreSQL folds ASCII case only and reads every non-ASCII
+#: character as a letter (docs/postgresql.md, "What still differs from FTS5").
+BYTE_CTYPES = ("C", "POSIX")
+
+
+def ctype_warning(conn: Connection) -> str | None:
+    """What a database's ``LC_CTYPE`` costs search, or None when it is a full locale (for the
+    store to log once when it opens a PostgreSQL database)."""
+    ctype = conn.execute(
+        text("SELECT datctype FROM pg_database WHERE datname = current_database()")
+    ).scalar()
+    if str(ctype) not in BYTE_CTYPES:
+        return None
+    return (
+        f"openclaw-fts: this PostgreSQL database has LC_CTYPE {ctype}: search folds ASCII case "
+        "only and does not split words at non-ASCII punctuation (a capitalised Greek or "
+        "Cyrillic word cannot be found); create the database with a UTF-8 LC_CTYPE such as "
+        "C.UTF-8 for full Unicode behaviour"
+    )
