@@ -69,10 +69,13 @@ class Term:
 @dataclass(frozen=True)
 class CompiledQuery:
     """``match``: the FTS5 expression (``body`` column only); ``terms``: every term it holds,
-    in query order."""
+    in query order; ``groups``: the same terms as the engine-neutral structure every backend
+    renders -- an AND of OR-groups (each group holds one or more alternatives, in query order;
+    ``[t for g in groups for t in g] == terms``)."""
 
     match: str
     terms: tuple[Term, ...]
+    groups: tuple[tuple[Term, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -194,5 +197,6 @@ def compile_query(text: str) -> CompiledQuery | None:
         body = " OR ".join(item.fts for item in groups[0])
     else:
         body = " AND ".join(_group_expression(group) for group in groups)
-    terms = tuple(item.term for group in groups for item in group)
-    return CompiledQuery(f"{BODY_COLUMN} : ({body})", terms)
+    structure = tuple(tuple(item.term for item in group) for group in groups)
+    terms = tuple(term for group in structure for term in group)
+    return CompiledQuery(f"{BODY_COLUMN} : ({body})", terms, structure)

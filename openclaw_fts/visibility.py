@@ -141,24 +141,33 @@ def is_incognito_session_key(session_key: object) -> bool:
     return _INCOGNITO_REST_RE.match(":".join(parts[2:])) is not None
 
 
-def incognito_key_sql(alias: str = "s") -> str:
+def incognito_key_sql(alias: str = "s", *, dialect: str = "sqlite") -> str:
     """:func:`is_incognito_session_key` of ``alias.session_key`` as a SQL expression (no
     parameters): exactly three colons, ``agent:`` + a non-empty id + a kind + ``incognito-`` +
-    a non-empty name; LIKE compares ASCII case-insensitively."""
-    trim = "char(" + ", ".join(str(ord(c)) for c in KEY_TRIM_CHARS) + ")"
-    key = f"lower(trim({alias}.session_key, {trim}))"
+    a non-empty name; LIKE compares ASCII case-insensitively. ``dialect`` ``"postgresql"``
+    spells the same expression for PostgreSQL (``chr``, ``btrim``); anything else is SQLite."""
+    if dialect == "postgresql":
+        char = "chr"
+        trim = "(" + " || ".join(f"chr({ord(c)})" for c in KEY_TRIM_CHARS) + ")"
+        key = f"lower(btrim({alias}.session_key, {trim}))"
+    else:
+        char = "char"
+        trim = "char(" + ", ".join(str(ord(c)) for c in KEY_TRIM_CHARS) + ")"
+        key = f"lower(trim({alias}.session_key, {trim}))"
     # The colons are char(58): a ":name" in the statement text would read as a bound parameter.
-    colon = " || char(58) || "
+    colon = f" || {char}(58) || "
     shapes = " OR ".join(
         f"{key} LIKE ('agent'{colon}'_%'{colon}'{kind}'{colon}'incognito-_%')"
         for kind in INCOGNITO_KEY_KINDS
     )
-    colons = f"length({key}) - length(replace({key}, char(58), '')) = {_INCOGNITO_KEY_COLONS}"
+    colons = f"length({key}) - length(replace({key}, {char}(58), '')) = {_INCOGNITO_KEY_COLONS}"
     # One cheap LIKE first: almost no key holds "incognito-", and then nothing else is computed.
     return f"({alias}.session_key LIKE '%incognito-%' AND ({shapes}) AND {colons})"
 
 
-def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Predicate:
+def visible(
+    caller: Caller, alias: str = "s", *, for_search: bool = True, dialect: str = "sqlite"
+) -> Predicate:
     """What ``caller`` may see, as a predicate over the ``openclaw_sessions`` table aliased
     ``alias``.
 
@@ -171,7 +180,9 @@ def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Pre
       incognito either.
 
     Plain SQL text (no per-call SQLAlchemy compilation: it is built on every search); every
-    value is a bound parameter, never spliced into the text.
+    value is a bound parameter (``:name``), never spliced into the text. ``dialect``
+    ``"postgresql"`` renders it for PostgreSQL (booleans are not integers there; see
+    :func:`incognito_key_sql`), to be run through SQLAlchemy ``text()``; anything else is SQLite.
     """
     a = alias
     params: dict[str, str] = {"vis_key": caller.session_key}
@@ -196,9 +207,10 @@ def visible(caller: Caller, alias: str = "s", *, for_search: bool = True) -> Pre
             others = _other_agents(caller, a, params)
             everything = others == [_ANY_AGENT]
             sql = "(" + " OR ".join([tree, same_agent, *others]) + ")"
-    sql = f"({sql} AND NOT {incognito_key_sql(a)})"
+    sql = f"({sql} AND NOT {incognito_key_sql(a, dialect=dialect)})"
     if for_search:
-        sql = f"({sql} AND {a}.incognito = 0)"
+        incognito = f"NOT {a}.incognito" if dialect == "postgresql" else f"{a}.incognito = 0"
+        sql = f"({sql} AND {incognito})"
     return Predicate(sql, params, everything=everything and for_search)
 
 

@@ -7,10 +7,10 @@ indexes them in the background.
 Per dialect: on SQLite the FTS5 table and its triggers; on PostgreSQL the ``unaccent``
 extension (created if missing; a clear error naming it when that is not possible), a text
 search configuration (``simple`` with ``unaccent`` for word tokens), a stored generated
-``tsvector`` column over ``message_index.body``, a GIN index on it, and the two transcript
-triggers in plpgsql (``last_seq`` follows raw inserts; a deleted event makes its session
-dirty). Downgrade drops what it created except the extension (a server-wide object other
-schemas may use).
+``tsvector`` column over ``message_index.body`` (ASCII punctuation read as spaces), a GIN index
+on it, and the two transcript triggers in plpgsql (``last_seq`` follows raw inserts; a
+deleted event makes its session dirty). Downgrade drops what it created except the extension
+(a server-wide object other schemas may use).
 
 Table names: on a database made by this release (0001 created ``openclaw_sessions``) the index
 state table is ``openclaw_index_state`` and the triggers and plpgsql bodies name the
@@ -86,9 +86,14 @@ PG_MAP_UNACCENT = (
     f"ALTER TEXT SEARCH CONFIGURATION {PG_CONFIG} "
     f"ALTER MAPPING FOR hword, hword_part, word WITH {PG_EXTENSION}, simple"
 )
+# ASCII punctuation becomes a space before PostgreSQL's parser sees the text, so it splits words
+# where FTS5's unicode61 does (`node.js`, `foo_bar`, `3.14`, e-mail addresses, paths) instead of
+# keeping hosts, files, numbers and hyphenated words whole (docs/postgresql.md).
+PG_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 PG_ADD_TSVECTOR = (
     f"ALTER TABLE message_index ADD COLUMN {PG_TSVECTOR} tsvector "
-    f"GENERATED ALWAYS AS (to_tsvector('{PG_CONFIG}'::regconfig, body)) STORED"
+    f"GENERATED ALWAYS AS (to_tsvector('{PG_CONFIG}'::regconfig, translate(body, "
+    f"'{PG_PUNCTUATION.replace(chr(39), chr(39) * 2)}', '{' ' * len(PG_PUNCTUATION)}'))) STORED"
 )
 PG_CREATE_GIN = f"CREATE INDEX {PG_GIN_INDEX} ON message_index USING gin ({PG_TSVECTOR})"
 PG_DROP_CONFIG = f"DROP TEXT SEARCH CONFIGURATION IF EXISTS {PG_CONFIG}"

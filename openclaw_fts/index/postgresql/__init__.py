@@ -1,18 +1,22 @@
-"""The PostgreSQL side of the index, so far only the names of its text-search objects.
+"""The PostgreSQL side of the index: the names of its text-search objects, the read side
+(:mod:`.read`, registered for ``postgresql`` on first use), the query rendering (:mod:`.query`)
+and the reconcile lease (:mod:`.lease`). The write side does not exist yet.
 
 Invariant: ``message_index.body_tsv`` is a stored generated column,
-``to_tsvector(TEXT_SEARCH_CONFIG, body)``, so every ``message_index`` row carries the tsvector
-of exactly the text it indexes, in the same row, written by the same statement; the GIN index
-:data:`GIN_INDEX` covers it. Diacritics are folded by the configuration (``simple`` with
-``unaccent`` in front), never by an expression in the column (``unaccent()`` is not immutable,
-so PostgreSQL refuses it in a generated column). The revision that creates these objects keeps
-frozen copies of the DDL; this module names them for the code that reads them (autogenerate
-filters today; the PostgreSQL backend of issue #15 later). No statement runs from here yet.
+``to_tsvector(TEXT_SEARCH_CONFIG, translate(body, <ASCII punctuation>, <spaces>))``, so every
+``message_index`` row carries the tsvector of exactly the text it indexes, in the same row,
+written by the same statement; the GIN index :data:`GIN_INDEX` covers it. Diacritics are
+folded by the configuration (``simple`` with ``unaccent`` in front), never by an expression in
+the column (``unaccent()`` is not immutable, so PostgreSQL refuses it in a generated column).
+The revision that creates these objects keeps frozen copies of the DDL; this module names them
+for the code that reads them (autogenerate filters, the reader). It runs no statement and
+imports nothing heavy: the reader is imported when :func:`~openclaw_fts.index.base.reader`
+first asks for it.
 """
 
 from __future__ import annotations
 
-from ..base import Writer, register_writer
+from ..base import Reader, Writer, register_reader, register_writer
 
 #: The extension that folds diacritics (contrib; trusted since PostgreSQL 13).
 UNACCENT_EXTENSION = "unaccent"
@@ -36,10 +40,17 @@ def is_search_object(type_: str, name: str, table: str | None) -> bool:
     return False
 
 
+def _reader() -> Reader:
+    from .read import PostgresReader
+
+    return PostgresReader()
+
+
 def _writer() -> Writer:
     from .write import PostgresWriter
 
     return PostgresWriter()
 
 
+register_reader("postgresql", _reader)
 register_writer("postgresql", _writer)

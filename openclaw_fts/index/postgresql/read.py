@@ -1,0 +1,222 @@
+"""The search side of the PostgreSQL index: :class:`PostgresReader`.
+
+Invariant: like the SQLite reader, visibility (``visibility.visible`` rendered for PostgreSQL),
+the pending filter and every user filter sit in the same statement as the ``@@`` match, before
+ORDER BY and LIMIT, so a hidden or pending session never consumes the limit. The query reaches
+the server only as ONE bound parameter, the ``to_tsquery`` input written by
+:func:`.query.render` (never user syntax). ``rank`` is ``-ts_rank(body_tsv, q, 1)``: LOWER is
+better, so ``score`` (``-rank``) is ``ts_rank`` with normalisation 1 -- the weighted frequency
+of the query's lexemes in the message, divided by ``1 + log(number of words)``; no corpus-wide
+statistic (unlike bm25: a word's rarity does not count), comparable only within one query.
+Statements run through SQLAlchemy ``text()`` with ``:name`` parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, text
+
+from ... import transcript
+from ...models import INDEX_VERSION
+from ...tokens import body_is_clean_text, clean_text
+from ...visibility import visible
+from ..base import Hit, SearchRequest
+from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
+from .query import render
+
+if TYPE_CHECKING:
+    from ...visibility import Caller
+
+#: Set for the search's transaction before the statements that take the caller's parameters
+#: (the visibility probe and the ranked statement): psycopg prepares a statement from its 5th
+#: execution on a connection, and PostgreSQL may then switch to a generic plan, in which
+#: ``to_tsquery(cfg, $1)`` is not a constant and the visible-sessions path is not chosen
+#: (bench/pg_narrow.py: a narrow search of a common word took 14-25 ms instead of about 1 ms at
+#: 10k hidden sessions; docs/postgresql.md). ``is_local``: it ends with the transaction.
+FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
+#: ``ts_rank`` normalisation: divide by 1 + the logarithm of the document length (a long message
+#: that mentions a word once ranks below a short one, as with bm25's length normalisation).
+RANK_NORMALIZATION = 1
+DIALECT = "postgresql"
+
+#: A session that is not exactly indexed (``reconcile.PENDING_CONDITION``, booleans as
+#: PostgreSQL has them), over ``openclaw_sessions s`` LEFT JOIN ``openclaw_index_state st``.
+PENDING_CONDITION = (
+    "(st.id IS NULL OR st.needs_rebuild OR st.indexed_seq < s.last_seq "
+    "OR st.index_version <> :pending_v)"
+)
+#: The same, inverted, as the join condition of a ranked statement (an exactly indexed session).
+_CLEAN_JOIN = (
+    "JOIN openclaw_index_state AS st ON st.session_id = s.session_id AND NOT st.needs_rebuild "
+    "AND st.indexed_seq >= s.last_seq AND st.index_version = :pending_v "
+)
+#: The snapshot this statement sees, and whether this transaction has written (an xid).
+_SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
+#: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
+_PENDING_MEMO = "openclaw_fts_pg_any_pending"
+_TSQUERY = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, :q)"
+
+
+def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
+    pred = visible(caller, "s", dialect=DIALECT)
+    params: dict[str, Any] = dict(pred.params)
+    if session_key is None:
+        return pred.sql, params
+    params["only_key"] = session_key
+    return f"({pred.sql} AND s.session_key = :only_key)", params
+
+
+def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, dict[str, Any]]:
+    """The ranked statement and its parameters (``req.compiled`` must render)."""
+    assert req.compiled is not None
+    tsquery = render(req.compiled)
+    assert tsquery is not None
+    where, params = _visible_sql(caller, req.session_key)
+    params.update(q=tsquery, lim=req.limit + 1)
+    filters = []
+    if req.role is not None:
+        filters.append("AND mi.role = :role")
+        params["role"] = req.role
+    if req.since is not None:
+        filters.append("AND mi.timestamp_ms >= :since")
+        params["since"] = req.since
+    if req.until is not None:
+        filters.append("AND mi.timestamp_ms <= :until")
+        params["until"] = req.until
+    pending = ""
+    if not exact:
+        pending = _CLEAN_JOIN
+        params["pending_v"] = INDEX_VERSION
+    # COLLATE "C": keys and ids order by code point, as SQLite's BINARY does, whatever the
+    # database's collation. mi.id last: two incarnations of one key may hold the same event id.
+    tail = 's.session_key COLLATE "C", mi.event_id COLLATE "C", mi.id'
+    if req.order == "recent":
+        order = f"mi.timestamp_ms DESC, {tail}"
+    else:
+        order = f"rank, mi.timestamp_ms DESC, {tail}"
+    sql = (
+        "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
+        f"s.session_key, -ts_rank(mi.{TSVECTOR_COLUMN}, {_TSQUERY}, {RANK_NORMALIZATION}) "
+        f"AS rank FROM {CONTENT_TABLE} AS mi "
+        f"JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
+        f"WHERE mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} "
+        f"{' '.join(filters)} ORDER BY {order} LIMIT :lim"
+    )
+    return sql, params
+
+
+class PostgresReader:
+    """:class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one per search; no state)."""
+
+    def any_pending(self, conn: Connection) -> bool:
+        """Remembered per DBAPI connection for one snapshot: ``pg_current_snapshot()`` (xmin,
+        xmax, in-progress ids) is PostgreSQL's ``PRAGMA data_version`` -- two equal snapshots
+        see exactly the same committed rows. Not remembered once this transaction has written
+        (its own rows are not in the key). Recomputed, the probe reads every session (see
+        docs/postgresql.md for what it costs)."""
+        key, wrote = conn.execute(text(_SNAPSHOT_SQL)).one()
+        memo = conn.connection.info.get(_PENDING_MEMO)
+        if wrote is None and memo is not None and memo[0] == key:
+            return bool(memo[1])
+        found = bool(
+            conn.execute(
+                text(
+                    "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
+                    "openclaw_index_state AS st ON st.session_id = s.session_id "
+                    f"WHERE {PENDING_CONDITION})"
+                ),
+                {"pending_v": INDEX_VERSION},
+            ).scalar()
+        )
+        if wrote is None:
+            conn.connection.info[_PENDING_MEMO] = (key, found)
+        return found
+
+    def pending_visible(self, conn: Connection, caller: Caller, session_key: str | None) -> bool:
+        where, params = _visible_sql(caller, session_key)
+        params["pending_v"] = INDEX_VERSION
+        conn.execute(text(FORCE_CUSTOM_PLAN))
+        return bool(
+            conn.execute(
+                text(
+                    "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
+                    "openclaw_index_state AS st ON st.session_id = s.session_id "
+                    f"WHERE {where} AND {PENDING_CONDITION})"
+                ),
+                params,
+            ).scalar()
+        )
+
+    def ranked_hits(
+        self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
+    ) -> list[Hit]:
+        if req.compiled is None or render(req.compiled) is None:
+            return []
+        sql, params = hits_sql(caller, req, exact=exact)
+        conn.execute(text(FORCE_CUSTOM_PLAN))
+        return [
+            (r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7]))
+            for r in conn.execute(text(sql), params)
+        ]
+
+    def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
+        """The stored (masked) body when it is the message's clean text; a body whose CJK was
+        spaced for the index is re-read from the event, as on SQLite."""
+        if not hits:
+            return {}
+        bodies: dict[int, str] = {
+            int(r[0]): str(r[1])
+            for r in conn.execute(
+                text(f"SELECT id, body FROM {CONTENT_TABLE} WHERE id = ANY(:ids)"),
+                {"ids": [h[0] for h in hits]},
+            )
+        }
+        texts = {}
+        for hit in hits:
+            body = bodies.get(hit[0])
+            if body is not None and body_is_clean_text(body):
+                texts[hit[0]] = body
+            else:
+                texts[hit[0]] = _original_text(conn, hit[1], hit[2])
+        return texts
+
+
+def _original_text(conn: Connection, session_id: str, seq: int) -> str:
+    """The message's searchable text, from its stored event (as ``search._original_text``)."""
+    found = conn.execute(
+        text("SELECT event FROM transcript_events WHERE session_id = :sid AND seq = :seq"),
+        {"sid": session_id, "seq": seq},
+    ).first()
+    event: Any = None
+    if found is not None:
+        event = found[0]
+        if isinstance(event, str):
+            try:
+                event = json.loads(event)
+            except (ValueError, RecursionError):
+                event = None
+    row = transcript.index_row(seq, event) if isinstance(event, dict) else None
+    return clean_text(row.text) if row is not None else ""
+
+
+#: ``LC_CTYPE`` values under which PostgreSQL folds ASCII case only and reads every non-ASCII
+#: character as a letter (docs/postgresql.md, "What still differs from FTS5").
+BYTE_CTYPES = ("C", "POSIX")
+
+
+def ctype_warning(conn: Connection) -> str | None:
+    """What a database's ``LC_CTYPE`` costs search, or None when it is a full locale (for the
+    store to log once when it opens a PostgreSQL database)."""
+    ctype = conn.execute(
+        text("SELECT datctype FROM pg_database WHERE datname = current_database()")
+    ).scalar()
+    if str(ctype) not in BYTE_CTYPES:
+        return None
+    return (
+        f"openclaw-fts: this PostgreSQL database has LC_CTYPE {ctype}: search folds ASCII case "
+        "only and does not split words at non-ASCII punctuation (a capitalised Greek or "
+        "Cyrillic word cannot be found); create the database with a UTF-8 LC_CTYPE such as "
+        "C.UTF-8 for full Unicode behaviour"
+    )
