@@ -14,7 +14,7 @@ from .errors import UnsupportedDatabaseError
 #: Dialects the plugin's migrations run on.
 SCHEMA_DIALECTS = ("sqlite", "postgresql")
 #: Dialects with an index backend (writes and searches).
-INDEX_DIALECTS = ("sqlite",)
+INDEX_DIALECTS = ("sqlite", "postgresql")
 
 
 def require_schema_dialect(name: str) -> None:

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine
 
@@ -30,7 +30,11 @@ from . import indexer
 from .engine import READ_ONLY, writer
 from .errors import shorten
 from .index import common as lease_table
+from .index.base import LeaseWait as LeaseWait
 from .index.base import writer as index_writer
+
+if TYPE_CHECKING:
+    from .index.postgresql.lease import AdvisoryLease as _AdvisoryLease
 
 log = logging.getLogger(__name__)
 
@@ -94,21 +98,6 @@ def _process_exists(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-@dataclass(frozen=True)
-class LeaseWait:
-    """Why a reconciler is waiting: who holds the lease and for how much longer."""
-
-    holder: str
-    expires_in: float
-
-    @property
-    def reason(self) -> str:
-        return (
-            f"another reconciler ({shorten(self.holder)}) holds the lease; waiting until it "
-            f"finishes or its lease expires in {max(0.0, self.expires_in):.0f} s"
-        )
-
-
 WaitFn = Callable[[LeaseWait], None]
 
 
@@ -170,7 +159,15 @@ class Reconciler:
         batch_rows: int = RECONCILE_BATCH_ROWS,
     ) -> None:
         self.engine = writer(engine)  # its transactions write: BEGIN IMMEDIATE
-        self.lease = Lease(self.engine, new_holder_name(), lease_seconds)
+        self.lease: Lease | _AdvisoryLease
+        if engine.dialect.name == "postgresql":
+            from .index.postgresql.lease import AdvisoryLease  # psycopg only where used
+
+            # A session-level advisory lock: the server frees it when its holder's connection
+            # dies (a SIGKILLed reconciler), so there is nothing to expire.
+            self.lease = AdvisoryLease(self.engine, new_holder_name(), lease_seconds)
+        else:
+            self.lease = Lease(self.engine, new_holder_name(), lease_seconds)
         self.batch_rows = batch_rows
         self.stats = {"sessions": 0, "inserted": 0, "deleted": 0, "retried": 0}
 

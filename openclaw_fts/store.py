@@ -70,7 +70,7 @@ class TranscriptStore:
         ``inline_repair_max_events`` / ``inline_repair_max_text_bytes``: the largest session a
         non-append write of this store repairs inline (larger: left to the reconciler); None:
         ``indexer.INLINE_REPAIR_MAX_EVENTS`` / ``INLINE_REPAIR_MAX_TEXT_BYTES``."""
-        # Refused before anything connects or migrates (issue #15: PostgreSQL migrates, no index).
+        # Refused before anything connects or migrates.
         require_index_dialect(
             url.dialect.name if isinstance(url, Engine) else make_url(url).get_backend_name()
         )
@@ -387,7 +387,13 @@ class TranscriptStore:
         self._background.wait(timeout)
 
     def _read(self) -> Any:
-        return self.engine.connect().execution_options(**{READ_ONLY: True})
+        conn = self.engine.connect().execution_options(**{READ_ONLY: True})
+        if conn.dialect.name == "postgresql":
+            # One snapshot for every statement of a search or a history read (READ COMMITTED
+            # takes one per statement: a session could turn pending between the probe and the
+            # ranked statement, and a batch's queries would not agree).
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        return conn
 
     def close(self) -> None:
         """Stop the background reconciler and release the engine (if the store made it)."""

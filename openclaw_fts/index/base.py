@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..errors import UnsupportedDatabaseError
+from ..errors import UnsupportedDatabaseError, shorten
 from ..query import CompiledQuery
 
 if TYPE_CHECKING:
@@ -261,6 +261,22 @@ class Writer(Protocol):
     def integrity_check(self, conn: Connection) -> None: ...
     def orphan_index_rows(self, conn: Connection) -> int: ...
     def clean_session_ids(self, conn: Connection) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class LeaseWait:
+    """Why a reconciler is waiting: who holds the lease and for how much longer (0: until it
+    lets go; a PostgreSQL advisory lock does not expire)."""
+
+    holder: str
+    expires_in: float
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"another reconciler ({shorten(self.holder)}) holds the lease; waiting until it "
+            f"finishes or its lease expires in {max(0.0, self.expires_in):.0f} s"
+        )
 
 
 _READERS: dict[str, Callable[[], Reader]] = {}

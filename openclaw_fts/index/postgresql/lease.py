@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from ...reconcile import RECONCILE_LEASE_SECONDS, LeaseWait
+from ..base import LeaseWait
 
 #: The advisory lock key (bigint form; below 2**31, so ``pg_locks`` shows it as classid 0,
 #: objid = the key, objsubid 1): the first four bytes of sha256("openclaw-fts:reconcile"),
@@ -42,7 +42,7 @@ class AdvisoryLease:
     engine: Engine
     holder: str
     #: Kept for the interface of ``reconcile.Lease``; an advisory lock does not expire.
-    seconds: float = RECONCILE_LEASE_SECONDS
+    seconds: float = 0.0
     #: Why the last :meth:`try_acquire` failed (None after a success).
     blocked_by: LeaseWait | None = None
     key: int = LOCK_KEY
