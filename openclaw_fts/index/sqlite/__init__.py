@@ -1,11 +1,12 @@
-"""The SQLite FTS5 side of the index: DDL, row writes and deletes, and the search statement.
+"""The SQLite FTS5 side of the index: DDL, row writes and deletes; the search
+statements are in :mod:`.read` (registered here as the ``sqlite`` reader).
 
 Invariant: ``message_fts`` (external content over ``message_index``) holds exactly the
 ``(body, sess)`` of every ``message_index`` row. Inserts write both tables explicitly in one
 ``executemany`` each (no insert trigger: a trigger opens a statement savepoint per row, which
 makes FTS5 flush one segment per row); deletes go through the ``message_index`` delete trigger,
 so FK cascades from ``openclaw_sessions`` keep the FTS entries exact too. Nothing outside this
-module writes FTS5 SQL.
+package writes FTS5 SQL.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, text
+
+from ..base import Reader, register_reader
 
 T = TypeVar("T")
 
@@ -226,3 +229,14 @@ def read_row_sizes(conn: Connection, session_id: str) -> list[tuple[int, int, in
 def integrity_check(conn: Connection) -> None:
     """FTS5's own check of the index against the content table; raises on corruption."""
     conn.execute(text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)"))
+
+
+def _reader() -> Reader:
+    """The search-side backend, imported on first use (``read`` imports modules that import
+    this package)."""
+    from .read import READER
+
+    return READER
+
+
+register_reader("sqlite", _reader)
