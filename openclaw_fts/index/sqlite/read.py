@@ -18,9 +18,9 @@ from ... import transcript
 from ...models import INDEX_VERSION
 from ...reconcile import PENDING_CONDITION
 from ...tokens import body_is_clean_text, clean_text
-from ...visibility import Caller, incognito_key_sql, visible
+from ...visibility import Caller, visible
 from ..base import Hit, SearchRequest
-from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
+from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, agent_token, cursor
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
 _PENDING_MEMO = "openclaw_fts_any_pending"
@@ -29,6 +29,12 @@ _PENDING_MEMO = "openclaw_fts_any_pending"
 #: at the limit are all in hand (equal scores are common: short messages of equal length); a
 #: longer tie falls back to the full ORDER BY. Measured: a LIMIT of 75 costs what 11 does.
 TIE_PROBE_ROWS = 64
+#: Matches of a query (over every session) up to which an agent-scoped search ranks the whole
+#: match set in FTS5 and keeps the visible top rows, rather than ANDing the agent's token in:
+#: bm25() walks each phrase's whole doclist, the agent token's included (a quarter of the
+#: corpus for one of four agents), which costs more than ranking a few thousand matches.
+#: Measured at 100k: the token wins from ~1,500 matches of the query up.
+SCOPED_RANK_ALL_MAX_MATCHES = 1024
 
 
 def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
@@ -39,6 +45,40 @@ def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str
         return pred.sql, params
     params["only_key"] = session_key
     return f"({pred.sql} AND s.session_key = :only_key)", params
+
+
+def _agent_scope(caller: Caller) -> tuple[str, str] | None:
+    """For a caller who sees its own agent's sessions plus a few named ones (``agent``: its own
+    key; ``all`` without agent-to-agent: its tree), that agent's token and a predicate over
+    ``s`` admitting (at least) the named ones; None for any other visibility. Only a superset
+    of the visible rows is narrowed to: the visibility predicate still decides."""
+    if caller.is_narrow:
+        return None
+    own = "s.session_key = :vis_key"
+    if caller.visibility == "agent":
+        extra = own
+    elif caller.visibility == "all":
+        policy = caller.agent_to_agent
+        if policy.enabled and policy.allows(caller.effective_agent_id):
+            return None  # other agents too
+        extra = (
+            f"{own} OR s.owner_session_key = :vis_key OR s.spawned_by = :vis_key "
+            "OR s.parent_session_key = :vis_key"
+        )
+    else:
+        return None
+    return agent_token(caller.effective_agent_id), extra
+
+
+def _scoped_match(extra: str) -> str:
+    """The MATCH expression of an agent-scoped search: the user query AND (the agent's token OR
+    the session tokens of the sessions ``extra`` admits)."""
+    return (
+        "'(' || :q || ') AND sess : (' || :agent_tok || coalesce((SELECT ' OR ' || "
+        "group_concat('s' || st2.id, ' OR ') FROM openclaw_sessions AS s JOIN "
+        "openclaw_index_state AS st2 ON st2.session_id = s.session_id "
+        f"WHERE {extra}), '') || ')'"
+    )
 
 
 def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
@@ -87,16 +127,23 @@ class SqliteReader:
         self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
     ) -> list[Hit]:
         """Up to ``limit + 1`` hits in result order (one more than asked: ``truncated``)."""
-        if (
+        simple = (
             exact
-            and visible(caller, "s").everything
             and req.session_key is None
             and req.role is None
             and req.since is None
             and req.until is None
             and req.order == "relevance"
-        ):
-            top = self._top_of_everything(conn, req)
+        )
+        scope = _agent_scope(caller)
+        if simple and (scope is not None or visible(caller, "s").everything):
+            where, params = _visible_sql(caller, None)
+            top = None
+            if scope is None or self._at_most(conn, req, SCOPED_RANK_ALL_MAX_MATCHES):
+                top = self._top_visible(conn, req, ":q", where, params)
+            if top is None and scope is not None:
+                params["agent_tok"] = scope[0]
+                top = self._top_visible(conn, req, _scoped_match(scope[1]), where, params)
             if top is not None:
                 return top
         sql, params = self._hits_sql(caller, req, exact=exact)
@@ -147,6 +194,11 @@ class SqliteReader:
                 "st2.session_id = s.session_id "
                 f"WHERE {where}), 's0') || ')'"
             )
+        else:
+            scope = _agent_scope(caller)
+            if scope is not None:
+                params["agent_tok"] = scope[0]
+                match = _scoped_match(scope[1])
         filters = []
         if req.role is not None:
             filters.append("AND mi.role = :role")
@@ -181,47 +233,65 @@ class SqliteReader:
         return sql, params
 
     @staticmethod
-    def _top_of_everything(conn: Connection, req: SearchRequest) -> list[Hit] | None:
-        """The ranked hits of a caller who sees every session that is not incognito (by flag
-        or by key), in a snapshot where no session is pending: FTS5 alone ranks (no join per
-        match, as raw SQL would), then only the top rows are joined. None when a tie on the
-        score at the limit runs past :data:`TIE_PROBE_ROWS`, or a top row is not visible after
-        all: the full statement then decides."""
+    def _at_most(conn: Connection, req: SearchRequest, matches: int) -> bool:
+        """Whether the query matches at most ``matches`` rows (of any session): FTS5 steps
+        through the doclist unranked and stops there."""
+        assert req.compiled is not None
+        beyond = (
+            cursor(conn)
+            .execute(
+                f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT 1 OFFSET ?",
+                (req.compiled.match, matches),
+            )
+            .fetchone()
+        )
+        return beyond is None
+
+    @staticmethod
+    def _top_visible(
+        conn: Connection, req: SearchRequest, match: str, where: str, params: dict[str, Any]
+    ) -> list[Hit] | None:
+        """The ranked hits of a search with no filter but visibility, in a snapshot where no
+        session is pending: FTS5 alone ranks ``match`` (no join per match, as raw SQL would),
+        then only the top rows are joined and judged by ``where``. None when fewer than
+        ``limit + 1`` of the :data:`TIE_PROBE_ROWS` extra rows fetched are visible, or the
+        score at the limit ties with the last row fetched: the full statement then decides."""
         assert req.compiled is not None
         want = req.limit + 1
+        fetch = want + TIE_PROBE_ROWS
         ranked = (
             cursor(conn)
             .execute(
                 f"SELECT rowid, bm25({FTS_TABLE}, {BM25_WEIGHTS}) AS rank "
-                f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? ORDER BY rank LIMIT ?",
-                (req.compiled.match, want + TIE_PROBE_ROWS),
+                f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH {match} ORDER BY rank LIMIT :fetch",
+                {**params, "q": req.compiled.match, "fetch": fetch},
             )
             .fetchall()
         )
         if not ranked:
             return []
-        if len(ranked) > want:
-            boundary = ranked[want - 1][1]
-            if len(ranked) == want + TIE_PROBE_ROWS and ranked[-1][1] == boundary:
-                return None  # the tie may go on past what was fetched
-            ranked = [r for r in ranked if r[1] <= boundary]  # every row tied at the limit
         score = dict(ranked)
-        marks = ", ".join("?" * len(ranked))
+        ids = {f"id{n}": row_id for n, row_id in enumerate(score)}
+        marks = ", ".join(f":{name}" for name in ids)
         rows = (
             cursor(conn)
             .execute(
                 "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
                 f"s.session_key FROM {CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
-                f"ON s.session_id = mi.session_id WHERE mi.id IN ({marks}) AND s.incognito = 0 "
-                f"AND NOT {incognito_key_sql('s')}",
-                list(score),
+                f"ON s.session_id = mi.session_id WHERE mi.id IN ({marks}) AND {where}",
+                {**params, **ids},
             )
             .fetchall()
         )
-        if len(rows) != len(ranked):
-            return None
-        hits: list[Hit] = [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], score[r[0]]) for r in rows]
-        return sorted(hits, key=_order_key)[:want]
+        hits: list[Hit] = sorted(
+            ((r[0], r[1], r[2], r[3], r[4], r[5], r[6], score[r[0]]) for r in rows),
+            key=_order_key,
+        )
+        if len(ranked) < fetch:
+            return hits[:want]  # the whole match set was ranked
+        if len(hits) < want or hits[want - 1][7] >= ranked[-1][1]:
+            return None  # a row not fetched may rank (or tie) within the limit
+        return hits[:want]
 
     @staticmethod
     def _original_text(conn: Connection, session_id: str, seq: int) -> str:
