@@ -36,6 +36,21 @@ TIE_PROBE_ROWS = 64
 #: Measured at 100k: the token wins from ~1,500 matches of the query up.
 SCOPED_RANK_ALL_MAX_MATCHES = 1024
 
+# Ranking of the narrow callers (``tree`` / ``self``; docs/tools.md, "score"): per message, from
+# that message alone. bm25() would compute each term's IDF by walking the term's doclist over
+# every session, visible or not, so a common word cost the caller's 5 sessions as much as the
+# whole corpus. Instead: BM25's term-frequency part with IDF 1, where the frequency is the
+# number of query-phrase instances FTS5's highlight() marks in the text and the length is the
+# text's length in characters against a fixed reference (no corpus statistics).
+#: BM25's k1 (term-frequency saturation), FTS5's value.
+NARROW_K1 = 1.2
+#: BM25's b (length normalisation), FTS5's value.
+NARROW_B = 0.75
+#: The reference message length in characters (the "average document length" of the formula).
+NARROW_REFERENCE_CHARS = 256
+#: Marks highlight() puts around each instance (control characters: not in indexed text).
+_OPEN, _CLOSE = "\x01", "\x02"
+
 
 def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
     """Visibility (plus the explicit ``sessionKey`` filter) over alias ``s``."""
@@ -79,6 +94,16 @@ def _scoped_match(extra: str) -> str:
         "openclaw_index_state AS st2 ON st2.session_id = s.session_id "
         f"WHERE {extra}), '') || ')'"
     )
+
+
+def narrow_score(marked: str) -> float:
+    """The score of one message for a narrow caller, from its text as highlight() marked it."""
+    instances = marked.count(_OPEN)
+    if not instances:
+        return 0.0
+    chars = len(marked) - 2 * instances
+    norm = 1 - NARROW_B + NARROW_B * chars / NARROW_REFERENCE_CHARS
+    return instances * (NARROW_K1 + 1) / (instances + NARROW_K1 * norm)
 
 
 def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
@@ -149,8 +174,15 @@ class SqliteReader:
         sql, params = self._hits_sql(caller, req, exact=exact)
         # The DBAPI cursor (sqlite3 takes the same :name parameters): SQLAlchemy's statement
         # handling cost ~0.3 ms a search, a third of a narrow search's SQL time.
-        hits: list[Hit] = cursor(conn).execute(sql, params).fetchall()
-        return hits
+        rows = cursor(conn).execute(sql, params).fetchall()
+        if not caller.is_narrow:
+            hits: list[Hit] = rows
+            return hits
+        # highlight()'s marked text -> rank (lower is better); relevance is ordered here.
+        hits = [(*row[:7], -narrow_score(row[7])) for row in rows]
+        if req.order == "relevance":
+            hits.sort(key=_order_key)
+        return hits[: req.limit + 1]
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
         """Each hit's searchable text (clean), by index row id. The indexed body IS that text
@@ -211,10 +243,16 @@ class SqliteReader:
             params["until"] = req.until
         score = f"bm25({FTS_TABLE}, {BM25_WEIGHTS})"
         # mi.id last: two incarnations of one session key may hold the same message id.
-        if req.order == "recent":
-            order = "mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
-        else:
-            order = "rank, mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
+        order = "mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
+        limit = "LIMIT :lim"
+        if caller.is_narrow:
+            # Every visible match, unranked (ranked by narrow_score): no bm25(), so no walk
+            # of the query terms' doclists over every session.
+            score = f"highlight({FTS_TABLE}, 0, char(1), char(2))"
+            if req.order == "relevance":
+                order = limit = ""
+        elif req.order == "relevance":
+            order = f"rank, {order}"
         pending = (
             ""
             if exact
@@ -228,7 +266,7 @@ class SqliteReader:
             f"ON mi.id = {FTS_TABLE}.rowid "
             f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
             f"WHERE {FTS_TABLE} MATCH {match} AND {where} "
-            f"{' '.join(filters)} ORDER BY {order} LIMIT :lim"
+            f"{' '.join(filters)} {'ORDER BY ' + order if order else ''} {limit}"
         )
         return sql, params
 
