@@ -144,6 +144,23 @@ def batch_queries(query: Any, queries: Any) -> list[str]:
     return combined
 
 
+#: Bytes a result item's JSON may take beyond 6 per character of its strings: its keys,
+#: punctuation and numbers (at most ~190), and the ", " before it.
+ITEM_FIXED_BYTES_BOUND = 256
+#: Most UTF-8 bytes ``json.dumps(..., ensure_ascii=False)`` writes for one character (``\u001f``).
+MAX_JSON_BYTES_PER_CHAR = 6
+
+
+def _item_bytes(item: dict[str, Any]) -> int:
+    return len(json.dumps(item, ensure_ascii=False).encode("utf-8"))
+
+
+def _item_bytes_bound(item: dict[str, Any]) -> int:
+    """An upper bound of ``_item_bytes(item)`` + 2 that costs no encoding."""
+    chars = sum(len(v) for v in item.values() if isinstance(v, str))
+    return ITEM_FIXED_BYTES_BOUND + MAX_JSON_BYTES_PER_CHAR * chars
+
+
 def _unchanged(text: str) -> str:
     return text
 
@@ -212,7 +229,8 @@ def run_searches(
             on_pending()
     results: list[dict[str, Any]] = []
     truncated_queries: list[int] = []
-    used = 2  # the enclosing "[]"
+    bound_used = 2  # the enclosing "[]"; an upper bound of the JSON so far
+    exact_used: int | None = None  # the exact size, once it is needed
     full = False
     for query_index, req in enumerate(reqs):
         if req.compiled is None:
@@ -240,11 +258,19 @@ def run_searches(
             if batch:
                 item["queryIndex"] = query_index
             # Counted as json.dumps(results, ensure_ascii=False) writes it: ", " between items.
-            size = len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + (2 if results else 0)
-            if used + size > MAX_RESULTS_BYTES:
+            # While the items' upper bounds fit, every item fits; exact sizes only near the cap.
+            if exact_used is None:
+                bound = _item_bytes_bound(item)
+                if bound_used + bound <= MAX_RESULTS_BYTES:
+                    bound_used += bound
+                    results.append(item)
+                    continue
+                exact_used = 2 + sum(_item_bytes(r) + 2 for r in results) - (2 if results else 0)
+            size = _item_bytes(item) + (2 if results else 0)
+            if exact_used + size > MAX_RESULTS_BYTES:
                 truncated = full = True
                 break
-            used += size
+            exact_used += size
             results.append(item)
         if truncated:
             truncated_queries.append(query_index)

@@ -18,7 +18,7 @@ from ... import transcript
 from ...models import INDEX_VERSION
 from ...reconcile import PENDING_CONDITION
 from ...tokens import body_is_clean_text, clean_text
-from ...visibility import Caller, visible
+from ...visibility import Caller, Predicate, visible
 from ..base import Hit, SearchRequest
 from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, agent_token, cursor
 
@@ -52,9 +52,11 @@ NARROW_REFERENCE_CHARS = 256
 _OPEN, _CLOSE = "\x01", "\x02"
 
 
-def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
+def _visible_sql(
+    caller: Caller, session_key: str | None, pred: Predicate | None = None
+) -> tuple[str, dict[str, Any]]:
     """Visibility (plus the explicit ``sessionKey`` filter) over alias ``s``."""
-    pred = visible(caller, "s")
+    pred = pred or visible(caller, "s")
     params: dict[str, Any] = dict(pred.params)
     if session_key is None:
         return pred.sql, params
@@ -120,21 +122,20 @@ class SqliteReader:
         data_version`` (frozen for the life of a read transaction, bumped by other connections'
         commits) plus the connection's own ``total_changes``. It is read first, so it starts the
         snapshot every later statement of the search sees."""
-        version = conn.exec_driver_sql("PRAGMA data_version").scalar()
+        if not conn.in_transaction():
+            conn.begin()  # the engine's BEGIN (engine.py), without a statement through SQLAlchemy
+        cur = cursor(conn)
+        version = cur.execute("PRAGMA data_version").fetchone()[0]
         driver = conn.connection.driver_connection
         key = (version, getattr(driver, "total_changes", None))
         memo = conn.connection.info.get(_PENDING_MEMO)
         if memo is not None and memo[0] == key and key[1] is not None:
             return bool(memo[1])
-        found = (
-            cursor(conn)
-            .execute(
-                "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
-                "openclaw_index_state st ON st.session_id = s.session_id "
-                f"WHERE {PENDING_CONDITION})"
-            )
-            .fetchone()[0]
-        )
+        found = cur.execute(
+            "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
+            "openclaw_index_state st ON st.session_id = s.session_id "
+            f"WHERE {PENDING_CONDITION})"
+        ).fetchone()[0]
         conn.connection.info[_PENDING_MEMO] = (key, bool(found))
         return bool(found)
 
@@ -161,8 +162,9 @@ class SqliteReader:
             and req.order == "relevance"
         )
         scope = _agent_scope(caller)
-        if simple and (scope is not None or visible(caller, "s").everything):
-            where, params = _visible_sql(caller, None)
+        pred = visible(caller, "s")
+        if simple and (scope is not None or pred.everything):
+            where, params = _visible_sql(caller, None, pred)
             top = None
             if scope is None or self._at_most(conn, req, SCOPED_RANK_ALL_MAX_MATCHES):
                 top = self._top_visible(conn, req, ":q", where, params)
@@ -171,7 +173,7 @@ class SqliteReader:
                 top = self._top_visible(conn, req, _scoped_match(scope[1]), where, params)
             if top is not None:
                 return top
-        sql, params = self._hits_sql(caller, req, exact=exact)
+        sql, params = self._hits_sql(caller, req, exact=exact, pred=pred)
         # The DBAPI cursor (sqlite3 takes the same :name parameters): SQLAlchemy's statement
         # handling cost ~0.3 ms a search, a third of a narrow search's SQL time.
         rows = cursor(conn).execute(sql, params).fetchall()
@@ -209,10 +211,12 @@ class SqliteReader:
         return texts
 
     @staticmethod
-    def _hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, dict[str, Any]]:
+    def _hits_sql(
+        caller: Caller, req: SearchRequest, *, exact: bool, pred: Predicate | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """The ranked statement; ``exact`` (no session is pending in this snapshot) drops the
         per-row pending filter, which then holds for every row."""
-        where, params = _visible_sql(caller, req.session_key)
+        where, params = _visible_sql(caller, req.session_key, pred)
         assert req.compiled is not None
         params.update(q=req.compiled.match, v=INDEX_VERSION, lim=req.limit + 1)
         match = ":q"
