@@ -33,8 +33,11 @@ TIE_PROBE_ROWS = 64
 #: match set in FTS5 and keeps the visible top rows, rather than ANDing the agent's token in:
 #: bm25() walks each phrase's whole doclist, the agent token's included (a quarter of the
 #: corpus for one of four agents), which costs more than ranking a few thousand matches.
-#: Measured at 100k: the token wins from ~1,500 matches of the query up.
+#: The token's walk grows with the corpus, so the bound is a share of the index rows, never
+#: below :data:`SCOPED_RANK_ALL_MAX_MATCHES` (measured at 100k, four agents: the token wins from
+#: ~1,500 matches of the query up, ~1/64 of the rows).
 SCOPED_RANK_ALL_MAX_MATCHES = 1024
+SCOPED_RANK_ALL_SHARE = 64
 
 # Ranking of the narrow callers (``tree`` / ``self``; docs/tools.md, "score"): per message, from
 # that message alone. bm25() would compute each term's IDF by walking the term's doclist over
@@ -166,7 +169,7 @@ class SqliteReader:
         if simple and (scope is not None or pred.everything):
             where, params = _visible_sql(caller, None, pred)
             top = None
-            if scope is None or self._at_most(conn, req, SCOPED_RANK_ALL_MAX_MATCHES):
+            if scope is None or self._at_most(conn, req, self._rank_all_bound(conn)):
                 top = self._top_visible(conn, req, ":q", where, params)
             if top is None and scope is not None:
                 params["agent_tok"] = scope[0]
@@ -273,6 +276,13 @@ class SqliteReader:
             f"{' '.join(filters)} {'ORDER BY ' + order if order else ''} {limit}"
         )
         return sql, params
+
+    @staticmethod
+    def _rank_all_bound(conn: Connection) -> int:
+        """Matches up to which an agent-scoped query is ranked whole (see
+        :data:`SCOPED_RANK_ALL_SHARE`); the newest row id stands for the row count."""
+        newest = cursor(conn).execute(f"SELECT max(id) FROM {CONTENT_TABLE}").fetchone()[0]
+        return max(SCOPED_RANK_ALL_MAX_MATCHES, (newest or 0) // SCOPED_RANK_ALL_SHARE)
 
     @staticmethod
     def _at_most(conn: Connection, req: SearchRequest, matches: int) -> bool:
