@@ -1,6 +1,8 @@
 """Print a benchmark result file as the Markdown table the README carries.
 
-Usage: ``python -m bench.table [--search [--cpu]] [bench/results/latest-1m.json]``. Reads only
+Usage: ``python -m bench.table [--search [--cpu]] [bench/results/latest-1m.json]``, or
+``python -m bench.table --scaling FILE [FILE …]`` (one result file per corpus size, smallest
+first: the README's scaling table and issue #17's goals across sizes). Reads only
 the JSON that ``bench.run`` wrote, so the README tables are regenerated, never typed by hand. The
 full table gains sqlite-utils columns when the run measured that second baseline; ``--search``
 prints only the search rows, one line per query class and one column per visibility: p50 of
@@ -10,6 +12,7 @@ of the same calls (steadier when the machine is loaded).
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -128,14 +131,155 @@ def search_table(result: dict[str, Any], *, cpu: bool = False) -> str:
     return "\n".join(lines)
 
 
+#: Issue #17's goals (also in bench/run.py): plugin ÷ raw SQL, plugin ÷ sqlite-utils (p50 and
+#: p95), ms a search may add over raw SQL (rare words), and how much a narrow caller's p95 for a
+#: very common word may grow from one size to the next (10× the events).
+GOAL_RAW = 1.3
+GOAL_PEER = 1.0
+GOAL_FIXED_MS = 0.2
+GOAL_FLAT = 1.5
+NARROW = ("tree", "self")
+FLAT_CLASS = "very common"
+
+
+def _search_rows(result: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The class × visibility search rows, by (class, visibility)."""
+    rows = {}
+    for row in result["rows"]:
+        words = row["figure"].split(maxsplit=2)
+        if len(words) == 3 and words[0] == "search" and row.get("plugin_p95") is not None:
+            rows[(words[2], words[1])] = row
+    return rows
+
+
+def _label(result: dict[str, Any]) -> str:
+    return f"{result['size']} ({result['meta'].get('commit', '?')})"
+
+
+def scaling_table(results: list[dict[str, Any]]) -> str:
+    """Plugin p50 / p95 per query class × visibility at each size (with plugin ÷ raw SQL and
+    plugin ÷ sqlite-utils p50), then each goal of issue #17 per size: met or not."""
+    by_size = [_search_rows(r) for r in results]
+    visibilities: list[str] = []
+    classes: list[str] = []
+    for rows in by_size:
+        for klass, vis in rows:
+            if vis not in visibilities:
+                visibilities.append(vis)
+            if klass not in classes:
+                classes.append(klass)
+    lines = [
+        "| query class | size (commit) | " + " | ".join(f"`{v}`" for v in visibilities) + " |",
+        "|---|---|" + "---|" * len(visibilities),
+    ]
+    for klass in classes:
+        for result, rows in zip(results, by_size, strict=True):
+            cells = []
+            for vis in visibilities:
+                row = rows.get((klass, vis))
+                if row is None:
+                    cells.append("–")
+                    continue
+                ratios = [f"{ratio(row['ratio'])}×"]
+                if row.get("ratio_sqlite_utils") is not None:
+                    ratios.append(f"{ratio(row['ratio_sqlite_utils'])}×")
+                cells.append(
+                    f"{number(row['plugin'])} / {number(row['plugin_p95'])} ({', '.join(ratios)})"
+                )
+            lines.append(f"| {klass} | {_label(result)} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Cells: plugin wall time p50 / p95 ms (plugin p50 ÷ raw SQL p50, plugin p50 ÷ "
+        "sqlite-utils p50; same run).",
+        "",
+        "| goal (issue #17) | " + " | ".join(_label(r) for r in results) + " |",
+        "|---|" + "---|" * len(results),
+    ]
+    lines += _goal_lines(results, by_size, visibilities)
+    lines += [""] + [footer(r) for r in results]
+    return "\n".join(lines)
+
+
+def _goal_lines(
+    results: list[dict[str, Any]],
+    by_size: list[dict[tuple[str, str], dict[str, Any]]],
+    visibilities: list[str],
+) -> list[str]:
+    lines = []
+    for vis in visibilities:
+        cells = []
+        for rows in by_size:
+            mine = [r for (_, v), r in rows.items() if v == vis]
+            if not mine:
+                cells.append("–")
+                continue
+            raw = [
+                max(r["ratio"] or 0.0, r["ratio_p95"] or 0.0)
+                for r in mine
+                if r["ratio"] is not None
+            ]
+            peer = [
+                max(r["ratio_sqlite_utils"] or 0.0, r["ratio_sqlite_utils_p95"] or 0.0)
+                for r in mine
+                if r.get("ratio_sqlite_utils") is not None
+            ]
+            raw_met = sum(x <= GOAL_RAW for x in raw)
+            cell = f"raw: {raw_met}/{len(raw)} classes (worst {ratio(max(raw, default=None))}×)"
+            if peer:
+                peer_met = sum(x <= GOAL_PEER for x in peer)
+                cell += f"; s-u: {peer_met}/{len(peer)} (worst {ratio(max(peer, default=None))}×)"
+            cells.append(cell)
+        lines.append(
+            f"| `{vis}`: ≤ {GOAL_RAW}× raw, ≤ {GOAL_PEER}× sqlite-utils (p50 and p95) | "
+            + " | ".join(cells)
+            + " |"
+        )
+    for vis in visibilities:
+        cells = []
+        for rows in by_size:
+            row = rows.get(("rare", vis))
+            if row is None or row["baseline"] is None:
+                cells.append("–")
+                continue
+            extra = row["plugin"] - row["baseline"]
+            cells.append(f"{extra:+.2f} ms ({'yes' if extra <= GOAL_FIXED_MS else '**no**'})")
+        lines.append(
+            f"| `{vis}` fixed cost: rare p50 − raw p50 ≤ {GOAL_FIXED_MS} ms | "
+            + " | ".join(cells)
+            + " |"
+        )
+    for vis in NARROW:
+        cells = ["–"]
+        for before, after in itertools.pairwise(by_size):
+            a, b = before.get((FLAT_CLASS, vis)), after.get((FLAT_CLASS, vis))
+            if a is None or b is None or not a["plugin_p95"]:
+                cells.append("–")
+                continue
+            grow = b["plugin_p95"] / a["plugin_p95"]
+            cells.append(f"{grow:.2f}× ({'yes' if grow <= GOAL_FLAT else '**no**'})")
+        lines.append(
+            f"| `{vis}` {FLAT_CLASS} p95 ÷ previous size ≤ {GOAL_FLAT}× | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return lines
+
+
 def main(argv: list[str]) -> int:
     flags = {a for a in argv if a.startswith("--")}
-    unknown = flags - {"--search", "--cpu"}
+    unknown = flags - {"--search", "--cpu", "--scaling"}
     if unknown:
         print(f"unknown option(s) {', '.join(sorted(unknown))}", file=sys.stderr)
         print(__doc__, file=sys.stderr)
         return 2
     args = [a for a in argv if a not in flags]
+    if "--scaling" in flags:
+        if not args:
+            print("--scaling needs one result file per size", file=sys.stderr)
+            return 2
+        files = [json.loads(Path(a).read_text(encoding="utf-8")) for a in args]
+        print(scaling_table(files))
+        return 0
     path = Path(args[0]) if args else DEFAULT
     result = json.loads(path.read_text(encoding="utf-8"))
     if "--search" in flags or "--cpu" in flags:

@@ -22,7 +22,6 @@ from typing import Any
 from sqlalchemy import Connection
 
 from . import transcript
-from .index import sqlite as fts
 from .index.base import Finish, NewRow, SessionContext, StateRow, StoredRow, writer
 from .index.common import is_exact
 from .jsonsafe import stored_event as parse_event
@@ -111,7 +110,7 @@ def on_appended(
         repair_or_mark(conn, session_id, was_clean=True)  # empty, unrooted or "no leaf" branch
         return
     rows: list[NewRow] = []
-    token = fts.session_token(state.id)
+    token = writer(conn).session_token(state.id, context.agent_id)
     expected = appended[0].seq
     # The append cursor, where known: nothing is stored yet in a fresh session; otherwise it
     # is learnt from the appends themselves (or, for the first one, from the row before it).
@@ -348,7 +347,7 @@ def plan_session(
             if total > max_text_bytes:
                 return None
     state = context.state or create_state(conn, session_id, clean=False)
-    token = fts.session_token(state.id)
+    token = backend.session_token(state.id, context.agent_id)
     if not trust_stored:
         stored = {r.event_id: r for r in backend.index_rows(conn, session_id)}
     tips = set(tree.tips)
@@ -370,6 +369,7 @@ def plan_session(
         old = stored.pop(row.event_id, None)
         if old is not None and (
             old.body == body
+            and old.sess == token
             and old.role == row.role
             and old.seq == row.seq
             and (row.timestamp is None or row.timestamp == old.timestamp_ms)

@@ -1,4 +1,4 @@
-"""``sessions_search``: validation, one ranked SQL statement, snippets, caps, result shape.
+"""``sessions_search``: validation, the index backend's ranked hits, snippets, caps, result shape.
 
 Invariant: visibility, the pending filter and every user filter are in the same statement as
 the full-text MATCH, before ranking and LIMIT — hidden sessions never consume the limit, never
@@ -22,15 +22,12 @@ from sqlalchemy import Connection
 
 from . import transcript
 from .errors import ToolInputError
-from .index import sqlite as fts
-from .index.base import Hit, SearchRequest
-from .index.common import PENDING_CONDITION
-from .models import INDEX_VERSION
+from .index.base import SearchRequest, reader
 from .query import compile_query
 from .redact import Redactor, redact_text
 from .snippet import make_snippet
-from .tokens import body_is_clean_text, clean_text, is_valid_unicode
-from .visibility import Caller, Target, incognito_key_sql, resolve_target, visible
+from .tokens import is_valid_unicode
+from .visibility import Caller, Target, resolve_target
 
 #: OpenClaw's bounds on the query and the number of results.
 MAX_QUERY_CHARS = 4096
@@ -147,221 +144,39 @@ def batch_queries(query: Any, queries: Any) -> list[str]:
     return combined
 
 
-def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
-    """Visibility (plus the explicit ``sessionKey`` filter) over alias ``s``."""
-    pred = visible(caller, "s")
-    params: dict[str, Any] = dict(pred.params)
-    if session_key is None:
-        return pred.sql, params
-    params["only_key"] = session_key
-    return f"({pred.sql} AND s.session_key = :only_key)", params
+#: Bytes a result item's JSON may take beyond 6 per character of its strings: its keys,
+#: punctuation and numbers (at most ~190), and the ", " before it.
+ITEM_FIXED_BYTES_BOUND = 256
+#: Most UTF-8 bytes ``json.dumps(..., ensure_ascii=False)`` writes for one character (``\u001f``).
+MAX_JSON_BYTES_PER_CHAR = 6
 
 
-#: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
-_PENDING_MEMO = "openclaw_fts_any_pending"
+def _item_bytes(item: dict[str, Any]) -> int:
+    return len(json.dumps(item, ensure_ascii=False).encode("utf-8"))
 
 
-def any_pending(conn: Connection) -> bool:
-    """Whether any session at all is pending in this transaction's snapshot.
-
-    Remembered per DBAPI connection and recomputed only when the database changed: ``PRAGMA
-    data_version`` (frozen for the life of a read transaction, bumped by other connections'
-    commits) plus the connection's own ``total_changes``. It is read first, so it starts the
-    snapshot every later statement of the search sees."""
-    version = conn.exec_driver_sql("PRAGMA data_version").scalar()
-    driver = conn.connection.driver_connection
-    key = (version, getattr(driver, "total_changes", None))
-    memo = conn.connection.info.get(_PENDING_MEMO)
-    if memo is not None and memo[0] == key and key[1] is not None:
-        return bool(memo[1])
-    found = (
-        fts.cursor(conn)
-        .execute(
-            "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN openclaw_index_state st "
-            f"ON st.session_id = s.session_id WHERE {PENDING_CONDITION})"
-        )
-        .fetchone()[0]
-    )
-    conn.connection.info[_PENDING_MEMO] = (key, bool(found))
-    return bool(found)
+def _item_bytes_bound(item: dict[str, Any]) -> int:
+    """An upper bound of ``_item_bytes(item)`` + 2 that costs no encoding."""
+    chars = sum(len(v) for v in item.values() if isinstance(v, str))
+    return ITEM_FIXED_BYTES_BOUND + MAX_JSON_BYTES_PER_CHAR * chars
 
 
-def pending_visible(conn: Connection, caller: Caller, session_key: str | None) -> bool:
-    """Whether any session the caller may see is pending (not yet exactly indexed)."""
-    where, params = _visible_sql(caller, session_key)
-    sql = (
-        "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s "
-        "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
-        f"WHERE {where} AND {PENDING_CONDITION})"
-    )
-    return bool(fts.cursor(conn).execute(sql, params).fetchone()[0])
+def _unchanged(text: str) -> str:
+    return text
 
 
-#: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
-#: at the limit are all in hand (equal scores are common: short messages of equal length); a
-#: longer tie falls back to the full ORDER BY. Measured: a LIMIT of 75 costs what 11 does.
-TIE_PROBE_ROWS = 64
+def _search_time_mask(redactor: Redactor | None) -> Callable[[str], str]:
+    """What a hit's text goes through before its snippet is cut.
 
-
-def _hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, dict[str, Any]]:
-    """The ranked statement; ``exact`` (no session is pending in this snapshot) drops the
-    per-row pending filter, which then holds for every row."""
-    where, params = _visible_sql(caller, req.session_key)
-    assert req.compiled is not None
-    params.update(q=req.compiled.match, v=INDEX_VERSION, lim=req.limit + 1)
-    match = ":q"
-    if caller.is_narrow:
-        # FTS5 intersects the text doclist with the visible sessions' tokens, so ranking only
-        # scores rows the caller may see (engine-facts: 8 ms instead of 268 ms). The subquery
-        # re-uses the visibility SQL: its own alias `s` shadows the outer one.
-        match = (
-            "'(' || :q || ') AND sess : (' || coalesce((SELECT group_concat('s' || st2.id, "
-            "' OR ') FROM openclaw_sessions AS s JOIN openclaw_index_state AS st2 ON "
-            "st2.session_id = s.session_id "
-            f"WHERE {where}), 's0') || ')'"
-        )
-    filters = []
-    if req.role is not None:
-        filters.append("AND mi.role = :role")
-        params["role"] = req.role
-    if req.since is not None:
-        filters.append("AND mi.timestamp_ms >= :since")
-        params["since"] = req.since
-    if req.until is not None:
-        filters.append("AND mi.timestamp_ms <= :until")
-        params["until"] = req.until
-    score = f"bm25({fts.FTS_TABLE}, {fts.BM25_WEIGHTS})"
-    # mi.id last: two incarnations of one session key may hold the same message id.
-    if req.order == "recent":
-        order = "mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
-    else:
-        order = "rank, mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
-    pending = (
-        ""
-        if exact
-        else "CROSS JOIN openclaw_index_state AS st ON st.session_id = s.session_id "
-        "AND st.needs_rebuild = 0 AND st.indexed_seq >= s.last_seq AND st.index_version = :v "
-    )
-    sql = (
-        f"SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
-        f"s.session_key, {score} AS rank "
-        f"FROM {fts.FTS_TABLE} CROSS JOIN {fts.CONTENT_TABLE} AS mi "
-        f"ON mi.id = {fts.FTS_TABLE}.rowid "
-        f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
-        f"WHERE {fts.FTS_TABLE} MATCH {match} AND {where} "
-        f"{' '.join(filters)} ORDER BY {order} LIMIT :lim"
-    )
-    return sql, params
-
-
-def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
-    return (hit[7] if hit[7] is not None else 0.0, -hit[5], hit[6], hit[3], hit[0])
-
-
-def _top_of_everything(conn: Connection, req: SearchRequest) -> list[Hit] | None:
-    """The ranked hits of a caller who sees every session that is not incognito (by flag or by
-    key), in a snapshot
-    where no session is pending: FTS5 alone ranks (no join per match, as raw SQL would), then
-    only the top rows are joined. None when a tie on the score at the limit runs past
-    :data:`TIE_PROBE_ROWS`, or a top row is not visible after all: the full statement then
-    decides."""
-    assert req.compiled is not None
-    want = req.limit + 1
-    ranked = (
-        fts.cursor(conn)
-        .execute(
-            f"SELECT rowid, bm25({fts.FTS_TABLE}, {fts.BM25_WEIGHTS}) AS rank "
-            f"FROM {fts.FTS_TABLE} WHERE {fts.FTS_TABLE} MATCH ? ORDER BY rank LIMIT ?",
-            (req.compiled.match, want + TIE_PROBE_ROWS),
-        )
-        .fetchall()
-    )
-    if not ranked:
-        return []
-    if len(ranked) > want:
-        boundary = ranked[want - 1][1]
-        if len(ranked) == want + TIE_PROBE_ROWS and ranked[-1][1] == boundary:
-            return None  # the tie may go on past what was fetched
-        ranked = [r for r in ranked if r[1] <= boundary]  # every row tied at the limit
-    score = dict(ranked)
-    marks = ", ".join("?" * len(ranked))
-    rows = (
-        fts.cursor(conn)
-        .execute(
-            "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
-            f"s.session_key FROM {fts.CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
-            f"ON s.session_id = mi.session_id WHERE mi.id IN ({marks}) AND s.incognito = 0 "
-            f"AND NOT {incognito_key_sql('s')}",
-            list(score),
-        )
-        .fetchall()
-    )
-    if len(rows) != len(ranked):
-        return None
-    hits: list[Hit] = [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], score[r[0]]) for r in rows]
-    return sorted(hits, key=_order_key)[:want]
-
-
-def _ranked_hits(conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool) -> list[Hit]:
-    """Up to ``limit + 1`` hits in result order (one more than asked: ``truncated``)."""
-    if (
-        exact
-        and visible(caller, "s").everything
-        and req.session_key is None
-        and req.role is None
-        and req.since is None
-        and req.until is None
-        and req.order == "relevance"
-    ):
-        top = _top_of_everything(conn, req)
-        if top is not None:
-            return top
-    sql, params = _hits_sql(caller, req, exact=exact)
-    # The DBAPI cursor (sqlite3 takes the same :name parameters): SQLAlchemy's statement
-    # handling cost ~0.3 ms a search, a third of a narrow search's SQL time.
-    return fts.cursor(conn).execute(sql, params).fetchall()
-
-
-def _hit_texts(conn: Connection, hits: list[Hit]) -> dict[int, str]:
-    """Each hit's searchable text (clean), by index row id. The indexed body IS that text
-    unless CJK was spaced for the index; only those messages are re-read through the one
-    predicate."""
-    if not hits:
-        return {}
-    marks = ", ".join("?" * len(hits))
-    bodies = dict(
-        fts.cursor(conn)
-        .execute(
-            f"SELECT id, body FROM {fts.CONTENT_TABLE} WHERE id IN ({marks})", [h[0] for h in hits]
-        )
-        .fetchall()
-    )
-    texts = {}
-    for hit in hits:
-        body = bodies.get(hit[0])
-        if body is not None and body_is_clean_text(body):
-            texts[hit[0]] = body
-        else:
-            texts[hit[0]] = _original_text(conn, hit[1], hit[2])
-    return texts
-
-
-def _original_text(conn: Connection, session_id: str, seq: int) -> str:
-    """The message's searchable text, re-read through the one predicate."""
-    found = (
-        fts.cursor(conn)
-        .execute(
-            "SELECT event FROM transcript_events WHERE session_id = ? AND seq = ?",
-            (session_id, seq),
-        )
-        .fetchone()
-    )
-    try:
-        event = json.loads(found[0]) if found is not None else None
-    except (ValueError, RecursionError):
-        event = None
-    row = transcript.index_row(seq, event) if isinstance(event, dict) else None
-    return clean_text(row.text) if row is not None else ""
+    The backends' hit texts are already masked by the built-in rules (the index holds
+    ``transcript.index_row``'s text, docs/redaction.md "The index"), and masking masked text
+    changes nothing, so without host patterns they are used as they are (re-masking cost ~120
+    µs per hit, about a third of a narrow search). A host's ``Redactor`` (extra patterns, or a
+    subclass with its own rules) applies to what search returns, never to the index: its
+    masking runs on every hit."""
+    if redactor is None or (type(redactor) is Redactor and not redactor.extra_patterns):
+        return _unchanged
+    return lambda text: redact_text(text, redactor)
 
 
 def run_search(
@@ -390,7 +205,8 @@ def run_searches(
     queries whose hits were cut are listed in ``truncatedQueries``, and while sessions are
     pending ``indexingQueries`` lists every query (each may miss hits). ``results`` holds each
     query's hits in turn, and the byte cap applies to all of them together."""
-    exact = not any_pending(conn)  # first: it starts the snapshot every statement below reads
+    backend = reader(conn)
+    exact = not backend.any_pending(conn)  # first: it starts the snapshot every later read sees
     session_key = reqs[0].session_key
     if session_key is not None:
         target = resolve_target(conn, caller, session_key, action="search")
@@ -403,7 +219,7 @@ def run_searches(
         out["batch"] = True
         out["queries"] = [r.query for r in reqs]
     out["results"] = []
-    indexing = not exact and pending_visible(conn, caller, session_key)
+    indexing = not exact and backend.pending_visible(conn, caller, session_key)
     if indexing:
         out["indexing"] = True
         out["warning"] = INDEXING_WARNING
@@ -413,21 +229,23 @@ def run_searches(
             on_pending()
     results: list[dict[str, Any]] = []
     truncated_queries: list[int] = []
-    used = 2  # the enclosing "[]"
+    bound_used = 2  # the enclosing "[]"; an upper bound of the JSON so far
+    exact_used: int | None = None  # the exact size, once it is needed
     full = False
-    for index, req in enumerate(reqs):
+    for query_index, req in enumerate(reqs):
         if req.compiled is None:
             continue
-        hits = _ranked_hits(conn, caller, req, exact=exact)
+        hits = backend.ranked_hits(conn, caller, req, exact=exact)
         truncated = len(hits) > req.limit
         hits = hits[: req.limit]
         if full:
             if hits:
-                truncated_queries.append(index)
+                truncated_queries.append(query_index)
             continue
-        texts = _hit_texts(conn, hits)
+        texts = backend.hit_texts(conn, hits)
+        mask = _search_time_mask(redactor)
         for row_id, session_id, _seq, event_id, role, ts, key, rank in hits:
-            snippet = make_snippet(redact_text(texts[row_id], redactor), req.compiled.terms)
+            snippet = make_snippet(mask(texts[row_id]), req.compiled.terms)
             item: dict[str, Any] = {
                 "sessionKey": key,
                 "sessionId": session_id,
@@ -438,16 +256,24 @@ def run_searches(
                 "score": -float(rank) if rank is not None else 0.0,
             }
             if batch:
-                item["queryIndex"] = index
+                item["queryIndex"] = query_index
             # Counted as json.dumps(results, ensure_ascii=False) writes it: ", " between items.
-            size = len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + (2 if results else 0)
-            if used + size > MAX_RESULTS_BYTES:
+            # While the items' upper bounds fit, every item fits; exact sizes only near the cap.
+            if exact_used is None:
+                bound = _item_bytes_bound(item)
+                if bound_used + bound <= MAX_RESULTS_BYTES:
+                    bound_used += bound
+                    results.append(item)
+                    continue
+                exact_used = 2 + sum(_item_bytes(r) + 2 for r in results) - (2 if results else 0)
+            size = _item_bytes(item) + (2 if results else 0)
+            if exact_used + size > MAX_RESULTS_BYTES:
                 truncated = full = True
                 break
-            used += size
+            exact_used += size
             results.append(item)
         if truncated:
-            truncated_queries.append(index)
+            truncated_queries.append(query_index)
     out["results"] = results
     if truncated_queries:
         out["truncated"] = True

@@ -45,9 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "db_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
-        "both_engines"
-    ):
+    if "db_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_engines"):
         only = metafunc.definition.get_closest_marker("sqlite_only")
         metafunc.parametrize("db_engine", ENGINES[:1] if only else ENGINES)
 

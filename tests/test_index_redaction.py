@@ -11,6 +11,7 @@ from openclaw_fts import Caller, TranscriptStore
 from openclaw_fts.check import check
 from openclaw_fts.index.sqlite import CONTENT_TABLE, FTS_TABLE
 from openclaw_fts.models import INDEX_VERSION
+from openclaw_fts.redact import Redactor
 
 KEY = "agent:main:main"
 CALLER = Caller(KEY, visibility="agent")
@@ -173,3 +174,32 @@ def test_history_masks_sensitive_keys_in_fields_the_plugin_does_not_know(
     assert payload["apiKey"] == "Qm9vbG…2xyz"
     assert payload["retries"] == 3
     assert payload["nested"] == [{"token": "***", "note": "fine"}]
+
+
+#: A host pattern: employee ids, which the built-in rules do not treat as secrets.
+EMPLOYEE_ID_PATTERN = r"EMP-\d{6}"
+EMPLOYEE_ID = "EMP-493817"
+
+
+def test_a_host_pattern_still_masks_search_snippets(db_url: str) -> None:
+    """The index holds text masked by the built-in rules only; a host's extra patterns are
+    applied when search returns it, so skipping the built-in re-masking never skips theirs."""
+    plain = TranscriptStore(db_url, background=False)
+    try:
+        plain.create_session("s1", KEY)
+        plain.append("s1", msg("m0", f"payroll record {EMPLOYEE_ID} and key {SECRET}"))
+        unmasked = plain.search(CALLER, "payroll")["results"][0]["snippet"]
+    finally:
+        plain.close()
+    # without the host pattern the id is ordinary text (the index holds it as is)
+    assert EMPLOYEE_ID in unmasked and SECRET not in unmasked
+    hosted = TranscriptStore(
+        db_url, background=False, redactor=Redactor(extra_patterns=[EMPLOYEE_ID_PATTERN])
+    )
+    try:
+        snippet = hosted.search(CALLER, "payroll")["results"][0]["snippet"]
+    finally:
+        hosted.close()
+    assert EMPLOYEE_ID not in snippet and "EMP-" not in snippet
+    assert "payroll record ***" in snippet
+    assert SECRET not in snippet and "sk-pro…8Jp5" in snippet

@@ -22,6 +22,7 @@ from factories import T0, chain, msg
 from sqlalchemy import Engine
 
 from openclaw_fts import AgentToAgent, Caller, ToolInputError, TranscriptStore
+from openclaw_fts.index.sqlite.read import NARROW_B, NARROW_K1, NARROW_REFERENCE_CHARS
 
 OWN = "agent:main:main"
 CALLER = Caller(OWN)  # default visibility: tree
@@ -318,7 +319,7 @@ def test_query_without_a_searchable_token_returns_no_results(
 # --------------------------------------------------------------------------- ranking
 
 
-@pytest.mark.parametrize("caller", [CALLER, AGENT_CALLER], ids=["tree", "agent"])
+@pytest.mark.parametrize("caller", [AGENT_CALLER, EVERYTHING], ids=["agent", "everything"])
 def test_score_is_minus_bm25_computed_over_the_index(
     store: TranscriptStore, caller: Caller
 ) -> None:
@@ -334,6 +335,27 @@ def test_score_is_minus_bm25_computed_over_the_index(
     assert ids(out) == ["m1", "m0"]
     assert out["results"][0]["score"] == pytest.approx(idf * 3 * 2.2 / (3 + 1.2), rel=1e-9)
     assert out["results"][1]["score"] == pytest.approx(idf * 1 * 2.2 / (1 + 1.2), rel=1e-9)
+
+
+def test_narrow_score_is_per_message_and_ignores_other_sessions(store: TranscriptStore) -> None:
+    """``tree`` / ``self`` (docs/tools.md, "score"): BM25's term-frequency part with IDF 1 and
+    a fixed reference length, from the message alone; other sessions' text changes nothing."""
+    texts = ["alpha beta gamma delta", "alpha alpha alpha beta"]
+    add_session(store, "s1", OWN, texts)
+
+    def expected(instances: int, chars: int) -> float:
+        norm = 1 - NARROW_B + NARROW_B * chars / NARROW_REFERENCE_CHARS
+        return instances * (NARROW_K1 + 1) / (instances + NARROW_K1 * norm)
+
+    narrow = (CALLER, Caller(OWN, visibility="self"))
+    before = [store.search(caller, "alpha") for caller in narrow]
+    for out in before:
+        assert ids(out) == ["m1", "m0"]
+        assert out["results"][0]["score"] == pytest.approx(expected(3, 22), rel=1e-12)
+        assert out["results"][1]["score"] == pytest.approx(expected(1, 22), rel=1e-12)
+    # a hidden session full of the word: a corpus-wide IDF would move; this score does not
+    add_session(store, "s2", "agent:ops:hidden", ["alpha"] * 50)
+    assert [store.search(caller, "alpha") for caller in narrow] == before
 
 
 def test_repeated_term_outranks_single_mention(store: TranscriptStore) -> None:

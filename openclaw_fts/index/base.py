@@ -96,6 +96,7 @@ class SessionContext:
 
     last_seq: int
     incognito: bool
+    agent_id: str | None
     state: StateRow | None
 
 
@@ -122,6 +123,7 @@ class StoredRow:
     role: str
     timestamp_ms: int
     body: str
+    sess: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +180,10 @@ class Writer(Protocol):
     def session_context(self, conn: Connection, session_id: str) -> SessionContext | None: ...
     def create_state(self, conn: Connection, session_id: str, *, clean: bool) -> StateRow: ...
     def mark_dirty(self, conn: Connection, session_ids: Sequence[str]) -> None: ...
+    def session_token(self, state_id: int, agent_id: str | None) -> str:
+        """What the session's index rows carry beside their text (``sess``)."""
+        ...
+
     def session_ids(self, conn: Connection, keys: Sequence[str] | None) -> list[str]: ...
 
     # transcript events: the one write path of the store, the importer and bulk ORM inserts

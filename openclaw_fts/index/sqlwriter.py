@@ -137,7 +137,7 @@ class SqlWriter:
     def session_context(self, conn: Connection, session_id: str) -> SessionContext | None:
         row = self.run(
             conn,
-            "SELECT s.last_seq, s.incognito, st.id, st.indexed_seq, st.indexed_leaf, "
+            "SELECT s.last_seq, s.incognito, s.agent_id, st.id, st.indexed_seq, st.indexed_leaf, "
             "st.needs_rebuild, st.generation, st.index_version FROM openclaw_sessions s "
             "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
             "WHERE s.session_id = :sid",
@@ -145,8 +145,8 @@ class SqlWriter:
         ).fetchone()
         if row is None:
             return None
-        state = _state(row[2:]) if row[2] is not None else None
-        return SessionContext(int(row[0]), bool(row[1]), state)
+        state = _state(row[3:]) if row[3] is not None else None
+        return SessionContext(int(row[0]), bool(row[1]), row[2], state)
 
     def create_state(self, conn: Connection, session_id: str, *, clean: bool) -> StateRow:
         self.run(
@@ -169,6 +169,11 @@ class SqlWriter:
             "WHERE session_id = :sid",
             [{"sid": sid} for sid in session_ids],
         )
+
+    def session_token(self, state_id: int, agent_id: str | None) -> str:
+        """``s<state id>``: a backend that narrows by session through the text index writes
+        more (SQLite's also carries an agent token)."""
+        return f"s{state_id}"
 
     def session_ids(self, conn: Connection, keys: Sequence[str] | None) -> list[str]:
         if keys is None:
@@ -349,7 +354,7 @@ class SqlWriter:
     def index_rows(self, conn: Connection, session_id: str) -> list[StoredRow]:
         result = self.run(
             conn,
-            f"SELECT id, seq, event_id, role, timestamp_ms, body FROM {CONTENT_TABLE} "
+            f"SELECT id, seq, event_id, role, timestamp_ms, body, sess FROM {CONTENT_TABLE} "
             "WHERE session_id = :sid",
             {"sid": session_id},
         )

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, text
 
 from ... import transcript
-from ...models import INDEX_VERSION
 from ...tokens import body_is_clean_text, clean_text
 from ...visibility import visible
 from ..base import Hit, SearchRequest
+from ..common import EXACT_JOIN, PENDING_CONDITION
 from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
 from .query import render
 
@@ -41,17 +41,8 @@ FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', t
 RANK_NORMALIZATION = 1
 DIALECT = "postgresql"
 
-#: A session that is not exactly indexed (``reconcile.PENDING_CONDITION``, booleans as
-#: PostgreSQL has them), over ``openclaw_sessions s`` LEFT JOIN ``openclaw_index_state st``.
-PENDING_CONDITION = (
-    "(st.id IS NULL OR st.needs_rebuild OR st.indexed_seq < s.last_seq "
-    "OR st.index_version <> :pending_v)"
-)
-#: The same, inverted, as the join condition of a ranked statement (an exactly indexed session).
-_CLEAN_JOIN = (
-    "JOIN openclaw_index_state AS st ON st.session_id = s.session_id AND NOT st.needs_rebuild "
-    "AND st.indexed_seq >= s.last_seq AND st.index_version = :pending_v "
-)
+#: The join of a ranked statement to the state of an exactly indexed session.
+_CLEAN_JOIN = f"JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
 #: The snapshot this statement sees, and whether this transaction has written (an xid).
 _SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
@@ -88,7 +79,6 @@ def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, d
     pending = ""
     if not exact:
         pending = _CLEAN_JOIN
-        params["pending_v"] = INDEX_VERSION
     # COLLATE "C": keys and ids order by code point, as SQLite's BINARY does, whatever the
     # database's collation. mi.id last: two incarnations of one key may hold the same event id.
     tail = 's.session_key COLLATE "C", mi.event_id COLLATE "C", mi.id'
@@ -126,8 +116,7 @@ class PostgresReader:
                     "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
                     "openclaw_index_state AS st ON st.session_id = s.session_id "
                     f"WHERE {PENDING_CONDITION})"
-                ),
-                {"pending_v": INDEX_VERSION},
+                )
             ).scalar()
         )
         if wrote is None:
@@ -136,7 +125,6 @@ class PostgresReader:
 
     def pending_visible(self, conn: Connection, caller: Caller, session_key: str | None) -> bool:
         where, params = _visible_sql(caller, session_key)
-        params["pending_v"] = INDEX_VERSION
         conn.execute(text(FORCE_CUSTOM_PLAN))
         return bool(
             conn.execute(

@@ -25,6 +25,7 @@ from . import (
     insert_rows,
     integrity_check,
     read_row_sizes,
+    session_token,
 )
 
 #: How timestamps are bound (SQLite stores them as text in this shape).
@@ -43,6 +44,9 @@ class SqliteWriter(SqlWriter):
 
     def cursor(self, conn: Connection) -> Any:
         return cursor(conn)
+
+    def session_token(self, state_id: int, agent_id: str | None) -> str:
+        return session_token(state_id, agent_id)
 
     def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         for start in range(0, len(values), IN_LIST_CHUNK):

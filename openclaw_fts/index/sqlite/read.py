@@ -1,0 +1,364 @@
+"""The search side of the SQLite FTS5 index: :class:`SqliteReader`, the :class:`~..base.Reader`
+of ``sqlite`` databases.
+
+Invariant: visibility, the pending filter and every user filter are in the same statement as
+the full-text MATCH, before ranking and LIMIT — hidden sessions never consume the limit. Every
+statement runs on the DBAPI cursor of the caller's transaction (:func:`cursor`), so all of one
+search reads one snapshot. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Connection
+
+from ... import transcript
+from ...models import INDEX_VERSION
+from ...tokens import body_is_clean_text, clean_text
+from ...visibility import Caller, Predicate, visible
+from ..base import Hit, SearchRequest
+from ..common import EXACT_JOIN, PENDING_CONDITION
+from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, agent_token, cursor
+
+#: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
+_PENDING_MEMO = "openclaw_fts_any_pending"
+
+#: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
+#: at the limit are all in hand (equal scores are common: short messages of equal length); a
+#: longer tie falls back to the full ORDER BY. Measured: a LIMIT of 75 costs what 11 does.
+TIE_PROBE_ROWS = 64
+#: Matches of a query (over every session) up to which an agent-scoped search ranks the whole
+#: match set in FTS5 and keeps the visible top rows, rather than ANDing the agent's token in:
+#: bm25() walks each phrase's whole doclist, the agent token's included (a quarter of the
+#: corpus for one of four agents), which costs more than ranking a few thousand matches.
+#: The token's walk grows with the corpus, so the bound is a share of the index rows, never
+#: below :data:`SCOPED_RANK_ALL_MAX_MATCHES` (measured at 100k, four agents: the token wins from
+#: ~1,500 matches of the query up, ~1/64 of the rows).
+SCOPED_RANK_ALL_MAX_MATCHES = 1024
+SCOPED_RANK_ALL_SHARE = 64
+
+# Ranking of the narrow callers (``tree`` / ``self``; docs/tools.md, "score"): per message, from
+# that message alone. bm25() would compute each term's IDF by walking the term's doclist over
+# every session, visible or not, so a common word cost the caller's 5 sessions as much as the
+# whole corpus. Instead: BM25's term-frequency part with IDF 1, where the frequency is the
+# number of query-phrase instances FTS5's highlight() marks in the text and the length is the
+# text's length in characters against a fixed reference (no corpus statistics).
+#: BM25's k1 (term-frequency saturation), FTS5's value.
+NARROW_K1 = 1.2
+#: BM25's b (length normalisation), FTS5's value.
+NARROW_B = 0.75
+#: The reference message length in characters (the "average document length" of the formula).
+NARROW_REFERENCE_CHARS = 256
+#: Marks highlight() puts around each instance (control characters: not in indexed text).
+_OPEN, _CLOSE = "\x01", "\x02"
+
+
+def _visible_sql(
+    caller: Caller, session_key: str | None, pred: Predicate | None = None
+) -> tuple[str, dict[str, Any]]:
+    """Visibility (plus the explicit ``sessionKey`` filter) over alias ``s``."""
+    pred = pred or visible(caller, "s")
+    params: dict[str, Any] = dict(pred.params)
+    if session_key is None:
+        return pred.sql, params
+    params["only_key"] = session_key
+    return f"({pred.sql} AND s.session_key = :only_key)", params
+
+
+def _agent_scope(caller: Caller) -> tuple[str, str] | None:
+    """For a caller who sees its own agent's sessions plus a few named ones (``agent``: its own
+    key; ``all`` without agent-to-agent: its tree), that agent's token and a predicate over
+    ``s`` admitting (at least) the named ones; None for any other visibility. Only a superset
+    of the visible rows is narrowed to: the visibility predicate still decides."""
+    if caller.is_narrow:
+        return None
+    own = "s.session_key = :vis_key"
+    if caller.visibility == "agent":
+        extra = own
+    elif caller.visibility == "all":
+        policy = caller.agent_to_agent
+        if policy.enabled and policy.allows(caller.effective_agent_id):
+            return None  # other agents too
+        extra = (
+            f"{own} OR s.owner_session_key = :vis_key OR s.spawned_by = :vis_key "
+            "OR s.parent_session_key = :vis_key"
+        )
+    else:
+        return None
+    return agent_token(caller.effective_agent_id), extra
+
+
+def _scoped_match(extra: str) -> str:
+    """The MATCH expression of an agent-scoped search: the user query AND (the agent's token OR
+    the session tokens of the sessions ``extra`` admits)."""
+    return (
+        "'(' || :q || ') AND sess : (' || :agent_tok || coalesce((SELECT ' OR ' || "
+        "group_concat('s' || st2.id, ' OR ') FROM openclaw_sessions AS s JOIN "
+        "openclaw_index_state AS st2 ON st2.session_id = s.session_id "
+        f"WHERE {extra}), '') || ')'"
+    )
+
+
+def narrow_score(marked: str) -> float:
+    """The score of one message for a narrow caller, from its text as highlight() marked it."""
+    instances = marked.count(_OPEN)
+    if not instances:
+        return 0.0
+    chars = len(marked) - 2 * instances
+    norm = 1 - NARROW_B + NARROW_B * chars / NARROW_REFERENCE_CHARS
+    return instances * (NARROW_K1 + 1) / (instances + NARROW_K1 * norm)
+
+
+def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
+    return (hit[7] if hit[7] is not None else 0.0, -hit[5], hit[6], hit[3], hit[0])
+
+
+class SqliteReader:
+    """:class:`~openclaw_fts.index.base.Reader` over ``message_fts`` / ``message_index``."""
+
+    def any_pending(self, conn: Connection) -> bool:
+        """Whether any session at all is pending in this transaction's snapshot.
+
+        Remembered per DBAPI connection and recomputed only when the database changed: ``PRAGMA
+        data_version`` (frozen for the life of a read transaction, bumped by other connections'
+        commits) plus the connection's own ``total_changes``. It is read first, so it starts the
+        snapshot every later statement of the search sees."""
+        if not conn.in_transaction():
+            conn.begin()  # the engine's BEGIN (engine.py), without a statement through SQLAlchemy
+        cur = cursor(conn)
+        version = cur.execute("PRAGMA data_version").fetchone()[0]
+        driver = conn.connection.driver_connection
+        key = (version, getattr(driver, "total_changes", None))
+        memo = conn.connection.info.get(_PENDING_MEMO)
+        if memo is not None and memo[0] == key and key[1] is not None:
+            return bool(memo[1])
+        found = cur.execute(
+            "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
+            "openclaw_index_state st ON st.session_id = s.session_id "
+            f"WHERE {PENDING_CONDITION})"
+        ).fetchone()[0]
+        conn.connection.info[_PENDING_MEMO] = (key, bool(found))
+        return bool(found)
+
+    def pending_visible(self, conn: Connection, caller: Caller, session_key: str | None) -> bool:
+        """Whether any session the caller may see is pending (not yet exactly indexed)."""
+        where, params = _visible_sql(caller, session_key)
+        sql = (
+            "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s "
+            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
+            f"WHERE {where} AND {PENDING_CONDITION})"
+        )
+        return bool(cursor(conn).execute(sql, params).fetchone()[0])
+
+    def ranked_hits(
+        self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
+    ) -> list[Hit]:
+        """Up to ``limit + 1`` hits in result order (one more than asked: ``truncated``)."""
+        simple = (
+            exact
+            and req.session_key is None
+            and req.role is None
+            and req.since is None
+            and req.until is None
+            and req.order == "relevance"
+        )
+        scope = _agent_scope(caller)
+        pred = visible(caller, "s")
+        if simple and (scope is not None or pred.everything):
+            where, params = _visible_sql(caller, None, pred)
+            top = None
+            if scope is None or self._at_most(conn, req, self._rank_all_bound(conn)):
+                top = self._top_visible(conn, req, ":q", where, params)
+            if top is None and scope is not None:
+                params["agent_tok"] = scope[0]
+                top = self._top_visible(conn, req, _scoped_match(scope[1]), where, params)
+            if top is not None:
+                return top
+        sql, params = self._hits_sql(caller, req, exact=exact, pred=pred)
+        # The DBAPI cursor (sqlite3 takes the same :name parameters): SQLAlchemy's statement
+        # handling cost ~0.3 ms a search, a third of a narrow search's SQL time.
+        rows = cursor(conn).execute(sql, params).fetchall()
+        if not caller.is_narrow:
+            hits: list[Hit] = rows
+            return hits
+        # highlight()'s marked text -> rank (lower is better); relevance is ordered here.
+        hits = [(*row[:7], -narrow_score(row[7])) for row in rows]
+        if req.order == "relevance":
+            hits.sort(key=_order_key)
+        return hits[: req.limit + 1]
+
+    def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
+        """Each hit's searchable text (clean), by index row id. The indexed body IS that text
+        unless CJK was spaced for the index; only those messages are re-read through the one
+        predicate."""
+        if not hits:
+            return {}
+        marks = ", ".join("?" * len(hits))
+        bodies = dict(
+            cursor(conn)
+            .execute(
+                f"SELECT id, body FROM {CONTENT_TABLE} WHERE id IN ({marks})",
+                [h[0] for h in hits],
+            )
+            .fetchall()
+        )
+        texts = {}
+        for hit in hits:
+            body = bodies.get(hit[0])
+            if body is not None and body_is_clean_text(body):
+                texts[hit[0]] = body
+            else:
+                texts[hit[0]] = self._original_text(conn, hit[1], hit[2])
+        return texts
+
+    @staticmethod
+    def _hits_sql(
+        caller: Caller, req: SearchRequest, *, exact: bool, pred: Predicate | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """The ranked statement; ``exact`` (no session is pending in this snapshot) drops the
+        per-row pending filter, which then holds for every row."""
+        where, params = _visible_sql(caller, req.session_key, pred)
+        assert req.compiled is not None
+        params.update(q=req.compiled.match, v=INDEX_VERSION, lim=req.limit + 1)
+        match = ":q"
+        if caller.is_narrow:
+            # FTS5 intersects the text doclist with the visible sessions' tokens, so ranking
+            # only scores rows the caller may see (8 ms instead of 268 ms measured). The
+            # subquery re-uses the visibility SQL: its own alias `s` shadows the outer one.
+            match = (
+                "'(' || :q || ') AND sess : (' || coalesce((SELECT group_concat('s' || st2.id, "
+                "' OR ') FROM openclaw_sessions AS s JOIN openclaw_index_state AS st2 ON "
+                "st2.session_id = s.session_id "
+                f"WHERE {where}), 's0') || ')'"
+            )
+        else:
+            scope = _agent_scope(caller)
+            if scope is not None:
+                params["agent_tok"] = scope[0]
+                match = _scoped_match(scope[1])
+        filters = []
+        if req.role is not None:
+            filters.append("AND mi.role = :role")
+            params["role"] = req.role
+        if req.since is not None:
+            filters.append("AND mi.timestamp_ms >= :since")
+            params["since"] = req.since
+        if req.until is not None:
+            filters.append("AND mi.timestamp_ms <= :until")
+            params["until"] = req.until
+        score = f"bm25({FTS_TABLE}, {BM25_WEIGHTS})"
+        # mi.id last: two incarnations of one session key may hold the same message id.
+        order = "mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
+        limit = "LIMIT :lim"
+        if caller.is_narrow:
+            # Every visible match, unranked (ranked by narrow_score): no bm25(), so no walk
+            # of the query terms' doclists over every session.
+            score = f"highlight({FTS_TABLE}, 0, char(1), char(2))"
+            if req.order == "relevance":
+                order = limit = ""
+        elif req.order == "relevance":
+            order = f"rank, {order}"
+        pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
+        sql = (
+            f"SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
+            f"s.session_key, {score} AS rank "
+            f"FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
+            f"ON mi.id = {FTS_TABLE}.rowid "
+            f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
+            f"WHERE {FTS_TABLE} MATCH {match} AND {where} "
+            f"{' '.join(filters)} {'ORDER BY ' + order if order else ''} {limit}"
+        )
+        return sql, params
+
+    @staticmethod
+    def _rank_all_bound(conn: Connection) -> int:
+        """Matches up to which an agent-scoped query is ranked whole (see
+        :data:`SCOPED_RANK_ALL_SHARE`); the newest row id stands for the row count."""
+        newest = cursor(conn).execute(f"SELECT max(id) FROM {CONTENT_TABLE}").fetchone()[0]
+        return max(SCOPED_RANK_ALL_MAX_MATCHES, (newest or 0) // SCOPED_RANK_ALL_SHARE)
+
+    @staticmethod
+    def _at_most(conn: Connection, req: SearchRequest, matches: int) -> bool:
+        """Whether the query matches at most ``matches`` rows (of any session): FTS5 steps
+        through the doclist unranked and stops there."""
+        assert req.compiled is not None
+        beyond = (
+            cursor(conn)
+            .execute(
+                f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT 1 OFFSET ?",
+                (req.compiled.match, matches),
+            )
+            .fetchone()
+        )
+        return beyond is None
+
+    @staticmethod
+    def _top_visible(
+        conn: Connection, req: SearchRequest, match: str, where: str, params: dict[str, Any]
+    ) -> list[Hit] | None:
+        """The ranked hits of a search with no filter but visibility, in a snapshot where no
+        session is pending: FTS5 alone ranks ``match`` (no join per match, as raw SQL would),
+        then only the top rows are joined and judged by ``where``. None when fewer than
+        ``limit + 1`` of the :data:`TIE_PROBE_ROWS` extra rows fetched are visible, or the
+        score at the limit ties with the last row fetched: the full statement then decides."""
+        assert req.compiled is not None
+        want = req.limit + 1
+        fetch = want + TIE_PROBE_ROWS
+        ranked = (
+            cursor(conn)
+            .execute(
+                f"SELECT rowid, bm25({FTS_TABLE}, {BM25_WEIGHTS}) AS rank "
+                f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH {match} ORDER BY rank LIMIT :fetch",
+                {**params, "q": req.compiled.match, "fetch": fetch},
+            )
+            .fetchall()
+        )
+        if not ranked:
+            return []
+        score = dict(ranked)
+        ids = {f"id{n}": row_id for n, row_id in enumerate(score)}
+        marks = ", ".join(f":{name}" for name in ids)
+        rows = (
+            cursor(conn)
+            .execute(
+                "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
+                f"s.session_key FROM {CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
+                f"ON s.session_id = mi.session_id WHERE mi.id IN ({marks}) AND {where}",
+                {**params, **ids},
+            )
+            .fetchall()
+        )
+        hits: list[Hit] = sorted(
+            ((r[0], r[1], r[2], r[3], r[4], r[5], r[6], score[r[0]]) for r in rows),
+            key=_order_key,
+        )
+        if len(ranked) < fetch:
+            return hits[:want]  # the whole match set was ranked
+        if len(hits) < want or hits[want - 1][7] >= ranked[-1][1]:
+            return None  # a row not fetched may rank (or tie) within the limit
+        return hits[:want]
+
+    @staticmethod
+    def _original_text(conn: Connection, session_id: str, seq: int) -> str:
+        """The message's searchable text, re-read through the one predicate."""
+        found = (
+            cursor(conn)
+            .execute(
+                "SELECT event FROM transcript_events WHERE session_id = ? AND seq = ?",
+                (session_id, seq),
+            )
+            .fetchone()
+        )
+        try:
+            event = json.loads(found[0]) if found is not None else None
+        except (ValueError, RecursionError):
+            event = None
+        row = transcript.index_row(seq, event) if isinstance(event, dict) else None
+        return clean_text(row.text) if row is not None else ""
+
+
+#: One reader serves every connection (it holds no state; per-connection memos live on the
+#: DBAPI connection's ``info``).
+READER = SqliteReader()
