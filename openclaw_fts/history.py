@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from . import transcript
 from .errors import ToolInputError
-from .indexer import load_events
+from .index import sessions_sql
 from .redact import Redactor
 from .sanitize import (
     MAX_HISTORY_BYTES,
@@ -29,7 +29,7 @@ from .sanitize import (
 )
 from .search import validate_limit
 from .tokens import is_valid_unicode
-from .visibility import Caller, Target, not_found_error, resolve_target, visible
+from .visibility import Caller, Target, not_found_error, resolve_target
 
 #: Messages returned when no limit is given (OpenClaw's ``chat.history`` default).
 DEFAULT_HISTORY_LIMIT = 200
@@ -79,26 +79,18 @@ def _incarnations(
 ) -> list[str] | dict[str, Any]:
     """The visible incarnations of ``session_key`` to read, newest first: only ``session_id``
     when given (an error unless it is a visible incarnation of the key)."""
-    pred = visible(caller, "s", for_search=False)
-    where = "s.session_key = :k" + (" AND s.session_id = :sid" if session_id is not None else "")
-    rows = conn.execute(
-        text(
-            f"SELECT s.session_id FROM openclaw_sessions AS s WHERE {where} AND {pred.sql} "
-            "ORDER BY s.created_at DESC, s.session_id DESC"
-        ),
-        {**pred.params, "k": session_key, "sid": session_id},
-    ).all()
+    rows = sessions_sql.incarnations(conn, caller, session_key, session_id)
     if session_id is not None and not rows:
         # Same answer whether the id is unknown, hidden or of another key: nothing leaks.
         return {"status": "error", "error": FOREIGN_SESSION_ID_ERROR}
-    return [str(r[0]) for r in rows]
+    return rows
 
 
 def _branch_messages(
     conn: Connection, session_id: str, include_tools: bool
 ) -> list[tuple[int, dict[str, Any]]]:
     """The message events on the session's active branch, oldest first."""
-    events = load_events(conn, session_id)
+    events = sessions_sql.events(conn, session_id)
     tree = transcript.resolve_tree(transcript.tree_node(seq, ev) for seq, ev in events)
     by_seq = dict(events)
     branch: list[tuple[int, dict[str, Any]]] = []

@@ -33,9 +33,11 @@ from .errors import (
     quoted,
     shorten,
 )
+from .index.base import writer as index_writer
 from .index.sqlite import connect as sqlite_connect
 from .models import MAX_KEY_LENGTH, AgentSession, TranscriptEvent, dump_event
 from .tokens import is_valid_unicode
+from .visibility import agent_id_from_key
 
 #: Largest event accepted, serialised (a 10 MB message fits; a runaway blob does not).
 MAX_EVENT_BYTES = 16 * 1024 * 1024
@@ -61,14 +63,6 @@ class _FlushWork:
 def _stamp_creation_order(target: TranscriptEvent, args: Any, kwargs: Any) -> None:
     # Append order is creation order: session.new is a set, and seq must follow the host's order.
     target.__dict__["_ocfts_order"] = next(_creation_order)
-
-
-def agent_id_from_key(session_key: str) -> str | None:
-    """``agent:<id>:...`` keys carry their agent id."""
-    parts = session_key.split(":")
-    if len(parts) >= 3 and parts[0] == "agent" and parts[1]:
-        return parts[1]
-    return None
 
 
 def validate_event(event_obj: Any) -> dict[str, Any]:
@@ -170,6 +164,10 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
+#: Derived text columns of an event row (its JSON escapes every control character).
+EVENT_TEXT_COLUMNS = ("event_id", "parent_id", "type", "role", "target_id")
+
+
 def fill_derived(obj: TranscriptEvent, seq: int) -> transcript.TreeNode:
     node = transcript.tree_node(seq, obj.event)
     for column, value in transcript.derived_columns(seq, obj.event, node).items():
@@ -215,10 +213,19 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
     session.info[_INFO_KEY] = work
     by_session: dict[str, list[TranscriptEvent]] = defaultdict(list)
     new_owners: dict[str, AgentSession] = {}
+    backend = None
+    if _touches_plugin(session):
+        backend = index_writer(session.connection())
     with session.no_autoflush:
         for obj in session.new:
             if isinstance(obj, AgentSession):
-                validate_session_fields({n: getattr(obj, n) for n in SESSION_TEXT_FIELDS})
+                fields = {n: getattr(obj, n) for n in SESSION_TEXT_FIELDS}
+                validate_session_fields(fields)
+                reason = backend.unstorable(fields.values()) if backend is not None else None
+                if reason is not None:
+                    raise InvalidSessionError(
+                        f"cannot store session {quoted(obj.session_id)}: {reason}"
+                    )
                 if not obj.agent_id:
                     obj.agent_id = agent_id_from_key(obj.session_key) or "main"
                 if obj.last_seq is None:
@@ -238,6 +245,12 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
             if owner is None:
                 raise UnknownSessionError(f"unknown session {quoted(sid)}")
             _assign_seqs(session, owner, objs, work)
+            if backend is not None:
+                reason = backend.unstorable(
+                    getattr(o, c) for o in objs for c in ("session_id", *EVENT_TEXT_COLUMNS)
+                )
+                if reason is not None:
+                    raise InvalidEventError(f"cannot store an event of {quoted(sid)}: {reason}")
 
 
 def _edited_event(obj: TranscriptEvent, work: _FlushWork) -> None:

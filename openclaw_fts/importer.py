@@ -39,9 +39,10 @@ from .errors import (
     InvalidSessionError,
     shorten,
 )
-from .hooks import agent_id_from_key, serialise_event, validate_session_fields
+from .hooks import serialise_event, validate_session_fields
 from .index.base import writer as index_writer
 from .jsonsafe import UTF8_BOM, JsonLineError, loads_strict
+from .visibility import agent_id_from_key
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
 IMPORT_BATCH_EVENTS = 2000

@@ -293,11 +293,6 @@ def repair_or_mark(conn: Connection, session_id: str, *, was_clean: bool = False
     return False
 
 
-def load_events(conn: Connection, session_id: str) -> list[tuple[int, dict[str, Any]]]:
-    """Every stored event of a session as ``(seq, event)``, in seq order."""
-    return writer(conn).load_events(conn, session_id)
-
-
 def plan_session(
     conn: Connection,
     session_id: str,

@@ -41,6 +41,10 @@ from sqlalchemy.types import TypeDecorator
 from .index import edit_triggers
 from .index import sqlite as fts
 
+#: The type of every ``seq`` column: 64-bit (seqs go up to ``hooks.MAX_SEQ`` = 2**53), which
+#: SQLite's INTEGER already is; BIGINT elsewhere.
+SEQ = BigInteger().with_variant(Integer(), "sqlite")
+
 #: Bumped when what the index holds for the same events changes (tokenisation, predicate):
 #: every session indexed under an older version becomes pending and is re-indexed.
 #: 2: OpenClaw's active-branch rules (append cursor, reset boundary, rows that never move the
@@ -114,7 +118,7 @@ class AgentSession(Base):
     archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     incognito: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: Highest ``seq`` stored for this session (-1: none). Kept by the session hooks.
-    last_seq: Mapped[int] = mapped_column(Integer, default=-1, server_default=text("-1"))
+    last_seq: Mapped[int] = mapped_column(SEQ, default=-1, server_default=text("-1"))
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, server_default=text("CURRENT_TIMESTAMP")
     )
@@ -153,7 +157,7 @@ class TranscriptEvent(Base):
         ForeignKey("openclaw_sessions.session_id", ondelete="CASCADE"),
         primary_key=True,
     )
-    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    seq: Mapped[int] = mapped_column(SEQ, primary_key=True, autoincrement=False)
     event_id: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
     parent_id: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
     type: Mapped[str | None] = mapped_column(String(64))
@@ -182,7 +186,7 @@ class Branch(Base):
     )
     #: Id of the branch's last event; None for an active branch rewound to empty.
     tip_id: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
-    tip_seq: Mapped[int | None] = mapped_column(Integer)
+    tip_seq: Mapped[int | None] = mapped_column(SEQ)
     is_active: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     session: Mapped[AgentSession] = relationship(back_populates="branches")
@@ -206,7 +210,7 @@ class IndexState(Base):
         String(MAX_KEY_LENGTH),
         ForeignKey("openclaw_sessions.session_id", ondelete="CASCADE"),
     )
-    indexed_seq: Mapped[int] = mapped_column(Integer, default=-1, server_default=text("-1"))
+    indexed_seq: Mapped[int] = mapped_column(SEQ, default=-1, server_default=text("-1"))
     indexed_leaf: Mapped[str | None] = mapped_column(String(MAX_KEY_LENGTH))
     needs_rebuild: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: Bumped by every write to this session's index rows (the reconciler's optimistic check).
@@ -229,7 +233,7 @@ class MessageIndex(Base):
     session_id: Mapped[str] = mapped_column(
         String(MAX_KEY_LENGTH), ForeignKey("openclaw_sessions.session_id", ondelete="CASCADE")
     )
-    seq: Mapped[int] = mapped_column(Integer)
+    seq: Mapped[int] = mapped_column(SEQ)
     event_id: Mapped[str] = mapped_column(String(MAX_KEY_LENGTH))
     role: Mapped[str] = mapped_column(String(16))
     timestamp_ms: Mapped[int] = mapped_column(BigInteger)

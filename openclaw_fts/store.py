@@ -24,8 +24,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from . import importer, migrate
 from .dialects import require_index_dialect
 from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, writer
-from .errors import DuplicateEventError, SessionExistsError, UnknownSessionError, quoted
+from .errors import (
+    DuplicateEventError,
+    InvalidSessionError,
+    SessionExistsError,
+    UnknownSessionError,
+    quoted,
+)
 from .hooks import install, validate_session_fields
+from .index.base import writer as index_writer
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .models import AgentSession, Branch, TranscriptEvent
 from .reconcile import RECONCILE_BATCH_ROWS, BackgroundReconciler, Reconciler, status
@@ -148,6 +155,13 @@ class TranscriptStore:
         )
         try:
             with self.sessions.begin() as db:
+                reason = index_writer(db.connection()).unstorable(
+                    [session_id, session_key, spawned_by, parent_session_key, owner_session_key]
+                )
+                if reason is not None:
+                    raise InvalidSessionError(
+                        f"cannot store session {quoted(session_id)}: {reason}"
+                    )
                 if db.get(AgentSession, session_id) is not None:
                     raise SessionExistsError(f"session {quoted(session_id)} already exists")
                 db.add(obj)

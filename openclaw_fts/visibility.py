@@ -18,10 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from .errors import ToolInputError, shorten
-from .hooks import agent_id_from_key
 from .tokens import is_valid_unicode
 
 Visibility = Literal["self", "tree", "agent", "all"]
@@ -31,6 +30,14 @@ SANDBOX_VISIBILITIES: tuple[str, ...] = ("spawned", "all")
 #: Most agent-to-agent allow patterns accepted (each becomes one LIKE in the statement; more is
 #: refused rather than silently ignored).
 MAX_ALLOW_PATTERNS = 256
+
+
+def agent_id_from_key(session_key: str) -> str | None:
+    """``agent:<id>:...`` keys carry their agent id."""
+    parts = session_key.split(":")
+    if len(parts) >= 3 and parts[0] == "agent" and parts[1]:
+        return parts[1]
+    return None
 
 
 def _allow_regex(pattern: str) -> re.Pattern[str]:
@@ -146,7 +153,9 @@ def incognito_key_sql(alias: str = "s", *, dialect: str = "sqlite") -> str:
     parameters): exactly three colons, ``agent:`` + a non-empty id + a kind + ``incognito-`` +
     a non-empty name; LIKE compares ASCII case-insensitively. ``dialect`` ``"postgresql"``
     spells the same expression for PostgreSQL (``chr``, ``btrim``); anything else is SQLite."""
+    like = "LIKE"
     if dialect == "postgresql":
+        like = "ILIKE"  # PostgreSQL's LIKE is case-sensitive; SQLite's folds ASCII
         char = "chr"
         trim = "(" + " || ".join(f"chr({ord(c)})" for c in KEY_TRIM_CHARS) + ")"
         key = f"lower(btrim({alias}.session_key, {trim}))"
@@ -162,7 +171,7 @@ def incognito_key_sql(alias: str = "s", *, dialect: str = "sqlite") -> str:
     )
     colons = f"length({key}) - length(replace({key}, {char}(58), '')) = {_INCOGNITO_KEY_COLONS}"
     # One cheap LIKE first: almost no key holds "incognito-", and then nothing else is computed.
-    return f"({alias}.session_key LIKE '%incognito-%' AND ({shapes}) AND {colons})"
+    return f"({alias}.session_key {like} '%incognito-%' AND ({shapes}) AND {colons})"
 
 
 def visible(
@@ -333,30 +342,6 @@ def _spawned_only(caller: Caller) -> bool:
     return caller.sandboxed and caller.sandbox_visibility == "spawned"
 
 
-def _lookup(conn: Connection, caller: Caller, raw: str) -> str | None:
-    """The session key ``raw`` names when it is id-shaped: a key, else a session id."""
-    scope = ""
-    params: dict[str, str] = {"raw": raw}
-    if _spawned_only(caller):  # a sandboxed caller resolves only what it may reach
-        scope = " AND (s.session_key = :me OR s.spawned_by = :me)"
-        params["me"] = caller.session_key
-    row = conn.execute(
-        text(
-            f"SELECT s.session_key FROM openclaw_sessions AS s WHERE s.session_key = :raw{scope} "
-            "LIMIT 1"
-        ),
-        params,
-    ).first()
-    if row is None:
-        row = conn.execute(
-            text(
-                f"SELECT s.session_key FROM openclaw_sessions AS s WHERE s.session_id = :raw{scope}"
-            ),
-            params,
-        ).first()
-    return None if row is None else str(row[0])
-
-
 def resolve_target(
     conn: Connection, caller: Caller, raw: str, *, action: Action
 ) -> Target | dict[str, Any]:
@@ -375,7 +360,11 @@ def resolve_target(
     elif shown == MAIN_ALIAS:
         key = f"agent:{caller.effective_agent_id}:{MAIN_ALIAS}"
     elif is_session_id_input(shown):
-        found = _lookup(conn, caller, shown)
+        from .index import sessions_sql  # it renders visible(): imported on use
+
+        found = sessions_sql.lookup_key(
+            conn, shown, scope_key=caller.session_key if _spawned_only(caller) else None
+        )
         if found is None:
             return _sandbox_denial(shown) if _spawned_only(caller) else not_found_error(shown)
         key = found
@@ -383,22 +372,14 @@ def resolve_target(
         key = shown
     if is_incognito_session_key(key):
         return incognito_denial(shown)
-    pred = visible(caller, "s", for_search=action == "search")
+    from .index import sessions_sql
+
     virtual_agent = agent_id_from_key(key) or caller.effective_agent_id
-    row = conn.execute(
-        text(
-            f"SELECT coalesce(max(CASE WHEN {pred.sql} THEN 1 ELSE 0 END), 0), "
-            "coalesce(sum(s.stored), 0), max(s.agent_id), max(s.incognito) FROM ("
-            "SELECT s0.session_key, s0.agent_id, s0.owner_session_key, s0.spawned_by, "
-            "s0.parent_session_key, s0.incognito, 1 AS stored FROM openclaw_sessions AS s0 "
-            "WHERE s0.session_key = :acc_key UNION ALL "
-            "SELECT :acc_key, :acc_agent, NULL, NULL, NULL, 0, 0 WHERE NOT EXISTS "
-            "(SELECT 1 FROM openclaw_sessions AS s1 WHERE s1.session_key = :acc_key)) AS s"
-        ),
-        {**pred.params, "acc_key": key, "acc_agent": virtual_agent},
-    ).one()
-    if row[0]:
-        return Target(key, exists=bool(row[1]))
-    if row[3] and action == "search":
+    seen, stored, agent, incognito = sessions_sql.judge_key(
+        conn, caller, key, virtual_agent, for_search=action == "search"
+    )
+    if seen:
+        return Target(key, exists=stored)
+    if incognito and action == "search":
         return incognito_denial(shown)
-    return _forbidden(denial_text(caller, action, target_agent=str(row[2])))
+    return _forbidden(denial_text(caller, action, target_agent=agent))

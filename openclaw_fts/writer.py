@@ -21,6 +21,9 @@ from .hooks import MAX_SEQ, distinct_event_ids, serialise_event
 from .index.base import writer as index_writer
 from .tokens import is_valid_unicode
 
+#: The text columns of an event row besides its JSON (which escapes every control character).
+TEXT_COLUMNS = ("session_id", "event_id", "parent_id", "type", "role", "target_id")
+
 
 def append_events(
     conn: Connection, session_id: str, events: Sequence[Mapping[str, Any]]
@@ -31,6 +34,8 @@ def append_events(
     checked = [(e, serialise_event(e)) for e in events]
     if not checked:
         return []
+    if index_writer(conn).unstorable([session_id]) is not None:
+        raise UnknownSessionError(f"unknown session {quoted(session_id)}")  # none can hold it
     index_writer(conn).lock_session(conn, session_id)
     context = indexer.read_context(conn, session_id)
     if context is None:
@@ -47,6 +52,10 @@ def append_events(
         columns = transcript.derived_columns(seq, event, node)
         rows.append(dict(columns, session_id=session_id, seq=seq, event=dumped))
         appended.append(indexer.Appended(seq, event, node))
-    index_writer(conn).insert_events(conn, rows, seq)  # a taken event id: IntegrityError
+    backend = index_writer(conn)
+    reason = backend.unstorable(row[c] for row in rows for c in TEXT_COLUMNS)
+    if reason is not None:
+        raise InvalidEventError(f"cannot store an event of {quoted(session_id)}: {reason}")
+    backend.insert_events(conn, rows, seq)  # a taken event id: IntegrityError
     indexer.on_appended(conn, session_id, appended, context)
     return [a.seq for a in appended]

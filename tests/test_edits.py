@@ -27,6 +27,8 @@ from openclaw_fts import (
 from openclaw_fts.check import check
 from openclaw_fts.index.edit_triggers import EDIT_REFUSED
 
+pytestmark = pytest.mark.both_engines
+
 CALLER = Caller("agent:main:main", visibility="all")
 CLI = Path(sys.executable).with_name("openclaw-fts")
 #: Seconds one CLI run may take on a loaded machine.
@@ -115,6 +117,7 @@ def test_bulk_orm_update_makes_the_session_pending_then_reconcile_reindexes(
     assert check(seeded.engine).ok
 
 
+@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations_postgresql")
 def test_raw_sql_text_edit_is_reindexed_by_the_reconciler(
     seeded: TranscriptStore, db_url: str
 ) -> None:
@@ -133,6 +136,7 @@ def test_raw_sql_text_edit_is_reindexed_by_the_reconciler(
     assert check(seeded.engine).ok
 
 
+@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations_postgresql")
 def test_raw_sql_edit_of_what_the_tree_is_built_from_is_refused(
     seeded: TranscriptStore, engine: Engine
 ) -> None:
@@ -151,6 +155,7 @@ def test_raw_sql_edit_of_what_the_tree_is_built_from_is_refused(
     assert seeded.index_status()["pending"] == 0
 
 
+@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations_postgresql")
 def test_rebuild_rederives_columns_written_behind_the_plugin(
     seeded: TranscriptStore, db_url: str
 ) -> None:

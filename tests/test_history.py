@@ -16,6 +16,8 @@ from factories import T0, chain, msg
 
 from openclaw_fts import Caller, ToolInputError, TranscriptStore
 
+pytestmark = pytest.mark.both_engines
+
 ME = "agent:main:main"
 CALLER = Caller(ME)
 CUT = "\n…(truncated)…"

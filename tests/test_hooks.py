@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 import pytest
+from engines import count_matches, full_text_integrity
 from factories import AgentSessionFactory, MessageFactory, chain, msg
 from sqlalchemy import Connection, Engine, create_engine, delete, select, text
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
@@ -27,6 +28,8 @@ from openclaw_fts import (
     UnknownSessionError,
 )
 from openclaw_fts.engine import READ_ONLY, make_engine
+
+pytestmark = pytest.mark.both_engines
 
 CALLER = Caller("agent:main:main", visibility="all")
 KEY = "agent:main:main"
@@ -70,18 +73,11 @@ def row_counts(engine: Engine, session_id: str) -> dict[str, int]:
 
 def fts_count(engine: Engine, word: str) -> int:
     with reader(engine) as conn:
-        return int(
-            conn.execute(
-                text("SELECT count(*) FROM message_fts WHERE message_fts MATCH :w"), {"w": word}
-            ).scalar_one()
-        )
+        return count_matches(conn, word)
 
 
 def fts_integrity(engine: Engine) -> None:
-    with engine.begin() as conn:
-        conn.exec_driver_sql(
-            "INSERT INTO message_fts(message_fts, rank) VALUES ('integrity-check', 1)"
-        )
+    full_text_integrity(engine)
 
 
 def index_rows_of(engine: Engine, session_id: str) -> list[tuple[int, str, str, str]]:
@@ -144,9 +140,7 @@ def test_host_orm_add_findable_after_commit_not_before(
         db.add(TranscriptEvent(session=s, event=msg("m1", "kubernetes upgrade plan")))
         db.flush()
         # same transaction: the FTS row exists on the writing connection ...
-        n = db.execute(
-            text("SELECT count(*) FROM message_fts WHERE message_fts MATCH 'kubernetes'")
-        ).scalar_one()
+        n = count_matches(db.connection(), "kubernetes")
         assert n == 1
         # ... but no other connection sees it before commit
         assert found(store, "kubernetes") == set()
@@ -248,19 +242,9 @@ def test_savepoint_rollback_leaves_nothing(
                 TranscriptEvent(session_id="s1", event=msg("m2", "inner savepoint", parent="m1"))
             )
             db.flush()
-            assert (
-                db.execute(
-                    text("SELECT count(*) FROM message_fts WHERE message_fts MATCH 'savepoint'")
-                ).scalar_one()
-                == 1
-            )
+            assert count_matches(db.connection(), "savepoint") == 1
             raise RuntimeError("roll the savepoint back")
-        assert (
-            db.execute(
-                text("SELECT count(*) FROM message_fts WHERE message_fts MATCH 'savepoint'")
-            ).scalar_one()
-            == 0
-        )
+        assert count_matches(db.connection(), "savepoint") == 0
         db.add(TranscriptEvent(session_id="s1", event=msg("m3", "outer omega", parent="m1")))
     assert events_of(store.engine, "s1") == [(0, "m1"), (1, "m3")]
     assert [r[1] for r in index_rows_of(store.engine, "s1")] == ["m1", "m3"]
@@ -604,7 +588,7 @@ def test_delete_via_orm_bulk_delete(store: TranscriptStore, host: sessionmaker[S
 def test_delete_via_raw_sql(store: TranscriptStore, engine: Engine) -> None:
     _populate(store)
     with engine.begin() as conn:
-        conn.exec_driver_sql("DELETE FROM openclaw_sessions WHERE session_id = ?", ("doomed",))
+        conn.execute(text("DELETE FROM openclaw_sessions WHERE session_id = :s"), {"s": "doomed"})
     _assert_deleted(store)
 
 
@@ -616,7 +600,7 @@ def test_delete_via_raw_sql_on_host_engine_configured_by_install(
     try:
         openclaw_fts.install(sessionmaker(plain))
         with plain.begin() as conn:
-            conn.exec_driver_sql("DELETE FROM openclaw_sessions WHERE session_key = ?", (KEY,))
+            conn.execute(text("DELETE FROM openclaw_sessions WHERE session_key = :k"), {"k": KEY})
     finally:
         plain.dispose()
     _assert_deleted(store)
@@ -881,8 +865,9 @@ def test_deleting_one_event_with_raw_sql_unindexes_it(
     store.create_session("s1", KEY)
     store.append_many("s1", chain(["keepword one", "forgetword two"]))
     with engine.begin() as conn:
-        conn.exec_driver_sql(
-            "DELETE FROM transcript_events WHERE session_id = ? AND event_id = ?", ("s1", "m1")
+        conn.execute(
+            text("DELETE FROM transcript_events WHERE session_id = :s AND event_id = :e"),
+            {"s": "s1", "e": "m1"},
         )
     assert found(store, "forgetword") == set()
     store.reconcile()

@@ -24,6 +24,8 @@ from sqlalchemy import Engine
 from openclaw_fts import AgentToAgent, Caller, ToolInputError, TranscriptStore
 from openclaw_fts.index.sqlite.read import NARROW_B, NARROW_K1, NARROW_REFERENCE_CHARS
 
+pytestmark = pytest.mark.both_engines
+
 OWN = "agent:main:main"
 CALLER = Caller(OWN)  # default visibility: tree
 AGENT_CALLER = Caller(OWN, visibility="agent")
@@ -319,6 +321,7 @@ def test_query_without_a_searchable_token_returns_no_results(
 # --------------------------------------------------------------------------- ranking
 
 
+@pytest.mark.sqlite_only("bm25 is FTS5's; PostgreSQL's score is ts_rank")
 @pytest.mark.parametrize("caller", [AGENT_CALLER, EVERYTHING], ids=["agent", "everything"])
 def test_score_is_minus_bm25_computed_over_the_index(
     store: TranscriptStore, caller: Caller
@@ -337,6 +340,7 @@ def test_score_is_minus_bm25_computed_over_the_index(
     assert out["results"][1]["score"] == pytest.approx(idf * 1 * 2.2 / (1 + 1.2), rel=1e-9)
 
 
+@pytest.mark.sqlite_only("the narrow score formula is SQLite's; PostgreSQL's is ts_rank")
 def test_narrow_score_is_per_message_and_ignores_other_sessions(store: TranscriptStore) -> None:
     """``tree`` / ``self`` (docs/tools.md, "score"): BM25's term-frequency part with IDF 1 and
     a fixed reference length, from the message alone; other sessions' text changes nothing."""
@@ -697,7 +701,7 @@ def test_a_session_another_connection_makes_pending_is_hidden_at_once(
         }
     with engine.begin() as conn:
         conn.exec_driver_sql(
-            "UPDATE openclaw_index_state SET needs_rebuild = 1 WHERE session_id = 's2'"
+            "UPDATE openclaw_index_state SET needs_rebuild = TRUE WHERE session_id = 's2'"
         )
     out = store.search(EVERYTHING, "zebra")
     assert [r["sessionId"] for r in out["results"]] == ["s1"] and out["indexing"] is True
@@ -705,7 +709,9 @@ def test_a_session_another_connection_makes_pending_is_hidden_at_once(
     assert len(store.search(EVERYTHING, "zebra")["results"]) == 2
     # Rows of a session made incognito behind the plugin's back are not shown either.
     with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE openclaw_sessions SET incognito = 1 WHERE session_id = 's1'")
+        conn.exec_driver_sql(
+            "UPDATE openclaw_sessions SET incognito = TRUE WHERE session_id = 's1'"
+        )
     out = store.search(EVERYTHING, "zebra")
     assert [r["sessionId"] for r in out["results"]] == ["s2"] and "indexing" not in out
 

@@ -21,6 +21,8 @@ from openclaw_fts.history import CHAT_HISTORY_MAX_ENTRIES, DEFAULT_HISTORY_LIMIT
 from openclaw_fts.search import MAX_BATCH_QUERIES
 from openclaw_fts.visibility import is_incognito_session_key
 
+pytestmark = pytest.mark.both_engines
+
 ME = "agent:main:main"
 ALL = Caller(ME, visibility="all", agent_to_agent=AgentToAgent(enabled=True))
 

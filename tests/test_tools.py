@@ -16,6 +16,8 @@ from factories import chain
 
 from openclaw_fts import Caller, TranscriptStore, tools
 
+pytestmark = pytest.mark.both_engines
+
 ME = "agent:main:main"
 CALLER = Caller(ME)
 T0 = 1_790_000_000_000

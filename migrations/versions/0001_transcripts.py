@@ -21,6 +21,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+# seq columns: 64-bit on every engine (SQLite's INTEGER is; BIGINT elsewhere).
+SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
 revision: str = "0001_transcripts"
 down_revision: str | None = None
 branch_labels: tuple[str, ...] | None = ("openclaw_fts",)
@@ -53,7 +56,7 @@ def upgrade() -> None:
         sa.Column("owner_session_key", KEY, nullable=True),
         sa.Column("archived", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("incognito", sa.Boolean(), server_default=sa.false(), nullable=False),
-        sa.Column("last_seq", sa.Integer(), server_default=sa.text("-1"), nullable=False),
+        sa.Column("last_seq", SEQ, server_default=sa.text("-1"), nullable=False),
         sa.Column(
             "created_at",
             sa.DateTime(timezone=True),
@@ -79,7 +82,7 @@ def upgrade() -> None:
     op.create_table(
         "transcript_events",
         sa.Column("session_id", KEY, nullable=False),
-        sa.Column("seq", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("seq", SEQ, autoincrement=False, nullable=False),
         sa.Column("event_id", KEY, nullable=True),
         sa.Column("parent_id", KEY, nullable=True),
         sa.Column("type", sa.String(64), nullable=True),
@@ -104,7 +107,7 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("session_id", KEY, nullable=False),
         sa.Column("tip_id", KEY, nullable=True),
-        sa.Column("tip_seq", sa.Integer(), nullable=True),
+        sa.Column("tip_seq", SEQ, nullable=True),
         sa.Column("is_active", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.ForeignKeyConstraint(
             ["session_id"],

@@ -31,6 +31,9 @@ from sqlalchemy.exc import DBAPIError
 
 from openclaw_fts.errors import UnsupportedDatabaseError
 
+# seq columns: 64-bit on every engine (SQLite's INTEGER is; BIGINT elsewhere).
+SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
 revision: str = "0002_index"
 down_revision: str | None = "0001_transcripts"
 branch_labels: tuple[str, ...] | None = None
@@ -160,7 +163,7 @@ def upgrade() -> None:
         index_state,
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("session_id", KEY, nullable=False),
-        sa.Column("indexed_seq", sa.Integer(), server_default=sa.text("-1"), nullable=False),
+        sa.Column("indexed_seq", SEQ, server_default=sa.text("-1"), nullable=False),
         sa.Column("indexed_leaf", KEY, nullable=True),
         sa.Column("needs_rebuild", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("generation", sa.Integer(), server_default=sa.text("0"), nullable=False),
@@ -178,7 +181,7 @@ def upgrade() -> None:
         "message_index",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("session_id", KEY, nullable=False),
-        sa.Column("seq", sa.Integer(), nullable=False),
+        sa.Column("seq", SEQ, nullable=False),
         sa.Column("event_id", KEY, nullable=False),
         sa.Column("role", sa.String(16), nullable=False),
         sa.Column("timestamp_ms", sa.BigInteger(), nullable=False),

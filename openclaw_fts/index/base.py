@@ -12,7 +12,7 @@ backend at module load (each backend registers itself when its package is import
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -192,6 +192,10 @@ class Writer(Protocol):
         ``sqlalchemy.exc.IntegrityError`` (whatever the driver)."""
         ...
 
+    def unstorable(self, values: Iterable[object]) -> str | None:
+        """Why one of these text values cannot be stored on this engine (None: all can)."""
+        ...
+
     def lock_session(self, conn: Connection, session_id: str) -> None:
         """Serialise appends to one session until the transaction ends (before its
         ``last_seq`` is read)."""
@@ -208,9 +212,6 @@ class Writer(Protocol):
     def load_tree(
         self, conn: Connection, session_id: str
     ) -> tuple[list[TreeNode], dict[int, dict[str, Any]]]: ...
-    def load_events(
-        self, conn: Connection, session_id: str
-    ) -> list[tuple[int, dict[str, Any]]]: ...
     def branch_events(
         self,
         conn: Connection,

@@ -12,7 +12,7 @@ rows only through a backend's ``insert_rows`` / ``delete_rows``. "Pending" is :m
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -107,6 +107,10 @@ class SqlWriter:
 
     def index_row_sizes(self, conn: Connection, session_id: str) -> list[tuple[int, int, int]]:
         raise NotImplementedError
+
+    def unstorable(self, values: Iterable[object]) -> str | None:
+        """Why one of these values (ids, keys, derived columns) cannot be stored, or None."""
+        return None
 
     def lock_session(self, conn: Connection, session_id: str) -> None:
         """Serialise appends to one session until the transaction ends (SQLite: its write
@@ -284,14 +288,6 @@ class SqlWriter:
                     )
                 )
         return nodes, parsed
-
-    def load_events(self, conn: Connection, session_id: str) -> list[tuple[int, dict[str, Any]]]:
-        result = self.run(
-            conn,
-            "SELECT seq, event FROM transcript_events WHERE session_id = :sid ORDER BY seq",
-            {"sid": session_id},
-        )
-        return [(int(seq), stored_event(raw)) for seq, raw in result]
 
     def branch_events(
         self,

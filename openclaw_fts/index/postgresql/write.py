@@ -13,7 +13,7 @@ the full-text row; appends to one session are serialised by ``SELECT … FOR UPD
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, TextClause, text
@@ -75,7 +75,8 @@ class PostgresWriter(SqlWriter):
                     "event_id": r.event_id,
                     "role": r.role,
                     "timestamp_ms": r.timestamp_ms,
-                    "body": r.body,
+                    # NUL is the one character PostgreSQL text refuses; it is no word character.
+                    "body": r.body.replace("\x00", " "),
                     "sess": r.sess,
                 }
                 for r in rows
@@ -95,6 +96,11 @@ class PostgresWriter(SqlWriter):
                 {"sid": session_id},
             )
         ]
+
+    def unstorable(self, values: Iterable[object]) -> str | None:
+        if any(isinstance(v, str) and "\x00" in v for v in values):
+            return "PostgreSQL text cannot hold a NUL character (U+0000)"
+        return None
 
     def lock_session(self, conn: Connection, session_id: str) -> None:
         self.run(

@@ -1,0 +1,106 @@
+"""The read statements about sessions themselves (not the text index) that the tools run:
+resolving a ``sessionKey`` to a stored key, judging whether the caller may reach it, and listing
+a key's visible incarnations and reading a session's events for history.
+
+Invariant: each is one statement, the caller's visibility rendered for the connection's dialect
+(:func:`openclaw_fts.visibility.visible`) inside it, with every value bound; the SQL is the same
+on SQLite and PostgreSQL (booleans read through ``CASE WHEN``, literals ``TRUE`` / ``FALSE``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, text
+
+from ..jsonsafe import stored_event
+from ..visibility import visible
+
+if TYPE_CHECKING:
+    from ..visibility import Caller
+
+
+def _unstorable(conn: Connection, value: str) -> bool:
+    """A value no row of this engine can hold (PostgreSQL text: a NUL), so it matches none."""
+    return conn.dialect.name == "postgresql" and "\x00" in value
+
+
+def lookup_key(conn: Connection, raw: str, *, scope_key: str | None) -> str | None:
+    """The session key ``raw`` names: a stored key, else the key of the session whose id it is;
+    ``scope_key``: only among that key's own session and the sessions it spawned."""
+    if _unstorable(conn, raw):
+        return None
+    scope = ""
+    params: dict[str, str] = {"raw": raw}
+    if scope_key is not None:
+        scope = " AND (s.session_key = :me OR s.spawned_by = :me)"
+        params["me"] = scope_key
+    row = conn.execute(
+        text(
+            f"SELECT s.session_key FROM openclaw_sessions AS s WHERE s.session_key = :raw{scope} "
+            "LIMIT 1"
+        ),
+        params,
+    ).first()
+    if row is None:
+        row = conn.execute(
+            text(
+                f"SELECT s.session_key FROM openclaw_sessions AS s WHERE s.session_id = :raw{scope}"
+            ),
+            params,
+        ).first()
+    return None if row is None else str(row[0])
+
+
+def judge_key(
+    conn: Connection, caller: Caller, key: str, virtual_agent: str, *, for_search: bool
+) -> tuple[bool, bool, str, bool]:
+    """``(visible, stored, agent_id, incognito)`` of ``key`` for ``caller``: judged as its stored
+    sessions are, or — none stored — as a session of that key in ``virtual_agent`` would be
+    (so the answer never tells whether a hidden key exists)."""
+    if _unstorable(conn, key):
+        key = key.replace("\x00", "\ufffd")  # no stored key holds it: judged as a new one
+    pred = visible(caller, "s", for_search=for_search, dialect=conn.dialect.name)
+    row = conn.execute(
+        text(
+            f"SELECT coalesce(max(CASE WHEN {pred.sql} THEN 1 ELSE 0 END), 0), "
+            "coalesce(sum(s.stored), 0), max(s.agent_id), "
+            "coalesce(max(CASE WHEN s.incognito THEN 1 ELSE 0 END), 0) FROM ("
+            "SELECT s0.session_key, s0.agent_id, s0.owner_session_key, s0.spawned_by, "
+            "s0.parent_session_key, s0.incognito, 1 AS stored FROM openclaw_sessions AS s0 "
+            "WHERE s0.session_key = :acc_key UNION ALL "
+            "SELECT :acc_key, :acc_agent, NULL, NULL, NULL, FALSE, 0 WHERE NOT EXISTS "
+            "(SELECT 1 FROM openclaw_sessions AS s1 WHERE s1.session_key = :acc_key)) AS s"
+        ),
+        {**pred.params, "acc_key": key, "acc_agent": virtual_agent},
+    ).one()
+    return bool(row[0]), bool(row[1]), str(row[2]), bool(row[3])
+
+
+def incarnations(
+    conn: Connection, caller: Caller, session_key: str, session_id: str | None
+) -> list[str]:
+    """The incarnations (session ids) of ``session_key`` the caller may read, newest first;
+    only ``session_id`` when given."""
+    if _unstorable(conn, session_key) or (session_id is not None and _unstorable(conn, session_id)):
+        return []
+    pred = visible(caller, "s", for_search=False, dialect=conn.dialect.name)
+    where = "s.session_key = :k" + (" AND s.session_id = :sid" if session_id is not None else "")
+    rows = conn.execute(
+        text(
+            f"SELECT s.session_id FROM openclaw_sessions AS s WHERE {where} AND {pred.sql} "
+            "ORDER BY s.created_at DESC, s.session_id DESC"
+        ),
+        {**pred.params, "k": session_key, "sid": session_id},
+    ).all()
+    return [str(r[0]) for r in rows]
+
+
+def events(conn: Connection, session_id: str) -> list[tuple[int, dict[str, Any]]]:
+    """Every stored event of a session as ``(seq, event)``, in seq order (a row that is not a
+    JSON object reads as ``{}``)."""
+    rows = conn.execute(
+        text("SELECT seq, event FROM transcript_events WHERE session_id = :sid ORDER BY seq"),
+        {"sid": session_id},
+    )
+    return [(int(seq), stored_event(raw)) for seq, raw in rows]
