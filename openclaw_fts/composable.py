@@ -5,24 +5,25 @@ Invariant: the statement returned never yields a row the caller may not see (the
 predicate of :func:`openclaw_fts.visibility.visible`, incognito sessions excluded) nor a row of
 a pending session (whose index may be stale); whatever a host adds (joins, WHERE, LIMIT) can
 only narrow it. Unlike ``sessions_search`` it carries no snippet, redaction or size cap: it
-returns identifiers and ranks, not text. Order is ``rank`` (bm25, lower is better) then
-``hit_id``; :class:`Cursor` continues after a row in that order (keyset pagination).
+returns identifiers and ranks, not text. Order is ``rank`` (lower is better: bm25 on SQLite,
+``-ts_rank`` on PostgreSQL, as in ``sessions_search``) then ``hit_id``; :class:`Cursor`
+continues after a row in that order (keyset pagination). The engine's own match and rank come
+from its backend package (``index/<dialect>/compose.py``); the statement is SQLAlchemy Core.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from sqlalchemy import Select, and_, column, false, func, literal_column, or_, select, table, text
+from sqlalchemy import Select, and_, column, false, literal_column, or_, select, table, text
 
-from .index import sqlite as fts
+from .dialects import require_index_dialect
 from .models import INDEX_VERSION
 from .query import compile_query
 from .visibility import Caller, visible
 
-_fts = table(fts.FTS_TABLE, column("rowid"))
 _mi = table(
-    fts.CONTENT_TABLE,
+    "message_index",
     column("id"),
     column("session_id"),
     column("seq"),
@@ -49,50 +50,66 @@ class Cursor(NamedTuple):
     hit_id: int
 
 
-def search_select(caller: Caller, query: str, *, after: Cursor | None = None) -> Select[Any]:
+def search_select(
+    caller: Caller, query: str, *, after: Cursor | None = None, dialect: str = "sqlite"
+) -> Select[Any]:
     """Hits of ``query`` (the plugin's query language) visible to ``caller``, as columns
     ``hit_id, session_id, session_key, message_id, seq, role, timestamp_ms, rank``, ordered by
-    rank. Wrap it (``.subquery()``) to join the host's tables; add ``.limit(n)`` per page and
-    pass the last row's ``Cursor(rank, hit_id)`` as ``after`` for the next one."""
-    rank = func.bm25(literal_column(fts.FTS_TABLE), *fts_weights()).label("rank")
+    rank, for a database of ``dialect`` (``"sqlite"`` or ``"postgresql"``:
+    ``engine.dialect.name``). Wrap it (``.subquery()``) to join the host's tables; add
+    ``.limit(n)`` per page and pass the last row's ``Cursor(rank, hit_id)`` as ``after`` for
+    the next one."""
+    require_index_dialect(dialect)
+    if dialect == "postgresql":
+        from .index.postgresql.compose import match_parts
+    else:
+        from .index.sqlite.compose import match_parts
+    compiled = compile_query(query) if isinstance(query, str) else None
+    if compiled is None:
+        compiled = compile_query("x")  # any valid query: the statement is emptied below
+        empty = True
+    else:
+        empty = False
+    assert compiled is not None
+    source, joined, match, rank_expr = match_parts(_mi, compiled)
+    rank = rank_expr.label("rank")
+    stmt = select(
+        _mi.c.id.label("hit_id"),
+        _mi.c.session_id,
+        _s.c.session_key,
+        _mi.c.event_id.label("message_id"),
+        _mi.c.seq,
+        _mi.c.role,
+        _mi.c.timestamp_ms,
+        rank,
+    )
+    stmt = stmt.select_from(source).join(_mi, joined) if source is not None else stmt
     stmt = (
-        select(
-            _mi.c.id.label("hit_id"),
-            _mi.c.session_id,
-            _s.c.session_key,
-            _mi.c.event_id.label("message_id"),
-            _mi.c.seq,
-            _mi.c.role,
-            _mi.c.timestamp_ms,
-            rank,
-        )
-        .select_from(_fts)
-        .join(_mi, _mi.c.id == _fts.c.rowid)
-        .join(_s, _s.c.session_id == _mi.c.session_id)
+        stmt.join(_s, _s.c.session_id == _mi.c.session_id)
         .join(
             _st,
             and_(
                 _st.c.session_id == _s.c.session_id,
-                _st.c.needs_rebuild == 0,
+                _st.c.needs_rebuild == false(),
                 _st.c.indexed_seq >= _s.c.last_seq,
                 _st.c.index_version == INDEX_VERSION,
             ),
         )
         .order_by(literal_column("rank"), _mi.c.id)
     )
-    compiled = compile_query(query) if isinstance(query, str) else None
-    if compiled is None:
+    if empty:
         return stmt.where(false())
-    predicate = visible(caller, "s")
-    stmt = stmt.where(
-        literal_column(fts.FTS_TABLE).op("MATCH")(compiled.match),
-        text(predicate.sql).bindparams(**predicate.params),
-    )
+    predicate = visible(caller, "s", dialect=dialect)
+    stmt = stmt.where(match, text(predicate.sql).bindparams(**predicate.params))
     if after is not None:
-        stmt = stmt.where(or_(rank > after.rank, and_(rank == after.rank, _mi.c.id > after.hit_id)))
+        stmt = stmt.where(
+            or_(rank_expr > after.rank, and_(rank_expr == after.rank, _mi.c.id > after.hit_id))
+        )
     return stmt
 
 
 def fts_weights() -> tuple[float, ...]:
-    """The bm25 column weights ``sessions_search`` ranks with."""
-    return tuple(float(w) for w in fts.BM25_WEIGHTS.split(","))
+    """The bm25 column weights ``sessions_search`` ranks with (SQLite)."""
+    from .index.sqlite.compose import fts_weights as weights
+
+    return weights()

@@ -3,11 +3,14 @@ with the caller's visibility and the pending filter already inside."""
 
 from __future__ import annotations
 
+import pytest
 from factories import chain, msg
 from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, insert, select
 
 from openclaw_fts import AgentSession, Caller, TranscriptStore
 from openclaw_fts.composable import Cursor, search_select
+
+pytestmark = pytest.mark.both_engines
 
 #: Hits per page in the pagination test.
 PAGE = 3
@@ -39,9 +42,25 @@ def seed(store: TranscriptStore) -> None:
         )
 
 
+#: The same raw edit of an event's JSON, behind the plugin's back, in each engine's SQL.
+EDIT_SQL = {
+    "sqlite": "UPDATE transcript_events SET event = json_set(event, '$.message.content', "
+    "'deploy changed') WHERE session_id = 's0' AND seq = 0",
+    "postgresql": "UPDATE transcript_events SET event = jsonb_set(event::jsonb, "
+    "'{message,content}', '\"deploy changed\"')::text WHERE session_id = 's0' AND seq = 0",
+}
+
+
+def D(store: TranscriptStore) -> str:
+    """The dialect of the store's database."""
+    return store.engine.dialect.name
+
+
 def test_hits_join_the_hosts_table_and_filter_on_it(store: TranscriptStore) -> None:
     seed(store)
-    hits = search_select(Caller("agent:main:a", visibility="all"), "deploy").subquery()
+    hits = search_select(
+        Caller("agent:main:a", visibility="all"), "deploy", dialect=D(store)
+    ).subquery()
     stmt = (
         select(hits.c.session_id, hits.c.message_id, chats.c.project_id)
         .join(chats, chats.c.session_id == hits.c.session_id)
@@ -59,16 +78,17 @@ def test_visibility_and_pending_sessions_are_inside_the_statement(store: Transcr
     seed(store)
     store.rewind("s1", "m0")  # repaired inline: still visible
     with store.engine.begin() as conn:  # written behind the hooks: pending
-        conn.exec_driver_sql(
-            "UPDATE transcript_events SET event = json_set(event, '$.message.content', "
-            "'deploy changed') WHERE session_id = 's0' AND seq = 0"
-        )
+        conn.exec_driver_sql(EDIT_SQL[conn.dialect.name])
     with store.engine.connect() as conn:
-        own = conn.execute(search_select(Caller("agent:main:b", visibility="self"), "deploy"))
+        own = conn.execute(
+            search_select(Caller("agent:main:b", visibility="self"), "deploy", dialect=D(store))
+        )
         assert {r.session_id for r in own} == {"s1"}
-        every = conn.execute(search_select(Caller("agent:main:b", visibility="all"), "deploy"))
+        every = conn.execute(
+            search_select(Caller("agent:main:b", visibility="all"), "deploy", dialect=D(store))
+        )
         assert {r.session_id for r in every} == {"s1"}  # s0 pending, s2 another agent's
-        none = conn.execute(search_select(Caller("agent:main:b"), "   ")).all()
+        none = conn.execute(search_select(Caller("agent:main:b"), "   ", dialect=D(store))).all()
         assert none == []
 
 
@@ -77,10 +97,12 @@ def test_keyset_pages_cover_every_hit_once_in_rank_order(store: TranscriptStore)
     store.append("s0", msg("x1", "deploy deploy deploy", parent="m3"))
     caller = Caller("agent:main:a", visibility="agent")
     with store.engine.connect() as conn:
-        everything = conn.execute(search_select(caller, "deploy")).all()
+        everything = conn.execute(search_select(caller, "deploy", dialect=D(store))).all()
         pages, after = [], None
         while True:
-            page = conn.execute(search_select(caller, "deploy", after=after).limit(PAGE)).all()
+            page = conn.execute(
+                search_select(caller, "deploy", after=after, dialect=D(store)).limit(PAGE)
+            ).all()
             if not page:
                 break
             pages.append(page)
