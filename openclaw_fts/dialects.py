@@ -2,9 +2,9 @@
 
 Invariant: an engine or URL of a dialect outside :data:`SCHEMA_DIALECTS` is refused with
 :class:`~openclaw_fts.errors.UnsupportedDatabaseError` naming the supported ones before any
-statement runs on it; a dialect whose schema migrates but that has no index backend yet
-(PostgreSQL, issue #15) is refused the same way by everything that would write or search the
-index (``TranscriptStore``, ``install``), while ``openclaw_fts.migrate`` still accepts it.
+statement runs on it; a dialect whose schema migrates but that has no index backend would be
+refused the same way by everything that writes or searches the index (``TranscriptStore``,
+``install``), while ``openclaw_fts.migrate`` still accepts it — today both lists agree.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def require_index_dialect(name: str) -> None:
     if name not in INDEX_DIALECTS:
         raise UnsupportedDatabaseError(
             f"openclaw-fts: the {name} schema can be migrated from Python "
-            f"(openclaw_fts.migrate.upgrade(engine)), but the {name} index backend is not "
-            f"available yet (issue #15), so the store, install() and the command line support "
-            f"only: {', '.join(INDEX_DIALECTS)}"
+            f"(openclaw_fts.migrate.upgrade(engine)), but there is no {name} index backend, so "
+            f"the store, install() and the command line support only: "
+            f"{', '.join(INDEX_DIALECTS)}"
         )

@@ -170,16 +170,24 @@ def test_upgrade_is_idempotent(pg_engine: Engine) -> None:
     assert (tables(pg_engine), search_objects(pg_engine)) == before
 
 
-def test_store_path_upgrades_then_refuses_until_the_backend_exists(pg_url: str) -> None:
-    """``openclaw-fts upgrade`` / ``migrate.upgrade`` work on PostgreSQL today; the store says
-    plainly that its index backend does not exist yet instead of failing inside ``append``."""
+def test_the_store_migrates_a_fresh_database_and_indexes_on_it(pg_url: str) -> None:
+    """``TranscriptStore`` on a fresh PostgreSQL database migrates it to head and indexes."""
     engine = make_engine(pg_url)
     try:
-        with pytest.raises(UnsupportedDatabaseError, match="not available yet"):
-            openclaw_fts.TranscriptStore(engine, background=False)
-        assert tables(engine) == set()  # refused before migrating anything
-        migrate.upgrade(engine)
-        assert tables(engine) == PLUGIN_TABLES | {VERSION_TABLE}
+        assert tables(engine) == set()
+        with openclaw_fts.TranscriptStore(engine, background=False) as store:
+            assert tables(engine) == PLUGIN_TABLES | {VERSION_TABLE}
+            store.create_session("s1", "agent:main:main")
+            store.append(
+                "s1",
+                {
+                    "type": "message",
+                    "id": "m1",
+                    "message": {"role": "user", "content": "a fresh postgres database"},
+                },
+            )
+            caller = openclaw_fts.Caller("agent:main:main")
+            assert [h["messageId"] for h in store.search(caller, "postgres")["results"]] == ["m1"]
     finally:
         engine.dispose()
 
@@ -248,13 +256,13 @@ def plugin_functions(engine: Engine) -> set[str]:
     return {r[0] for r in rows}
 
 
-def test_cli_on_postgresql_says_the_backend_is_not_available_yet(
+def test_cli_on_an_unmigrated_postgresql_database_says_to_upgrade(
     pg_url: str, tmp_path: Path
 ) -> None:
     proc = run(tmp_path, "--db", pg_url, "status")
     assert proc.returncode != 0
     (line,) = proc.stderr.strip().splitlines()
-    assert "index backend is not available yet" in line and "migrate.upgrade" in line
+    assert "no openclaw-fts schema" in line and "upgrade" in line
 
 
 # -- downgrade -------------------------------------------------------------------------------
