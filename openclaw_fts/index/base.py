@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from ..errors import UnsupportedDatabaseError, shorten
 from ..query import CompiledQuery
@@ -286,52 +286,43 @@ class LeaseWait:
         )
 
 
-_READERS: dict[str, Callable[[], Reader]] = {}
-_READER_INSTANCES: dict[str, Reader] = {}
+_FACTORIES: dict[tuple[str, str], Callable[[], object]] = {}
+_INSTANCES: dict[tuple[str, str], object] = {}
 
 
 def register_reader(dialect: str, factory: Callable[[], Reader]) -> None:
     """Called once by a backend package at import."""
-    _READERS[dialect] = factory
-
-
-def reader(conn: Connection) -> Reader:
-    """The read backend for ``conn``'s dialect (one instance per dialect)."""
-    name = conn.dialect.name
-    found = _READER_INSTANCES.get(name)
-    if found is None:
-        if name not in _READERS:
-            _load(name)
-        if name not in _READERS:
-            raise _unsupported(name)
-        found = _READER_INSTANCES[name] = _READERS[name]()
-    return found
-
-
-def _unsupported(name: str) -> UnsupportedDatabaseError:
-    return UnsupportedDatabaseError(f"openclaw-fts has no index backend for {name!r} databases")
-
-
-_WRITERS: dict[str, Callable[[], Writer]] = {}
-_WRITER_INSTANCES: dict[str, Writer] = {}
+    _FACTORIES["read", dialect] = factory
 
 
 def register_writer(dialect: str, factory: Callable[[], Writer]) -> None:
     """Called once by a backend package at import."""
-    _WRITERS[dialect] = factory
+    _FACTORIES["write", dialect] = factory
+
+
+def _backend(side: str, conn: Connection) -> object:
+    """One instance per (side, dialect), made on first use."""
+    key = (side, conn.dialect.name)
+    found = _INSTANCES.get(key)
+    if found is None:
+        if key not in _FACTORIES:
+            _load(key[1])
+        if key not in _FACTORIES:
+            raise UnsupportedDatabaseError(
+                f"openclaw-fts has no index backend for {key[1]!r} databases"
+            )
+        found = _INSTANCES[key] = _FACTORIES[key]()
+    return found
+
+
+def reader(conn: Connection) -> Reader:
+    """The read backend for ``conn``'s dialect."""
+    return cast("Reader", _backend("read", conn))
 
 
 def writer(conn: Connection) -> Writer:
-    """The write backend for ``conn``'s dialect (one instance per dialect)."""
-    name = conn.dialect.name
-    found = _WRITER_INSTANCES.get(name)
-    if found is None:
-        if name not in _WRITERS:
-            _load(name)
-        if name not in _WRITERS:
-            raise _unsupported(name)
-        found = _WRITER_INSTANCES[name] = _WRITERS[name]()
-    return found
+    """The write backend for ``conn``'s dialect."""
+    return cast("Writer", _backend("write", conn))
 
 
 def _load(name: str) -> None:

@@ -9,10 +9,12 @@ three are kept next to each other so they cannot drift. Booleans are compared wi
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Connection, text
 
 from ..models import INDEX_VERSION
-from .base import StateRow
+from .base import SearchRequest, StateRow
 
 #: "This session is pending", over ``openclaw_sessions s LEFT JOIN openclaw_index_state st``.
 PENDING_CONDITION = (
@@ -75,3 +77,19 @@ def drop_lease(conn: Connection, name: str, holder: str) -> None:
         text("DELETE FROM reconcile_lease WHERE name = :n AND holder = :h"),
         {"n": name, "h": holder},
     )
+
+
+def user_filters(req: SearchRequest, params: dict[str, Any]) -> str:
+    """The search's own filters over index rows ``mi`` (``role``, ``since``, ``until``) as
+    ``AND …`` SQL, their values added to ``params``."""
+    filters = []
+    if req.role is not None:
+        filters.append("AND mi.role = :role")
+        params["role"] = req.role
+    if req.since is not None:
+        filters.append("AND mi.timestamp_ms >= :since")
+        params["since"] = req.since
+    if req.until is not None:
+        filters.append("AND mi.timestamp_ms <= :until")
+        params["until"] = req.until
+    return " ".join(filters)

@@ -22,7 +22,7 @@ from ... import transcript
 from ...tokens import body_is_clean_text, clean_text
 from ...visibility import visible
 from ..base import Hit, SearchRequest
-from ..common import EXACT_JOIN, PENDING_CONDITION
+from ..common import EXACT_JOIN, PENDING_CONDITION, user_filters
 from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
 from .query import render
 
@@ -66,16 +66,7 @@ def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, d
     assert tsquery is not None
     where, params = _visible_sql(caller, req.session_key)
     params.update(q=tsquery, lim=req.limit + 1)
-    filters = []
-    if req.role is not None:
-        filters.append("AND mi.role = :role")
-        params["role"] = req.role
-    if req.since is not None:
-        filters.append("AND mi.timestamp_ms >= :since")
-        params["since"] = req.since
-    if req.until is not None:
-        filters.append("AND mi.timestamp_ms <= :until")
-        params["until"] = req.until
+    filters = user_filters(req, params)
     pending = ""
     if not exact:
         pending = _CLEAN_JOIN
@@ -92,7 +83,7 @@ def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, d
         f"AS rank FROM {CONTENT_TABLE} AS mi "
         f"JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
         f"WHERE mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} "
-        f"{' '.join(filters)} ORDER BY {order} LIMIT :lim"
+        f"{filters} ORDER BY {order} LIMIT :lim"
     )
     return sql, params
 

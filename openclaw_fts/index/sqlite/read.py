@@ -19,7 +19,7 @@ from ...models import INDEX_VERSION
 from ...tokens import body_is_clean_text, clean_text
 from ...visibility import Caller, Predicate, visible
 from ..base import Hit, SearchRequest
-from ..common import EXACT_JOIN, PENDING_CONDITION
+from ..common import EXACT_JOIN, PENDING_CONDITION, user_filters
 from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, agent_token, cursor
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
@@ -238,16 +238,7 @@ class SqliteReader:
             if scope is not None:
                 params["agent_tok"] = scope[0]
                 match = _scoped_match(scope[1])
-        filters = []
-        if req.role is not None:
-            filters.append("AND mi.role = :role")
-            params["role"] = req.role
-        if req.since is not None:
-            filters.append("AND mi.timestamp_ms >= :since")
-            params["since"] = req.since
-        if req.until is not None:
-            filters.append("AND mi.timestamp_ms <= :until")
-            params["until"] = req.until
+        filters = user_filters(req, params)
         score = f"bm25({FTS_TABLE}, {BM25_WEIGHTS})"
         # mi.id last: two incarnations of one session key may hold the same message id.
         order = "mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
@@ -268,7 +259,7 @@ class SqliteReader:
             f"ON mi.id = {FTS_TABLE}.rowid "
             f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
             f"WHERE {FTS_TABLE} MATCH {match} AND {where} "
-            f"{' '.join(filters)} {'ORDER BY ' + order if order else ''} {limit}"
+            f"{filters} {'ORDER BY ' + order if order else ''} {limit}"
         )
         return sql, params
 
