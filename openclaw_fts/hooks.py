@@ -33,6 +33,7 @@ from .errors import (
     quoted,
     shorten,
 )
+from .index.base import EVENT_COLUMNS
 from .index.base import writer as index_writer
 from .index.sqlite import connect as sqlite_connect
 from .models import MAX_KEY_LENGTH, AgentSession, TranscriptEvent, dump_event
@@ -337,19 +338,7 @@ def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
 
 
 #: Columns a bulk ``insert(TranscriptEvent)`` row may carry (the derived ones are recomputed).
-BULK_INSERT_COLUMNS = frozenset(
-    {
-        "session_id",
-        "event",
-        "event_id",
-        "parent_id",
-        "type",
-        "role",
-        "target_id",
-        "side",
-        "timestamp_ms",
-    }
-)
+BULK_INSERT_COLUMNS = frozenset(EVENT_COLUMNS) - {"seq"}
 
 
 def _on_orm_execute(state: ORMExecuteState) -> Result[Any] | None:
