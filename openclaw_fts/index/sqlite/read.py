@@ -1,10 +1,13 @@
 """The search side of the SQLite FTS5 index: :class:`SqliteReader`, the :class:`~..base.Reader`
 of ``sqlite`` databases.
 
-Invariant: visibility, the pending filter and every user filter are in the same statement as
-the full-text MATCH, before ranking and LIMIT — hidden sessions never consume the limit. Every
-statement runs on the DBAPI cursor of the caller's transaction (:func:`cursor`), so all of one
-search reads one snapshot. Nothing here writes.
+Invariant: hidden sessions never consume the limit and never appear. Either visibility, the
+pending filter and every user filter are in the same statement as the full-text MATCH, before
+ranking and LIMIT (narrow callers: every visible match is fetched and ranked here), or — no
+filter but visibility, nothing pending — FTS5 ranks alone and the top rows are judged by the
+visibility, the statement deciding whenever those rows cannot prove the answer. Every statement
+runs on the DBAPI cursor of the caller's transaction (:func:`cursor`), so all of one search reads
+one snapshot. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ NARROW_K1 = 1.2
 NARROW_B = 0.75
 #: The reference message length in characters (the "average document length" of the formula).
 NARROW_REFERENCE_CHARS = 256
-#: Marks highlight() puts around each instance (control characters: not in indexed text).
+#: Marks highlight() puts around each instance (control characters; a message that holds
+#: U+0001 itself scores a little higher: only the order depends on it, never what is visible).
 _OPEN, _CLOSE = "\x01", "\x02"
 
 
