@@ -110,7 +110,7 @@ def on_appended(
         repair_or_mark(conn, session_id, was_clean=True)  # empty, unrooted or "no leaf" branch
         return
     rows: list[NewRow] = []
-    token = writer(conn).session_token(state.id, context.agent_id)
+    token = writer(conn).session_token(state.id)
     expected = appended[0].seq
     # The append cursor, where known: nothing is stored yet in a fresh session; otherwise it
     # is learnt from the appends themselves (or, for the first one, from the row before it).
@@ -342,7 +342,7 @@ def plan_session(
             if total > max_text_bytes:
                 return None
     state = context.state or create_state(conn, session_id, clean=False)
-    token = backend.session_token(state.id, context.agent_id)
+    token = backend.session_token(state.id)
     if not trust_stored:
         stored = {r.event_id: r for r in backend.index_rows(conn, session_id)}
     tips = set(tree.tips)
@@ -364,7 +364,6 @@ def plan_session(
         old = stored.pop(row.event_id, None)
         if old is not None and (
             old.body == body
-            and old.sess == token
             and old.role == row.role
             and old.seq == row.seq
             and (row.timestamp is None or row.timestamp == old.timestamp_ms)

@@ -147,7 +147,7 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     """The plugin's revisions as the host's ``alembic_version`` records them (empty: the host's
     history does not hold the plugin). A host revision that ``depends_on`` a plugin revision
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
-    all of today's models (and the newest revision's triggers) present means head."""
+    all of today's models present means head."""
     if isinstance(bind, Engine):
         with bind.connect() as conn:
             return host_revisions(conn)
@@ -162,7 +162,7 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     from .models import metadata
 
     present = set(inspect(bind).get_table_names()) & set(metadata.tables)
-    if present == set(metadata.tables) and _head_triggers_present(bind):
+    if present == set(metadata.tables):
         return tuple(sorted(head_revisions()))
     if present:
         raise HostManagedSchemaError(
@@ -170,20 +170,6 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
             "openclaw-fts schema: run `alembic upgrade heads` in the host project"
         )
     return ()
-
-
-def _head_triggers_present(conn: Connection) -> bool:
-    """Whether the SQLite triggers that only the newest revision creates exist (0006 adds a
-    trigger and no table, so the tables alone cannot tell 0005 from head)."""
-    if conn.dialect.name != "sqlite":
-        return True
-    from .index.sqlite import AGENT_CHANGE_TRIGGER
-
-    found = conn.exec_driver_sql(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = ?",
-        (AGENT_CHANGE_TRIGGER,),
-    ).scalar()
-    return bool(found)
 
 
 def is_host_managed(bind: Engine | Connection) -> bool:

@@ -49,8 +49,7 @@ SEQ = BigInteger().with_variant(Integer(), "sqlite")
 #: every session indexed under an older version becomes pending and is re-indexed.
 #: 2: OpenClaw's active-branch rules (append cursor, reset boundary, rows that never move the
 #: leaf). 3: the index holds the redacted text (a query can no longer match inside a secret).
-#: 4: the ``sess`` column also holds the session's agent token (agent-scoped searches).
-INDEX_VERSION = 4
+INDEX_VERSION = 3
 #: The column default of ``openclaw_index_state.index_version`` as migration 0002 created it.
 #: Writers always give the version; a row inserted without one counts as an older version
 #: (pending, so re-indexed), which is safe, and the schema stays the one the migrations create.

@@ -30,7 +30,7 @@ from openclaw_fts.index import postgresql as pg
 from openclaw_fts.models import INDEX_TABLES, TRANSCRIPT_TABLES
 
 REVISION_1 = "0001_transcripts"
-HEAD_REVISION = "0006_agent_token"
+HEAD_REVISION = "0005_namespaced_tables"
 PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES)
 #: Revision 1's tables under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}

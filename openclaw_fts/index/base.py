@@ -96,7 +96,6 @@ class SessionContext:
 
     last_seq: int
     incognito: bool
-    agent_id: str | None
     state: StateRow | None
 
 
@@ -180,7 +179,7 @@ class Writer(Protocol):
     def session_context(self, conn: Connection, session_id: str) -> SessionContext | None: ...
     def create_state(self, conn: Connection, session_id: str, *, clean: bool) -> StateRow: ...
     def mark_dirty(self, conn: Connection, session_ids: Sequence[str]) -> None: ...
-    def session_token(self, state_id: int, agent_id: str | None) -> str:
+    def session_token(self, state_id: int) -> str:
         """What the session's index rows carry beside their text (``sess``)."""
         ...
 

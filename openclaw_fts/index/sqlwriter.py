@@ -141,7 +141,7 @@ class SqlWriter:
     def session_context(self, conn: Connection, session_id: str) -> SessionContext | None:
         row = self.run(
             conn,
-            "SELECT s.last_seq, s.incognito, s.agent_id, st.id, st.indexed_seq, st.indexed_leaf, "
+            "SELECT s.last_seq, s.incognito, st.id, st.indexed_seq, st.indexed_leaf, "
             "st.needs_rebuild, st.generation, st.index_version FROM openclaw_sessions s "
             "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
             "WHERE s.session_id = :sid",
@@ -149,8 +149,8 @@ class SqlWriter:
         ).fetchone()
         if row is None:
             return None
-        state = _state(row[3:]) if row[3] is not None else None
-        return SessionContext(int(row[0]), bool(row[1]), row[2], state)
+        state = _state(row[2:]) if row[2] is not None else None
+        return SessionContext(int(row[0]), bool(row[1]), state)
 
     def create_state(self, conn: Connection, session_id: str, *, clean: bool) -> StateRow:
         self.run(
@@ -174,9 +174,9 @@ class SqlWriter:
             [{"sid": sid} for sid in session_ids],
         )
 
-    def session_token(self, state_id: int, agent_id: str | None) -> str:
-        """``s<state id>``: a backend that narrows by session through the text index writes
-        more (SQLite's also carries an agent token)."""
+    def session_token(self, state_id: int) -> str:
+        """``s<state id>`` (SQLite's narrow searches intersect the text with these tokens;
+        PostgreSQL's reader joins on the session instead and ignores the column)."""
         return f"s{state_id}"
 
     def session_ids(self, conn: Connection, keys: Sequence[str] | None) -> list[str]:

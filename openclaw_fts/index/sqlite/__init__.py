@@ -11,11 +11,8 @@ package writes FTS5 SQL.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import sqlite3
 from collections.abc import Iterator, Sequence
-from functools import lru_cache
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, text
@@ -67,25 +64,14 @@ CREATE_EVENT_DELETE_TRIGGER = (
     "WHERE session_id = old.session_id; END"
 )
 DROP_EVENT_DELETE_TRIGGER = f"DROP TRIGGER IF EXISTS {EVENT_DELETE_TRIGGER}"
-#: A session's rows carry its agent's token (:func:`agent_token`): a change of its agent makes
-#: it dirty, so the reconciler rewrites them under the new one (revision 0006).
-AGENT_CHANGE_TRIGGER = "openclaw_sessions_agent_changed"
-CREATE_AGENT_CHANGE_TRIGGER = (
-    f"CREATE TRIGGER IF NOT EXISTS {AGENT_CHANGE_TRIGGER} AFTER UPDATE OF agent_id ON "
-    "openclaw_sessions WHEN old.agent_id IS NOT new.agent_id BEGIN UPDATE openclaw_index_state "
-    "SET needs_rebuild = 1, generation = generation + 1 WHERE session_id = new.session_id; END"
-)
-DROP_AGENT_CHANGE_TRIGGER = f"DROP TRIGGER IF EXISTS {AGENT_CHANGE_TRIGGER}"
 
 CREATE_STATEMENTS = (
     CREATE_FTS,
     CREATE_DELETE_TRIGGER,
     CREATE_SEQ_TRIGGER,
     CREATE_EVENT_DELETE_TRIGGER,
-    CREATE_AGENT_CHANGE_TRIGGER,
 )
 DROP_STATEMENTS = (
-    DROP_AGENT_CHANGE_TRIGGER,
     DROP_EVENT_DELETE_TRIGGER,
     DROP_SEQ_TRIGGER,
     DROP_DELETE_TRIGGER,
@@ -155,30 +141,10 @@ def is_fts_table(name: str) -> bool:
     return name == FTS_TABLE or any(name == FTS_TABLE + s for s in FTS_SHADOW_SUFFIXES)
 
 
-#: First character of a session token (``s<state id>``) and of an agent token.
-SESSION_TOKEN_PREFIX = "s"
-AGENT_TOKEN_PREFIX = "a"
-#: Bytes of the agent id's SHA-256 kept in its token (80 bits: 16 base32 characters).
-AGENT_TOKEN_BYTES = 10
-
-
-@lru_cache(maxsize=1024)
-def agent_token(agent_id: str) -> str:
-    """The token every row of an agent's sessions carries in ``sess``: ``a`` + base32 (lower
-    case, no padding) of the agent id's SHA-256. One unicode61 token whatever the id holds
-    (any Unicode, blanks, quotes), never equal to a session token (``s<digits>``), and never
-    reachable by user query text (the query compiler confines user terms to ``body``)."""
-    digest = hashlib.sha256(agent_id.encode("utf-8", "surrogatepass")).digest()
-    code = base64.b32encode(digest[:AGENT_TOKEN_BYTES]).decode("ascii").lower()
-    return AGENT_TOKEN_PREFIX + code
-
-
-def session_token(state_id: int, agent_id: str | None) -> str:
-    """What a session's rows carry in the ``sess`` column: its own token ``s<state id>`` (the
-    narrow ``tree`` / ``self`` searches) and its agent's (:func:`agent_token`, the agent-scoped
-    ones)."""
-    own = f"{SESSION_TOKEN_PREFIX}{state_id}"
-    return own if agent_id is None else f"{own} {agent_token(agent_id)}"
+def session_token(state_id: int) -> str:
+    """The token a session's rows carry in the ``sess`` column (the narrow ``tree`` / ``self``
+    searches intersect the text with the visible sessions' tokens)."""
+    return f"s{state_id}"
 
 
 def insert_rows(conn: Connection, rows: Sequence[NewRow]) -> None:

@@ -1,10 +1,13 @@
 """The search side of the SQLite FTS5 index: :class:`SqliteReader`, the :class:`~..base.Reader`
 of ``sqlite`` databases.
 
-Invariant: visibility, the pending filter and every user filter are in the same statement as
-the full-text MATCH, before ranking and LIMIT — hidden sessions never consume the limit. Every
-statement runs on the DBAPI cursor of the caller's transaction (:func:`cursor`), so all of one
-search reads one snapshot. Nothing here writes.
+Invariant: hidden sessions never consume the limit and never appear. Either visibility, the
+pending filter and every user filter are in the same statement as the full-text MATCH, before
+ranking and LIMIT (narrow callers: every visible match is fetched and ranked here), or — no
+filter but visibility, nothing pending — FTS5 ranks alone and the top rows are judged by the
+visibility, the statement deciding whenever those rows cannot prove the answer. Every statement
+runs on the DBAPI cursor of the caller's transaction (:func:`cursor`), so all of one search reads
+one snapshot. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from ...tokens import body_is_clean_text, clean_text
 from ...visibility import Caller, Predicate, visible
 from ..base import Hit, SearchRequest
 from ..common import EXACT_JOIN, PENDING_CONDITION, user_filters
-from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, agent_token, cursor
+from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
 _PENDING_MEMO = "openclaw_fts_any_pending"
@@ -29,14 +32,14 @@ _PENDING_MEMO = "openclaw_fts_any_pending"
 #: at the limit are all in hand (equal scores are common: short messages of equal length); a
 #: longer tie falls back to the full ORDER BY. Measured: a LIMIT of 75 costs what 11 does.
 TIE_PROBE_ROWS = 64
-#: Matches of a query (over every session) up to which an agent-scoped search ranks the whole
-#: match set in FTS5 and keeps the visible top rows, rather than ANDing the agent's token in:
-#: bm25() walks each phrase's whole doclist, the agent token's included (a quarter of the
-#: corpus for one of four agents), which costs more than ranking a few thousand matches.
-#: The token's walk grows with the corpus, so the bound is a share of the index rows, never
-#: below :data:`SCOPED_RANK_ALL_MAX_MATCHES` (measured at 100k, four agents: the token wins from
-#: ~1,500 matches of the query up, ~1/64 of the rows).
-SCOPED_RANK_ALL_MAX_MATCHES = 1024
+#: Matches of a query (over every session) above which a caller who sees a share of the
+#: sessions (``agent``; ``all`` with or without agent-to-agent) is ranked by FTS5 alone, like a
+#: caller who sees everything: the top rows are joined and judged by the visibility afterwards
+#: (what sqlite-utils' ``search(where=…)`` does). Below it the one statement that joins every
+#: match before ranking is cheaper: bm25() per match dominates, and the join lets it score only
+#: the visible ones. Measured crossover: ~1,000–2,000 matches at 10k-100k events, ~3,000 at
+#: 300k, so the bound is a share of the index rows, never below the minimum.
+SCOPED_RANK_ALL_MIN_MATCHES = 1024
 SCOPED_RANK_ALL_SHARE = 64
 
 # Ranking of the narrow callers (``tree`` / ``self``; docs/tools.md, "score"): per message, from
@@ -51,7 +54,8 @@ NARROW_K1 = 1.2
 NARROW_B = 0.75
 #: The reference message length in characters (the "average document length" of the formula).
 NARROW_REFERENCE_CHARS = 256
-#: Marks highlight() puts around each instance (control characters: not in indexed text).
+#: Marks highlight() puts around each instance (control characters; a message that holds
+#: U+0001 itself scores a little higher: only the order depends on it, never what is visible).
 _OPEN, _CLOSE = "\x01", "\x02"
 
 
@@ -65,40 +69,6 @@ def _visible_sql(
         return pred.sql, params
     params["only_key"] = session_key
     return f"({pred.sql} AND s.session_key = :only_key)", params
-
-
-def _agent_scope(caller: Caller) -> tuple[str, str] | None:
-    """For a caller who sees its own agent's sessions plus a few named ones (``agent``: its own
-    key; ``all`` without agent-to-agent: its tree), that agent's token and a predicate over
-    ``s`` admitting (at least) the named ones; None for any other visibility. Only a superset
-    of the visible rows is narrowed to: the visibility predicate still decides."""
-    if caller.is_narrow:
-        return None
-    own = "s.session_key = :vis_key"
-    if caller.visibility == "agent":
-        extra = own
-    elif caller.visibility == "all":
-        policy = caller.agent_to_agent
-        if policy.enabled and policy.allows(caller.effective_agent_id):
-            return None  # other agents too
-        extra = (
-            f"{own} OR s.owner_session_key = :vis_key OR s.spawned_by = :vis_key "
-            "OR s.parent_session_key = :vis_key"
-        )
-    else:
-        return None
-    return agent_token(caller.effective_agent_id), extra
-
-
-def _scoped_match(extra: str) -> str:
-    """The MATCH expression of an agent-scoped search: the user query AND (the agent's token OR
-    the session tokens of the sessions ``extra`` admits)."""
-    return (
-        "'(' || :q || ') AND sess : (' || :agent_tok || coalesce((SELECT ' OR ' || "
-        "group_concat('s' || st2.id, ' OR ') FROM openclaw_sessions AS s JOIN "
-        "openclaw_index_state AS st2 ON st2.session_id = s.session_id "
-        f"WHERE {extra}), '') || ')'"
-    )
 
 
 def narrow_score(marked: str) -> float:
@@ -164,16 +134,16 @@ class SqliteReader:
             and req.until is None
             and req.order == "relevance"
         )
-        scope = _agent_scope(caller)
         pred = visible(caller, "s")
-        if simple and (scope is not None or pred.everything):
+        # Ranked by FTS5 alone when everything is visible, or when the match set is large
+        # enough that scoring every match beats joining every match first.
+        if (
+            simple
+            and not caller.is_narrow
+            and (pred.everything or not self._at_most(conn, req, self._rank_all_bound(conn)))
+        ):
             where, params = _visible_sql(caller, None, pred)
-            top = None
-            if scope is None or self._at_most(conn, req, self._rank_all_bound(conn)):
-                top = self._top_visible(conn, req, ":q", where, params)
-            if top is None and scope is not None:
-                params["agent_tok"] = scope[0]
-                top = self._top_visible(conn, req, _scoped_match(scope[1]), where, params)
+            top = self._top_visible(conn, req, ":q", where, params)
             if top is not None:
                 return top
         sql, params = self._hits_sql(caller, req, exact=exact, pred=pred)
@@ -233,11 +203,6 @@ class SqliteReader:
                 "st2.session_id = s.session_id "
                 f"WHERE {where}), 's0') || ')'"
             )
-        else:
-            scope = _agent_scope(caller)
-            if scope is not None:
-                params["agent_tok"] = scope[0]
-                match = _scoped_match(scope[1])
         filters = user_filters(req, params)
         score = f"bm25({FTS_TABLE}, {BM25_WEIGHTS})"
         # mi.id last: two incarnations of one session key may hold the same message id.
@@ -265,10 +230,10 @@ class SqliteReader:
 
     @staticmethod
     def _rank_all_bound(conn: Connection) -> int:
-        """Matches up to which an agent-scoped query is ranked whole (see
+        """Matches above which a scoped query is ranked by FTS5 alone (see
         :data:`SCOPED_RANK_ALL_SHARE`); the newest row id stands for the row count."""
         newest = cursor(conn).execute(f"SELECT max(id) FROM {CONTENT_TABLE}").fetchone()[0]
-        return max(SCOPED_RANK_ALL_MAX_MATCHES, (newest or 0) // SCOPED_RANK_ALL_SHARE)
+        return max(SCOPED_RANK_ALL_MIN_MATCHES, (newest or 0) // SCOPED_RANK_ALL_SHARE)
 
     @staticmethod
     def _at_most(conn: Connection, req: SearchRequest, matches: int) -> bool:
@@ -315,7 +280,10 @@ class SqliteReader:
             cursor(conn)
             .execute(
                 "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
-                f"s.session_key FROM {CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
+                # CROSS JOIN fixes the order: with a long id list and an OR of indexed
+                # session columns (agent, key) the planner otherwise drives from the sessions
+                # and reads every row of the caller's agent (measured 3x slower at 300k).
+                f"s.session_key FROM {CONTENT_TABLE} AS mi CROSS JOIN openclaw_sessions AS s "
                 f"ON s.session_id = mi.session_id WHERE mi.id IN ({marks}) AND {where}",
                 {**params, **ids},
             )

@@ -45,8 +45,8 @@ class SqliteWriter(SqlWriter):
     def cursor(self, conn: Connection) -> Any:
         return cursor(conn)
 
-    def session_token(self, state_id: int, agent_id: str | None) -> str:
-        return session_token(state_id, agent_id)
+    def session_token(self, state_id: int) -> str:
+        return session_token(state_id)
 
     def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         for start in range(0, len(values), IN_LIST_CHUNK):
