@@ -1305,16 +1305,26 @@ class Bench:
         engine = make_engine(f"sqlite:///{path}")
         migrate.upgrade(engine, UPGRADE_FROM)
         engine.dispose()
-        # The raw baseline writes the head's table names: load under them, then give the
-        # revision-1 names back (setup, not timed).
-        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
-            conn.execute("ALTER TABLE sessions RENAME TO openclaw_sessions")
+        # Revision 0001 creates the namespaced tables (openclaw_sessions) on a new database;
+        # earlier builds created ``sessions``. With the old names, the raw baseline (head's
+        # names) loads under the new ones, which are then given back (setup, not timed).
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            old_names = (
+                conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
+                ).fetchone()
+                is not None
+            )
+        if old_names:
+            with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute("ALTER TABLE sessions RENAME TO openclaw_sessions")
         base = raw.Baseline(path, create=False)
         n_events, _ = base.import_dir(self.folder, index=False)
         base.checkpoint()
         base.close()
-        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
-            conn.execute("ALTER TABLE openclaw_sessions RENAME TO sessions")
+        if old_names:
+            with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute("ALTER TABLE openclaw_sessions RENAME TO sessions")
         shutil.copyfile(path, raw_path)
         size_mb = path.stat().st_size / 1e6
         engine = make_engine(f"sqlite:///{path}")
@@ -1328,7 +1338,8 @@ class Bench:
         conn = raw.connect(raw_path)
         t0 = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")
-        for statement in raw.UPGRADE_SCHEMA:
+        skip = 0 if old_names else len(raw.RENAME_REVISION_1)
+        for statement in raw.UPGRADE_SCHEMA[skip:]:
             conn.execute(statement)
         conn.execute("COMMIT")
         base_s = time.perf_counter() - t0
