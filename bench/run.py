@@ -194,8 +194,8 @@ class Query:
 class State:
     """What the live-ingest setup leaves behind for the later figures."""
 
-    plugin_path: Path
-    baseline_path: Path
+    plugin_path: Any  # a Path (SQLite file) or a URL (PostgreSQL database)
+    baseline_path: Any
     raw_text_bytes: int = 0
     index_rows: int = 0
     events: int = 0
@@ -204,13 +204,18 @@ class State:
 
 
 class Bench:
+    #: The figures of this backend, in run order.
+    figures: tuple[str, ...] = FIGURES
+    #: Results are written as ``<backend_label><size>…json`` (PostgreSQL: ``pg-``).
+    backend_label = ""
+
     def __init__(self, args: argparse.Namespace, tmp: Path) -> None:
         self.args = args
         self.tmp = tmp
         self.size_label: str = args.size
         self.corpus = Corpus(parse_size(args.size), seed=args.seed, sessions=args.sessions)
         self.scale = scale_for(self.corpus.n_events)
-        self.only: set[str] = set(args.only) if args.only else set(FIGURES)
+        self.only: set[str] = set(args.only) if args.only else set(self.figures)
         self.rows: list[Row] = []
         self.details: dict[str, Any] = {}
         self.warnings: list[str] = []
@@ -268,6 +273,27 @@ class Bench:
     def raw_conn(path: Path) -> sqlite3.Connection:
         return raw.connect(path)
 
+    # Backend hooks (bench/pg_run.py overrides them for PostgreSQL).
+
+    def new_state(self) -> State:
+        return State(self.tmp / "plugin.sqlite", self.tmp / "baseline.sqlite")
+
+    def baseline(self, path: Path, *, create: bool = True) -> Any:
+        return raw.Baseline(path, create=create)
+
+    def count_index_rows(self, path: Path) -> int:
+        with contextlib.closing(self.raw_conn(path)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return int(conn.execute("SELECT count(*) FROM message_index").fetchone()[0])
+
+    def search_sql(self, vis: str) -> str:
+        return raw.search_sql(vis)
+
+    @staticmethod
+    def sql(statement: str) -> str:
+        """A statement with ``?`` placeholders in the raw connection's parameter style."""
+        return statement
+
     def ensure_folder(self) -> None:
         if self.folder_written:
             return
@@ -278,13 +304,12 @@ class Bench:
         self.corpus.write_index(self.folder)
         self.folder_written = True
 
-    def run(self) -> None:
-        started = time.perf_counter()
-        needs_live = bool(self.only & NEEDS_LIVE)
-        steps: list[tuple[str, Callable[[], None]]] = []
-        if needs_live:
-            steps.append(("live", self.fig_live))
-        for name, fn in (
+    def cleanup(self) -> None:
+        """Release what the run started (nothing on SQLite: the temp dir goes in main)."""
+
+    def figure_steps(self) -> list[tuple[str, Callable[[], None]]]:
+        """The figures after live ingest, in run order."""
+        return [
             ("size", self.fig_size),
             ("cjk", self.fig_cjk_size),
             ("search", self.fig_search),
@@ -294,7 +319,15 @@ class Bench:
             ("backfill", self.fig_backfill),
             ("upgrade", self.fig_upgrade),
             ("memory", self.fig_memory),
-        ):
+        ]
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        needs_live = bool(self.only & NEEDS_LIVE)
+        steps: list[tuple[str, Callable[[], None]]] = []
+        if needs_live:
+            steps.append(("live", self.fig_live))
+        for name, fn in self.figure_steps():
             if name in self.only:
                 steps.append((name, fn))
         for name, fn in steps:
@@ -312,9 +345,9 @@ class Bench:
         from openclaw_fts import transcript
 
         corpus = self.corpus
-        state = State(self.tmp / "plugin.sqlite", self.tmp / "baseline.sqlite")
+        state = self.new_state()
         store = self.store(state.plugin_path)
-        base = raw.Baseline(state.baseline_path)
+        base = self.baseline(state.baseline_path)
         write_files = bool(self.only & {"backfill", "upgrade"}) and not self.folder_written
         if write_files:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -391,11 +424,8 @@ class Bench:
         store.close()
         base.checkpoint()
         base.close()
-        with contextlib.closing(self.raw_conn(state.plugin_path)) as conn:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            plugin_rows = conn.execute("SELECT count(*) FROM message_index").fetchone()[0]
-        with contextlib.closing(self.raw_conn(state.baseline_path)) as conn:
-            base_rows = conn.execute("SELECT count(*) FROM message_index").fetchone()[0]
+        plugin_rows = self.count_index_rows(state.plugin_path)
+        base_rows = self.count_index_rows(state.baseline_path)
         if not plugin_rows == base_rows == state.index_rows:
             self.warn(
                 f"index rows differ: plugin {plugin_rows}, baseline {base_rows}, "
@@ -583,13 +613,8 @@ class Bench:
         k = self.scale.queries_per_class
         conn = self.raw_conn(state.plugin_path)
         docs = conn.execute("SELECT count(*) FROM message_index").fetchone()[0]
-        conn.execute(
-            f"CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, '{raw.FTS_TABLE}', 'row')"
-        )
         terms = [
-            (t, d)
-            for t, d in conn.execute("SELECT term, doc FROM temp.vocab")
-            if t.isascii() and t.isalpha() and len(t) >= 2
+            (t, d) for t, d in self.vocabulary(conn) if t.isascii() and t.isalpha() and len(t) >= 2
         ]
         bands = {
             "rare": (2, max(3, docs // 2000)),
@@ -606,17 +631,15 @@ class Bench:
             words[klass] = _spread(found, k)
         out: dict[str, list[Query]] = {}
         for klass, chosen in words.items():
-            out[klass] = [Query(klass, w, raw.raw_match("word", [w]), d) for w, d in chosen]
+            out[klass] = [Query(klass, w, self.match("word", [w]), d) for w, d in chosen]
         common = words["common"]
         out["2 words"] = [
-            Query("2 words", f"{a} {b}", raw.raw_match("and", [a, b]))
+            Query("2 words", f"{a} {b}", self.match("and", [a, b]))
             for (a, _), (b, _) in zip(common, common[1:] + common[:1], strict=False)
             if a != b
         ]
-        phrases = [p for p in PHRASES if _count(conn, raw.raw_match("phrase", [p])) > 0]
-        out["phrase"] = [
-            Query("phrase", f'"{p}"', raw.raw_match("phrase", [p])) for p in phrases[:k]
-        ]
+        phrases = [p for p in PHRASES if self.count_match(conn, self.match("phrase", [p])) > 0]
+        out["phrase"] = [Query("phrase", f'"{p}"', self.match("phrase", [p])) for p in phrases[:k]]
         by_prefix: dict[str, int] = {}
         for t, d in terms:
             if len(t) >= 5:
@@ -626,30 +649,48 @@ class Bench:
             ((p, d) for p, d in by_prefix.items() if lo <= d <= hi), key=lambda x: x[1]
         )
         out["prefix"] = [
-            Query("prefix", f"{p}*", raw.raw_match("prefix", [p])) for p, _ in _spread(prefixes, k)
+            Query("prefix", f"{p}*", self.match("prefix", [p])) for p, _ in _spread(prefixes, k)
         ]
         cjk: list[tuple[str, int]] = []
         lo, hi = bands["mid"]
         candidates = [w for w in self.corpus.cjk_vocabulary["zh"] if len(w) == 2][:400]
-        counted = [(w, _count(conn, raw.raw_match("word", [w]))) for w in candidates]
+        counted = [(w, self.count_match(conn, self.match("word", [w]))) for w in candidates]
         cjk = [(w, d) for w, d in counted if lo <= d <= hi]
         if len(cjk) < k:
             mid = (lo + hi) / 2
             cjk = sorted(counted, key=lambda x: abs(x[1] - mid))[:k]
         out["CJK"] = [
-            Query("CJK", w, raw.raw_match("word", [w]), d)
+            Query("CJK", w, self.match("word", [w]), d)
             for w, d in _spread(sorted(cjk, key=lambda x: x[1]), k)
         ]
         for qs in out.values():
             for q in qs:
                 if q.docs < 0:
-                    q.docs = _count(conn, q.match)
+                    q.docs = self.count_match(conn, q.match)
         conn.close()
         self.details["queries"] = {
             klass: [{"query": q.text, "docs": q.docs} for q in qs] for klass, qs in out.items()
         }
         self.details["queryBands"] = {"docs": docs, **{k2: list(v) for k2, v in bands.items()}}
         return out
+
+    # Query hooks (bench/pg_run.py overrides them for PostgreSQL).
+
+    def vocabulary(self, conn: Any) -> list[tuple[str, int]]:
+        """Every indexed term and its document count (``fts5vocab``)."""
+        conn.execute(
+            f"CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, '{raw.FTS_TABLE}', 'row')"
+        )
+        return [(str(t), int(d)) for t, d in conn.execute("SELECT term, doc FROM temp.vocab")]
+
+    @staticmethod
+    def match(kind: str, words: Sequence[str]) -> str:
+        """The raw baseline's match expression of a query class."""
+        return raw.raw_match(kind, words)
+
+    @staticmethod
+    def count_match(conn: Any, match: str) -> int:
+        return _count(conn, match)
 
     def callers(self) -> dict[str, Any]:
         from openclaw_fts import AgentToAgent, Caller
@@ -681,7 +722,7 @@ class Bench:
         ``peer``): on a loaded machine a longer call is preempted more often, which wall time
         charges to it and CPU time does not. Before timing, checks that sqlite-utils matches the
         same rows as the raw SQL."""
-        sql = raw.search_sql(vis)
+        sql = self.search_sql(vis)
         plugin_ms: list[float] = []
         raw_ms: list[float] = []
         peer_ms: list[float] = []
@@ -961,7 +1002,7 @@ class Bench:
         state = self._state()
         info = self.corpus.sessions[0]
         store = self.store(state.plugin_path)
-        base = raw.Baseline(state.baseline_path, create=False)
+        base = self.baseline(state.baseline_path, create=False)
         base.tokens[info.session_id] = "s1"
         tips = [b for b in store.branches(info.session_id) if b["active"]]
         leaf = tips[0]["tipId"] if tips else None
@@ -969,7 +1010,7 @@ class Bench:
             next_seq = (
                 1
                 + c.execute(
-                    "SELECT last_seq FROM openclaw_sessions WHERE session_id = ?",
+                    self.sql("SELECT last_seq FROM openclaw_sessions WHERE session_id = ?"),
                     (info.session_id,),
                 ).fetchone()[0]
             )
@@ -1090,7 +1131,7 @@ class Bench:
 
         state = self._state()
         store = self.store(state.plugin_path)
-        base = raw.Baseline(state.baseline_path, create=False)
+        base = self.baseline(state.baseline_path, create=False)
         details: dict[str, Any] = {}
         for n in REWIND_SIZES:
             for where in ("back 2", "middle"):
@@ -1120,11 +1161,13 @@ class Bench:
                     base_ms.append(ms(time.perf_counter() - t0))
                     with contextlib.closing(self.raw_conn(state.plugin_path)) as c:
                         st = c.execute(
-                            "SELECT st.needs_rebuild, st.indexed_seq, s.last_seq, "
-                            "(SELECT count(*) FROM message_index mi WHERE mi.session_id = ?) "
-                            "FROM openclaw_index_state st JOIN openclaw_sessions s USING "
-                            "(session_id) "
-                            "WHERE st.session_id = ?",
+                            self.sql(
+                                "SELECT st.needs_rebuild, st.indexed_seq, s.last_seq, "
+                                "(SELECT count(*) FROM message_index mi WHERE mi.session_id = ?) "
+                                "FROM openclaw_index_state st JOIN openclaw_sessions s USING "
+                                "(session_id) "
+                                "WHERE st.session_id = ?"
+                            ),
                             (sid, sid),
                         ).fetchone()
                     if st is None or st[0] or st[1] != st[2] or st[3] != len(after_rows):
@@ -1262,16 +1305,26 @@ class Bench:
         engine = make_engine(f"sqlite:///{path}")
         migrate.upgrade(engine, UPGRADE_FROM)
         engine.dispose()
-        # The raw baseline writes the head's table names: load under them, then give the
-        # revision-1 names back (setup, not timed).
-        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
-            conn.execute("ALTER TABLE sessions RENAME TO openclaw_sessions")
+        # Revision 0001 creates the namespaced tables (openclaw_sessions) on a new database;
+        # earlier builds created ``sessions``. With the old names, the raw baseline (head's
+        # names) loads under the new ones, which are then given back (setup, not timed).
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            old_names = (
+                conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
+                ).fetchone()
+                is not None
+            )
+        if old_names:
+            with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute("ALTER TABLE sessions RENAME TO openclaw_sessions")
         base = raw.Baseline(path, create=False)
         n_events, _ = base.import_dir(self.folder, index=False)
         base.checkpoint()
         base.close()
-        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
-            conn.execute("ALTER TABLE openclaw_sessions RENAME TO sessions")
+        if old_names:
+            with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute("ALTER TABLE openclaw_sessions RENAME TO sessions")
         shutil.copyfile(path, raw_path)
         size_mb = path.stat().st_size / 1e6
         engine = make_engine(f"sqlite:///{path}")
@@ -1285,7 +1338,8 @@ class Bench:
         conn = raw.connect(raw_path)
         t0 = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")
-        for statement in raw.UPGRADE_SCHEMA:
+        skip = 0 if old_names else len(raw.RENAME_REVISION_1)
+        for statement in raw.UPGRADE_SCHEMA[skip:]:
             conn.execute(statement)
         conn.execute("COMMIT")
         base_s = time.perf_counter() - t0
@@ -1409,6 +1463,9 @@ class Bench:
         notes = [f"  {r.figure}: {r.note}" for r in self.rows if r.note]
         return "\n".join([*out, "", "notes (p50 / p95 where two values are shown):", *notes])
 
+    def extra_meta(self) -> dict[str, Any]:
+        return {}
+
     def write(self) -> Path:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -1423,10 +1480,13 @@ class Bench:
             "details": self.details,
             "warnings": self.warnings,
         }
+        if self.backend_label:
+            data["backend"] = self.backend_label.rstrip("-")
+        data.update(self.extra_meta())
         text = json.dumps(data, indent=1, ensure_ascii=False, default=str)
-        label = self.size_label
-        if self.only != set(FIGURES):  # a partial run never replaces the full latest-<size>
-            label += "-" + "+".join(f for f in FIGURES if f in self.only)
+        label = self.backend_label + self.size_label
+        if self.only != set(self.figures):  # a partial run never replaces the full latest-<size>
+            label += "-" + "+".join(f for f in self.figures if f in self.only)
         path = RESULTS_DIR / f"{label}-{stamp}.json"
         path.write_text(text, encoding="utf-8")
         (RESULTS_DIR / f"latest-{label}.json").write_text(text, encoding="utf-8")
@@ -1634,6 +1694,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help=f"comma-separated figures: {', '.join(FIGURES)}",
     )
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="sqlite (default: the plugin vs plain sqlite3) or postgresql (the plugin vs raw "
+        "psycopg; bench/pg_run.py)",
+    )
+    parser.add_argument(
+        "--pg-url",
+        default=None,
+        help="postgresql+psycopg:// URL of a server to bench on (a database the bench may "
+        "create databases from); default: a throwaway server (tests/pgserver.py)",
+    )
     parser.add_argument("--seed", type=int, default=20261202)
     parser.add_argument("--sessions", type=int, default=None, help="override the session count")
     parser.add_argument("--tmpdir", default=None, help="where the databases go (default: system)")
@@ -1642,11 +1715,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--profile", action="store_true", help="cProfile the plugin calls into bench/results/"
     )
     args = parser.parse_args(argv)
+    figures = FIGURES
+    if args.backend == "postgresql":
+        from bench.pg_run import PG_FIGURES
+
+        figures = PG_FIGURES
     if args.only:
-        unknown = [f for f in args.only if f not in FIGURES]
+        unknown = [f for f in args.only if f not in figures]
         if unknown:
             parser.error(
-                f"unknown figure(s) {', '.join(unknown)}; choose from {', '.join(FIGURES)}"
+                f"unknown figure(s) {', '.join(unknown)}; choose from {', '.join(figures)}"
             )
     return args
 
@@ -1659,7 +1737,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     tmp = Path(tempfile.mkdtemp(prefix=f"openclaw-bench-{args.size}-", dir=args.tmpdir))
-    bench = Bench(args, tmp)
+    bench: Bench
+    if args.backend == "postgresql":
+        from bench.pg_run import PgBench
+
+        bench = PgBench(args, tmp)
+    else:
+        bench = Bench(args, tmp)
     bench.log(
         f"size {args.size}: {bench.corpus.n_events:,} events in {len(bench.corpus.sessions):,} "
         f"sessions; databases in {tmp}"
@@ -1667,6 +1751,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         bench.run()
     finally:
+        bench.cleanup()
         if bench.rows:
             path = bench.write()
             print(bench.table())

@@ -1,6 +1,8 @@
 """Print a benchmark result file as the Markdown table the README carries.
 
-Usage: ``python -m bench.table [--search [--cpu]] [bench/results/latest-1m.json]``, or
+Usage: ``python -m bench.table [--search [--cpu]] [bench/results/latest-1m.json]`` (a
+PostgreSQL result, e.g. ``bench/results/latest-pg-100k.json``, prints the same way, titled and
+footed with its engine; it has no sqlite-utils columns), or
 ``python -m bench.table --scaling FILE [FILE …]`` (one result file per corpus size, smallest
 first: the README's scaling table and issue #17's goals across sizes). Reads only
 the JSON that ``bench.run`` wrote, so the README tables are regenerated, never typed by hand. The
@@ -48,10 +50,17 @@ def has_peer(result: dict[str, Any]) -> bool:
     return any(row.get("sqlite_utils") is not None for row in result["rows"])
 
 
+def is_postgresql(result: dict[str, Any]) -> bool:
+    """Whether the run benched PostgreSQL (``python -m bench.run --backend postgresql``)."""
+    return result.get("backend") == "pg"
+
+
 def title(result: dict[str, Any], what: str) -> str:
     corpus = result["corpus"]
+    engine = "PostgreSQL, " if is_postgresql(result) else ""
     return (
-        f"{what} ({result['size']}, {corpus['events']:,} events, {corpus['sessions']:,} sessions)"
+        f"{what} ({engine}{result['size']}, {corpus['events']:,} events, "
+        f"{corpus['sessions']:,} sessions)"
     )
 
 
@@ -62,9 +71,16 @@ def footer(result: dict[str, Any]) -> str:
     busy = ""
     if load:
         busy = f", load average {load['mean']:.1f} (max {load['max']:.1f}) during the run"
+    engine = f"SQLite {meta['sqlite']}"
+    if is_postgresql(result):
+        engine = (
+            f"PostgreSQL {meta.get('postgresql', '?')} (baseline: raw psycopg "
+            f"{meta.get('psycopg', '?')})"
+        )
+        peer = ""
     return (
         f"Run {result['createdAt']} at commit {meta.get('commit', '?')}: Python {meta['python']}, "
-        f"SQLite {meta['sqlite']}, SQLAlchemy {meta['sqlalchemy']}{peer}, "
+        f"{engine}, SQLAlchemy {meta['sqlalchemy']}{peer}, "
         f"{meta['cpus']} CPUs{busy}."
     )
 
