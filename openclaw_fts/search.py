@@ -206,7 +206,9 @@ def run_searches(
     pending ``indexingQueries`` lists every query (each may miss hits). ``results`` holds each
     query's hits in turn, and the byte cap applies to all of them together."""
     backend = reader(conn)
-    exact = not backend.any_pending(conn)  # first: it starts the snapshot every later read sees
+    # First: it starts the snapshot every later read sees. A backend without a cheap
+    # database-wide probe asks only about the caller's sessions (below).
+    exact = backend.GLOBAL_PENDING_PROBE and not backend.any_pending(conn)
     session_key = reqs[0].session_key
     if session_key is not None:
         target = resolve_target(conn, caller, session_key, action="search")
@@ -220,6 +222,9 @@ def run_searches(
         out["queries"] = [r.query for r in reqs]
     out["results"] = []
     indexing = not exact and backend.pending_visible(conn, caller, session_key)
+    # Nothing the caller may see is pending: every row the ranked statement can return (its
+    # visibility and sessionKey filters are the same) is exact, so it needs no pending filter.
+    exact = exact or not indexing
     if indexing:
         out["indexing"] = True
         out["warning"] = INDEXING_WARNING

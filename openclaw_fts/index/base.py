@@ -52,6 +52,10 @@ class Reader(Protocol):
     """The search side of an index backend. Every method runs on the caller's connection and
     transaction; none writes."""
 
+    #: Whether :meth:`any_pending` is cheap enough to ask before every search (SQLite: a memo
+    #: keyed by ``PRAGMA data_version``); when not, search asks only :meth:`pending_visible`.
+    GLOBAL_PENDING_PROBE: bool
+
     def any_pending(self, conn: Connection) -> bool:
         """Whether any session at all is pending in this transaction's snapshot (read first: it
         may start the snapshot every later statement of the search sees)."""

@@ -91,6 +91,10 @@ def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, d
 class PostgresReader:
     """:class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one per search; no state)."""
 
+    #: No: any commit anywhere changes the snapshot its memo is keyed by, and the probe reads
+    #: every session (docs/postgresql.md); search asks ``pending_visible`` only.
+    GLOBAL_PENDING_PROBE = False
+
     def any_pending(self, conn: Connection) -> bool:
         """Remembered per DBAPI connection for one snapshot: ``pg_current_snapshot()`` (xmin,
         xmax, in-progress ids) is PostgreSQL's ``PRAGMA data_version`` -- two equal snapshots

@@ -88,6 +88,9 @@ def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
 class SqliteReader:
     """:class:`~openclaw_fts.index.base.Reader` over ``message_fts`` / ``message_index``."""
 
+    #: Remembered per connection until the database changes.
+    GLOBAL_PENDING_PROBE = True
+
     def any_pending(self, conn: Connection) -> bool:
         """Whether any session at all is pending in this transaction's snapshot.
 
