@@ -18,9 +18,10 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, and_, column, false, literal_column, or_, select, table, text
 
 from .dialects import require_index_dialect
+from .index.visibility_sql import visible
 from .models import INDEX_VERSION
 from .query import compile_query
-from .visibility import Caller, visible
+from .visibility import Caller
 
 _mi = table(
     "message_index",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, text
 
 from ..jsonsafe import stored_event
-from ..visibility import visible
+from .visibility_sql import visible
 
 if TYPE_CHECKING:
     from ..visibility import Caller

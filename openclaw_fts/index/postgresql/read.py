@@ -20,9 +20,9 @@ from sqlalchemy import Connection, text
 
 from ... import transcript
 from ...tokens import body_is_clean_text, clean_text
-from ...visibility import visible
 from ..base import Hit, SearchRequest
 from ..common import EXACT_JOIN, PENDING_CONDITION, user_filters
+from ..visibility_sql import visible
 from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
 from .query import render
 

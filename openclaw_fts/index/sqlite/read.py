@@ -20,9 +20,10 @@ from sqlalchemy import Connection
 from ... import transcript
 from ...models import INDEX_VERSION
 from ...tokens import body_is_clean_text, clean_text
-from ...visibility import Caller, Predicate, visible
+from ...visibility import Caller
 from ..base import Hit, SearchRequest
 from ..common import EXACT_JOIN, PENDING_CONDITION, user_filters
+from ..visibility_sql import Predicate, visible
 from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.

@@ -1,0 +1,139 @@
+"""The caller's visibility as SQL: the predicate over ``openclaw_sessions`` every read path puts
+inside its statement (search, history, the pending probes, judging an explicit ``sessionKey``),
+rendered for the connection's dialect.
+
+Invariant: every value is a bound parameter (``vis_*``), never spliced into the text; the
+incognito-key test in SQL (:func:`incognito_key_sql`) and in Python
+(``visibility.is_incognito_session_key``) use the same constants from here, so they agree
+(tests/test_tool_contract.py runs both on every key shape). Who may see what is decided by
+``visibility.py`` (the policy); this module only writes it as SQL.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..visibility import Caller
+
+#: The session kinds whose ``agent:<id>:<kind>:incognito-<name>`` keys are incognito (OpenClaw's
+#: ``isIncognitoSessionKey``): process-only sessions, never indexed, listed or read.
+INCOGNITO_KEY_KINDS: tuple[str, ...] = ("dashboard", "subagent", "internal-session-effects")
+#: Characters trimmed off a key before its shape is judged (the same in SQL and in Python).
+KEY_TRIM_CHARS = " \t\n\r\v\f"
+_INCOGNITO_REST_RE = re.compile(
+    "(?:" + "|".join(re.escape(k) for k in INCOGNITO_KEY_KINDS) + r"):incognito-[^:]+\Z"
+)
+#: Colons in an incognito key: ``agent`` : id : kind : ``incognito-<name>``.
+_INCOGNITO_KEY_COLONS = 3
+
+
+def _like_pattern(pattern: str) -> str:
+    escaped = pattern.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.replace("*", "%")
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """A SQL boolean expression with its bound parameters (names prefixed ``vis_``)."""
+
+    sql: str
+    params: dict[str, str]
+    #: True when the predicate admits every session that is neither flagged incognito nor
+    #: keyed like one (:func:`incognito_key_sql`).
+    everything: bool = False
+
+
+def incognito_key_sql(alias: str = "s", *, dialect: str = "sqlite") -> str:
+    """:func:`is_incognito_session_key` of ``alias.session_key`` as a SQL expression (no
+    parameters): exactly three colons, ``agent:`` + a non-empty id + a kind + ``incognito-`` +
+    a non-empty name; LIKE compares ASCII case-insensitively. ``dialect`` ``"postgresql"``
+    spells the same expression for PostgreSQL (``chr``, ``btrim``); anything else is SQLite."""
+    like = "LIKE"
+    if dialect == "postgresql":
+        like = "ILIKE"  # PostgreSQL's LIKE is case-sensitive; SQLite's folds ASCII
+        char = "chr"
+        trim = "(" + " || ".join(f"chr({ord(c)})" for c in KEY_TRIM_CHARS) + ")"
+        key = f"lower(btrim({alias}.session_key, {trim}))"
+    else:
+        char = "char"
+        trim = "char(" + ", ".join(str(ord(c)) for c in KEY_TRIM_CHARS) + ")"
+        key = f"lower(trim({alias}.session_key, {trim}))"
+    # The colons are char(58): a ":name" in the statement text would read as a bound parameter.
+    colon = f" || {char}(58) || "
+    shapes = " OR ".join(
+        f"{key} LIKE ('agent'{colon}'_%'{colon}'{kind}'{colon}'incognito-_%')"
+        for kind in INCOGNITO_KEY_KINDS
+    )
+    colons = f"length({key}) - length(replace({key}, {char}(58), '')) = {_INCOGNITO_KEY_COLONS}"
+    # One cheap LIKE first: almost no key holds "incognito-", and then nothing else is computed.
+    return f"({alias}.session_key {like} '%incognito-%' AND ({shapes}) AND {colons})"
+
+
+def visible(
+    caller: Caller, alias: str = "s", *, for_search: bool = True, dialect: str = "sqlite"
+) -> Predicate:
+    """What ``caller`` may see, as a predicate over the ``openclaw_sessions`` table aliased
+    ``alias``.
+
+    * ``self``: the caller's own key; ``tree``: plus sessions it owns, spawned or parents (in
+      any agent); ``agent``: its own key plus every session of its own agent (sessions it owns
+      in ANOTHER agent are not visible); ``all``: ``tree`` plus its own agent plus other agents
+      allowed by the agent-to-agent policy. A sandboxed caller limited to ``spawned`` sees its
+      own key and the sessions it spawned.
+    * Never a session keyed like an incognito one; with ``for_search`` never one flagged
+      incognito either.
+
+    Plain SQL text (no per-call SQLAlchemy compilation: it is built on every search); every
+    value is a bound parameter (``:name``), never spliced into the text. ``dialect``
+    ``"postgresql"`` renders it for PostgreSQL (booleans are not integers there; see
+    :func:`incognito_key_sql`), to be run through SQLAlchemy ``text()``; anything else is SQLite.
+    """
+    a = alias
+    params: dict[str, str] = {"vis_key": caller.session_key}
+    everything = False
+    own = f"{a}.session_key = :vis_key"
+    tree = (
+        f"{own} OR {a}.owner_session_key = :vis_key OR {a}.spawned_by = :vis_key "
+        f"OR {a}.parent_session_key = :vis_key"
+    )
+    if caller.sandboxed and caller.sandbox_visibility == "spawned":
+        sql = f"({own} OR {a}.spawned_by = :vis_key)"
+    elif caller.visibility == "self":
+        sql = own
+    elif caller.visibility == "tree":
+        sql = f"({tree})"
+    else:
+        params["vis_agent"] = caller.effective_agent_id
+        same_agent = f"{a}.agent_id = :vis_agent"
+        if caller.visibility == "agent":
+            sql = f"({own} OR {same_agent})"
+        else:
+            others = _other_agents(caller, a, params)
+            everything = others == [_ANY_AGENT]
+            sql = "(" + " OR ".join([tree, same_agent, *others]) + ")"
+    sql = f"({sql} AND NOT {incognito_key_sql(a, dialect=dialect)})"
+    if for_search:
+        incognito = f"NOT {a}.incognito" if dialect == "postgresql" else f"{a}.incognito = 0"
+        sql = f"({sql} AND {incognito})"
+    return Predicate(sql, params, everything=everything and for_search)
+
+
+_ANY_AGENT = "1 = 1"
+
+
+def _other_agents(caller: Caller, alias: str, params: dict[str, str]) -> list[str]:
+    """Other agents' sessions under ``all``, per the agent-to-agent policy (SQL conditions)."""
+    policy = caller.agent_to_agent
+    if not policy.enabled or not policy.allows(caller.effective_agent_id):
+        return []
+    patterns = list(dict.fromkeys(p for p in policy.allow if p))
+    if not patterns:
+        return [_ANY_AGENT]
+    conditions = []
+    for n, pattern in enumerate(patterns):
+        params[f"vis_allow{n}"] = _like_pattern(pattern)
+        conditions.append(f"lower({alias}.agent_id) LIKE :vis_allow{n} ESCAPE '\\'")
+    return conditions
