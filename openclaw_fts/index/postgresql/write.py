@@ -13,6 +13,8 @@ the full-text row; appends to one session are serialised by ``SELECT … FOR UPD
 from __future__ import annotations
 
 import functools
+import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -29,22 +31,39 @@ def _text(statement: str) -> TextClause:
     return text(statement)
 
 
-#: Most UTF-8 bytes of a message's text indexed on PostgreSQL: a ``tsvector`` over 1 MB cannot
-#: be stored (its size grows with the distinct words and their positions), so the text beyond
-#: is not searchable there (FTS5 has no such limit); half a megabyte stays clear of it for any
-#: text (measured: 512 KiB of distinct 8-letter words make a ~0.7 MB tsvector).
+#: A ``tsvector`` cannot exceed 1 MB (its size grows with the distinct words and, up to 256
+#: each, their positions, not with the text's length). A message whose estimated ``tsvector``
+#: stays under :data:`TSVECTOR_BUDGET_BYTES` is indexed whole, however long (10 MB of a few
+#: repeated words is fine); a larger one is indexed up to :data:`MAX_INDEXED_BODY_BYTES` and
+#: the text beyond is not searchable on PostgreSQL (FTS5 has no such limit).
+TSVECTOR_BUDGET_BYTES = 768 * 1024
 MAX_INDEXED_BODY_BYTES = 512 * 1024
+#: Bodies shorter than this (characters) cannot come near the budget: not estimated.
+ESTIMATE_FROM_CHARS = 128 * 1024
+#: Per-lexeme overhead in the estimate (PostgreSQL's WordEntry, alignment; generous).
+_LEXEME_OVERHEAD = 8
+#: Positions PostgreSQL keeps per lexeme, 2 bytes each.
+_MAX_POSITIONS = 256
+_WORD = re.compile(r"\w+")
+
+
+def tsvector_estimate(body: str) -> int:
+    """An upper estimate of the bytes of ``to_tsvector`` over ``body``."""
+    counts = Counter(_WORD.findall(body.lower()))
+    return sum(
+        len(word.encode("utf-8", "surrogatepass")) + _LEXEME_OVERHEAD + 2 * min(n, _MAX_POSITIONS)
+        for word, n in counts.items()
+    )
 
 
 def indexable_body(body: str) -> str:
     """``body`` as PostgreSQL can index it: no NUL (text cannot hold one; it is no word
-    character), at most :data:`MAX_INDEXED_BODY_BYTES` (cut at a character boundary)."""
+    character), and cut to :data:`MAX_INDEXED_BODY_BYTES` (at a character boundary) when its
+    ``tsvector`` would not fit (:func:`tsvector_estimate`)."""
     body = body.replace("\x00", " ")
-    if len(body) * 4 <= MAX_INDEXED_BODY_BYTES:
+    if len(body) < ESTIMATE_FROM_CHARS or tsvector_estimate(body) <= TSVECTOR_BUDGET_BYTES:
         return body
     raw = body.encode("utf-8", "surrogatepass")
-    if len(raw) <= MAX_INDEXED_BODY_BYTES:
-        return body
     return raw[:MAX_INDEXED_BODY_BYTES].decode("utf-8", "ignore")
 
 
