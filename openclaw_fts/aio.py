@@ -4,8 +4,9 @@ loop.
 Invariant: every call runs the synchronous :class:`~openclaw_fts.store.TranscriptStore`
 method of the same name in a worker thread (``asyncio.to_thread``) on the store's own
 synchronous engine, so its results, errors, locks and guarantees are exactly the synchronous
-store's. Given a ``sqlite+aiosqlite`` URL or an ``AsyncEngine``, the store opens the same
-database file through ``sqlite3`` (the host's async engine keeps its own connections). Host
+store's. Given an async URL or an ``AsyncEngine``, the store opens the same database through
+the synchronous driver (``sqlite+aiosqlite``: ``sqlite3``; ``postgresql+asyncpg``: psycopg 3);
+the host's async engine keeps its own connections. Host
 writes through an ``AsyncSession`` are indexed by :func:`openclaw_fts.install` on the
 ``async_sessionmaker``, not by this class.
 """
@@ -34,14 +35,30 @@ from .visibility import Caller
 
 R = TypeVar("R")
 #: Async drivers whose URL maps to the synchronous driver of the same database.
-SYNC_DRIVERS = {"sqlite+aiosqlite": "sqlite+pysqlite"}
+SYNC_DRIVERS = {
+    "sqlite+aiosqlite": "sqlite+pysqlite",
+    "postgresql+asyncpg": "postgresql+psycopg",
+}
+#: Query parameters of a ``postgresql+asyncpg`` URL that only asyncpg's dialect reads (libpq,
+#: under psycopg, would refuse them): dropped from the synchronous URL.
+ASYNCPG_ONLY_PARAMS = ("prepared_statement_cache_size",)
+#: asyncpg's ``ssl=<mode>`` is libpq's ``sslmode=<mode>`` for these modes.
+LIBPQ_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 
 def sync_url(url: str | URL | AsyncEngine) -> URL:
     """The synchronous URL of the same database."""
     parsed = url.url if isinstance(url, AsyncEngine) else make_url(url)
     driver = SYNC_DRIVERS.get(parsed.drivername)
-    return parsed.set(drivername=driver) if driver else parsed
+    if driver is None:
+        return parsed
+    if parsed.drivername == "postgresql+asyncpg":
+        query = {k: v for k, v in parsed.query.items() if k not in ASYNCPG_ONLY_PARAMS}
+        ssl = query.get("ssl")
+        if isinstance(ssl, str) and ssl in LIBPQ_SSL_MODES and "sslmode" not in query:
+            query["sslmode"] = query.pop("ssl")
+        parsed = parsed.set(query=query)
+    return parsed.set(drivername=driver)
 
 
 class AsyncTranscriptStore:
