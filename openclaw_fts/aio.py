@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from .engine import SYNC_DRIVERS as SYNC_DRIVERS  # its home before engine.py
+from .engine import sync_driver_url
 from .results import (
     HistoryAnswer,
     ImportResult,
@@ -34,31 +36,11 @@ from .store import TranscriptStore
 from .visibility import Caller
 
 R = TypeVar("R")
-#: Async drivers whose URL maps to the synchronous driver of the same database.
-SYNC_DRIVERS = {
-    "sqlite+aiosqlite": "sqlite+pysqlite",
-    "postgresql+asyncpg": "postgresql+psycopg",
-}
-#: Query parameters of a ``postgresql+asyncpg`` URL that only asyncpg's dialect reads (libpq,
-#: under psycopg, would refuse them): dropped from the synchronous URL.
-ASYNCPG_ONLY_PARAMS = ("prepared_statement_cache_size",)
-#: asyncpg's ``ssl=<mode>`` is libpq's ``sslmode=<mode>`` for these modes.
-LIBPQ_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 
 def sync_url(url: str | URL | AsyncEngine) -> URL:
-    """The synchronous URL of the same database."""
-    parsed = url.url if isinstance(url, AsyncEngine) else make_url(url)
-    driver = SYNC_DRIVERS.get(parsed.drivername)
-    if driver is None:
-        return parsed
-    if parsed.drivername == "postgresql+asyncpg":
-        query = {k: v for k, v in parsed.query.items() if k not in ASYNCPG_ONLY_PARAMS}
-        ssl = query.get("ssl")
-        if isinstance(ssl, str) and ssl in LIBPQ_SSL_MODES and "sslmode" not in query:
-            query["sslmode"] = query.pop("ssl")
-        parsed = parsed.set(query=query)
-    return parsed.set(drivername=driver)
+    """The synchronous URL of the same database (:func:`openclaw_fts.engine.sync_driver_url`)."""
+    return sync_driver_url(url.url if isinstance(url, AsyncEngine) else make_url(url))
 
 
 class AsyncTranscriptStore:
