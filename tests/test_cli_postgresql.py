@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 from test_cli import (
@@ -92,6 +93,16 @@ def test_upgrade_import_and_every_command_on_postgresql(pg_url: str, tmp_path: P
     assert optimized == {"database": upgraded["database"], "optimized": True}
     everything = loads(run(tmp_path, *db, "rebuild", "--json"))
     assert len(everything["rebuilt"]) == 4 and everything["indexed"] == 4
+    assert loads(run(tmp_path, *db, "check", "--json"))["ok"] is True
+
+    # Drift: an index row deleted behind the plugin's back is reported (exit 1), and fixed.
+    with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        conn.execute("DELETE FROM message_index WHERE id = (SELECT min(id) FROM message_index)")
+    drifted = run(tmp_path, *db, "check", "--json")
+    assert drifted.returncode == 1 and "Traceback" not in drifted.stderr
+    report = json.loads(drifted.stdout)
+    assert report["ok"] is False and report["drift"]
+    assert loads(run(tmp_path, *db, "rebuild", "--json"))["pending"] == 0
     assert loads(run(tmp_path, *db, "check", "--json"))["ok"] is True
 
 
