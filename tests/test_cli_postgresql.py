@@ -4,6 +4,7 @@ one-line error, never a traceback, for a server or database it cannot reach."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -119,7 +120,11 @@ def test_unreachable_server_and_wrong_database_are_one_line_errors(
         ("--db", no_socket.render_as_string(hide_password=False), "upgrade"),
         ("--db", refused, "status"),
     ]
-    searched, imported, upgraded, status = run_all(tmp_path, *commands)
+    no_driver = "postgresql+psycopg2cffi://app@127.0.0.1:1/app"  # a driver nobody installs
+    commands.append(("--db", no_driver, "status"))
+    searched, imported, upgraded, status, driverless = run_all(tmp_path, *commands)
+    if importlib.util.find_spec("psycopg2cffi") is None:
+        assert "driver is not installed" in one_line_error(driverless, 1)
     assert 'database "no_such_database" does not exist' in one_line_error(searched, 1)
     assert json.loads(searched.stdout)["error"]["exitCode"] == 1  # --json: still one document
     assert 'database "no_such_database" does not exist' in one_line_error(imported, 1)
