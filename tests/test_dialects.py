@@ -1,8 +1,8 @@
 """Which databases the plugin accepts (issue #15, groundwork): a dialect it does not support is
 refused where an engine enters the plugin — TranscriptStore, install(), make_engine — with an
-error naming the supported dialects, before anything connects; PostgreSQL, whose schema
-migrates but whose index backend does not exist yet, is refused by the store with an error
-saying exactly that (tests/test_migrations_postgresql.py shows the migrations running there)."""
+error naming the supported dialects, before anything connects. SQLite and PostgreSQL both have
+an index backend (the store, install() and the command line on PostgreSQL:
+tests/test_cli_postgresql.py and the both_engines modules)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,6 @@ UNSUPPORTED_URLS = (
     "mssql+pyodbc://user@localhost/app",
     "oracle://user@localhost/app",
 )
-#: A PostgreSQL URL nobody serves: the store must refuse it without connecting.
-NOWHERE_POSTGRESQL = "postgresql+psycopg://nobody@/nowhere?host=/nonexistent"
 
 
 @pytest.fixture
@@ -49,7 +47,7 @@ def mysql_engine() -> Iterator[Engine]:
 
 def test_supported_lists_agree() -> None:
     assert SCHEMA_DIALECTS == ("sqlite", "postgresql")
-    assert INDEX_DIALECTS == ("sqlite",)
+    assert INDEX_DIALECTS == ("sqlite", "postgresql")
 
 
 @pytest.mark.parametrize("url", UNSUPPORTED_URLS)
@@ -77,14 +75,6 @@ def test_install_refuses_a_sessionmaker_bound_to_an_unsupported_engine(
     factory = sessionmaker(mysql_engine)
     with pytest.raises(UnsupportedDatabaseError, match=SUPPORTED):
         openclaw_fts.install(factory)
-
-
-def test_store_on_postgresql_says_the_backend_is_not_available_yet() -> None:
-    with pytest.raises(UnsupportedDatabaseError) as info:
-        TranscriptStore(NOWHERE_POSTGRESQL, background=False)
-    message = str(info.value)
-    assert "schema can be migrated" in message and "not available yet" in message
-    assert "openclaw_fts.migrate.upgrade(engine)" in message and "only: sqlite" in message
 
 
 def test_sqlite_is_still_accepted(db_url: str) -> None:

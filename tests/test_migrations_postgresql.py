@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,6 @@ from earlier_release import earlier_release_database
 from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
-from test_cli import run
 
 import openclaw_fts
 from openclaw_fts import migrate
@@ -170,16 +168,15 @@ def test_upgrade_is_idempotent(pg_engine: Engine) -> None:
     assert (tables(pg_engine), search_objects(pg_engine)) == before
 
 
-def test_store_path_upgrades_then_refuses_until_the_backend_exists(pg_url: str) -> None:
-    """``openclaw-fts upgrade`` / ``migrate.upgrade`` work on PostgreSQL today; the store says
-    plainly that its index backend does not exist yet instead of failing inside ``append``."""
+def test_the_store_migrates_a_fresh_database(pg_url: str) -> None:
+    """``TranscriptStore`` on an empty PostgreSQL database migrates it to head (the store
+    refused PostgreSQL until the index backend existed)."""
     engine = make_engine(pg_url)
     try:
-        with pytest.raises(UnsupportedDatabaseError, match="not available yet"):
-            openclaw_fts.TranscriptStore(engine, background=False)
-        assert tables(engine) == set()  # refused before migrating anything
-        migrate.upgrade(engine)
+        assert tables(engine) == set()
+        openclaw_fts.TranscriptStore(engine, background=False).close()
         assert tables(engine) == PLUGIN_TABLES | {VERSION_TABLE}
+        assert set(migrate.current_revisions(engine)) == set(migrate.head_revisions())
     finally:
         engine.dispose()
 
@@ -246,15 +243,6 @@ def plugin_functions(engine: Engine) -> set[str]:
             text("SELECT proname FROM pg_proc WHERE proname LIKE 'openclaw_fts%'")
         ).all()
     return {r[0] for r in rows}
-
-
-def test_cli_on_postgresql_says_the_backend_is_not_available_yet(
-    pg_url: str, tmp_path: Path
-) -> None:
-    proc = run(tmp_path, "--db", pg_url, "status")
-    assert proc.returncode != 0
-    (line,) = proc.stderr.strip().splitlines()
-    assert "index backend is not available yet" in line and "migrate.upgrade" in line
 
 
 # -- downgrade -------------------------------------------------------------------------------
