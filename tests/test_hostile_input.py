@@ -346,6 +346,10 @@ def test_nul_in_the_callers_own_key_and_agent(store: TranscriptStore) -> None:
     assert found(ALL, session_key=nul_key) == []
     assert found(Caller("agent:ma\x00in:x", visibility="agent")) == []  # an agent of no session
     assert found(Caller(KEY, agent_id="ma\x00in", visibility="agent")) == []
+    nul_agent = Caller("agent:ma\x00in:x", visibility="agent")
+    for key in ("cron:job", "main", "agent:ma\x00in:y"):  # keys with no session, in its agent
+        assert "Session not found" in store.history(nul_agent, key)["error"]
+    assert store.history(nul_agent, "agent:main:x")["status"] == "forbidden"
     policy = AgentToAgent(enabled=True, allow=["ma\x00*", "main"])
     assert found(Caller(KEY, visibility="all", agent_to_agent=policy)) == ["f0", "m0"]
     assert_intact(store)

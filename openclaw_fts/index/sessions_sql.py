@@ -68,16 +68,24 @@ def judge_key(
     unstored = (
         "WHERE NOT EXISTS (SELECT 1 FROM openclaw_sessions AS s1 WHERE s1.session_key = :acc_key)"
     )
-    new_only = _unstorable(conn, key) or _unstorable(conn, virtual_agent)
+    new_only = _unstorable(conn, key)  # no stored session can hold it
+    if _unstorable(conn, virtual_agent):  # a new session's agent, never a stored one's
+        params["acc_agent"] = virtual_agent.replace("\x00", "\ufffd")
+        new_only = (
+            new_only
+            or not conn.execute(
+                text("SELECT EXISTS (SELECT 1 FROM openclaw_sessions WHERE session_key = :k)"),
+                {"k": key},
+            ).scalar()
+        )
     if new_only:
-        # No stored session holds it: judged as a new one, on its values with NUL read as
-        # U+FFFD (one character for one: the key's shape, incognito or not, is kept). The only
-        # row judged is that new one, whose key and agent are the only non-NULL values the
+        # No stored session has the key: judged as a new one, on values with NUL read as
+        # U+FFFD (one character for one: the key's shape, incognito or not, is kept). That new
+        # row is the only one judged, and its key and agent are the only non-NULL values the
         # caller's are compared with: each caller value is bound as the row's when the
         # originals are equal, and as NULL (never equal) when they differ.
         stored = unstored = ""
         params["acc_key"] = key.replace("\x00", "\ufffd")
-        params["acc_agent"] = virtual_agent.replace("\x00", "\ufffd")
         params["vis_key"] = params["acc_key"] if caller.session_key == key else None
         if "vis_agent" in params:
             same = caller.effective_agent_id == virtual_agent
@@ -94,7 +102,8 @@ def judge_key(
         ),
         params,
     ).one()
-    agent = virtual_agent if new_only else str(row[2])
+    # None stored: the new session's agent (the bound one may stand in for a NUL).
+    agent = str(row[2]) if row[1] else virtual_agent
     return bool(row[0]), bool(row[1]), agent, bool(row[3])
 
 
