@@ -435,7 +435,6 @@ import json, sys
 from openclaw_fts.engine import make_engine
 from openclaw_fts.reconcile import Reconciler
 
-pytestmark = pytest.mark.both_engines
 engine = make_engine(sys.argv[1])
 r = Reconciler(engine, batch_rows=int(sys.argv[2]), lease_seconds=float(sys.argv[3]))
 print("START", flush=True)
