@@ -4,8 +4,9 @@ loop.
 Invariant: every call runs the synchronous :class:`~openclaw_fts.store.TranscriptStore`
 method of the same name in a worker thread (``asyncio.to_thread``) on the store's own
 synchronous engine, so its results, errors, locks and guarantees are exactly the synchronous
-store's. Given a ``sqlite+aiosqlite`` URL or an ``AsyncEngine``, the store opens the same
-database file through ``sqlite3`` (the host's async engine keeps its own connections). Host
+store's. Given an async URL or an ``AsyncEngine``, the store opens the same database through
+the synchronous driver (``sqlite+aiosqlite``: ``sqlite3``; ``postgresql+asyncpg``: psycopg 3);
+the host's async engine keeps its own connections. Host
 writes through an ``AsyncSession`` are indexed by :func:`openclaw_fts.install` on the
 ``async_sessionmaker``, not by this class.
 """
@@ -21,6 +22,8 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from .engine import SYNC_DRIVERS as SYNC_DRIVERS  # its home before engine.py
+from .engine import sync_driver_url
 from .results import (
     HistoryAnswer,
     ImportResult,
@@ -33,15 +36,11 @@ from .store import TranscriptStore
 from .visibility import Caller
 
 R = TypeVar("R")
-#: Async drivers whose URL maps to the synchronous driver of the same database.
-SYNC_DRIVERS = {"sqlite+aiosqlite": "sqlite+pysqlite"}
 
 
 def sync_url(url: str | URL | AsyncEngine) -> URL:
-    """The synchronous URL of the same database."""
-    parsed = url.url if isinstance(url, AsyncEngine) else make_url(url)
-    driver = SYNC_DRIVERS.get(parsed.drivername)
-    return parsed.set(drivername=driver) if driver else parsed
+    """The synchronous URL of the same database (:func:`openclaw_fts.engine.sync_driver_url`)."""
+    return sync_driver_url(url.url if isinstance(url, AsyncEngine) else make_url(url))
 
 
 class AsyncTranscriptStore:

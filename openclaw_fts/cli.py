@@ -195,6 +195,10 @@ def open_store(
         store = TranscriptStore(url, upgrade=False, background=False)
     except ArgumentError as exc:  # e.g. an unknown dialect in the URL
         raise click.BadParameter(_one_line(str(exc)), param_hint="'--db'") from None
+    except ImportError as exc:  # the URL's driver is not installed (e.g. psycopg)
+        raise CliError(
+            f"cannot use database {name}: its driver is not installed ({_one_line(str(exc))})"
+        ) from None
     try:
         try:
             revisions = set(migrate.current_revisions(store.engine))

@@ -62,6 +62,34 @@ def read_only_url(path: Path) -> URL:
     return make_url(f"sqlite:///file:{quote(str(path.resolve()))}?{mode}&uri=true")
 
 
+#: Async drivers whose URL maps to the synchronous driver of the same database.
+SYNC_DRIVERS = {
+    "sqlite+aiosqlite": "sqlite+pysqlite",
+    "postgresql+asyncpg": "postgresql+psycopg",
+}
+#: Query parameters of a ``postgresql+asyncpg`` URL that only asyncpg's dialect reads (libpq,
+#: under psycopg, would refuse them): dropped from the synchronous URL.
+ASYNCPG_ONLY_PARAMS = ("prepared_statement_cache_size",)
+#: asyncpg's ``ssl=<mode>`` is libpq's ``sslmode=<mode>`` for these modes.
+LIBPQ_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+
+
+def sync_driver_url(url: URL) -> URL:
+    """``url`` with an async driver (:data:`SYNC_DRIVERS`) replaced by the synchronous driver of
+    the same database: a host's async URL opens the plugin's own (synchronous) engine; any
+    other URL is returned as it is."""
+    driver = SYNC_DRIVERS.get(url.drivername)
+    if driver is None:
+        return url
+    if url.drivername == "postgresql+asyncpg":
+        query = {k: v for k, v in url.query.items() if k not in ASYNCPG_ONLY_PARAMS}
+        ssl = query.get("ssl")
+        if isinstance(ssl, str) and ssl in LIBPQ_SSL_MODES and "sslmode" not in query:
+            query["sslmode"] = query.pop("ssl")
+        url = url.set(query=query)
+    return url.set(drivername=driver)
+
+
 def make_engine(
     url: str | URL,
     *,
@@ -70,8 +98,10 @@ def make_engine(
     **kwargs: Any,
 ) -> Engine:
     """An engine for ``url`` with the plugin's settings (``:memory:``: one shared connection).
-    ``read_only`` opens an SQLite file read-only; ``None`` does so when it cannot be written."""
-    parsed = make_url(url)
+    ``read_only`` opens an SQLite file read-only; ``None`` does so when it cannot be written.
+    An async driver's URL (``sqlite+aiosqlite``, ``postgresql+asyncpg``) opens the same
+    database through the synchronous driver (:func:`sync_driver_url`)."""
+    parsed = sync_driver_url(make_url(url))
     require_schema_dialect(parsed.get_backend_name())  # before a missing driver's ImportError
     path = sqlite_file(parsed)
     if path is not None and path.exists():

@@ -1,6 +1,7 @@
 """Async hosts: ``install(async_sessionmaker)`` indexes writes made through ``AsyncSession`` on
-``sqlite+aiosqlite`` in the same transaction, and ``AsyncTranscriptStore`` answers without
-blocking the event loop."""
+``sqlite+aiosqlite`` and on ``postgresql+asyncpg`` in the same transaction, and
+``AsyncTranscriptStore`` answers without blocking the event loop (each test runs on both engines:
+the host's async engine opens the test's database through the async driver)."""
 
 from __future__ import annotations
 
@@ -9,23 +10,43 @@ from pathlib import Path
 
 import pytest
 from factories import chain, msg
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
 
 import openclaw_fts
-from openclaw_fts import AgentSession, Caller, TranscriptEvent, TranscriptStore
-from openclaw_fts.aio import AsyncTranscriptStore
+from openclaw_fts import (
+    AgentSession,
+    Caller,
+    DuplicateEventError,
+    InvalidSessionError,
+    TranscriptEvent,
+    TranscriptStore,
+)
+from openclaw_fts.aio import AsyncTranscriptStore, sync_url
 from openclaw_fts.check import check
 
-pytest.importorskip("aiosqlite")
+pytestmark = pytest.mark.both_engines
 
 CALLER = Caller("agent:main:main", visibility="all")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "sessions"
+ASYNC_DRIVERS = {
+    "sqlite": ("sqlite+aiosqlite", "aiosqlite"),
+    "postgresql": ("postgresql+asyncpg", "asyncpg"),
+}
 
 
 def aio_url(db_url: str) -> str:
-    return db_url.replace("sqlite:///", "sqlite+aiosqlite:///", 1)
+    """The same database through the engine's async driver."""
+    url = make_url(db_url)
+    drivername, module = ASYNC_DRIVERS[url.get_backend_name()]
+    pytest.importorskip(module)
+    return url.set(drivername=drivername).render_as_string(hide_password=False)
+
+
+def found(store: TranscriptStore, query: str) -> list[str]:
+    return sorted(h["messageId"] for h in store.search(CALLER, query)["results"])
 
 
 def test_async_sessionmaker_writes_are_indexed_in_their_transaction(
@@ -118,3 +139,117 @@ def test_async_store_runs_off_the_event_loop(db_url: str) -> None:
     assert ticks > 0
     assert [h["messageId"] for h in found["results"]] == ["m0"]  # type: ignore[index]
     assert history["reconciled"]["ran"] is True  # type: ignore[index]
+
+
+def test_async_store_opens_on_the_hosts_async_engine(db_url: str) -> None:
+    async def main() -> tuple[dict[str, object], dict[str, object]]:
+        engine = create_async_engine(aio_url(db_url))
+        try:
+            async with await AsyncTranscriptStore.open(engine, background=False) as store:
+                assert store.store.engine.url.drivername in (
+                    "sqlite+pysqlite",
+                    "postgresql+psycopg",
+                )
+                await store.create_session("s1", "agent:main:main")
+                await store.append_many("s1", chain(["engine handed over", "dropped"]))
+                await store.rewind("s1", "m0")  # m1 leaves the active branch
+                rebuilt = await store.rebuild()
+                await store.optimize()
+                return await store.search(CALLER, "handed"), {**rebuilt}
+        finally:
+            await engine.dispose()
+
+    answer, rebuilt = asyncio.run(main())
+    assert [h["messageId"] for h in answer["results"]] == ["m0"]  # type: ignore[index]
+    assert rebuilt["rebuilt"] == ["s1"]
+
+
+def test_async_non_append_writes_are_indexed_in_their_transaction(
+    db_url: str, store: TranscriptStore
+) -> None:
+    """Branches, incognito flips, deletes, bulk inserts and savepoints through the async driver
+    keep the index exact in the writing transaction, as through the synchronous one."""
+
+    async def main() -> None:
+        engine = create_async_engine(aio_url(db_url))
+        factory = async_sessionmaker(engine, expire_on_commit=False)
+        openclaw_fts.install(factory)
+        try:
+            async with factory.begin() as db:
+                s = AgentSession(session_id="a1", session_key="agent:main:main")
+                db.add(s)
+                db.add_all(TranscriptEvent(session=s, event=e) for e in chain(["alpha", "beta"]))
+            async with factory.begin() as db:  # a branch off m0: m1 leaves the active path
+                db.add(TranscriptEvent(session_id="a1", event=msg("b1", "branched", parent="m0")))
+            assert found(store, "branched") == ["b1"]
+            async with factory.begin() as db:
+                s = await db.get(AgentSession, "a1")
+                assert s is not None
+                s.incognito = True
+            assert found(store, "alpha") == []
+            async with factory.begin() as db:
+                s = await db.get(AgentSession, "a1")
+                assert s is not None
+                s.incognito = False
+            assert found(store, "alpha") == ["m0"]
+            async with factory.begin() as db:
+                ev = await db.get(TranscriptEvent, ("a1", 0))
+                await db.delete(ev)
+            assert found(store, "alpha") == []
+            async with factory.begin() as db:
+                await db.execute(
+                    insert(TranscriptEvent),
+                    [{"session_id": "a1", "event": msg("k1", "bulkword")}],
+                )
+                async with db.begin_nested() as savepoint:
+                    db.add(TranscriptEvent(session_id="a1", event=msg("sp", "savepointword")))
+                    await db.flush()
+                    await savepoint.rollback()
+            assert found(store, "bulkword") == ["k1"]
+            assert found(store, "savepointword") == []
+            with pytest.raises(DuplicateEventError):
+                async with factory.begin() as db:
+                    db.add(TranscriptEvent(session_id="a1", event=msg("k1", "again")))
+            with pytest.raises(DuplicateEventError):
+                async with factory.begin() as db:
+                    await db.execute(
+                        insert(TranscriptEvent), [{"session_id": "a1", "event": msg("k1", "x")}]
+                    )
+        finally:
+            await engine.dispose()
+
+    asyncio.run(main())
+    assert found(store, "again") == []
+    assert store.index_status()["pending"] == 0
+    assert check(store.engine).ok
+
+
+def test_unstorable_session_fields_are_refused_before_the_driver(
+    db_url: str, db_engine: str, store: TranscriptStore
+) -> None:
+    async def main() -> None:
+        engine = create_async_engine(aio_url(db_url))
+        factory = async_sessionmaker(engine)
+        openclaw_fts.install(factory)
+        try:
+            async with factory.begin() as db:
+                db.add(AgentSession(session_id="n\x00", session_key="agent:main:nul"))
+        finally:
+            await engine.dispose()
+
+    if db_engine == "postgresql":
+        with pytest.raises(InvalidSessionError, match="NUL"):
+            asyncio.run(main())
+        assert store.index_status()["total"] == 0
+    else:
+        asyncio.run(main())  # SQLite text holds NUL
+
+
+@pytest.mark.sqlite_only("a pure function of URLs; no database")
+def test_sync_url_maps_async_drivers(db_url: str) -> None:
+    assert str(sync_url("sqlite+aiosqlite:///x.db")) == "sqlite+pysqlite:///x.db"
+    pg = sync_url("postgresql+asyncpg://u:pw@db/app?ssl=require&prepared_statement_cache_size=0")
+    assert pg.drivername == "postgresql+psycopg"
+    assert pg.password == "pw"
+    assert dict(pg.query) == {"sslmode": "require"}
+    assert sync_url("postgresql+psycopg://u@db/app").drivername == "postgresql+psycopg"

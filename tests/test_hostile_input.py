@@ -314,6 +314,47 @@ def test_nul_bytes_in_text_ids_and_keys(store: TranscriptStore, db_engine: str) 
     assert_intact(store)
 
 
+def test_nul_in_the_callers_own_key_and_agent(store: TranscriptStore) -> None:
+    """A caller whose key (or agent id, or allow pattern) holds a NUL gets the same answers on
+    both engines, never a driver error: no stored session has that key (PostgreSQL text cannot
+    hold NUL), so it sees what a caller of a key with no session sees; a stored key that
+    differs only by U+FFFD where the NUL is stays someone else's."""
+    nul_key, fffd_key = "agent:main:x\x00", "agent:main:x\ufffd"
+    store.create_session("sx", "agent:main:x")
+    store.append("sx", msg("m0", "lighthouse keeper"))
+    store.create_session("sf", fffd_key)
+    store.append("sf", msg("f0", "replacement lighthouse"))
+
+    def found(caller: Caller, query: str = "lighthouse", **kw: Any) -> list[str]:
+        return sorted(h["messageId"] for h in store.search(caller, query, **kw)["results"])
+
+    for visibility in ("self", "tree"):
+        narrow = Caller(nul_key, visibility=visibility)  # type: ignore[arg-type]
+        assert found(narrow) == []
+        own = store.history(narrow, nul_key)  # its own key, with no session
+        assert own["status"] == "error" and "Session not found" in own["error"]
+        assert store.history(narrow, fffd_key)["status"] == "forbidden"
+        assert store.history(narrow, "agent:main:x")["status"] == "forbidden"
+    for visibility in ("agent", "all"):
+        wide = Caller(nul_key, visibility=visibility)  # type: ignore[arg-type]
+        assert found(wide) == ["f0", "m0"]  # its agent (main) is an ordinary one
+        assert [m["__openclaw"]["id"] for m in store.history(wide, "agent:main:x")["messages"]] == [
+            "m0"
+        ]
+        assert found(wide, session_key=nul_key) == []
+        assert "Session not found" in store.history(wide, nul_key)["error"]
+    assert found(ALL, session_key=nul_key) == []
+    assert found(Caller("agent:ma\x00in:x", visibility="agent")) == []  # an agent of no session
+    assert found(Caller(KEY, agent_id="ma\x00in", visibility="agent")) == []
+    nul_agent = Caller("agent:ma\x00in:x", visibility="agent")
+    for key in ("cron:job", "main", "agent:ma\x00in:y"):  # keys with no session, in its agent
+        assert "Session not found" in store.history(nul_agent, key)["error"]
+    assert store.history(nul_agent, "agent:main:x")["status"] == "forbidden"
+    policy = AgentToAgent(enabled=True, allow=["ma\x00*", "main"])
+    assert found(Caller(KEY, visibility="all", agent_to_agent=policy)) == ["f0", "m0"]
+    assert_intact(store)
+
+
 def test_lone_surrogates_in_text_are_stored_and_searchable(s1: TranscriptStore) -> None:
     s1.append("s1", msg("su1", "lone \ud800 surrogate \udfff in text"))
     s1.append("s1", msg("su2", [{"type": "text", "text": "block \udc00 surrogate"}]))

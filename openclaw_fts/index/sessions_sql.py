@@ -58,23 +58,53 @@ def judge_key(
     """``(visible, stored, agent_id, incognito)`` of ``key`` for ``caller``: judged as its stored
     sessions are, or — none stored — as a session of that key in ``virtual_agent`` would be
     (so the answer never tells whether a hidden key exists)."""
-    if _unstorable(conn, key):
-        key = key.replace("\x00", "\ufffd")  # no stored key holds it: judged as a new one
     pred = visible(caller, "s", for_search=for_search, dialect=conn.dialect.name)
+    params: dict[str, Any] = {**pred.params, "acc_key": key, "acc_agent": virtual_agent}
+    stored = (
+        "SELECT s0.session_key, s0.agent_id, s0.owner_session_key, s0.spawned_by, "
+        "s0.parent_session_key, s0.incognito, 1 AS stored FROM openclaw_sessions AS s0 "
+        "WHERE s0.session_key = :acc_key UNION ALL "
+    )
+    unstored = (
+        "WHERE NOT EXISTS (SELECT 1 FROM openclaw_sessions AS s1 WHERE s1.session_key = :acc_key)"
+    )
+    new_only = _unstorable(conn, key)  # no stored session can hold it
+    if _unstorable(conn, virtual_agent):  # a new session's agent, never a stored one's
+        params["acc_agent"] = virtual_agent.replace("\x00", "\ufffd")
+        new_only = (
+            new_only
+            or not conn.execute(
+                text("SELECT EXISTS (SELECT 1 FROM openclaw_sessions WHERE session_key = :k)"),
+                {"k": key},
+            ).scalar()
+        )
+    if new_only:
+        # No stored session has the key: judged as a new one, on values with NUL read as
+        # U+FFFD (one character for one: the key's shape, incognito or not, is kept). That new
+        # row is the only one judged, and its key and agent are the only non-NULL values the
+        # caller's are compared with: each caller value is bound as the row's when the
+        # originals are equal, and as NULL (never equal) when they differ.
+        stored = unstored = ""
+        params["acc_key"] = key.replace("\x00", "\ufffd")
+        params["vis_key"] = params["acc_key"] if caller.session_key == key else None
+        if "vis_agent" in params:
+            same = caller.effective_agent_id == virtual_agent
+            params["vis_agent"] = params["acc_agent"] if same else None
     row = conn.execute(
         text(
             f"SELECT coalesce(max(CASE WHEN {pred.sql} THEN 1 ELSE 0 END), 0), "
             "coalesce(sum(s.stored), 0), max(s.agent_id), "
             "coalesce(max(CASE WHEN s.incognito THEN 1 ELSE 0 END), 0) FROM ("
-            "SELECT s0.session_key, s0.agent_id, s0.owner_session_key, s0.spawned_by, "
-            "s0.parent_session_key, s0.incognito, 1 AS stored FROM openclaw_sessions AS s0 "
-            "WHERE s0.session_key = :acc_key UNION ALL "
-            "SELECT :acc_key, :acc_agent, NULL, NULL, NULL, FALSE, 0 WHERE NOT EXISTS "
-            "(SELECT 1 FROM openclaw_sessions AS s1 WHERE s1.session_key = :acc_key)) AS s"
+            f"{stored}"
+            "SELECT :acc_key AS session_key, :acc_agent AS agent_id, NULL AS owner_session_key, "
+            "NULL AS spawned_by, NULL AS parent_session_key, FALSE AS incognito, 0 AS stored "
+            f"{unstored}) AS s"
         ),
-        {**pred.params, "acc_key": key, "acc_agent": virtual_agent},
+        params,
     ).one()
-    return bool(row[0]), bool(row[1]), str(row[2]), bool(row[3])
+    # None stored: the new session's agent (the bound one may stand in for a NUL).
+    agent = str(row[2]) if row[1] else virtual_agent
+    return bool(row[0]), bool(row[1]), agent, bool(row[3])
 
 
 def incarnations(

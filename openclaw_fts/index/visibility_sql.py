@@ -40,7 +40,8 @@ class Predicate:
     """A SQL boolean expression with its bound parameters (names prefixed ``vis_``)."""
 
     sql: str
-    params: dict[str, str]
+    #: None: a value no stored row holds (a NUL on PostgreSQL), so its comparison is never true.
+    params: dict[str, str | None]
     #: True when the predicate admits every session that is neither flagged incognito nor
     #: keyed like one (:func:`incognito_key_sql`).
     everything: bool = False
@@ -118,7 +119,15 @@ def visible(
     if for_search:
         incognito = f"NOT {a}.incognito" if dialect == "postgresql" else f"{a}.incognito = 0"
         sql = f"({sql} AND {incognito})"
-    return Predicate(sql, params, everything=everything and for_search)
+    bound: dict[str, str | None] = dict(params)
+    if dialect == "postgresql" and any("\x00" in v for v in params.values()):
+        # PostgreSQL text cannot hold NUL (nor can a bound value): no stored key or agent id
+        # equals, or is LIKE, a value holding one. Bound as NULL, such a comparison is never
+        # true, and every parameter sits in the OR-ed part of the predicate (nothing negates
+        # it), so the predicate admits exactly what it would with that comparison false --
+        # what SQLite answers for a key no session has.
+        bound = {k: (None if "\x00" in v else v) for k, v in params.items()}
+    return Predicate(sql, bound, everything=everything and for_search)
 
 
 _ANY_AGENT = "1 = 1"

@@ -55,7 +55,8 @@ def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str
     params: dict[str, Any] = dict(pred.params)
     if session_key is None:
         return pred.sql, params
-    params["only_key"] = session_key
+    # PostgreSQL text cannot hold NUL: bound as NULL, such a key matches no session.
+    params["only_key"] = None if "\x00" in session_key else session_key
     return f"({pred.sql} AND s.session_key = :only_key)", params
 
 
