@@ -9,12 +9,16 @@ three are kept next to each other so they cannot drift. Booleans are compared wi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Connection, text
 
+from .. import transcript
+from ..jsonsafe import stored_event
 from ..models import INDEX_VERSION
-from .base import SearchRequest, StateRow
+from ..tokens import body_is_clean_text, clean_text
+from .base import Hit, SearchRequest, StateRow
 
 #: "This session is pending", over ``openclaw_sessions s LEFT JOIN openclaw_index_state st``.
 PENDING_CONDITION = (
@@ -93,3 +97,27 @@ def user_filters(req: SearchRequest, params: dict[str, Any]) -> str:
         filters.append("AND mi.timestamp_ms <= :until")
         params["until"] = req.until
     return " ".join(filters)
+
+
+def hit_texts(conn: Connection, hits: list[Hit], bodies: Mapping[int, str]) -> dict[int, str]:
+    """Each hit's searchable text by index row id: its stored ``body`` (the masked text) unless
+    CJK was spaced for the index, in which case the message is re-read from its event through
+    the one predicate (``transcript.index_row``)."""
+    texts = {}
+    for hit in hits:
+        body = bodies.get(hit[0])
+        if body is not None and body_is_clean_text(body):
+            texts[hit[0]] = body
+        else:
+            texts[hit[0]] = _original_text(conn, hit[1], hit[2])
+    return texts
+
+
+def _original_text(conn: Connection, session_id: str, seq: int) -> str:
+    found = conn.execute(
+        text("SELECT event FROM transcript_events WHERE session_id = :sid AND seq = :seq"),
+        {"sid": session_id, "seq": seq},
+    ).first()
+    event = stored_event(found[0]) if found is not None else None
+    row = transcript.index_row(seq, event) if event else None
+    return clean_text(row.text) if row is not None else ""

@@ -13,15 +13,12 @@ Statements run through SQLAlchemy ``text()`` with ``:name`` parameters.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
-from ... import transcript
-from ...tokens import body_is_clean_text, clean_text
 from ..base import Hit, SearchRequest
-from ..common import EXACT_JOIN, PENDING_CONDITION, user_filters
+from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
 from ..visibility_sql import visible
 from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
 from .query import render
@@ -157,32 +154,7 @@ class PostgresReader:
                 {"ids": [h[0] for h in hits]},
             )
         }
-        texts = {}
-        for hit in hits:
-            body = bodies.get(hit[0])
-            if body is not None and body_is_clean_text(body):
-                texts[hit[0]] = body
-            else:
-                texts[hit[0]] = _original_text(conn, hit[1], hit[2])
-        return texts
-
-
-def _original_text(conn: Connection, session_id: str, seq: int) -> str:
-    """The message's searchable text, from its stored event (as ``search._original_text``)."""
-    found = conn.execute(
-        text("SELECT event FROM transcript_events WHERE session_id = :sid AND seq = :seq"),
-        {"sid": session_id, "seq": seq},
-    ).first()
-    event: Any = None
-    if found is not None:
-        event = found[0]
-        if isinstance(event, str):
-            try:
-                event = json.loads(event)
-            except (ValueError, RecursionError):
-                event = None
-    row = transcript.index_row(seq, event) if isinstance(event, dict) else None
-    return clean_text(row.text) if row is not None else ""
+        return hit_texts(conn, hits, bodies)
 
 
 #: ``LC_CTYPE`` values under which PostgreSQL folds ASCII case only and reads every non-ASCII

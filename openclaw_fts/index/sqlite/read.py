@@ -12,17 +12,14 @@ one snapshot. Nothing here writes.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sqlalchemy import Connection
 
-from ... import transcript
 from ...models import INDEX_VERSION
-from ...tokens import body_is_clean_text, clean_text
 from ...visibility import Caller
 from ..base import Hit, SearchRequest
-from ..common import EXACT_JOIN, PENDING_CONDITION, user_filters
+from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
 from ..visibility_sql import Predicate, visible
 from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
 
@@ -178,14 +175,7 @@ class SqliteReader:
             )
             .fetchall()
         )
-        texts = {}
-        for hit in hits:
-            body = bodies.get(hit[0])
-            if body is not None and body_is_clean_text(body):
-                texts[hit[0]] = body
-            else:
-                texts[hit[0]] = self._original_text(conn, hit[1], hit[2])
-        return texts
+        return hit_texts(conn, hits, bodies)
 
     @staticmethod
     def _hits_sql(
@@ -302,24 +292,6 @@ class SqliteReader:
         if len(hits) < want or hits[want - 1][7] >= ranked[-1][1]:
             return None  # a row not fetched may rank (or tie) within the limit
         return hits[:want]
-
-    @staticmethod
-    def _original_text(conn: Connection, session_id: str, seq: int) -> str:
-        """The message's searchable text, re-read through the one predicate."""
-        found = (
-            cursor(conn)
-            .execute(
-                "SELECT event FROM transcript_events WHERE session_id = ? AND seq = ?",
-                (session_id, seq),
-            )
-            .fetchone()
-        )
-        try:
-            event = json.loads(found[0]) if found is not None else None
-        except (ValueError, RecursionError):
-            event = None
-        row = transcript.index_row(seq, event) if isinstance(event, dict) else None
-        return clean_text(row.text) if row is not None else ""
 
 
 #: One reader serves every connection (it holds no state; per-connection memos live on the
