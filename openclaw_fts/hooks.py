@@ -208,15 +208,14 @@ def _touches_plugin(session: Session) -> bool:
 
 
 def _before_flush(session: Session, flush_context: UOWTransaction, instances: Any) -> None:
-    if _touches_plugin(session) and session.get_bind().dialect.name == "sqlite":
+    touched = _touches_plugin(session)
+    if touched and session.get_bind().dialect.name == "sqlite":
         sqlite_connect.take_write_lock(session.connection())
     work = _FlushWork()
     session.info[_INFO_KEY] = work
     by_session: dict[str, list[TranscriptEvent]] = defaultdict(list)
     new_owners: dict[str, AgentSession] = {}
-    backend = None
-    if _touches_plugin(session):
-        backend = index_writer(session.connection())
+    backend = index_writer(session.connection()) if touched else None
     with session.no_autoflush:
         for obj in session.new:
             if isinstance(obj, AgentSession):

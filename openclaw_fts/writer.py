@@ -17,12 +17,12 @@ from sqlalchemy import Connection
 
 from . import indexer, transcript
 from .errors import InvalidEventError, UnknownSessionError, quoted
-from .hooks import MAX_SEQ, distinct_event_ids, serialise_event
+from .hooks import EVENT_TEXT_COLUMNS, MAX_SEQ, distinct_event_ids, serialise_event
 from .index.base import writer as index_writer
 from .tokens import is_valid_unicode
 
 #: The text columns of an event row besides its JSON (which escapes every control character).
-TEXT_COLUMNS = ("session_id", "event_id", "parent_id", "type", "role", "target_id")
+TEXT_COLUMNS = ("session_id", *EVENT_TEXT_COLUMNS)
 
 
 def append_events(
@@ -34,9 +34,10 @@ def append_events(
     checked = [(e, serialise_event(e)) for e in events]
     if not checked:
         return []
-    if index_writer(conn).unstorable([session_id]) is not None:
+    backend = index_writer(conn)
+    if backend.unstorable([session_id]) is not None:
         raise UnknownSessionError(f"unknown session {quoted(session_id)}")  # none can hold it
-    index_writer(conn).lock_session(conn, session_id)
+    backend.lock_session(conn, session_id)
     context = indexer.read_context(conn, session_id)
     if context is None:
         raise UnknownSessionError(f"unknown session {quoted(session_id)}")
@@ -52,7 +53,6 @@ def append_events(
         columns = transcript.derived_columns(seq, event, node)
         rows.append(dict(columns, session_id=session_id, seq=seq, event=dumped))
         appended.append(indexer.Appended(seq, event, node))
-    backend = index_writer(conn)
     reason = backend.unstorable(row[c] for row in rows for c in TEXT_COLUMNS)
     if reason is not None:
         raise InvalidEventError(f"cannot store an event of {quoted(session_id)}: {reason}")

@@ -3,7 +3,8 @@ and PostgreSQL run, with the few dialect differences left to a subclass per dial
 
 Invariant: statements run on the DBAPI cursor of the caller's connection (inside the caller's
 transaction; a handful per append, where SQLAlchemy's per-statement overhead would dominate),
-written with ``:name`` parameters that :meth:`SqlWriter.sql` turns into the driver's style;
+written with ``:name`` parameters (sqlite3 takes them as they are; PostgreSQL's writer runs
+them through SQLAlchemy ``text()``);
 booleans are written as ``TRUE`` / ``FALSE`` and bound as Python ``bool``. ``transcript_events``
 rows are inserted only by :meth:`SqlWriter.insert_events` (the store, the importer and bulk ORM
 inserts) or by the ORM flush, with ``openclaw_sessions.last_seq`` raised in the same call; index
@@ -66,7 +67,7 @@ def _state(row: Sequence[Any]) -> StateRow:
 
 class SqlWriter:
     """:class:`~openclaw_fts.index.base.Writer` over plain SQL; a dialect's subclass supplies
-    the cursor, the parameter style, the full-text rows and the JSON probe."""
+    the cursor (or its own ``run``), the full-text rows and the JSON probe."""
 
     # ------------------------------------------------------------ what a dialect supplies
 
@@ -80,10 +81,6 @@ class SqlWriter:
     def cursor(self, conn: Connection) -> Any:
         """A DBAPI cursor on the connection's current transaction."""
         raise NotImplementedError
-
-    def sql(self, statement: str) -> str:
-        """``statement`` (``:name`` parameters) in the driver's parameter style."""
-        return statement
 
     def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         """``column`` is one of ``values``, as SQL conditions with their parameters (one or
@@ -129,12 +126,12 @@ class SqlWriter:
 
     def run(self, conn: Connection, statement: str, params: Any = None) -> Any:
         cur = self.cursor(conn)
-        cur.execute(self.sql(statement), params if params is not None else {})
+        cur.execute(statement, params if params is not None else {})
         return cur
 
     def run_many(self, conn: Connection, statement: str, rows: Sequence[Any]) -> None:
         if rows:
-            self.cursor(conn).executemany(self.sql(statement), rows)
+            self.cursor(conn).executemany(statement, rows)
 
     # ------------------------------------------------------------ sessions and index state
 

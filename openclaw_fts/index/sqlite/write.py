@@ -19,9 +19,9 @@ from ..base import NewRow
 from ..sqlwriter import SqlWriter
 from . import (
     FTS_TABLE,
-    IN_LIST_CHUNK,
     cursor,
     delete_rows,
+    in_lists,
     insert_rows,
     integrity_check,
     read_row_sizes,
@@ -49,8 +49,7 @@ class SqliteWriter(SqlWriter):
         return session_token(state_id)
 
     def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-        for start in range(0, len(values), IN_LIST_CHUNK):
-            chunk = values[start : start + IN_LIST_CHUNK]
+        for chunk, _ in in_lists(values):
             params = {f"in{i}": v for i, v in enumerate(chunk)}
             yield f"{column} IN ({', '.join(':' + k for k in params)})", params
 
