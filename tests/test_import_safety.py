@@ -295,6 +295,8 @@ SIGKILL_ENTRIES = 300
 #: Entries per transaction in the killed worker (many commit points to land between or in).
 SIGKILL_BATCH = 10
 SIGKILL_SEED = 20261203
+#: Kills land at a random moment within this share of a measured uninterrupted import.
+SIGKILL_WINDOW_SHARE = 0.9
 
 
 @pytest.mark.slow
@@ -317,11 +319,19 @@ def test_imports_killed_with_sigkill_end_as_a_clean_import(tmp_path: Path) -> No
         for path in files:
             store.import_jsonl(path, session_id=f"clean-{path.stem}")
             clean[path.stem] = stored_events(store.engine, f"clean-{path.stem}")
+        # How long the worker's whole import takes on this machine, so the kills below land
+        # inside it on a fast CI box as on a slow laptop (a fixed window once missed it).
+        worker.start("crash_importer", db, "calibrate-", SIGKILL_BATCH, *files)
+        worker.wait_for("ready")
+        started = time.monotonic()
+        worker.wait_for("done")
+        window = time.monotonic() - started
+        worker.kill()
         for trial in range(SIGKILL_TRIALS):
             prefix = f"k{trial}-"
             worker.start("crash_importer", db, prefix, SIGKILL_BATCH, *files)
             worker.wait_for("ready")
-            time.sleep(rng.uniform(0.0, 0.25))
+            time.sleep(rng.uniform(0.0, SIGKILL_WINDOW_SHARE * window))
             lines, alive = worker.kill()
             finished = any("done" in line for line in lines)
             mid_import += alive and not finished and any("batch" in line for line in lines)
@@ -337,7 +347,8 @@ def test_imports_killed_with_sigkill_end_as_a_clean_import(tmp_path: Path) -> No
         worker.close()
         store.close()
     print(
-        f"\n[import-crash] {SIGKILL_TRIALS} SIGKILLs ({mid_import} mid-import), "
+        f"\n[import-crash] import takes {window * 1000:.0f} ms; "
+        f"{SIGKILL_TRIALS} SIGKILLs ({mid_import} mid-import), "
         f"{total} entries re-imported, {lost} lost"
     )
     assert mid_import >= SIGKILL_TRIALS // 4, "kills should land inside an import"
