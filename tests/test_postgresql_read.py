@@ -14,7 +14,7 @@ import pytest
 from factories import msg
 from pgindex import State, add_message, add_session, migrated_database, set_state
 from pgserver import PgServer
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 from test_postgresql_query import HOSTILE
 
 from openclaw_fts import TranscriptStore
@@ -300,3 +300,77 @@ def test_any_pending_is_remembered_for_one_snapshot(pg_server: PgServer) -> None
             assert r.any_pending(conn)
             conn.rollback()
             assert not r.any_pending(conn)
+
+
+def test_pending_visible_is_remembered_per_caller_for_one_snapshot(pg_server: PgServer) -> None:
+    """A read-mostly server answers the wide probe once per commit, not once per search; the
+    answer is keyed by the caller's visibility, and never taken from (or put into) the memo by
+    a transaction that has written."""
+    memo_key = "openclaw_fts_pg_pending_visible"
+    with migrated_database(pg_server) as engine:
+        with engine.begin() as conn:
+            add_session(conn, "a", ME)
+            add_message(conn, "a", "e1", "hello")
+            set_state(conn, "a", "clean")
+            add_session(conn, "s", "agent:main:sib")
+            add_message(conn, "s", "e2", "hello")
+            set_state(conn, "s", "clean")
+        r = PostgresReader()
+        with engine.connect() as conn:
+            assert not r.pending_visible(conn, TREE, None)
+            assert not r.pending_visible(conn, SIB_SELF, None)
+            conn.rollback()
+            snapshot, answers = conn.connection.info[memo_key]
+            assert len(answers) == 2  # one per visibility
+            for key in answers:  # plant: a stale memo would hide these
+                answers[key] = True
+            assert r.pending_visible(conn, TREE, None)
+            assert r.pending_visible(conn, SIB_SELF, None)
+            assert not r.pending_visible(conn, ALL, None)  # not remembered yet: read
+            conn.rollback()
+            with engine.begin() as other:  # a commit elsewhere: a new snapshot, a new memo
+                other.execute(
+                    text(
+                        "UPDATE openclaw_index_state SET needs_rebuild = true WHERE session_id = "
+                        "(SELECT session_id FROM openclaw_sessions WHERE session_key = :k)"
+                    ),
+                    {"k": "agent:main:sib"},
+                )
+            assert not r.pending_visible(conn, TREE, None)
+            assert r.pending_visible(conn, SIB_SELF, None)
+            assert conn.connection.info[memo_key][0] != snapshot
+            conn.rollback()
+            # This transaction's own write: the probe reads, and the memo keeps its answer.
+            conn.execute(text("UPDATE openclaw_index_state SET needs_rebuild = true"))
+            assert r.pending_visible(conn, TREE, None)
+            conn.rollback()
+            assert not r.pending_visible(conn, TREE, None)
+
+
+def test_a_search_sets_the_custom_plan_mode_once(pg_server: PgServer) -> None:
+    """``pending_visible`` sets ``plan_cache_mode`` for the transaction together with reading
+    the snapshot; ``ranked_hits`` in the same transaction does not set it again, and sets it
+    itself in a transaction that has not."""
+    with migrated_database(pg_server) as engine:
+        with engine.begin() as conn:
+            add_session(conn, "a", ME)
+            add_message(conn, "a", "e1", "deploy")
+            set_state(conn, "a", "clean")
+        r = PostgresReader()
+        statements: list[str] = []
+        with engine.connect() as conn:
+
+            def seen(*args: Any) -> None:
+                statements.append(str(args[2]))
+
+            event.listen(conn, "before_cursor_execute", seen)
+            assert not r.pending_visible(conn, TREE, None)
+            assert ids(r.ranked_hits(conn, TREE, build_request("deploy"), exact=True)) == ["e1"]
+            assert ids(r.ranked_hits(conn, TREE, build_request("deploy"), exact=True)) == ["e1"]
+            assert sum("plan_cache_mode" in s for s in statements) == 1
+            assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"
+            conn.rollback()
+            statements.clear()
+            assert ids(r.ranked_hits(conn, TREE, build_request("deploy"), exact=True)) == ["e1"]
+            assert sum("plan_cache_mode" in s for s in statements) == 1
+            assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"

@@ -13,6 +13,7 @@ Statements run through SQLAlchemy ``text()`` with ``:name`` parameters.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
@@ -38,6 +39,20 @@ FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', t
 RANK_NORMALIZATION = 1
 DIALECT = "postgresql"
 
+#: The first statement of a search: sets :data:`FORCE_CUSTOM_PLAN` for the transaction and reads
+#: the snapshot (the key of the pending memo) and whether this transaction has written, in one
+#: round trip.
+_BEGIN_SEARCH_SQL = (
+    "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), "
+    "pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
+)
+#: Where a pooled connection remembers the transaction it last set ``plan_cache_mode`` in.
+_CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
+#: Where a pooled connection remembers ``pending_visible`` answers for one snapshot.
+_PENDING_VISIBLE_MEMO = "openclaw_fts_pg_pending_visible"
+#: Most (visibility, sessionKey) answers one pooled connection remembers for one snapshot; a
+#: new snapshot, or a full memo, starts it afresh.
+PENDING_MEMO_ENTRIES = 64
 #: The join of a ranked statement to the state of an exactly indexed session.
 _CLEAN_JOIN = f"JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
 #: The snapshot this statement sees, and whether this transaction has written (an xid).
@@ -86,8 +101,26 @@ def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, d
     return sql, params
 
 
+def _custom_plans(conn: Connection) -> None:
+    """:data:`FORCE_CUSTOM_PLAN`, unless this transaction already has it (a search's
+    ``pending_visible`` sets it; a savepoint rolled back in between would undo it, which costs
+    only the plan choice)."""
+    txn = conn.get_transaction()
+    marked = conn.info.get(_CUSTOM_PLAN_TXN)
+    if txn is None or marked is None or marked() is not txn:
+        conn.execute(text(FORCE_CUSTOM_PLAN))
+        _remember_custom_plans(conn)
+
+
+def _remember_custom_plans(conn: Connection) -> None:
+    # A weak reference: the pooled connection must not keep a closed Connection alive.
+    txn = conn.get_transaction()
+    conn.info[_CUSTOM_PLAN_TXN] = None if txn is None else weakref.ref(txn)
+
+
 class PostgresReader:
-    """:class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one per search; no state)."""
+    """:class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one per process, shared by
+    threads: what it remembers lives on the pooled connection, never on the instance)."""
 
     #: No: any commit anywhere changes the snapshot its memo is keyed by, and the probe reads
     #: every session (docs/postgresql.md); search asks ``pending_visible`` only.
@@ -117,9 +150,19 @@ class PostgresReader:
         return found
 
     def pending_visible(self, conn: Connection, caller: Caller, session_key: str | None) -> bool:
+        """Remembered per pooled connection for one snapshot, like :meth:`any_pending`, per
+        (visibility predicate, parameters): the probe reads every session the caller may see
+        (about 3 µs each; 6 ms for a wide caller at 2,000 sessions, docs/postgresql.md), so a
+        read-mostly server answers it once per commit instead of once per search. Sets
+        ``plan_cache_mode`` for the transaction in the same round trip."""
         where, params = _visible_sql(caller, session_key)
-        conn.execute(text(FORCE_CUSTOM_PLAN))
-        return bool(
+        _, snapshot, wrote = conn.execute(text(_BEGIN_SEARCH_SQL)).one()
+        _remember_custom_plans(conn)
+        key = (where, tuple(sorted(params.items(), key=lambda kv: kv[0])))
+        memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
+        if wrote is None and memo is not None and memo[0] == snapshot and key in memo[1]:
+            return memo[1][key]
+        found = bool(
             conn.execute(
                 text(
                     "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
@@ -129,6 +172,12 @@ class PostgresReader:
                 params,
             ).scalar()
         )
+        if wrote is None:  # this transaction's own rows are not in the snapshot's key
+            if memo is None or memo[0] != snapshot or len(memo[1]) >= PENDING_MEMO_ENTRIES:
+                memo = (snapshot, {})
+                conn.info[_PENDING_VISIBLE_MEMO] = memo
+            memo[1][key] = found
+        return found
 
     def ranked_hits(
         self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
@@ -136,7 +185,7 @@ class PostgresReader:
         if req.compiled is None or render(req.compiled) is None:
             return []
         sql, params = hits_sql(caller, req, exact=exact)
-        conn.execute(text(FORCE_CUSTOM_PLAN))
+        _custom_plans(conn)
         return [
             (r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7]))
             for r in conn.execute(text(sql), params)
