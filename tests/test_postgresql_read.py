@@ -80,6 +80,15 @@ def ids(found: list[Hit]) -> list[str]:
     return [h[3] for h in found]
 
 
+def add_clean(engine: Engine, sessions: dict[str, str], text_: str = "hello") -> None:
+    """Sessions (id -> key) of one message each (event ``e<n>``), exactly indexed."""
+    with engine.begin() as conn:
+        for n, (sid, key) in enumerate(sessions.items(), start=1):
+            add_session(conn, sid, key)
+            add_message(conn, sid, f"e{n}", text_)
+            set_state(conn, sid, "clean")
+
+
 def test_registered_for_postgresql(db: Engine) -> None:
     with db.connect() as conn:
         assert isinstance(reader(conn), PostgresReader)
@@ -129,10 +138,7 @@ def test_pending_probes(db: Engine) -> None:
 
 def test_any_pending_false_when_every_session_is_clean(pg_server: PgServer) -> None:
     with migrated_database(pg_server) as engine:
-        with engine.begin() as conn:
-            add_session(conn, "a", ME)
-            add_message(conn, "a", "e1", "hello")
-            set_state(conn, "a", "clean")
+        add_clean(engine, {"a": ME})
         with engine.connect() as conn:
             assert not PostgresReader().any_pending(conn)
             assert not PostgresReader().pending_visible(conn, TREE, None)
@@ -274,10 +280,7 @@ def test_custom_plans_for_the_search_transaction_only(db: Engine) -> None:
 
 def test_any_pending_is_remembered_for_one_snapshot(pg_server: PgServer) -> None:
     with migrated_database(pg_server) as engine:
-        with engine.begin() as conn:
-            add_session(conn, "a", ME)
-            add_message(conn, "a", "e1", "hello")
-            set_state(conn, "a", "clean")
+        add_clean(engine, {"a": ME})
         r = PostgresReader()
         with engine.connect() as conn:
             assert not r.any_pending(conn)
@@ -308,13 +311,7 @@ def test_pending_visible_is_remembered_per_caller_for_one_snapshot(pg_server: Pg
     a transaction that has written."""
     memo_key = "openclaw_fts_pg_pending_visible"
     with migrated_database(pg_server) as engine:
-        with engine.begin() as conn:
-            add_session(conn, "a", ME)
-            add_message(conn, "a", "e1", "hello")
-            set_state(conn, "a", "clean")
-            add_session(conn, "s", "agent:main:sib")
-            add_message(conn, "s", "e2", "hello")
-            set_state(conn, "s", "clean")
+        add_clean(engine, {"a": ME, "s": "agent:main:sib"})
         r = PostgresReader()
         with engine.connect() as conn:
             assert not r.pending_visible(conn, TREE, None)
@@ -352,10 +349,7 @@ def test_a_search_sets_the_custom_plan_mode_once(pg_server: PgServer) -> None:
     the snapshot; ``ranked_hits`` in the same transaction does not set it again, and sets it
     itself in a transaction that has not."""
     with migrated_database(pg_server) as engine:
-        with engine.begin() as conn:
-            add_session(conn, "a", ME)
-            add_message(conn, "a", "e1", "deploy")
-            set_state(conn, "a", "clean")
+        add_clean(engine, {"a": ME}, "deploy")
         r = PostgresReader()
         statements: list[str] = []
         with engine.connect() as conn:
