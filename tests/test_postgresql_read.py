@@ -1,8 +1,8 @@
 """PostgresReader (openclaw_fts/index/postgresql/read.py) against a real server: ranking,
 visibility and pending inside the ranked statement, filters, order, hostile queries, CJK,
 diacritics, phrase and prefix, hit texts; and the same small corpus ranked by SQLite (through
-TranscriptStore) and by PostgreSQL, compared by top-k overlap. The PostgreSQL write side does
-not exist yet: rows are written with plain INSERTs (tests/pgindex.py)."""
+TranscriptStore) and by PostgreSQL, compared by top-k overlap. Rows and index states are
+planted with plain INSERTs (tests/pgindex.py) to get exact pending shapes."""
 
 from __future__ import annotations
 

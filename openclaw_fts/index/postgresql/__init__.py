@@ -1,6 +1,8 @@
 """The PostgreSQL side of the index: the names of its text-search objects, the read side
-(:mod:`.read`, registered for ``postgresql`` on first use), the query rendering (:mod:`.query`)
-and the reconcile lease (:mod:`.lease`). The write side does not exist yet.
+(:mod:`.read`, ``PostgresReader``) and the write side (:mod:`.write`, ``PostgresWriter``), both
+registered for ``postgresql`` and imported on first use, the query rendering (:mod:`.query`),
+the composable search's match and rank (:mod:`.compose`) and the reconcile lease
+(:mod:`.lease`).
 
 Invariant: ``message_index.body_tsv`` is a stored generated column,
 ``to_tsvector(TEXT_SEARCH_CONFIG, translate(body, <ASCII punctuation>, <spaces>))``, so every
@@ -10,8 +12,9 @@ folded by the configuration (``simple`` with ``unaccent`` in front), never by an
 the column (``unaccent()`` is not immutable, so PostgreSQL refuses it in a generated column).
 The revision that creates these objects keeps frozen copies of the DDL; this module names them
 for the code that reads them (autogenerate filters, the reader). It runs no statement and
-imports nothing heavy: the reader is imported when :func:`~openclaw_fts.index.base.reader`
-first asks for it.
+imports nothing heavy: the reader and the writer are imported when
+:func:`~openclaw_fts.index.base.reader` or :func:`~openclaw_fts.index.base.writer` first asks
+for them.
 """
 
 from __future__ import annotations
