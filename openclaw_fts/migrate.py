@@ -54,6 +54,9 @@ def version_location() -> Path:
 
 #: Alembic's default version table: where a host's own migrations record the plugin's revision.
 HOST_VERSION_TABLE = "alembic_version"
+#: The newest revision that changes the plugin's tables (what a host's version table hides
+#: when a host revision ``depends_on`` it, as README's host section recommends).
+TABLES_REVISION = "0005_namespaced_tables"
 
 
 @functools.lru_cache(maxsize=1)
@@ -147,7 +150,9 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     """The plugin's revisions as the host's ``alembic_version`` records them (empty: the host's
     history does not hold the plugin). A host revision that ``depends_on`` a plugin revision
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
-    all of today's models present means head."""
+    all of today's models present means :data:`TABLES_REVISION` or later. What came later
+    changes no table: 0006 sets a statistics target on PostgreSQL, read there to tell the two
+    apart, and does nothing on SQLite, where a database at 0005 is at head in every way."""
     if isinstance(bind, Engine):
         with bind.connect() as conn:
             return host_revisions(conn)
@@ -163,6 +168,11 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
 
     present = set(inspect(bind).get_table_names()) & set(metadata.tables)
     if present == set(metadata.tables):
+        if bind.dialect.name == "postgresql":
+            from .index.postgresql.read import has_tsvector_statistics
+
+            if not has_tsvector_statistics(bind):
+                return (TABLES_REVISION,)
         return tuple(sorted(head_revisions()))
     if present:
         raise HostManagedSchemaError(

@@ -28,9 +28,10 @@ CLI = BIN / "openclaw-fts"
 #: Seconds one alembic / openclaw-fts run may take on a loaded machine.
 COMMAND_TIMEOUT = 300
 (PLUGIN_HEAD,) = migrate.head_revisions()
-#: What ``alembic_version`` holds after ``upgrade heads``: h002 ``depends_on`` the plugin's newest
-#: revision (0005, which names ``openclaw_sessions``), so Alembic records h002 alone (the
-#: CLI then recognises the plugin's head by its tables, ``migrate.host_revisions``).
+#: What ``alembic_version`` holds after ``upgrade heads``: h002 ``depends_on`` the plugin's 0005
+#: (which names ``openclaw_sessions``); Alembic records heads only, so with no plugin revision
+#: after 0005 it records h002 alone (the CLI then recognises the plugin's head by its tables,
+#: ``migrate.host_revisions``), and otherwise h002 and the plugin's head.
 AT_HEADS = (
     {"h002_chats"} if PLUGIN_HEAD == "0005_namespaced_tables" else {"h002_chats", PLUGIN_HEAD}
 )
@@ -240,12 +241,27 @@ def test_cli_uses_a_host_managed_database(app: Path) -> None:
     assert "openclaw_fts_version" not in tables(db)
 
 
-def test_cli_refuses_to_migrate_a_host_managed_database_behind_head(app: Path) -> None:
+def test_a_host_at_the_last_table_revision_is_at_head_on_sqlite(app: Path) -> None:
+    """The revisions after 0005 change nothing on SQLite, and h002 (which depends on 0005)
+    hides 0005 in the version table: the plugin's tables say head, and the CLI works."""
     run(ALEMBIC, "upgrade", "heads", cwd=app)
+    if PLUGIN_HEAD == migrate.TABLES_REVISION:
+        pytest.skip("no revision after the last one that changes tables")
     run(ALEMBIC, "downgrade", "openclaw_fts@-1", cwd=app)
     db = app / "app.sqlite"
+    assert versions(db) == {"h002_chats"}
+    status = run(CLI, "--db", str(db), "--json", "status", cwd=app)
+    assert json.loads(status.stdout)["schema"] == [PLUGIN_HEAD]
+
+
+def test_cli_refuses_to_migrate_a_host_managed_database_behind_head(app: Path) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    # Below the newest revision that changes tables (later ones change none on SQLite): the
+    # version table then names the plugin's revision, and h002, which depends on 0005, goes too.
+    run(ALEMBIC, "downgrade", f"openclaw_fts@{migrate.TABLES_REVISION}-1", cwd=app)
+    db = app / "app.sqlite"
     before = versions(db)
-    assert PLUGIN_HEAD not in before
+    assert PLUGIN_HEAD not in before and "h002_chats" not in before
     for args in (["upgrade"], ["search", "anything"]):
         result = run(CLI, "--db", str(db), *args, cwd=app, ok=False)
         assert result.returncode == 1, result

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0005_namespaced_tables"
+HEAD_REVISION = "0006_tsvector_statistics"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 INDEX_TABLES = {"openclaw_index_state", "message_index", "reconcile_lease", "message_fts"}

@@ -30,7 +30,7 @@ from openclaw_fts.index import postgresql as pg
 from openclaw_fts.models import INDEX_TABLES, TRANSCRIPT_TABLES
 
 REVISION_1 = "0001_transcripts"
-HEAD_REVISION = "0005_namespaced_tables"
+HEAD_REVISION = "0006_tsvector_statistics"
 PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES)
 #: Revision 1's tables under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
@@ -511,3 +511,45 @@ def test_a_role_that_cannot_create_unaccent_gets_an_error_naming_it(pg_url: str)
             conn.exec_driver_sql(f"DROP OWNED BY {APP_ROLE} CASCADE")
             conn.exec_driver_sql(f"DROP ROLE IF EXISTS {APP_ROLE}")
         admin.dispose()
+
+
+# -- 0006: the tsvector column's statistics target ---------------------------------------------
+
+
+def stat_target(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                text(
+                    "SELECT attstattarget FROM pg_attribute WHERE attrelid = "
+                    "'message_index'::regclass AND attname = 'body_tsv'"
+                )
+            ).scalar_one()
+        )
+
+
+def test_0006_sets_the_statistics_target_and_downgrade_restores_the_default(
+    pg_engine: Engine,
+) -> None:
+    migrate.upgrade(pg_engine)
+    assert stat_target(pg_engine) == pg.TSVECTOR_STATISTICS_TARGET
+    migrate.downgrade(pg_engine, migrate.TABLES_REVISION)
+    assert stat_target(pg_engine) == -1  # the server's default
+    migrate.upgrade(pg_engine)
+    assert stat_target(pg_engine) == pg.TSVECTOR_STATISTICS_TARGET
+
+
+def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(
+    pg_engine: Engine,
+) -> None:
+    """A host revision that depends on 0005 hides it from the host's ``alembic_version``:
+    0005 and 0006 have the same tables, so the statistics target tells them apart."""
+    migrate.upgrade(pg_engine)
+    with pg_engine.begin() as conn:
+        conn.execute(text(f"DROP TABLE {VERSION_TABLE}"))
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    assert migrate.host_revisions(pg_engine) == (HEAD_REVISION,)
+    with pg_engine.begin() as conn:
+        conn.execute(text("ALTER TABLE message_index ALTER COLUMN body_tsv SET STATISTICS -1"))
+    assert migrate.host_revisions(pg_engine) == (migrate.TABLES_REVISION,)

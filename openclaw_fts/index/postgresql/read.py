@@ -21,7 +21,7 @@ from sqlalchemy import Connection, text
 from ..base import Hit, SearchRequest
 from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
 from ..visibility_sql import visible
-from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
+from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
 from .query import render
 
 if TYPE_CHECKING:
@@ -225,3 +225,17 @@ def ctype_warning(conn: Connection) -> str | None:
         "Cyrillic word cannot be found); create the database with a UTF-8 LC_CTYPE such as "
         "C.UTF-8 for full Unicode behaviour"
     )
+
+
+def has_tsvector_statistics(conn: Connection) -> bool:
+    """Whether :data:`TSVECTOR_COLUMN` has the statistics target revision 0006 sets (how a
+    database whose version table does not name the plugin's revisions is told apart from one
+    at 0005: the two have the same tables)."""
+    target = conn.execute(
+        text(
+            "SELECT attstattarget FROM pg_attribute WHERE attrelid = to_regclass(:table) "
+            "AND attname = :column AND NOT attisdropped"
+        ),
+        {"table": CONTENT_TABLE, "column": TSVECTOR_COLUMN},
+    ).scalar()
+    return target == TSVECTOR_STATISTICS_TARGET
