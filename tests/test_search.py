@@ -907,6 +907,18 @@ def test_cjk_snippet_is_the_original_text_without_inserted_spaces(
     assert len(snippet) <= 301
 
 
+def test_each_cjk_hit_shows_its_own_message(store: TranscriptStore) -> None:
+    """CJK hits are re-read from their events together: each snippet is its own message's
+    text, whatever the order the hits come back in (and a Latin hit among them keeps its own)."""
+    texts = {f"c{i}": f"第{i}号会议评审了部署计划{'很' * i}好" for i in range(6)}
+    texts["latin"] = "评审 review of the plan"
+    for sid, text in texts.items():
+        add_session(store, sid, f"agent:main:{sid}", [text])
+    out = store.search(AGENT_CALLER, "评审", limit=25)
+    got = {r["sessionId"]: r["snippet"] for r in out["results"]}
+    assert got == texts
+
+
 # --------------------------------------------------------------------------- byte cap
 
 

@@ -102,22 +102,40 @@ def user_filters(req: SearchRequest, params: dict[str, Any]) -> str:
 def hit_texts(conn: Connection, hits: list[Hit], bodies: Mapping[int, str]) -> dict[int, str]:
     """Each hit's searchable text by index row id: its stored ``body`` (the masked text) unless
     CJK was spaced for the index, in which case the message is re-read from its event through
-    the one predicate (``transcript.index_row``)."""
-    texts = {}
+    the one predicate (``transcript.index_row``); those events are read in one statement."""
+    texts: dict[int, str] = {}
+    reread: list[Hit] = []
     for hit in hits:
         body = bodies.get(hit[0])
         if body is not None and body_is_clean_text(body):
             texts[hit[0]] = body
         else:
-            texts[hit[0]] = _original_text(conn, hit[1], hit[2])
+            reread.append(hit)
+    originals = _original_texts(conn, [(hit[1], hit[2]) for hit in reread])
+    for hit in reread:
+        texts[hit[0]] = originals.get((hit[1], hit[2]), "")
     return texts
 
 
-def _original_text(conn: Connection, session_id: str, seq: int) -> str:
-    found = conn.execute(
-        text("SELECT event FROM transcript_events WHERE session_id = :sid AND seq = :seq"),
-        {"sid": session_id, "seq": seq},
-    ).first()
-    event = stored_event(found[0]) if found is not None else None
-    row = transcript.index_row(seq, event) if event else None
-    return clean_text(row.text) if row is not None else ""
+def _original_texts(conn: Connection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """The clean message text of each ``(session_id, seq)`` (a search's hits: at most the tools'
+    limit + 1), read in one statement."""
+    if not keys:
+        return {}
+    params: dict[str, Any] = {}
+    conditions = []
+    for n, (session_id, seq) in enumerate(dict.fromkeys(keys)):
+        conditions.append(f"(session_id = :sid{n} AND seq = :seq{n})")
+        params[f"sid{n}"], params[f"seq{n}"] = session_id, seq
+    rows = conn.execute(
+        text(
+            "SELECT session_id, seq, event FROM transcript_events WHERE " + " OR ".join(conditions)
+        ),
+        params,
+    )
+    texts: dict[tuple[str, int], str] = {}
+    for session_id, seq, stored in rows:
+        event = stored_event(stored)
+        row = transcript.index_row(int(seq), event) if event else None
+        texts[(str(session_id), int(seq))] = clean_text(row.text) if row is not None else ""
+    return texts
