@@ -192,6 +192,33 @@ def test_hit_texts(db: Engine) -> None:
         assert PostgresReader().hit_texts(conn, []) == {}
 
 
+def test_hit_texts_take_the_bodies_the_ranked_statement_returned(db: Engine) -> None:
+    """In the transaction of ``ranked_hits`` the bodies come with the ranked rows (no statement
+    of its own for a Latin hit); in another transaction, or for a hit it did not return, they
+    are read. The texts are the same either way."""
+    r = PostgresReader()
+    statements: list[str] = []
+    with db.connect() as conn:
+        event.listen(conn, "before_cursor_execute", lambda *a: statements.append(str(a[2])))
+        found = r.ranked_hits(conn, TREE, build_request("deploy OR cafe"), exact=False)
+        assert sorted(ids(found)) == ["c1", "m1", "m2", "m4"]
+        statements.clear()
+        same = r.hit_texts(conn, found)
+        assert statements == []
+        conn.rollback()
+        other = r.hit_texts(conn, found)  # the stash went with its transaction
+        assert len(statements) == 1 and "body" in statements[0]
+        assert same == other
+        assert same[next(h[0] for h in found if h[3] == "m4")] == "Café au lait"
+        assert same[next(h[0] for h in found if h[3] == "c1")] == LONG
+        conn.rollback()
+        first = r.ranked_hits(conn, TREE, build_request("cafe"), exact=False)
+        statements.clear()
+        assert r.hit_texts(conn, found) == same  # rows the last ranking did not return: read
+        assert len(statements) == 1
+        assert ids(first) == ["m4"]
+
+
 # --- the same corpus on both engines -------------------------------------------------------------
 
 TOPICS = {

@@ -50,6 +50,9 @@ _BEGIN_SEARCH_SQL = (
 _CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
 #: Where a pooled connection remembers ``pending_visible`` answers for one snapshot.
 _PENDING_VISIBLE_MEMO = "openclaw_fts_pg_pending_visible"
+#: Where a pooled connection keeps the bodies of the last ranked rows for ``hit_texts`` (with a
+#: weak reference to the transaction they were read in).
+_HIT_BODIES = "openclaw_fts_pg_hit_bodies"
 #: Most (visibility, sessionKey) answers one pooled connection remembers for one snapshot; a
 #: new snapshot, or a full memo, starts it afresh.
 PENDING_MEMO_ENTRIES = 64
@@ -72,6 +75,31 @@ def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str
     return f"({pred.sql} AND s.session_key = :only_key)", params
 
 
+def _order_by(req: SearchRequest, *, rows: str, keys: str) -> str:
+    """The result order, columns qualified by ``rows`` (the index row's) and ``keys`` (the
+    session key's). COLLATE "C": keys and ids order by code point, as SQLite's BINARY does,
+    whatever the database's collation. The row id last: two incarnations of one key may hold
+    the same event id."""
+    tail = f'{keys}session_key COLLATE "C", {rows}event_id COLLATE "C", {rows}id'
+    if req.order == "recent":
+        return f"{rows}timestamp_ms DESC, {tail}"
+    return f"rank, {rows}timestamp_ms DESC, {tail}"
+
+
+def with_bodies_sql(
+    caller: Caller, req: SearchRequest, *, exact: bool
+) -> tuple[str, dict[str, Any]]:
+    """:func:`hits_sql` with each returned row's ``body`` joined on AFTER the limit (ranking
+    never carries the bodies of the rows it drops), in the same order."""
+    ranked, params = hits_sql(caller, req, exact=exact)
+    order = _order_by(req, rows="h.", keys="h.")
+    sql = (
+        f"SELECT h.*, b.body FROM ({ranked}) AS h "
+        f"JOIN {CONTENT_TABLE} AS b ON b.id = h.id ORDER BY {order}"
+    )
+    return sql, params
+
+
 def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, dict[str, Any]]:
     """The ranked statement and its parameters (``req.compiled`` must render)."""
     assert req.compiled is not None
@@ -83,13 +111,7 @@ def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, d
     pending = ""
     if not exact:
         pending = _CLEAN_JOIN
-    # COLLATE "C": keys and ids order by code point, as SQLite's BINARY does, whatever the
-    # database's collation. mi.id last: two incarnations of one key may hold the same event id.
-    tail = 's.session_key COLLATE "C", mi.event_id COLLATE "C", mi.id'
-    if req.order == "recent":
-        order = f"mi.timestamp_ms DESC, {tail}"
-    else:
-        order = f"rank, mi.timestamp_ms DESC, {tail}"
+    order = _order_by(req, rows="mi.", keys="s.")
     sql = (
         "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
         f"s.session_key, -ts_rank(mi.{TSVECTOR_COLUMN}, {_TSQUERY}, {RANK_NORMALIZATION}) "
@@ -184,25 +206,33 @@ class PostgresReader:
     ) -> list[Hit]:
         if req.compiled is None or render(req.compiled) is None:
             return []
-        sql, params = hits_sql(caller, req, exact=exact)
+        sql, params = with_bodies_sql(caller, req, exact=exact)
         _custom_plans(conn)
-        return [
-            (r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7]))
-            for r in conn.execute(text(sql), params)
-        ]
+        rows = conn.execute(text(sql), params).all()
+        txn = conn.get_transaction()
+        if txn is not None:  # for hit_texts, in this transaction (index rows never change)
+            conn.info[_HIT_BODIES] = (weakref.ref(txn), {int(r[0]): str(r[8]) for r in rows})
+        return [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows]
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
         """The stored (masked) body when it is the message's clean text; a body whose CJK was
-        spaced for the index is re-read from the event, as on SQLite."""
+        spaced for the index is re-read from the event, as on SQLite. The bodies come with
+        :meth:`ranked_hits`' rows (one round trip less); any not among them are read here."""
         if not hits:
             return {}
-        bodies: dict[int, str] = {
-            int(r[0]): str(r[1])
-            for r in conn.execute(
-                text(f"SELECT id, body FROM {CONTENT_TABLE} WHERE id = ANY(:ids)"),
-                {"ids": [h[0] for h in hits]},
+        stash = conn.info.pop(_HIT_BODIES, None)
+        bodies: dict[int, str] = {}
+        if stash is not None and stash[0]() is conn.get_transaction():
+            bodies = {h[0]: stash[1][h[0]] for h in hits if h[0] in stash[1]}
+        missing = [h[0] for h in hits if h[0] not in bodies]
+        if missing:
+            bodies.update(
+                (int(r[0]), str(r[1]))
+                for r in conn.execute(
+                    text(f"SELECT id, body FROM {CONTENT_TABLE} WHERE id = ANY(:ids)"),
+                    {"ids": missing},
+                )
             )
-        }
         return hit_texts(conn, hits, bodies)
 
 
