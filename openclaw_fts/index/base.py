@@ -118,7 +118,8 @@ class NewRow:
 
 @dataclass(frozen=True, slots=True)
 class StoredRow:
-    """An index row as stored."""
+    """An index row as stored (what the planner compares with the row it would write; the
+    session token is derived from the session, so it is not read back)."""
 
     id: int
     seq: int
@@ -126,7 +127,6 @@ class StoredRow:
     role: str
     timestamp_ms: int
     body: str
-    sess: str
 
 
 @dataclass(frozen=True, slots=True)

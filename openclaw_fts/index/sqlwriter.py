@@ -347,7 +347,7 @@ class SqlWriter:
     def index_rows(self, conn: Connection, session_id: str) -> list[StoredRow]:
         result = self.run(
             conn,
-            f"SELECT id, seq, event_id, role, timestamp_ms, body, sess FROM {CONTENT_TABLE} "
+            f"SELECT id, seq, event_id, role, timestamp_ms, body FROM {CONTENT_TABLE} "
             "WHERE session_id = :sid",
             {"sid": session_id},
         )
