@@ -387,6 +387,11 @@ def resolve_tree(nodes: Iterable[TreeNode]) -> Tree:
             path.append(seq_of[walk])
         walk = parent_of[walk]
     path.reverse()
+    if leaf in controls:
+        # A valid leaf control named another leaf control: the leaf is that control, and an
+        # append naming it hangs on the control's target (``skip_controls``), not on the leaf
+        # itself, so it is not a plain extension.
+        rooted = False
     if not path:
         rooted = False
         if not has_leaf_control:

@@ -162,3 +162,42 @@ def msg_event(event_id: str, text: str) -> dict[str, object]:
         "timestamp": 1_790_000_300_000,
         "message": {"role": "user", "content": text},
     }
+
+
+def test_a_leaf_control_naming_another_control_is_not_extended_by_the_fast_path(
+    store: TranscriptStore,
+) -> None:
+    """A host's leaf control whose target is an earlier leaf control (a rewind's marker) makes
+    that marker the leaf; a message naming the marker hangs on the marker's target, so that
+    target stops being a tip. The fast path must not take the marker for a plain leaf (it once
+    did, and kept the target as a tip forever: found by tests/test_model_based.py)."""
+    store.create_session("s1", KEY)
+
+    def message(event_id: str, parent: str | None, text: str) -> dict[str, object]:
+        return {
+            "type": "message",
+            "id": event_id,
+            "parentId": parent,
+            "message": {"role": "user", "content": text},
+        }
+
+    # m0 with two children, m1 and m2: m1 is a tip until something hangs on it
+    store.append_many(
+        "s1", [message("m0", None, "alpha root"), message("m1", "m0", "beta one"),
+               message("m2", "m0", "gamma two")]
+    )  # fmt: skip
+    seq = store.rewind("s1", "m1")
+    with store.engine.connect() as conn:
+        marker = conn.exec_driver_sql(
+            "SELECT event_id FROM transcript_events WHERE session_id = 's1' AND seq = ?", (seq,)
+        ).scalar_one()
+    store.rewind("s1", "m0")
+    store.append("s1", message("c1", "m0", "charlie on the root"))
+    store.append("s1", {"type": "leaf", "id": "host-leaf", "parentId": "m0", "targetId": marker})
+    store.append("s1", message("d1", marker, "delta after the marker"))
+    tips = {(b["tipId"], b["active"]) for b in store.branches("s1")}
+    assert tips == {("m2", False), ("c1", False), ("d1", True)}  # m1 has a child now: d1
+    assert hits(store, "delta OR beta OR alpha OR charlie") == {"m0", "m1", "d1"}
+    before = store.branches("s1")
+    store.rebuild()
+    assert store.branches("s1") == before  # what a full resolve gives
