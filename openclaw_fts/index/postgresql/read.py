@@ -46,7 +46,7 @@ _BEGIN_SEARCH_SQL = (
     "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), "
     "pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
 )
-#: Where a pooled connection remembers the transaction it last set ``plan_cache_mode`` in.
+#: Where a pooled connection marks the transaction it set ``plan_cache_mode`` in.
 _CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
 #: Where a pooled connection remembers ``pending_visible`` answers for one snapshot.
 _PENDING_VISIBLE_MEMO = "openclaw_fts_pg_pending_visible"
@@ -123,21 +123,29 @@ def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, d
     return sql, params
 
 
+def _keep_for_transaction(conn: Connection, key: str, value: Any) -> None:
+    """Keep ``value`` on the pooled connection for the current transaction only (a weak
+    reference to it: the pooled connection must not keep a closed Connection alive)."""
+    txn = conn.get_transaction()
+    conn.info[key] = None if txn is None else (weakref.ref(txn), value)
+
+
+def _kept_for_transaction(conn: Connection, key: str, *, pop: bool = False) -> Any:
+    """What :func:`_keep_for_transaction` kept under ``key`` in THIS transaction, else None."""
+    kept = conn.info.pop(key, None) if pop else conn.info.get(key)
+    txn = conn.get_transaction()
+    if kept is None or txn is None or kept[0]() is not txn:
+        return None
+    return kept[1]
+
+
 def _custom_plans(conn: Connection) -> None:
     """:data:`FORCE_CUSTOM_PLAN`, unless this transaction already has it (a search's
     ``pending_visible`` sets it; a savepoint rolled back in between would undo it, which costs
     only the plan choice)."""
-    txn = conn.get_transaction()
-    marked = conn.info.get(_CUSTOM_PLAN_TXN)
-    if txn is None or marked is None or marked() is not txn:
+    if _kept_for_transaction(conn, _CUSTOM_PLAN_TXN) is None:
         conn.execute(text(FORCE_CUSTOM_PLAN))
-        _remember_custom_plans(conn)
-
-
-def _remember_custom_plans(conn: Connection) -> None:
-    # A weak reference: the pooled connection must not keep a closed Connection alive.
-    txn = conn.get_transaction()
-    conn.info[_CUSTOM_PLAN_TXN] = None if txn is None else weakref.ref(txn)
+        _keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
 
 
 class PostgresReader:
@@ -179,7 +187,7 @@ class PostgresReader:
         ``plan_cache_mode`` for the transaction in the same round trip."""
         where, params = _visible_sql(caller, session_key)
         _, snapshot, wrote = conn.execute(text(_BEGIN_SEARCH_SQL)).one()
-        _remember_custom_plans(conn)
+        _keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
         key = (where, tuple(sorted(params.items(), key=lambda kv: kv[0])))
         memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
         if wrote is None and memo is not None and memo[0] == snapshot and key in memo[1]:
@@ -209,9 +217,8 @@ class PostgresReader:
         sql, params = with_bodies_sql(caller, req, exact=exact)
         _custom_plans(conn)
         rows = conn.execute(text(sql), params).all()
-        txn = conn.get_transaction()
-        if txn is not None:  # for hit_texts, in this transaction (index rows never change)
-            conn.info[_HIT_BODIES] = (weakref.ref(txn), {int(r[0]): str(r[8]) for r in rows})
+        # for hit_texts, in this transaction (index rows never change)
+        _keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in rows})
         return [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows]
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
@@ -220,10 +227,8 @@ class PostgresReader:
         :meth:`ranked_hits`' rows (one round trip less); any not among them are read here."""
         if not hits:
             return {}
-        stash = conn.info.pop(_HIT_BODIES, None)
-        bodies: dict[int, str] = {}
-        if stash is not None and stash[0]() is conn.get_transaction():
-            bodies = {h[0]: stash[1][h[0]] for h in hits if h[0] in stash[1]}
+        stash: dict[int, str] = _kept_for_transaction(conn, _HIT_BODIES, pop=True) or {}
+        bodies = {h[0]: stash[h[0]] for h in hits if h[0] in stash}
         missing = [h[0] for h in hits if h[0] not in bodies]
         if missing:
             bodies.update(
