@@ -5,7 +5,7 @@ rendered for the connection's dialect.
 Invariant: every value is a bound parameter (``vis_*``), never spliced into the text; the
 incognito-key test in SQL (:func:`incognito_key_sql`) and in Python
 (``visibility.is_incognito_session_key``) use the same constants from here, so they agree
-(tests/test_tool_contract.py runs both on every key shape). Who may see what is decided by
+(the test suite runs both on every key shape). Who may see what is decided by
 ``visibility.py`` (the policy); this module only writes it as SQL.
 """
 
