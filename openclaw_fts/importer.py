@@ -39,6 +39,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DataError
 
 from . import folders, transcript
+from .caller import agent_id_from_key
 from .engine import READ_ONLY, writer
 from .errors import (
     MAX_ERROR_CHARS,
@@ -51,7 +52,6 @@ from .errors import (
 from .hooks import EVENT_TEXT_COLUMNS, serialise_event, validate_session_fields
 from .index.base import writer as index_writer
 from .jsonsafe import UTF8_BOM, JsonLineError, loads_strict
-from .visibility import agent_id_from_key
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
 IMPORT_BATCH_EVENTS = 2000

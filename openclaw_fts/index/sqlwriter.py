@@ -22,10 +22,9 @@ from sqlalchemy.exc import IntegrityError
 
 from .. import transcript
 from ..jsonsafe import stored_event
-from ..models import INDEX_VERSION
-from ..transcript import Tree
-from .base import (
+from ..rows import (
     EVENT_COLUMNS,
+    INDEX_VERSION,
     EarlierEvent,
     EventRow,
     Finish,
@@ -34,6 +33,7 @@ from .base import (
     StateRow,
     StoredRow,
 )
+from ..transcript import Tree
 from .common import PENDING_CONDITION
 
 #: The table of index rows (its full-text side is the backend's own).
