@@ -1,4 +1,4 @@
-"""Reconciliation (docs/architecture.md): pending sessions, rewinds, backfill, lease, crashes, races.
+"""Reconciliation (docs/architecture.md): pending sessions, rewinds, backfill, leases, crashes.
 
 Scenarios follow OpenClaw's own (rewind, doctor-style backfill, large dirty sessions) plus the
 concurrency promises: one reconciler per database across threads and processes, a killed
