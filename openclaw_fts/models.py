@@ -49,7 +49,8 @@ SEQ = BigInteger().with_variant(Integer(), "sqlite")
 #: every session indexed under an older version becomes pending and is re-indexed.
 #: 2: OpenClaw's active-branch rules (append cursor, reset boundary, rows that never move the
 #: leaf). 3: the index holds the redacted text (a query can no longer match inside a secret).
-INDEX_VERSION = 3
+#: 4: the redaction rules mask more families (password flags, unnamed keys in code, …).
+INDEX_VERSION = 4
 #: The column default of ``openclaw_index_state.index_version`` as migration 0002 created it.
 #: Writers always give the version; a row inserted without one counts as an older version
 #: (pending, so re-indexed), which is safe, and the schema stays the one the migrations create.
