@@ -9,6 +9,7 @@ reconciler for everything that is not a plain append, and OpenClaw's ``sessions_
 from __future__ import annotations
 
 from . import results, tools
+from .caller import AgentToAgent, Caller
 from .errors import (
     DuplicateEventError,
     HostManagedSchemaError,
@@ -38,7 +39,6 @@ from .results import (
     StatusResult,
 )
 from .store import TranscriptStore
-from .visibility import AgentToAgent, Caller
 
 __version__ = "0.1.0"
 

@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction, scoped_session, sessionmaker
 
 from . import indexer, transcript
+from .caller import agent_id_from_key
 from .engine import BUSY_TIMEOUT_MS, configure, is_configured
 from .errors import (
     DuplicateEventError,
@@ -33,12 +34,11 @@ from .errors import (
     quoted,
     shorten,
 )
-from .index.base import EVENT_COLUMNS
 from .index.base import writer as index_writer
 from .index.sqlite import connect as sqlite_connect
 from .models import MAX_KEY_LENGTH, AgentSession, TranscriptEvent, dump_event
+from .rows import EVENT_COLUMNS
 from .tokens import is_valid_unicode
-from .visibility import agent_id_from_key
 
 #: Largest event accepted, serialised (a 10 MB message fits; a runaway blob does not).
 MAX_EVENT_BYTES = 16 * 1024 * 1024

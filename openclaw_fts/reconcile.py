@@ -32,8 +32,8 @@ from . import indexer
 from .engine import READ_ONLY, writer
 from .errors import shorten
 from .index import common as lease_table
-from .index.base import LeaseWait as LeaseWait
 from .index.base import writer as index_writer
+from .rows import LeaseWait as LeaseWait
 
 if TYPE_CHECKING:
     from .index.postgresql.lease import AdvisoryLease as _AdvisoryLease

@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
+from .caller import Caller
 from .dialects import require_index_dialect
 from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, writer
 from .errors import (
@@ -57,7 +58,6 @@ from .results import (
 from .search import batch_queries, build_request, run_searches
 from .tokens import is_valid_unicode
 from .transcript import LEAF_TYPE
-from .visibility import Caller
 from .writer import append_events
 
 F = TypeVar("F", bound=Callable[..., Any])

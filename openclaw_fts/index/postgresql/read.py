@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
-from ..base import Hit, SearchRequest
+from ...rows import Hit, SearchRequest
 from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
 from ..visibility_sql import visible
 from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
 from .query import render
 
 if TYPE_CHECKING:
-    from ...visibility import Caller
+    from ...caller import Caller
 
 #: Set for the search's transaction before the statements that take the caller's parameters
 #: (the visibility probe and the ranked statement): psycopg prepares a statement from its 5th
