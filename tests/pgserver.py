@@ -223,6 +223,24 @@ class PgServer:
             "start",
         )
 
+    def restart(self) -> None:
+        """Stop the server (``-m fast``: every client connection is cut; not ``immediate``, whose
+        crash recovery would drop the last commits under ``synchronous_commit=off``) and start it
+        again on the same folder and socket."""
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.log_file),
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            str(PG_CTL_TIMEOUT_S),
+            "restart",
+        )
+
     def standby(self) -> PgServer:
         """A hot standby of this server, streaming from it, started (stop it before this one)."""
         return PgServer(self.bindir, primary=self).start()
