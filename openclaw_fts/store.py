@@ -79,7 +79,7 @@ def _primary_write(method: F) -> F:
 
 
 class TranscriptStore:
-    """Sessions, transcripts and their full-text index in one database (see README.md)."""
+    """Sessions, transcripts and their full-text index in one database (docs/python.md)."""
 
     def __init__(
         self,
