@@ -28,6 +28,8 @@ from openclaw_fts.errors import UnsupportedDatabaseError
 #: Longest wait for the standby to replay what the test wrote on the primary.
 REPLAY_TIMEOUT_S = 30.0
 POLL_S = 0.02
+#: A store's replica_wait_ms where a test needs the standby to answer (a loaded CI machine).
+REPLAY_WAIT_MS = 30_000
 ALL = Caller("agent:main:main", visibility="all")
 
 
@@ -162,7 +164,10 @@ def test_the_stores_own_write_is_found_at_once(
 ) -> None:
     primary, _ = pair
     with TranscriptStore(
-        primary.url(database), read_url=standby_engine.engine, background=False
+        primary.url(database),
+        read_url=standby_engine.engine,
+        background=False,
+        replica_wait_ms=REPLAY_WAIT_MS,
     ) as store:
         store.create_session("s1", "agent:main:main")
         for i in range(20):  # each search right after its own commit
@@ -198,6 +203,7 @@ def test_a_lagging_standby_falls_back_to_the_primary(
         assert _keys(store.search(ALL, "obsidian")) == [("agent:main:main", "m0")]
         assert standby_engine.searches() == 0
         _on_standby(standby, database, "SELECT pg_wal_replay_resume()")
+        wait_replayed(primary, standby, database)
         assert _keys(store.search(ALL, "obsidian")) == [("agent:main:main", "m0")]
         assert standby_engine.searches() == 1  # caught up: back on the standby
 
