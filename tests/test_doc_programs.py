@@ -17,6 +17,7 @@ module path the README and docs/architecture.md name exists in the package.
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 import re
 import subprocess
@@ -242,3 +243,37 @@ def test_the_readme_picture_is_the_import_graph() -> None:
             if theirs is not None and theirs < mine:
                 upward.append(f"{module} imports {target}")
     assert not upward, "README's picture puts these imports upward:\n" + "\n".join(upward)
+
+
+#: A name the pages cite in code: ``openclaw_fts.engine.writer``, or ``module.CONSTANT``.
+QUALIFIED_NAME_RE = re.compile(r"\bopenclaw_fts(?:\.[A-Za-z_]\w*)+")
+CONSTANT_NAME_RE = re.compile(r"(?<![\w.])((?:[a-z_]+\.)+)([A-Z][A-Z0-9_]{2,})\b")
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_names_the_pages_cite_exist(page: Path) -> None:
+    """``openclaw_fts.x.y`` and ``module.CONSTANT`` in a page name something the package has."""
+    text = page.read_text(encoding="utf-8")
+    # (``openclaw_fts.sqlite`` is the command line's default database file, not a module)
+    cited = {n for n in QUALIFIED_NAME_RE.findall(text) if not n.endswith(".sqlite")}
+    modules = {p.stem for p in PACKAGE.glob("*.py")} | {"index"}
+    for prefix, name in CONSTANT_NAME_RE.findall(text):
+        if prefix.split(".")[0] in modules:
+            cited.add(f"openclaw_fts.{prefix}{name}")
+    missing = sorted(name for name in cited if not _resolves(name))
+    assert not missing, f"{page.name} cites names the package does not have: {missing}"
