@@ -56,7 +56,7 @@ from .writer import append_events
 
 
 class TranscriptStore:
-    """Sessions, transcripts and their full-text index in one database (see README.md)."""
+    """Sessions, transcripts and their full-text index in one database (docs/python.md)."""
 
     def __init__(
         self,
