@@ -3,7 +3,7 @@
 Transcripts (a tree of events per session, one active branch) stored through SQLAlchemy, with
 their user/assistant text mirrored into a SQLite FTS5 index in the same transaction, a
 reconciler for everything that is not a plain append, and OpenClaw's ``sessions_search`` /
-``sessions_history`` on top. See README.md.
+``sessions_history`` on top. See docs/architecture.md and docs/python.md.
 """
 
 from __future__ import annotations

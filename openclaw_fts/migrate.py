@@ -55,7 +55,7 @@ def version_location() -> Path:
 #: Alembic's default version table: where a host's own migrations record the plugin's revision.
 HOST_VERSION_TABLE = "alembic_version"
 #: The newest revision that changes the plugin's tables (what a host's version table hides
-#: when a host revision ``depends_on`` it, as README's host section recommends).
+#: when a host revision ``depends_on`` it, as docs/alembic.md recommends).
 TABLES_REVISION = "0005_namespaced_tables"
 
 

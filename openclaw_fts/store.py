@@ -57,7 +57,7 @@ from .validation import validate_session_fields
 
 
 class TranscriptStore:
-    """Sessions, transcripts and their full-text index in one database (see README.md)."""
+    """Sessions, transcripts and their full-text index in one database (docs/python.md)."""
 
     def __init__(
         self,

@@ -190,6 +190,24 @@ class PgServer:
             raise
         return self
 
+    def restart(self) -> None:
+        """Stop the server (``-m fast``: every client connection is cut; not ``immediate``, whose
+        crash recovery would drop the last commits under ``synchronous_commit=off``) and start it
+        again on the same folder and socket."""
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.log_file),
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            str(PG_CTL_TIMEOUT_S),
+            "restart",
+        )
+
     def stop(self) -> None:
         """Stop the server (immediate: nothing here needs a clean shutdown); remove the folder."""
         try:
