@@ -1,4 +1,4 @@
-"""Print a benchmark result file as the Markdown table the README carries.
+"""Print a benchmark result file as a Markdown table, or write docs/benchmarks.md.
 
 Usage: ``python -m bench.table [--search [--cpu]] [bench/results/latest-1m.json]`` (a
 PostgreSQL result, e.g. ``bench/results/latest-pg-100k.json``, prints the same way, titled and

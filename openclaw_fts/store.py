@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
+from .append import append_events
 from .caller import Caller
 from .dialects import require_index_dialect
 from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, writer
@@ -37,7 +38,7 @@ from .errors import (
     UnsupportedDatabaseError,
     quoted,
 )
-from .hooks import install, validate_session_fields
+from .hooks import install
 from .index.base import writer as index_writer
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .models import AgentSession, Branch, TranscriptEvent
@@ -58,7 +59,7 @@ from .results import (
 from .search import batch_queries, build_request, run_searches
 from .tokens import is_valid_unicode
 from .transcript import LEAF_TYPE
-from .writer import append_events
+from .validation import validate_session_fields
 
 F = TypeVar("F", bound=Callable[..., Any])
 
