@@ -45,6 +45,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from . import __version__, importer, jsonsafe, migrate
+from .caller import VISIBILITIES, AgentToAgent, Caller, Visibility
 from .check import check as run_check
 from .errors import (
     MAX_ERROR_CHARS,
@@ -58,7 +59,6 @@ from .reconcile import LeaseWait
 from .results import IndexStatus, RebuildResult, ReconcileResult
 from .search import DEFAULT_LIMIT, MAX_BATCH_QUERIES, MAX_LIMIT, ORDERS, ROLES
 from .store import TranscriptStore
-from .visibility import VISIBILITIES, AgentToAgent, Caller, Visibility
 
 PROG_NAME = "openclaw-fts"
 #: Environment variable naming the database when ``--db`` is not given.

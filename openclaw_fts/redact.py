@@ -822,7 +822,7 @@ _TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
 # a bare API key pasted into a message): a run of base64/base64url characters that is long,
 # mixes upper case, lower case and digits, and changes character class so often that it cannot
 # be an identifier (``getHTTPResponse2Code`` splits into 5 long words; a random key into dozens
-# of 1-2 character pieces). Measured in bench/redaction.py (README, "Security").
+# of 1-2 character pieces). Measured leak and false-positive rates: docs/security.md.
 
 #: Shortest run examined (real keys: 32-64; shorter random runs are ids, not secrets).
 MIN_OPAQUE_TOKEN_CHARS: Final = 24

@@ -99,7 +99,9 @@ VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
     VendorToken("openai-admin", "sk-admin-", TOKEN_CHARS, 16, "sk-admin-aB3cD4eF5gH6jK7mN8pQ"),
     VendorToken("sk-underscore", "sk_", "[A-Za-z0-9]", 20, "sk_aB3cD4eF5gH6jK7mN8pQ9rS2"),
     VendorToken("stripe-prod", "sk_prod_", "[A-Za-z0-9]", 16, "sk_prod_aB3cD4eF5gH6jK7mN8pQ"),
-    VendorToken("stripe-prod-restricted", "rk_prod_", "[A-Za-z0-9]", 16, "rk_prod_aB3cD4eF5gH6jK7mN8pQ"),
+    VendorToken(
+        "stripe-prod-restricted", "rk_prod_", "[A-Za-z0-9]", 16, "rk_prod_aB3cD4eF5gH6jK7mN8pQ"
+    ),
     VendorToken("replicate", "r8_", "[A-Za-z0-9]", 20, "r8_aB3cD4eF5gH6jK7mN8pQ9rS2"),
     VendorToken("gitlab-oas", "gloas-", r"[A-Za-z0-9_.\-]", 20, "gloas-aB3cD4eF5gH6jK7mN8pQ9rS2"),
     VendorToken("gitlab-dt", "gldt-", r"[A-Za-z0-9_.\-]", 20, "gldt-aB3cD4eF5gH6jK7mN8pQ9rS2"),

@@ -29,8 +29,8 @@ from .search import (
 )
 
 if TYPE_CHECKING:
+    from .caller import Caller
     from .store import TranscriptStore
-    from .visibility import Caller
 
 #: The largest integer a JavaScript number holds exactly (``Number.MAX_SAFE_INTEGER``): OpenClaw
 #: refuses integer arguments above it.
