@@ -49,9 +49,9 @@ from .errors import (
     quoted,
     shorten,
 )
-from .hooks import EVENT_TEXT_COLUMNS, serialise_event, validate_session_fields
 from .index.base import writer as index_writer
 from .jsonsafe import UTF8_BOM, JsonLineError, loads_strict
+from .validation import EVENT_TEXT_COLUMNS, serialise_event, validate_session_fields
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
 IMPORT_BATCH_EVENTS = 2000

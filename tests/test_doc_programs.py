@@ -16,6 +16,8 @@ module path the README and docs/architecture.md name exists in the package.
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import re
 import subprocess
@@ -176,3 +178,116 @@ def test_the_benchmarks_page_is_generated(tmp_path: Path) -> None:
     assert out.read_text(encoding="utf-8") == (ROOT / "docs" / "benchmarks.md").read_text(
         encoding="utf-8"
     ), "docs/benchmarks.md differs from the results: run `python -m bench.table --docs`"
+
+
+#: A layer's label starts a line of the README's picture; module names follow it.
+LAYER_LABEL_RE = re.compile(r"^ (\S[^ ]*(?: [a-z]+)?) {2,}")
+PICTURE_MODULE_RE = re.compile(r"(?<![\w/])(index/|[a-z_]+\.py)")
+
+
+def readme_layers() -> list[set[str]]:
+    """The README picture's layers, top first, as sets of dotted module prefixes."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    picture = next(
+        f.group(2)
+        for f in FENCE_RE.finditer(text)
+        if f.group(1) == "text" and "faces" in f.group(2)
+    )
+    layers: list[set[str]] = []
+    for line in picture.splitlines():
+        if LAYER_LABEL_RE.match(line):
+            layers.append(set())
+        for name in PICTURE_MODULE_RE.findall(line):
+            if layers:
+                layers[-1].add("openclaw_fts." + name.removesuffix(".py").rstrip("/"))
+    return layers
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Every plugin module ``path`` imports (lazy and type-checking imports included)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            found |= {f"{target}.{alias.name}" for alias in node.names} | {target}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return {name for name in found if name.startswith("openclaw_fts.")}
+
+
+def _layer_of(module: str, layers: list[set[str]]) -> int | None:
+    for index, layer in enumerate(layers):
+        if any(module == m or module.startswith(m + ".") for m in layer):
+            return index
+    return None
+
+
+def test_the_readme_picture_is_the_import_graph() -> None:
+    """Every module of the package is in the picture, and none imports a layer above its own."""
+    layers = readme_layers()
+    assert len(layers) >= 4
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] == "migrations" or relative == Path("__init__.py"):
+            continue
+        module = ".".join(["openclaw_fts", *relative.with_suffix("").parts])
+        module = module.removesuffix(".__init__")
+        mine = _layer_of(module, layers)
+        assert mine is not None, f"README's picture does not show {module}"
+        for target in _imports(path, module):
+            theirs = _layer_of(target, layers)
+            if theirs is not None and theirs < mine:
+                upward.append(f"{module} imports {target}")
+    assert not upward, "README's picture puts these imports upward:\n" + "\n".join(upward)
+
+
+#: A name the pages cite in code: ``openclaw_fts.engine.writer``, or ``module.CONSTANT``.
+QUALIFIED_NAME_RE = re.compile(r"\bopenclaw_fts(?:\.[A-Za-z_]\w*)+")
+CONSTANT_NAME_RE = re.compile(r"(?<![\w.])((?:[a-z_]+\.)+)([A-Z][A-Z0-9_]{2,})\b")
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_names_the_pages_cite_exist(page: Path) -> None:
+    """``openclaw_fts.x.y`` and ``module.CONSTANT`` in a page name something the package has."""
+    text = page.read_text(encoding="utf-8")
+    # (``openclaw_fts.sqlite`` is the command line's default database file, not a module)
+    cited = {n for n in QUALIFIED_NAME_RE.findall(text) if not n.endswith(".sqlite")}
+    modules = {p.stem for p in PACKAGE.glob("*.py")} | {"index"}
+    for prefix, name in CONSTANT_NAME_RE.findall(text):
+        if prefix.split(".")[0] in modules:
+            cited.add(f"openclaw_fts.{prefix}{name}")
+    missing = sorted(name for name in cited if not _resolves(name))
+    assert not missing, f"{page.name} cites names the package does not have: {missing}"
+
+
+def test_the_module_map_shows_every_module() -> None:
+    """docs/architecture.md's module map names every module of the package."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = sorted(
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "__init__.py"
+        and "migrations" not in path.relative_to(PACKAGE).parts
+        and f"`{path.name}`" not in text
+        and f"`{path.relative_to(PACKAGE)}`" not in text
+    )
+    assert not missing, f"docs/architecture.md's module map does not show {missing}"
