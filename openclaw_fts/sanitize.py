@@ -5,15 +5,17 @@ nothing the caller may not see survives — ``details``, ``usage`` and ``cost`` 
 signatures and other opaque replay payloads are gone, image data is replaced by its decoded
 size, and every text (string content, text/thinking blocks, tool-call arguments, tool results,
 nested blocks) has been redacted (:mod:`openclaw_fts.redact`) BEFORE being cut to
-:data:`MAX_HISTORY_TEXT_CHARS` characters, so a cut can never expose part of a secret. Any field
-not named here passes through unchanged (copied), except that a value nested deeper than
+:data:`MAX_HISTORY_TEXT_CHARS` UTF-16 code units, so a cut can never expose part of a secret.
+Any field not named here passes through unchanged (copied), except that a value nested deeper than
 :data:`MAX_CONTENT_DEPTH` levels is replaced by :data:`TOO_DEEP_PLACEHOLDER`.
 :func:`fit_to_budget` keeps a contiguous run of the given items whose JSON (as
 ``json.dumps(items, ensure_ascii=False)`` encodes it in UTF-8) fits the byte budget, or a single
 placeholder.
 
-Characters are counted as Python ``str`` characters (code points). A cut never splits a grapheme
-cluster (letter + combining marks, emoji ZWJ sequence, flag, CRLF) nor a surrogate pair.
+Lengths are counted as JavaScript counts them, in UTF-16 code units (:func:`tokens.utf16_len`:
+a character above U+FFFF, such as most emoji, counts 2), as OpenClaw's cut does. A cut never
+splits a grapheme cluster (letter + combining marks, emoji ZWJ sequence, flag, CRLF) nor a
+surrogate pair.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any, Final
 import regex  # type: ignore[import-untyped,unused-ignore]  # no stubs in the venv
 
 from .redact import DEFAULT_REDACTOR, Redactor, field_mask
-from .tokens import clean_text
+from .tokens import clean_text, utf16_fit, utf16_len
 
 __all__ = [
     "HISTORY_TRUNCATION_SUFFIX",
@@ -42,7 +44,8 @@ __all__ = [
     "sanitize_message",
 ]
 
-#: Characters of one text kept in a history message (OpenClaw).
+#: UTF-16 code units of one text kept in a history message (OpenClaw's
+#: ``SESSIONS_HISTORY_TEXT_MAX_CHARS``, compared with JavaScript's ``length``).
 MAX_HISTORY_TEXT_CHARS: Final = 4000
 #: Appended to a text that was cut (OpenClaw).
 HISTORY_TRUNCATION_SUFFIX: Final = "\n…(truncated)…"
@@ -139,16 +142,17 @@ def _resync_point(text: str, limit: int) -> int:
     return 0
 
 
-def cut_graphemes(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, only between grapheme clusters.
+def cut_graphemes(text: str, units: int) -> str:
+    """``text`` cut to at most ``units`` UTF-16 code units, only between grapheme clusters.
 
     A cluster straddling the limit is left out whole (so a text starting with one huge cluster
     can come back empty); a surrogate pair is never split.
     """
-    if len(text) <= limit:
+    if len(text) <= units and utf16_len(text) <= units:
         return text
-    if limit <= 0:
+    if units <= 0:
         return ""
+    limit = utf16_fit(text, units)  # the characters that fit
     start = _resync_point(text, limit)
     end = start
     for m in _GRAPHEME_RE.finditer(text, start, limit + 1):
@@ -220,7 +224,9 @@ class _Shaper:
         clean = self.redactor.redact(window)
         if clean != window:
             self.redacted = True
-        if windowed or len(clean) > MAX_HISTORY_TEXT_CHARS:
+        if windowed or (
+            len(clean) > MAX_HISTORY_TEXT_CHARS // 2 and utf16_len(clean) > MAX_HISTORY_TEXT_CHARS
+        ):
             self.truncated = True
             return cut_graphemes(clean, MAX_HISTORY_TEXT_CHARS) + HISTORY_TRUNCATION_SUFFIX
         return clean

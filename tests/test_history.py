@@ -474,6 +474,19 @@ def test_long_text_is_cut_at_4000_characters(store: TranscriptStore, shape: str)
     assert out["truncated"] is True
 
 
+def test_the_4000_cut_counts_utf16_code_units_as_javascript_does(store: TranscriptStore) -> None:
+    """3,000 emoji are 6,000 code units in JavaScript: OpenClaw keeps 2,000 of them."""
+    out = _only(store, {"role": "user", "content": "😀" * 3000})
+    assert out["messages"][0]["content"] == "😀" * 2000 + CUT
+    assert out["contentTruncated"] is True
+    store.append("s1", msg("y", "😀" * 2000))  # exactly 4,000 code units: not cut
+    again = store.history(CALLER, ME)
+    assert again["messages"][-1]["content"] == "😀" * 2000
+    odd = "a" + "😀" * 2000  # the cut at 4,000 units falls inside the last emoji
+    store.append("s1", msg("z", odd))
+    assert store.history(CALLER, ME)["messages"][-1]["content"] == "a" + "😀" * 1999 + CUT
+
+
 def test_text_of_exactly_4000_characters_is_not_cut(store: TranscriptStore) -> None:
     text = "y" * 4000
     out = _only(store, {"role": "user", "content": text})

@@ -105,6 +105,32 @@ def test_query_of_exactly_4096_characters_after_trimming_is_accepted(
     assert store.search(CALLER, "   " + "x" * 4096 + "   ") == {"results": []}
 
 
+def test_the_query_limit_counts_utf16_code_units_as_javascript_does(
+    store: TranscriptStore,
+) -> None:
+    """OpenClaw compares JavaScript's ``query.length``: an emoji counts 2, so 2,049 emoji
+    (4,098 code units, 2,049 characters) are too long and 2,048 are not."""
+    add_session(store, "s1", OWN, ["x" * 10])
+    with pytest.raises(ToolInputError) as info:
+        store.search(CALLER, "😀" * 2049)
+    assert str(info.value) == "query must not exceed 4096 characters"
+    assert "indexing" not in store.search(CALLER, "😀" * 2048)
+    with pytest.raises(ToolInputError):
+        store.search(CALLER, "x" + "😀" * 2048)
+
+
+def test_the_snippet_cut_counts_utf16_code_units(store: TranscriptStore) -> None:
+    """U+20000 (CJK Extension B) is a letter of two UTF-16 code units; a CJK run is one word,
+    so the snippet of a long run reaches the 300-unit cut."""
+    ext_b = "\U00020000"
+    whole = "needle " + ext_b * 146  # 299 code units (153 characters): shown whole
+    cut = "needle " + ext_b * 200  # 407 code units: cut at 300
+    add_session(store, "s1", OWN, [whole, cut])
+    snippets = {r["messageId"]: r["snippet"] for r in store.search(CALLER, "needle")["results"]}
+    assert snippets["m0"] == whole
+    assert snippets["m1"] == "needle " + ext_b * 146 + "…"  # 7 + 292 units; a 147th is 301
+
+
 @pytest.mark.parametrize("limit", [0, -1, 26, 2.5, "5", True, False, float("nan"), [3]])
 def test_bad_limit_is_rejected_with_openclaws_message(store: TranscriptStore, limit: Any) -> None:
     add_session(store, "s1", OWN, ["hello"])
