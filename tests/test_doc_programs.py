@@ -150,7 +150,7 @@ def _exists_in_package(path: str) -> bool:
     if (PACKAGE / path).exists():
         return True
     name = path.rstrip("/")
-    return any(str(p.relative_to(PACKAGE)).endswith(name) for p in PACKAGE.rglob("*"))
+    return any(f"/{p.relative_to(PACKAGE)}".endswith(f"/{name}") for p in PACKAGE.rglob("*"))
 
 
 @pytest.mark.parametrize("name", ["README.md", "docs/architecture.md"])
