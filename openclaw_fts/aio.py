@@ -94,6 +94,9 @@ class AsyncTranscriptStore:
     async def optimize(self) -> None:
         await self._run(self.store.optimize)
 
+    async def read_after(self, lsn: str | None = None) -> None:
+        await self._run(self.store.read_after, lsn)
+
     async def index_status(self) -> IndexStatus:
         return await self._run(self.store.index_status)
 

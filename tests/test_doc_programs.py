@@ -150,7 +150,7 @@ def _exists_in_package(path: str) -> bool:
     if (PACKAGE / path).exists():
         return True
     name = path.rstrip("/")
-    return any(str(p.relative_to(PACKAGE)).endswith(name) for p in PACKAGE.rglob("*"))
+    return any(f"/{p.relative_to(PACKAGE)}".endswith(f"/{name}") for p in PACKAGE.rglob("*"))
 
 
 @pytest.mark.parametrize("name", ["README.md", "docs/architecture.md"])
@@ -291,3 +291,14 @@ def test_the_module_map_shows_every_module() -> None:
         and f"`{path.relative_to(PACKAGE)}`" not in text
     )
     assert not missing, f"docs/architecture.md's module map does not show {missing}"
+
+
+def test_the_readme_points_to_every_page() -> None:
+    """Each page of docs/ has its line in the README's documentation list."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = sorted(
+        page.name
+        for page in (ROOT / "docs").glob("*.md")
+        if f"* [docs/{page.name}](docs/{page.name})" not in text
+    )
+    assert not missing, f"README.md's documentation list does not point to {missing}"
