@@ -40,7 +40,9 @@ DB_ENV_VAR = "OPENCLAW_FTS_DB"
 FENCE_RE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 POSTGRESQL_URL_RE = re.compile(r"postgresql(\+\w+)?://")
 WORK_LOG_RE = re.compile(
-    r"issue #[0-9]|\(commit [0-9a-f]{7}|today's|second round|third round", re.IGNORECASE
+    r"issue #[0-9]|\(commit [0-9a-f]{7}|today's|second round|third round"
+    r"|\btoday\b|this round|(?<![&\w])#[0-9]{1,4}\b",
+    re.IGNORECASE,
 )
 #: A bare commit hash: 7-40 hex digits with at least one digit and one letter (so neither a
 #: number nor a word such as "deadbeef" or "facade" is taken for one).
