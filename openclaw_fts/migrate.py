@@ -212,3 +212,26 @@ def current_revisions(bind: Engine | Connection) -> tuple[str, ...]:
         with bind.connect() as conn:
             return current_revisions(conn)
     return _own_revisions(bind) or host_revisions(bind)
+
+
+def partition_by_agent(bind: Engine | Connection, partitions: int | None = None) -> int:
+    """PostgreSQL, opt-in: move the index rows into ``partitions`` hash partitions by agent
+    (default ``index.postgresql.partition.DEFAULT_PARTITIONS``), in one transaction that keeps
+    every row; ``message_index`` becomes a view the plugin reads and writes as before
+    (docs/scale.md). Returns the rows moved. The database must be at the plugin's head;
+    run it once, with no writer running (it takes the table's exclusive lock)."""
+    if isinstance(bind, Engine):
+        with writer(bind).begin() as conn:
+            return partition_by_agent(conn, partitions)
+    if bind.dialect.name != "postgresql":
+        raise UnsupportedDatabaseError(
+            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {bind.dialect.name})"
+        )
+    if set(current_revisions(bind)) != set(head_revisions()):
+        raise UnsupportedDatabaseError(
+            "openclaw-fts: upgrade the database to the plugin's head before partitioning it"
+        )
+    from .index.postgresql import partition
+
+    chosen = partition.DEFAULT_PARTITIONS if partitions is None else partitions
+    return partition.partition_by_agent(bind, chosen)
