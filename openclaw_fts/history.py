@@ -3,7 +3,10 @@
 Invariant: only sessions passing the same visibility predicate as search are read (the key
 resolved and judged by :func:`visibility.resolve_target`, so a hidden key is ``forbidden``
 whether or not it exists); only events on an incarnation's ACTIVE branch are returned (an
-anchor on no incarnation's branch yields no messages, never some other window); every text is
+anchor on no incarnation's branch yields no messages, never some other window), less the rows
+OpenClaw leaves out (``toolResult``/``tool`` messages without ``includeTools``; silent control
+replies and blank user rows always: :func:`sanitize.is_hidden_from_history`), before paging;
+``nextOffset`` follows the oldest message actually returned; every text is
 redacted and cut, and the JSON of ``messages`` stays within :data:`sanitize.MAX_HISTORY_BYTES`.
 The result has exactly OpenClaw's fields; ``__openclaw.seq`` is the message's 1-based position
 in its transcript.
@@ -23,6 +26,7 @@ from .redact import Redactor
 from .sanitize import (
     MAX_HISTORY_BYTES,
     fit_to_budget,
+    is_hidden_from_history,
     is_tool_message,
     json_size,
     sanitize_message,
@@ -100,6 +104,8 @@ def _branch_messages(
         if event.get("type") != "message" or not isinstance(message, dict):
             continue
         if not include_tools and is_tool_message(message):
+            continue
+        if is_hidden_from_history(message):  # silent control replies, blank user rows
             continue
         branch.append((seq, event))
     return branch

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 #: every session indexed under an older version becomes pending and is re-indexed.
 #: 2: OpenClaw's active-branch rules (append cursor, reset boundary, rows that never move the
 #: leaf). 3: the index holds the redacted text (a query can no longer match inside a secret).
-INDEX_VERSION = 3
+#: 4: the redaction rules mask more families (password flags, unnamed keys in code, …).
+INDEX_VERSION = 4
 
 # --------------------------------------------------------------------------- the read side
 

@@ -2,10 +2,11 @@
 
 Invariant: :func:`make_snippet` returns text of the message it is given (already redacted
 ORIGINAL text, never the CJK-spaced index body) and nothing else: a short text (at most
-``max_chars`` characters) whole and unchanged; otherwise the original substring from the first to
+``max_chars`` UTF-16 code units, JavaScript's string length: most emoji count 2) whole and
+unchanged; otherwise the original substring from the first to
 the last token of a window of ``window_tokens`` tokens, whitespace runs collapsed to one space,
 ``"… "`` in front when something was cut before it and ``" …"`` behind when something was cut
-after it, no highlight markers. The result is then cut to at most ``max_chars`` characters with
+after it, no highlight markers. The result is then cut to at most ``max_chars`` code units with
 ``"…"`` appended when cut (so at most ``max_chars + 1``), only between grapheme clusters (never
 inside a surrogate pair, an emoji ZWJ sequence or a letter with combining marks), and it always
 encodes as UTF-8 (:func:`~openclaw_fts.tokens.clean_text`).
@@ -29,12 +30,12 @@ from collections.abc import Sequence
 import regex  # type: ignore[import-untyped,unused-ignore]  # no stubs in the venv
 
 from .query import Term
-from .tokens import clean_text, is_token_char, scan_tokens
+from .tokens import clean_text, is_token_char, scan_tokens, utf16_fit, utf16_len
 
 #: Tokens in a snippet window (OpenClaw: "about 48 tokens").
 SNIPPET_WINDOW_TOKENS = 48
 
-#: Characters a snippet keeps before it is cut (and ``ELLIPSIS`` appended).
+#: UTF-16 code units a snippet keeps before it is cut (and ``ELLIPSIS`` appended).
 SNIPPET_MAX_CHARS = 300
 
 #: Marks text cut off a snippet (one character, U+2026).
@@ -267,11 +268,12 @@ def _ascii_boundary(text: str, pos: int) -> bool:
     return before.isascii() and after.isascii() and not (before == "\r" and after == "\n")
 
 
-def cut_graphemes(text: str, max_chars: int) -> str:
-    """The longest prefix of ``text`` of at most ``max_chars`` characters that ends between
-    grapheme clusters."""
-    if len(text) <= max_chars:
+def cut_graphemes(text: str, max_units: int) -> str:
+    """The longest prefix of ``text`` of at most ``max_units`` UTF-16 code units that ends
+    between grapheme clusters."""
+    if len(text) <= max_units and utf16_len(text) <= max_units:
         return text
+    max_chars = utf16_fit(text, max_units)  # the characters that fit
     if _ascii_boundary(text, max_chars):
         return text[:max_chars]
     end = 0
@@ -291,7 +293,7 @@ def make_snippet(
 ) -> str:
     """The snippet of ``text`` (a message, already redacted) for the query ``terms``."""
     text = clean_text(text)
-    if len(text) <= max_chars:
+    if len(text) <= max_chars and utf16_len(text) <= max_chars:
         return text
     lo, hi = _scan_region(text, terms)
     starts, ends, norms = scan_tokens(text, lo, hi)
@@ -309,6 +311,6 @@ def make_snippet(
         raw, after = cut_graphemes(raw, SNIPPET_WINDOW_MAX_CHARS), True
     body = _SPACE_RUN_RE.sub(" ", raw).strip()
     snippet = (ELLIPSIS + " " if before else "") + body + (" " + ELLIPSIS if after else "")
-    if len(snippet) <= max_chars:
+    if len(snippet) <= max_chars and utf16_len(snippet) <= max_chars:
         return snippet
     return cut_graphemes(snippet, max_chars).rstrip() + ELLIPSIS

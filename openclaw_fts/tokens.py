@@ -186,6 +186,30 @@ def clean_text(text: str) -> str:
     return text
 
 
+def utf16_len(text: str) -> int:
+    """JavaScript's ``text.length``: UTF-16 code units (a character above U+FFFF, such as most
+    emoji, counts 2; a lone surrogate 1). OpenClaw's length limits count these."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def utf16_fit(text: str, units: int) -> int:
+    """How many characters of ``text``, from its start, fit in ``units`` UTF-16 code units —
+    the prefix a UTF-16-safe cut at ``units`` keeps (a character above U+FFFF is never split)."""
+    if units <= 0:
+        return 0
+    head = text[:units]
+    if head.isascii():
+        return len(head)
+    data = head.encode("utf-16-le", "surrogatepass")[: 2 * units]
+    kept = data.decode("utf-16-le", "surrogatepass")
+    count = len(kept)
+    if count and "\ud800" <= kept[-1] <= "\udbff" and head[count - 1] != kept[-1]:
+        count -= 1  # the cut fell between the two halves of one character
+    return count
+
+
 def _space_run(match: re.Match[str]) -> str:
     return " " + " ".join(match.group()) + " "
 
