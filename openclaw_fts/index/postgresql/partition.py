@@ -24,7 +24,7 @@ from ..visibility_sql import visible
 from . import GIN_INDEX, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
 
 if TYPE_CHECKING:
-    from ...visibility import Caller
+    from ...caller import Caller
 
 #: The partitioned table behind the ``message_index`` view.
 PARTITIONED_TABLE = "message_index_by_agent"
