@@ -24,6 +24,7 @@ OpenClaw does (up to the character cut), not one character per token.
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from collections.abc import Sequence
 
@@ -168,15 +169,20 @@ def _window(
     max_chars: int,
 ) -> tuple[int, int]:
     """The window ``[s, e)`` of token indexes to show: ``window`` WORDS (:func:`_words`)."""
-    word = _words(starts, ends)
-    first_token: list[int] = []  # of each word
-    last_token: list[int] = []
-    for i, w in enumerate(word):
-        if w == len(first_token):
-            first_token.append(i)
-            last_token.append(i)
-        else:
-            last_token[w] = i
+    first_token: list[int]  # of each word
+    last_token: list[int]
+    if not any(map(operator.eq, starts[1:], ends[:-1])):
+        # No two tokens touch (no CJK run: the common case): each token is a word of its own.
+        word = first_token = last_token = list(range(len(starts)))
+    else:
+        word = _words(starts, ends)
+        first_token, last_token = [], []
+        for i, w in enumerate(word):
+            if w == len(first_token):
+                first_token.append(i)
+                last_token.append(i)
+            else:
+                last_token[w] = i
     count = len(first_token)
     occurrences = _occurrences(norms, terms)
     if not occurrences:

@@ -278,19 +278,21 @@ def scan_tokens(
     end = len(text) if endpos is None else min(endpos, len(text))
     part = text[pos:end] if pos > 0 or end < len(text) else text
     if part.isascii():
+        # map() over the match type's own methods: C loops, no Python frame per token.
         matches = list(_ASCII_TOKEN_RE.finditer(text, pos, end))
         return (
-            [m.start() for m in matches],
-            [m.end() for m in matches],
-            [m.group().lower() for m in matches],
+            list(map(re.Match.start, matches)),
+            list(map(re.Match.end, matches)),
+            list(map(str.lower, map(re.Match.group, matches))),
         )
     pattern = _TOKEN_RE if _NOT_PLAIN_RE.search(part) is not None else _PLAIN_TOKEN_RE
     matches = list(pattern.finditer(text, pos, end))
-    return (
-        [int(m.start()) for m in matches],
-        [int(m.end()) for m in matches],
-        [fold(str(m.group())) for m in matches],
-    )
+    if not matches:
+        return [], [], []
+    match = type(matches[0])  # the regex module's match type
+    starts = list(map(match.start, matches))
+    ends = list(map(match.end, matches))
+    return starts, ends, list(map(fold, map(match.group, matches)))
 
 
 def iter_tokens(text: str, pos: int = 0, endpos: int | None = None) -> Iterator[Token]:
