@@ -40,7 +40,7 @@ from sqlalchemy.exc import DataError
 
 from . import folders, transcript
 from .caller import agent_id_from_key
-from .engine import READ_ONLY, writer
+from .engine import READ_ONLY, write_engine
 from .errors import (
     MAX_ERROR_CHARS,
     ImportFormatError,
@@ -49,7 +49,7 @@ from .errors import (
     quoted,
     shorten,
 )
-from .index.base import writer as index_writer
+from .index.base import backend, reader
 from .jsonsafe import UTF8_BOM, JsonLineError, loads_strict
 from .validation import EVENT_TEXT_COLUMNS, serialise_event, validate_session_fields
 
@@ -306,7 +306,7 @@ def _other_agent(conn: Connection, target: _Target) -> tuple[str, str] | None:
     agent than the one the folder plans (None: no such session, or not a folder import)."""
     if target.meta.agent_id is None:
         return None
-    owner = index_writer(conn).session_owner(conn, target.sid)
+    owner = reader(conn).session_owner(conn, target.sid)
     if owner is None or owner[0].lower() == _agent_of(target).lower():
         return None
     return owner
@@ -318,10 +318,10 @@ def _is_this_transcript(engine: Engine, target: _Target) -> bool:
     with engine.connect().execution_options(**{READ_ONLY: True}) as conn, conn.begin():
         if _other_agent(conn, target) is None:
             return False
-        backend = index_writer(conn)
-        stored_ids = backend.event_ids(conn, target.sid)
+        reads = reader(conn)
+        stored_ids = reads.event_ids(conn, target.sid)
         stored_digests = Counter(
-            content_digest(text) for text in backend.unkeyed_events(conn, target.sid)
+            content_digest(text) for text in reads.unkeyed_events(conn, target.sid)
         )
     ids: set[str] = set()
     digests: Counter[bytes] = Counter()
@@ -369,15 +369,13 @@ def _ensure_session(conn: Connection, target: _Target) -> bool:
         "owner_session_key": meta.owner_session_key,
         "created_at": created,
     }
-    last_seq = index_writer(conn).ensure_session(conn, fields, rekey=meta.rekey)
+    last_seq = backend(conn).ensure_session(conn, fields, rekey=meta.rekey)
     return last_seq is not None and last_seq >= 0
 
 
 def _unkeyed_digests(conn: Connection, sid: str) -> Counter[bytes]:
     """Digests of the session's stored entries without an ``id``, counted."""
-    return Counter(
-        content_digest(stored) for stored in index_writer(conn).unkeyed_events(conn, sid)
-    )
+    return Counter(content_digest(stored) for stored in reader(conn).unkeyed_events(conn, sid))
 
 
 def _write_batch(
@@ -387,25 +385,25 @@ def _write_batch(
     report: ImportReport,
 ) -> None:
     sid = target.sid
-    with writer(engine).begin() as conn:  # reads, then writes: BEGIN IMMEDIATE
-        backend = index_writer(conn)
+    with write_engine(engine).begin() as conn:  # reads, then writes: BEGIN IMMEDIATE
+        found = backend(conn)
         if target.existed is None:
             target.existed = _ensure_session(conn, target)
             if target.existed:
                 target.unmatched = _unkeyed_digests(conn, sid)
-        backend.lock_session(conn, sid)
-        last = backend.last_seq(conn, sid)
+        found.lock_session(conn, sid)
+        last = found.last_seq(conn, sid)
         assert last is not None  # created above, in this transaction or an earlier one
         wanted = [
             e.event_id
             for e in batch
-            if e.event_id is not None and backend.unstorable([e.event_id]) is None
+            if e.event_id is not None and found.unstorable([e.event_id]) is None
         ]
-        taken = backend.taken_event_ids(conn, sid, wanted) if wanted else set()
+        taken = found.taken_event_ids(conn, sid, wanted) if wanted else set()
         unmatched = target.unmatched
         rows = []
         for entry in batch:
-            reason = backend.unstorable(entry.columns.get(c) for c in EVENT_TEXT_COLUMNS)
+            reason = found.unstorable(entry.columns.get(c) for c in EVENT_TEXT_COLUMNS)
             if reason is not None:
                 report.error(f"{target.path}:{entry.line}: event cannot be stored ({reason})")
                 continue
@@ -422,7 +420,7 @@ def _write_batch(
             rows.append(dict(entry.columns, seq=last, session_id=sid, event=entry.dumped))
         if not rows:
             return
-        backend.insert_events(conn, rows, last)
+        found.insert_events(conn, rows, last)
         report.imported += len(rows)
 
 

@@ -1,8 +1,8 @@
 """Rule data of credential masking: vendor prefixes, token shapes and password commands.
 
 Invariant: this module holds DATA only (no scanning): every rule carries a ``sample`` that the
-built-in redactor must mask (tests/test_redact_rules.py checks each one, so a rule is added as
-one line here with its sample). :mod:`openclaw_fts.redact` compiles these rules into its
+built-in redactor must mask (the test suite checks each one, so a rule is added as one line
+here with its sample). :mod:`openclaw_fts.redact` compiles these rules into its
 scanner; docs/redaction.md describes the families in words.
 
 Kinds of rules:
