@@ -74,6 +74,9 @@ LOAD_SETTINGS = {
     "checkpoint_timeout": "30min",
     "max_parallel_maintenance_workers": "1",
     "autovacuum": "off",
+    # Commits wait for their WAL record (a production setting; the test server's is off): the
+    # standby fence is then the flush position (index/postgresql/replica.py).
+    "synchronous_commit": "on",
 }
 T0_MS = 1_790_000_000_000
 #: Sessions whose events and index rows go in one pair of COPY statements.
@@ -232,7 +235,7 @@ def sizes(url: str) -> dict[str, Any]:
             "CASE WHEN to_regclass('message_index_by_agent') IS NULL "
             "THEN pg_total_relation_size('message_index') ELSE "
             "(SELECT sum(pg_total_relation_size(relid)) "
-            "FROM pg_partition_tree('message_index_by_agent')) END, "
+            "FROM pg_partition_tree(to_regclass('message_index_by_agent'))) END, "
             "(SELECT sum(pg_relation_size(i.indexrelid)) FROM pg_index AS i "
             "JOIN pg_class AS c ON c.oid = i.indexrelid JOIN pg_am AS a ON a.oid = c.relam "
             "WHERE a.amname = 'gin'), "
