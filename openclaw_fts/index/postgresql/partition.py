@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, text
 
 from ..visibility_sql import visible
-from . import GIN_INDEX, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
+from .names import GIN_INDEX, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
 
 if TYPE_CHECKING:
     from ...caller import Caller

@@ -1,4 +1,5 @@
-"""The search side of the PostgreSQL index: :class:`PostgresReader`.
+"""The search side of the PostgreSQL index: :class:`PostgresSearch`, the search part of
+:class:`~.backend.PostgresqlBackend`.
 
 Invariant: like the SQLite reader, visibility (``visibility.visible`` rendered for PostgreSQL),
 the pending filter and every user filter sit in the same statement as the ``@@`` match, before
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, text
 
 from ...rows import Hit, SearchRequest
-from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
+from ..hits import hit_texts, user_filters
+from ..pending import EXACT_JOIN, pending_probe_sql
 from ..visibility_sql import visible
-from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
+from .names import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
 from .partition import PARTITIONED_TABLE, agent_scope_sql, is_partitioned, visible_agents
 from .query import render
 
@@ -158,9 +160,10 @@ def _custom_plans(conn: Connection) -> None:
         _keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
 
 
-class PostgresReader:
-    """:class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one per process, shared by
-    threads: what it remembers lives on the pooled connection, never on the instance)."""
+class PostgresSearch:
+    """The search methods of :class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one
+    instance per process, shared by threads: what it remembers lives on the pooled connection,
+    never on the instance)."""
 
     #: No: any commit anywhere changes the snapshot its memo is keyed by, and the probe reads
     #: every session (docs/postgresql.md); search asks ``pending_visible`` only.
@@ -176,15 +179,7 @@ class PostgresReader:
         memo = conn.connection.info.get(_PENDING_MEMO)
         if wrote is None and memo is not None and memo[0] == key:
             return bool(memo[1])
-        found = bool(
-            conn.execute(
-                text(
-                    "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
-                    "openclaw_index_state AS st ON st.session_id = s.session_id "
-                    f"WHERE {PENDING_CONDITION})"
-                )
-            ).scalar()
-        )
+        found = bool(conn.execute(text(pending_probe_sql())).scalar())
         if wrote is None:
             conn.connection.info[_PENDING_MEMO] = (key, found)
         return found
@@ -202,16 +197,7 @@ class PostgresReader:
         memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
         if wrote is None and memo is not None and memo[0] == snapshot and key in memo[1]:
             return memo[1][key]
-        found = bool(
-            conn.execute(
-                text(
-                    "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
-                    "openclaw_index_state AS st ON st.session_id = s.session_id "
-                    f"WHERE {where} AND {PENDING_CONDITION})"
-                ),
-                params,
-            ).scalar()
-        )
+        found = bool(conn.execute(text(pending_probe_sql(where)), params).scalar())
         if wrote is None:  # this transaction's own rows are not in the snapshot's key
             if memo is None or memo[0] != snapshot or len(memo[1]) >= PENDING_MEMO_ENTRIES:
                 memo = (snapshot, {})
