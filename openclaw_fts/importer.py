@@ -11,10 +11,11 @@ an import for bad input; a folder import reports such a file and goes on with th
 
 A transcript planned for an agent (a folder import) never changes a session of another agent:
 when its session id is a stored session of another agent, the file is refused as a whole —
-unless ``rekey`` is asked and every entry that session stores is in the file (it is this very
-transcript, filed under a wrong agent by an earlier import), when it is moved to the planned
-key and agent. Session ids, keys and links holding a NUL character are refused on every engine
-(PostgreSQL text cannot hold one), so both engines import and refuse the same files.
+unless ``rekey`` is asked, every entry that session stores is in the file (it is this very
+transcript, filed under a wrong agent by an earlier import) and no other agent's folder of the
+same import plans that session id, when it is moved to the planned key and agent. Session ids,
+keys and links holding a NUL character are refused on every engine (PostgreSQL text cannot hold
+one), so both engines import and refuse the same files.
 
 Re-importing is idempotent, also after an interruption at any point: a file entry is stored
 unless the session already holds it. An entry's identity is its ``id`` when it has one; an entry
@@ -135,6 +136,10 @@ class SessionMeta:
     #: A session that exists already takes this key, agent and links (a re-import that
     #: corrects sessions imported under a wrong key).
     rekey: bool = False
+    #: With ``rekey``: a stored session of another agent holding nothing but this file's
+    #: entries may move to this file's agent (False when another agent's folder of the same
+    #: import plans the same session id: that agent's claim is as good, so nothing moves).
+    may_take_other_agents: bool = True
 
 
 def _read_lines(path: Path, report: ImportReport) -> Iterator[tuple[int, dict[str, Any], str]]:
@@ -230,7 +235,7 @@ def import_jsonl(
             )
     report.sessions.append(sid)
     target = _Target(path, sid, key, meta)
-    if meta.agent_id is not None and meta.rekey:
+    if meta.agent_id is not None and meta.rekey and meta.may_take_other_agents:
         target.adopts = _is_this_transcript(engine, target)
     batch: list[_Entry] = []
     for number, event, line in _read_lines(path, report):
@@ -440,7 +445,11 @@ def folder_items(folder: str | Path, *, rekey: bool = False) -> list[ImportItem]
     """The transcripts of an OpenClaw folder as ``folders.plan_folder`` maps them; raise if it
     holds none. ``rekey``: sessions already stored take the planned key and agent."""
     items = []
-    for planned in folders.plan_folder(folder).files:
+    files = folders.plan_folder(folder).files
+    agents_of: dict[str, set[str]] = {}
+    for planned in files:
+        agents_of.setdefault(planned.session_id, set()).add(planned.agent_id.lower())
+    for planned in files:
         entry = planned.entry
         meta = SessionMeta(
             session_key=planned.session_key,
@@ -450,6 +459,7 @@ def folder_items(folder: str | Path, *, rekey: bool = False) -> list[ImportItem]
             agent_id=planned.agent_id,
             created_ms=planned.created_ms,
             rekey=rekey,
+            may_take_other_agents=len(agents_of[planned.session_id]) == 1,
         )
         items.append(
             ImportItem(
