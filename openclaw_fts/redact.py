@@ -19,13 +19,22 @@ What is a credential span (the "families", all tested; docs/redaction.md states 
   ``$x = …``, Go/C#/Java/Kotlin/Python declarations, make's ``?= ::= :::= +=``, PHP ``.=``,
   CSV, ``setProperty("X", "…")``, YAML block scalars, XML elements, ``<add key value>``);
   a bare value runs to the next blank (a ``<``/``>``/quote inside does not end it);
-* the VALUE of a sensitive CLI flag, and the password of ``curl -u``/``--user``;
+* the VALUE of a sensitive CLI flag, the password of ``curl -u``/``--user``, of the short
+  password flags of well-known commands (``mysql -p…``, ``sshpass -p``, ``redis-cli -a``:
+  the table is :data:`openclaw_fts.redact_rules.CLI_PASSWORD_COMMANDS`), of ``.netrc``,
+  ``openssl … pass:`` and ``sqlplus user/…@db``;
 * the credential of ``Authorization:`` with ANY scheme (the scheme word stays) and of a bare
   ``Bearer <18+ chars>``;
 * the password of a URL's userinfo and the value of a sensitive URL query/fragment key;
-* vendor-prefixed keys (~120 families: OpenClaw's newest list and gitleaks' rules), JWTs,
-  Discord bot tokens, 40-character AWS secret keys, PEM private-key blocks;
+* vendor-prefixed keys and whole-pattern tokens (the rule DATA, each rule with its sample, is
+  :mod:`openclaw_fts.redact_rules`), Discord bot tokens, 40-character AWS secret keys, PEM
+  private-key blocks;
 * tokens with no known prefix that look random (:func:`is_opaque_token`);
+* quoted literals that look random (:func:`looks_random`) where code passes a key: an
+  argument of a constructor or client call, or the value of a name that is not an id, hash or
+  version; and the values of weak names (``stripe_key``, :func:`is_weak_secret_name`) that
+  look random. Checksums that are public by nature (go.sum ``h1:``, SRI, pip hashes), git
+  SHAs, UUIDs and the values of id/pagination fields are never masked by these rules;
 * whatever a host adds with ``extra_patterns`` (group 1 if the pattern has a group, else the
   whole match). Host patterns run on Python's backtracking engine: their cost is the host's.
 
@@ -76,6 +85,8 @@ __all__ = [
     "is_opaque_token",
     "is_password_name",
     "is_sensitive_name",
+    "is_weak_secret_name",
+    "looks_random",
     "mask_secret",
     "redact_text",
 ]
