@@ -334,7 +334,7 @@ class PgBench(Bench):
         """A search right after another connection committed (``any_pending``'s memo misses,
         the probe reads every session) vs the same search with nothing committed in between
         (memo hit); and the probe statement alone."""
-        from openclaw_fts.index.common import PENDING_CONDITION
+        from openclaw_fts.index.pending import PENDING_CONDITION
 
         state = self._state()
         if not state.queries:

@@ -247,7 +247,7 @@ def test_the_readme_picture_is_the_import_graph() -> None:
     assert not upward, "README's picture puts these imports upward:\n" + "\n".join(upward)
 
 
-#: A name the pages cite in code: ``openclaw_fts.engine.writer``, or ``module.CONSTANT``.
+#: A name the pages cite in code: ``openclaw_fts.engine.write_engine``, or ``module.CONSTANT``.
 QUALIFIED_NAME_RE = re.compile(r"\bopenclaw_fts(?:\.[A-Za-z_]\w*)+")
 CONSTANT_NAME_RE = re.compile(r"(?<![\w.])((?:[a-z_]+\.)+)([A-Z][A-Z0-9_]{2,})\b")
 

@@ -24,6 +24,12 @@ from sqlalchemy import Engine, event
 from openclaw_fts import Caller, TranscriptStore
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
+from openclaw_fts.index.postgresql.replica import (
+    LONG_PAGE_HEADER,
+    SHORT_PAGE_HEADER,
+    parse_lsn,
+    records_end,
+)
 
 #: Longest wait for the standby to replay what the test wrote on the primary.
 REPLAY_TIMEOUT_S = 30.0
@@ -159,8 +165,26 @@ def test_a_committed_message_becomes_searchable_on_the_standby(
     assert _on_standby(standby, database, "SELECT pg_is_in_recovery()") is True
 
 
+@pytest.fixture(params=["off", "on"])
+def synchronous_commit(pair: tuple[PgServer, PgServer], request: Any) -> Iterator[str]:
+    """The primary's ``synchronous_commit`` for one test (the fence reads the insert position
+    when it is off, the flush position when it is on)."""
+    primary, _ = pair
+
+    def set_to(value: str) -> None:
+        with psycopg.connect(_libpq(primary.url()), autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET synchronous_commit = {value}")
+            conn.execute("SELECT pg_reload_conf()")
+
+    set_to(str(request.param))
+    try:
+        yield str(request.param)
+    finally:
+        set_to("off")
+
+
 def test_the_stores_own_write_is_found_at_once(
-    pair: tuple[PgServer, PgServer], database: str, standby_engine: Counted
+    pair: tuple[PgServer, PgServer], database: str, standby_engine: Counted, synchronous_commit: str
 ) -> None:
     primary, _ = pair
     with TranscriptStore(
@@ -300,3 +324,17 @@ def test_failover_keeps_every_committed_message_searchable(
         if standby is not None:
             standby.stop()
         primary.stop()
+
+
+def test_a_fence_just_past_a_page_header_is_the_page_boundary() -> None:
+    """``pg_current_wal_insert_lsn()`` right after a record that filled its page points past
+    the next page's header, where no standby's replay position ever stops: the fence is the
+    boundary (a read would otherwise wait, then leave the standby, until more WAL came)."""
+    page, segment = 8192, 16 * 2**20
+    assert records_end(5 * page + SHORT_PAGE_HEADER, page, segment) == 5 * page
+    assert records_end(3 * segment + LONG_PAGE_HEADER, page, segment) == 3 * segment
+    assert records_end(5 * page + 64, page, segment) == 5 * page + 64
+    assert records_end(5 * page + LONG_PAGE_HEADER, page, segment) == 5 * page + LONG_PAGE_HEADER
+    assert parse_lsn("16/B374D848") == (0x16 << 32) | 0xB374D848
+    with pytest.raises(ValueError, match="WAL position"):
+        parse_lsn("nonsense")

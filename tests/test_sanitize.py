@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openclaw_fts.redact import Redactor
-from openclaw_fts.sanitize import (
+from openclaw_fts.history_shaping import (
     HISTORY_TRUNCATION_SUFFIX,
     MAX_CONTENT_DEPTH,
     MAX_HISTORY_BYTES,
@@ -27,6 +26,7 @@ from openclaw_fts.sanitize import (
     json_size,
     sanitize_message,
 )
+from openclaw_fts.redact import Redactor
 from openclaw_fts.tokens import utf16_len
 
 GHP = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
