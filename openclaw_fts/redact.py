@@ -966,8 +966,20 @@ MAX_RANDOM_MEAN_PIECE_CHARS: Final = 2.6
 #: For a literal in one case (``r2ofhhzv4t…``, hex): its pieces average fewer characters than
 #: this ...
 MAX_SINGLE_CASE_MEAN_PIECE_CHARS: Final = 4.0
-#: ... and it has at least this many runs of digits.
+#: ... and it has at least this many runs of digits ...
 MIN_SINGLE_CASE_DIGIT_RUNS: Final = 3
+#: ... and (when not hex) fewer vowels among its letters than this share.
+MAX_RANDOM_VOWEL_SHARE: Final = 0.35
+
+
+def _is_word(segment: str) -> bool:
+    """A segment of a name that is a word (``venv``, ``linux``): 3+ letters, vowels in it."""
+    if len(segment) < 3 or not segment.isalpha():
+        return False
+    vowels = sum(1 for c in segment.lower() if c in "aeiouy")
+    return vowels * 5 >= len(segment)
+
+
 _UUID_RE: Final = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
@@ -1028,10 +1040,20 @@ def looks_random(value: str, hex_ok: bool = False) -> bool:
         # has digits all along it
         # has digits all along it, and no dots or word-separated segments (file and package
         # names, versions: ``python3-venv-x86_64``)
-        if "." in body or "/" in body or len(_SEGMENT_SPLIT_RE.split(body)) > 2:
+        if "." in body or "/" in body:
+            return False
+        segments = _SEGMENT_SPLIT_RE.split(body)
+        if len(segments) > 2 and any(_is_word(segment) for segment in segments):
             return False
         digit_runs = sum(1 for p in pieces if p[0].isdigit())
-        return mean < MAX_SINGLE_CASE_MEAN_PIECE_CHARS and digit_runs >= MIN_SINGLE_CASE_DIGIT_RUNS
+        if digit_runs < MIN_SINGLE_CASE_DIGIT_RUNS:
+            return False
+        if _HEX_RE.fullmatch(body):
+            return mean < MAX_SINGLE_CASE_MEAN_PIECE_CHARS
+        # random letters are vowels ~1 time in 5; words (and names made of them) ~2 in 5
+        letters = [c for c in body.lower() if c.isalpha()]
+        vowels = sum(1 for c in letters if c in "aeiou")
+        return vowels < MAX_RANDOM_VOWEL_SHARE * len(letters)
     return mean < MAX_RANDOM_MEAN_PIECE_CHARS
 
 
@@ -1052,6 +1074,19 @@ MAX_LITERAL_CONTEXT_CHARS: Final = 160
 _CALLEE_RE: Final = re.compile(
     r"(?P<new>\bnew[ \t]+)?(?P<callee>[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)"
     r"[ \t]*(?:<[^<>\n]{0,64}>)?[ \t]*$"
+)
+# In prose, a secret's word and then the key (``the ritekit secret 3f9a…``, ``my API key is
+# q7vX…``): the word in its usual spellings, then an optional ``is``/``was``, then a token.
+_PROSE_KEY_WORDS: Final = tuple(
+    w
+    for base in ("secret", "key", "token", "password", "passwd", "apikey", "credential")
+    for w in (base, base.capitalize(), base.upper())
+)
+_PROSE_KEY_RE: Final = re.compile(
+    r"(?P<word>" + _by_first_character(sorted(_PROSE_KEY_WORDS, key=len, reverse=True)) + r")s?"
+    r"[ \t]{1,4}(?:(?:is|was|of|for|to|=|:)[ \t]{1,4})?"
+    rf"(?P<value>[A-Za-z0-9_+/=~\-]{{{MIN_RANDOM_LITERAL_CHARS},{MAX_RANDOM_LITERAL_CHARS}}})"
+    r"(?![A-Za-z0-9_+/=~\-])"
 )
 # The name before ``=``/``:``/``:=``/``=>`` (``key``, ``"key"``, ``cfg['key']``, ``$key``).
 _LITERAL_NAME_RE: Final = re.compile(
@@ -1675,6 +1710,26 @@ class _Scan:
                 continue
             self.add(m.start("value"), m.end("value"))
 
+    def prose_keys(self) -> None:
+        """``the ritekit secret 3f9a…``: a secret's word, then a token that looks random."""
+        text = self.text
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in _PROSE_KEY_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            start = m.start()
+            if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                continue  # inside a word (``monkey``, ``api_token``: a name, its own rules)
+            value = m.group("value")
+            # hex after "key" is a key id or a fingerprint (``signing key 1988…BE03``)
+            hex_ok = m.group("word").lower() != "key"
+            if looks_random(value, hex_ok=hex_ok) and not _is_public_run(
+                text, m.start("value"), value
+            ):
+                self.add(m.start("value"), m.end("value"))
+
     def extra(self, patterns: tuple[re.Pattern[str], ...]) -> None:
         for pattern in patterns:
             budget = MAX_CANDIDATES_PER_RULE
@@ -1788,6 +1843,7 @@ class Redactor:
         scan.opaque()
         if "'" in text or '"' in text or "`" in text:
             scan.code_literals()
+        scan.prose_keys()
         scan.extra(self._extra)
         return scan
 
