@@ -133,194 +133,7 @@ MAX_QUERY_NAME_CHARS: Final = 64
 MAX_PEM_LABEL_CHARS: Final = 40
 
 # --------------------------------------------------------------------------- sensitive names
-
-# Words that make a name sensitive wherever they occur in it (``*PASSWORD*``, ``*PASSWD*``).
-_ANYWHERE_WORDS: Final = ("password", "passwd", "passphrase")
-# Last words (or whole one-word names, lower-cased, separators removed) that are secrets.
-_SECRET_COMPOUNDS: Final = frozenset(
-    {
-        "apikey",
-        "apisecret",
-        "apitoken",
-        "accesskey",
-        "accesstoken",
-        "authkey",
-        "authtoken",
-        "bearertoken",
-        "clientsecret",
-        "encryptionkey",
-        "idtoken",
-        "masterkey",
-        "privatekey",
-        "refreshtoken",
-        "secretkey",
-        "sessiontoken",
-        "signingkey",
-        # payment credentials (OpenClaw): a card number, its CVC, a payment credential
-        "cardnumber",
-        "securitycode",
-        "paymentcredential",
-    }
-)
-# Compounds recognised at the end of one glued lower-case word (``theapikey``).
-_GLUED_COMPOUNDS: Final = ("apikey", "apitoken", "accesstoken", "authtoken", "secretkey")
-# Passwords glued to a word in one lower-case name (keytool's ``-storepass``, ``-srckeypass``).
-_GLUED_PASSWORDS: Final = ("storepass", "keypass")
-# "<word> token" is NOT a secret for these words (pagination and language-model vocabulary).
-_HARMLESS_TOKEN_PREFIXES: Final = frozenset(
-    {
-        "bos",
-        "cancel",
-        "cancellation",
-        "cls",
-        "continuation",
-        "change",
-        "end",
-        "eos",
-        "idempotency",
-        "pagination",
-        "request",
-        "resume",
-        "starting",
-        "mask",
-        "max",
-        "min",
-        "next",
-        "num",
-        "pad",
-        "page",
-        "prev",
-        "previous",
-        "sep",
-        "special",
-        "start",
-        "stop",
-        "unk",
-    }
-)
-# "<word> key" in lower/camel case (code, JSON) is a secret only after these words; a bare
-# ``key`` or ``sort_key``/``sessionKey``/``cacheKey`` is an ordinary identifier.
-_SECRET_KEY_PREFIXES: Final = frozenset(
-    {
-        "access",
-        "account",
-        "admin",
-        "api",
-        "app",
-        "application",
-        "auth",
-        "client",
-        "encryption",
-        "license",
-        "master",
-        "private",
-        "secret",
-        "service",
-        "signing",
-        "subscription",
-    }
-)
-# "<WORD>_KEY" in UPPER case (environment variables) is a secret unless after these words.
-_HARMLESS_ENV_KEY_PREFIXES: Final = frozenset(
-    {
-        "cache",
-        "foreign",
-        "hash",
-        "lookup",
-        "partition",
-        "primary",
-        "pub",
-        "public",
-        "routing",
-        "row",
-        "session",
-        "sort",
-    }
-)
-# First words of a name that is a flag about a secret (``HAS_API_TOKEN``, ``USE_PASSWORD``).
-_FLAG_FIRST_WORDS: Final = frozenset({"have", "has", "is", "use", "enable", "disable", "no"})
-# ``password_hint``, ``PASSWORD_MIN_LENGTH``: about a password, not one.
-_HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
-    {
-        "age",
-        "attempts",
-        "cmd",
-        "command",
-        "fd",
-        "pattern",
-        "changed",
-        "days",
-        "enabled",
-        "hours",
-        "minutes",
-        "seconds",
-        "timeout",
-        "ttl",
-        "expiry",
-        "expires",
-        "field",
-        "hint",
-        "label",
-        "len",
-        "length",
-        "policy",
-        "prompt",
-        "required",
-        "reset",
-        "rules",
-        "strength",
-    }
-)
-# Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``).
-_SECRET_LAST_WORDS: Final = frozenset({"secret", "credential", "credentials", "jwt", "cvc", "cvv"})
-# "<word> pass" that is not a password (``by pass``, ``first_pass``, ``boarding pass``).
-_HARMLESS_PASS_PREFIXES: Final = frozenset(
-    {"by", "first", "second", "third", "last", "one", "two", "multi", "single", "boarding"}
-)
-# Names whose value is masked WHOLE (``***``), never as first 6 + last 4: a password is often
-# short and human-chosen, so ten of its characters would give most of it away.
-_PASSWORD_LAST_WORDS: Final = frozenset({"pass", "pwd"})
-
-
-# URL query/fragment parameters whose value is a credential (besides sensitive names).
-_SECRET_QUERY_NAMES: Final = frozenset(
-    {
-        "access_token",
-        "api-key",
-        "api_key",
-        "apikey",
-        "auth",
-        "auth_token",
-        "client_secret",
-        "code",
-        "credential",
-        "authorization",
-        "security_code",
-        "cvc",
-        "cvv",
-        "x-api-key",
-        "x-access-token",
-        "x-auth-token",
-        "id_token",
-        "jwt",
-        "key",
-        "pass",
-        "passwd",
-        "password",
-        "private_token",
-        "pwd",
-        "refresh_token",
-        "secret",
-        "sig",
-        "signature",
-        "token",
-        "x-amz-credential",
-        "x-amz-security-token",
-        "x-amz-signature",
-        "x-goog-credential",
-        "x-goog-signature",
-    }
-)
+# The name words are data (redact_rules, "names"); these functions read them.
 
 _NAME_WORD_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: Distinct names whose verdict is remembered: a text repeats the same few names (``"token":``
@@ -342,31 +155,31 @@ def is_sensitive_name(name: str) -> bool:
     """
     lowered = name.lower()
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
-    if words and words[0] in _FLAG_FIRST_WORDS:
+    if words and words[0] in rules.FLAG_FIRST_WORDS:
         return False  # HAVE_STRUCT_PASSWD_PW_GECOS, HAS_API_KEY: a feature flag
-    if any(word in lowered for word in _ANYWHERE_WORDS):
-        return not words or words[-1] not in _HARMLESS_PASSWORD_SUFFIXES
+    if any(word in lowered for word in rules.ANYWHERE_WORDS):
+        return not words or words[-1] not in rules.HARMLESS_PASSWORD_SUFFIXES
     if not words:
         return False
     last = words[-1]
     previous = words[-2] if len(words) > 1 else ""
-    if last in _SECRET_COMPOUNDS or (previous + last) in _SECRET_COMPOUNDS:
+    if last in rules.SECRET_COMPOUNDS or (previous + last) in rules.SECRET_COMPOUNDS:
         return True
-    if len(words) == 1 and last.endswith(_GLUED_COMPOUNDS + _GLUED_PASSWORDS):
+    if len(words) == 1 and last.endswith(rules.GLUED_COMPOUNDS + rules.GLUED_PASSWORDS):
         return True  # ``theapikey``, ``myaccesstoken``, keytool's ``-storepass``
-    if last in _SECRET_LAST_WORDS:
+    if last in rules.SECRET_LAST_WORDS:
         return True
     if last == "token":
-        return previous not in _HARMLESS_TOKEN_PREFIXES
+        return previous not in rules.HARMLESS_TOKEN_PREFIXES
     if last == "pwd":
         return bool(previous)
     if last == "pass":
-        return not previous or previous not in _HARMLESS_PASS_PREFIXES
+        return not previous or previous not in rules.HARMLESS_PASS_PREFIXES
     if last == "key" and previous:
         letters = [c for c in name if c.isalpha()]
         if letters and all(c.isupper() for c in letters):
-            return previous not in _HARMLESS_ENV_KEY_PREFIXES
-        return previous in _SECRET_KEY_PREFIXES
+            return previous not in rules.HARMLESS_ENV_KEY_PREFIXES
+        return previous in rules.SECRET_KEY_PREFIXES
     return False
 
 
@@ -375,27 +188,15 @@ def is_password_name(name: str) -> bool:
     """Whether the value of ``name`` is a password (masked whole): ``*password*``,
     ``*passwd*``, ``*passphrase*``, ``db_pass``, ``DB_PWD``."""
     lowered = name.lower()
-    if any(word in lowered for word in _ANYWHERE_WORDS):
+    if any(word in lowered for word in rules.ANYWHERE_WORDS):
         return True
     words = _NAME_WORD_RE.findall(name)
     if not words:
         return False
     last = words[-1].lower()
-    if len(words) == 1 and last.endswith(_GLUED_PASSWORDS):
+    if len(words) == 1 and last.endswith(rules.GLUED_PASSWORDS):
         return True
-    return last in _PASSWORD_LAST_WORDS and is_sensitive_name(name)
-
-
-# Last words of a WEAK name: ``stripe_key``, ``sonar.login``, ``auth``. Such a name holds a
-# secret only when its value looks randomly generated (:func:`looks_random`): ``sort_key: name``
-# and ``login: alice`` stay.
-_WEAK_LAST_WORDS: Final = frozenset({"key", "login", "auth", "sig", "license", "pat"})
-# ``<word>_key`` names whose value is public or an identifier even when it looks random.
-_PUBLIC_KEY_PREFIXES: Final = frozenset(
-    {"public", "pub", "publishable", "primary", "foreign", "sort", "partition", "routing", "row",
-     "cache", "lookup", "idempotency", "dedup", "dedupe", "object", "item", "hash", "map",
-     "dict", "host", "ssh", "gpg", "pgp", "site", "recaptcha", "turnstile", "storage"}
-)  # fmt: skip
+    return last in rules.PASSWORD_LAST_WORDS and is_sensitive_name(name)
 
 
 @lru_cache(maxsize=NAME_CACHE_SIZE)
@@ -403,9 +204,9 @@ def is_weak_secret_name(name: str) -> bool:
     """Whether ``name`` may hold a secret although :func:`is_sensitive_name` says no: its last
     word is ``key``, ``login``, ``auth`` … (the value decides, :func:`looks_random`)."""
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
-    if not words or words[0] in _FLAG_FIRST_WORDS or words[-1] not in _WEAK_LAST_WORDS:
+    if not words or words[0] in rules.FLAG_FIRST_WORDS or words[-1] not in rules.WEAK_LAST_WORDS:
         return False
-    return len(words) == 1 or words[-2] not in _PUBLIC_KEY_PREFIXES
+    return len(words) == 1 or words[-2] not in rules.PUBLIC_KEY_PREFIXES
 
 
 # --------------------------------------------------------------------------- value checks
@@ -783,7 +584,7 @@ def _decode_name(name: str) -> str:
 def _query_name_is_secret(name: str) -> bool:
     if "%" in name or "+" in name:
         name = _decode_name(name)
-    if name.lower() in _SECRET_QUERY_NAMES or is_sensitive_name(name):
+    if name.lower() in rules.SECRET_QUERY_NAMES or is_sensitive_name(name):
         return True
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
     return (
@@ -1649,7 +1450,7 @@ class _Scan:
                 continue
             last, previous = words[-1], (words[-2] if len(words) > 1 else "")
             if last in rules.PUBLIC_NAME_LAST_WORDS or (
-                last == "token" and previous in _HARMLESS_TOKEN_PREFIXES
+                last == "token" and previous in rules.HARMLESS_TOKEN_PREFIXES
             ):
                 value = _PUBLIC_VALUE_RE.match(text, m.end())
                 if value is not None:
