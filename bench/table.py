@@ -511,9 +511,13 @@ def docs_page(results_dir: Path = RESULTS) -> str:
             result = _latest(f"latest-{prefix}{size}.json", results_dir)
             if result is None or not any(_row_peers(r) for r in result["rows"]):
                 continue
-            goals = peer_goals(result) + write_goals(result)
+            # The search rows of the newer run (a `--only search` run may follow the full one).
+            searched = _latest(f"latest-{prefix}{size}-search.json", results_dir)
+            if searched is None or searched["createdAt"] < result["createdAt"]:
+                searched = result
+            goals = peer_goals(searched) + write_goals(result)
             parts.append(
-                f"## {engine} {size}: against the peers\n\n{peer_table(result)}\n\n"
+                f"## {engine} {size}: against the peers\n\n{peer_table(searched)}\n\n"
                 + "Goals:\n\n"
                 + "\n".join(goals)
                 + "\n"
