@@ -199,12 +199,16 @@ def run_searches(
     batch: bool,
     redactor: Redactor | None = None,
     on_pending: Callable[[], None] | None = None,
+    per_session: bool = False,
 ) -> dict[str, Any]:
     """Run validated searches (one, or a batch sharing ``sessionKey``, filters and limit) in one
     snapshot. A batch answers ``batch: true``, ``queries``, and each hit's ``queryIndex``; the
     queries whose hits were cut are listed in ``truncatedQueries``, and while sessions are
     pending ``indexingQueries`` lists every query (each may miss hits). ``results`` holds each
-    query's hits in turn, and the byte cap applies to all of them together."""
+    query's hits in turn, and the byte cap applies to all of them together. ``per_session``:
+    one hit per session key (its best), each with ``sessionHits``, the key's number of
+    matching messages the caller may see (the backend's :meth:`session_hits`); the limit then
+    counts sessions."""
     backend = reader(conn)
     # First: it starts the snapshot every later read sees. A backend without a cheap
     # database-wide probe asks only about the caller's sessions (below).
@@ -240,7 +244,13 @@ def run_searches(
     for query_index, req in enumerate(reqs):
         if req.compiled is None:
             continue
-        hits = backend.ranked_hits(conn, caller, req, exact=exact)
+        counts: dict[int, int] = {}
+        if per_session:
+            grouped = backend.session_hits(conn, caller, req, exact=exact)
+            hits = [hit for hit, _ in grouped]
+            counts = {hit[0]: n for hit, n in grouped}
+        else:
+            hits = backend.ranked_hits(conn, caller, req, exact=exact)
         truncated = len(hits) > req.limit
         hits = hits[: req.limit]
         if full:
@@ -262,6 +272,8 @@ def run_searches(
             }
             if batch:
                 item["queryIndex"] = query_index
+            if per_session:
+                item["sessionHits"] = counts[row_id]
             # Counted as json.dumps(results, ensure_ascii=False) writes it: ", " between items.
             # While the items' upper bounds fit, every item fits; exact sizes only near the cap.
             if exact_used is None:

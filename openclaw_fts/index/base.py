@@ -74,6 +74,15 @@ class Reader(Protocol):
         skip the per-row pending filter."""
         ...
 
+    def session_hits(
+        self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
+    ) -> list[tuple[Hit, int]]:
+        """One hit per session key: each key's best hit (in the request's order) with the
+        number of its matching messages the caller may see, up to ``req.limit + 1`` keys in
+        result order; visibility and every filter applied before grouping, so the limit counts
+        visible sessions."""
+        ...
+
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
         """Each hit's searchable text (masked, clean), by index row id."""
         ...

@@ -100,8 +100,11 @@ def with_bodies_sql(
     return sql, params
 
 
-def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, dict[str, Any]]:
-    """The ranked statement and its parameters (``req.compiled`` must render)."""
+def hits_sql(
+    caller: Caller, req: SearchRequest, *, exact: bool, unordered: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """The ranked statement and its parameters (``req.compiled`` must render); ``unordered``:
+    every visible match, without ORDER BY or LIMIT (what :func:`session_hits_sql` groups)."""
     assert req.compiled is not None
     tsquery = render(req.compiled)
     assert tsquery is not None
@@ -118,7 +121,25 @@ def hits_sql(caller: Caller, req: SearchRequest, *, exact: bool) -> tuple[str, d
         f"AS rank FROM {CONTENT_TABLE} AS mi "
         f"JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
         f"WHERE mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} "
-        f"{filters} ORDER BY {order} LIMIT :lim"
+        f"{filters}" + ("" if unordered else f" ORDER BY {order} LIMIT :lim")
+    )
+    return sql, params
+
+
+def session_hits_sql(
+    caller: Caller, req: SearchRequest, *, exact: bool
+) -> tuple[str, dict[str, Any]]:
+    """Each session key's best match (in the request's order) with the key's number of
+    visible matches, keys in result order, ``limit + 1`` at most: grouped, counted, ordered
+    and limited in the one statement, after visibility and every filter."""
+    ranked, params = hits_sql(caller, req, exact=exact, unordered=True)
+    inner = _order_by(req, rows="m.", keys="m.")
+    outer = _order_by(req, rows="g.", keys="g.")
+    sql = (
+        "SELECT g.id, g.session_id, g.seq, g.event_id, g.role, g.timestamp_ms, g.session_key, "
+        "g.rank, g.n FROM (SELECT m.*, row_number() OVER (PARTITION BY m.session_key "
+        f"ORDER BY {inner}) AS rn, count(*) OVER (PARTITION BY m.session_key) AS n "
+        f"FROM ({ranked}) AS m) AS g WHERE g.rn = 1 ORDER BY {outer} LIMIT :lim"
     )
     return sql, params
 
@@ -220,6 +241,17 @@ class PostgresReader:
         # for hit_texts, in this transaction (index rows never change)
         _keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in rows})
         return [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows]
+
+    def session_hits(
+        self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
+    ) -> list[tuple[Hit, int]]:
+        """One hit per session key with its visible match count (:func:`session_hits_sql`)."""
+        if req.compiled is None or render(req.compiled) is None:
+            return []
+        sql, params = session_hits_sql(caller, req, exact=exact)
+        _custom_plans(conn)
+        rows = conn.execute(text(sql), params).all()
+        return [((r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])), int(r[8])) for r in rows]
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
         """The stored (masked) body when it is the message's clean text; a body whose CJK was

@@ -83,6 +83,24 @@ def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
     return (hit[7] if hit[7] is not None else 0.0, -hit[5], hit[6], hit[3], hit[0])
 
 
+def _recent_key(hit: Hit) -> tuple[int, str, str, int]:
+    return (-hit[5], hit[6], hit[3], hit[0])
+
+
+def group_by_session(hits: list[Hit], req: SearchRequest) -> list[tuple[Hit, int]]:
+    """Every visible match grouped by session key: each key's first hit in the request's
+    order, with the key's count, keys in that order, ``req.limit + 1`` at most."""
+    key = _recent_key if req.order == "recent" else _order_key
+    best: dict[str, Hit] = {}
+    counts: dict[str, int] = {}
+    for hit in hits:
+        counts[hit[6]] = counts.get(hit[6], 0) + 1
+        if hit[6] not in best or key(hit) < key(best[hit[6]]):
+            best[hit[6]] = hit
+    ordered = sorted(best.values(), key=key)[: req.limit + 1]
+    return [(hit, counts[hit[6]]) for hit in ordered]
+
+
 class SqliteReader:
     """:class:`~openclaw_fts.index.base.Reader` over ``message_fts`` / ``message_index``."""
 
@@ -179,10 +197,16 @@ class SqliteReader:
 
     @staticmethod
     def _hits_sql(
-        caller: Caller, req: SearchRequest, *, exact: bool, pred: Predicate | None = None
+        caller: Caller,
+        req: SearchRequest,
+        *,
+        exact: bool,
+        pred: Predicate | None = None,
+        unordered: bool = False,
     ) -> tuple[str, dict[str, Any]]:
         """The ranked statement; ``exact`` (no session is pending in this snapshot) drops the
-        per-row pending filter, which then holds for every row."""
+        per-row pending filter, which then holds for every row. ``unordered``: every visible
+        match, without ORDER BY or LIMIT (what :meth:`session_hits` groups)."""
         where, params = _visible_sql(caller, req.session_key, pred)
         assert req.compiled is not None
         params.update(q=req.compiled.match, v=INDEX_VERSION, lim=req.limit + 1)
@@ -210,6 +234,8 @@ class SqliteReader:
                 order = limit = ""
         elif req.order == "relevance":
             order = f"rank, {order}"
+        if unordered:
+            order = limit = ""
         pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
         sql = (
             f"SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
@@ -221,6 +247,31 @@ class SqliteReader:
             f"{filters} {'ORDER BY ' + order if order else ''} {limit}"
         )
         return sql, params
+
+    def session_hits(
+        self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
+    ) -> list[tuple[Hit, int]]:
+        """One hit per session key with the key's visible match count (see the Reader
+        protocol). Wide callers: grouped, counted, ordered and limited in SQL over the ranked
+        matches (a MATERIALIZED CTE: FTS5's bm25() cannot run inside a window function).
+        Narrow callers: their matches are every visible match, ranked per message here
+        (:func:`narrow_score`), so they are grouped here from the same rows."""
+        sql, params = self._hits_sql(caller, req, exact=exact, unordered=True)
+        if caller.is_narrow:
+            rows = cursor(conn).execute(sql, params).fetchall()
+            hits: list[Hit] = [(*row[:7], -narrow_score(row[7])) for row in rows]
+            return group_by_session(hits, req)
+        tail = "timestamp_ms DESC, session_key, event_id, id"
+        order = tail if req.order == "recent" else f"rank, {tail}"
+        params["glim"] = req.limit + 1
+        grouped = (
+            f"WITH m AS MATERIALIZED ({sql}), g AS (SELECT m.*, row_number() OVER "
+            f"(PARTITION BY session_key ORDER BY {order}) AS rn, count(*) OVER "
+            "(PARTITION BY session_key) AS n FROM m) "
+            "SELECT id, session_id, seq, event_id, role, timestamp_ms, session_key, rank, n "
+            f"FROM g WHERE rn = 1 ORDER BY {order} LIMIT :glim"
+        )
+        return [(tuple(r[:8]), int(r[8])) for r in cursor(conn).execute(grouped, params)]
 
     @staticmethod
     def _rank_all_bound(conn: Connection) -> int:
