@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,53 @@ def index_tuple(
     return (row_id, session_id, row.seq, row.event_id, row.role, ts, index_body(row.text), token)
 
 
+@dataclass(frozen=True)
+class SessionFile:
+    """One ``<session id>.jsonl`` of a sessions folder: its lines as written, the parsed events,
+    and the session row from ``sessions.json`` (a file it does not name is ``agent:main:main``)."""
+
+    session_id: str
+    session_key: str
+    entry: Mapping[str, Any]
+    lines: list[str]
+    events: list[dict[str, Any]]
+
+    @property
+    def session_row(self) -> tuple[Any, ...]:
+        """``INSERT_SESSION``'s parameters: id, key, agent, spawnedBy, parent key, owner key."""
+        key = self.session_key
+        return (
+            self.session_id,
+            key,
+            key.split(":")[1] if key.startswith("agent:") else "main",
+            self.entry.get("spawnedBy"),
+            self.entry.get("parentSessionKey"),
+            self.entry.get("ownerSessionKey"),
+        )
+
+
+def read_folder(folder: Path) -> Iterator[SessionFile]:
+    """The sessions folder's JSONL files in name order, as both raw importers (this module's and
+    :mod:`bench.pg_baseline`'s) read them: blank lines skipped, each line parsed once."""
+    meta: dict[str, tuple[str, dict[str, Any]]] = {}
+    index_file = folder / "sessions.json"
+    if index_file.is_file():
+        for key, entry in json.loads(index_file.read_text(encoding="utf-8")).items():
+            meta[entry["sessionId"]] = (key, entry)
+    for path in sorted(folder.glob("*.jsonl")):
+        sid = path.stem
+        key, entry = meta.get(sid, ("agent:main:main", {}))
+        lines: list[str] = []
+        events: list[dict[str, Any]] = []
+        with path.open("rb") as handle:
+            for raw in handle:
+                if raw.strip():
+                    line = raw.decode("utf-8").strip()
+                    lines.append(line)
+                    events.append(json.loads(line))
+        yield SessionFile(sid, key, entry, lines, events)
+
+
 class Baseline:
     """Plain-``sqlite3`` writer and reader over its own database file."""
 
@@ -233,51 +281,29 @@ class Baseline:
     def import_dir(self, folder: Path, *, index: bool = True) -> tuple[int, int]:
         """Backfill a sessions folder: per file, events and (with ``index``) index rows in one
         transaction. Returns ``(events, index rows)``."""
-        meta: dict[str, tuple[str, dict[str, Any]]] = {}
-        index_file = folder / "sessions.json"
-        if index_file.is_file():
-            for key, entry in json.loads(index_file.read_text(encoding="utf-8")).items():
-                meta[entry["sessionId"]] = (key, entry)
         n_events = n_rows = 0
         c = self.conn
-        for path in sorted(folder.glob("*.jsonl")):
-            sid = path.stem
-            key, entry = meta.get(sid, ("agent:main:main", {}))
-            lines = []
-            events = []
-            with path.open("rb") as handle:
-                for raw in handle:
-                    if raw.strip():
-                        line = raw.decode("utf-8").strip()
-                        lines.append(line)
-                        events.append(json.loads(line))
+        for f in read_folder(folder):
             event_rows = [
-                event_row(sid, seq, e, line)
-                for seq, (e, line) in enumerate(zip(events, lines, strict=True))
+                event_row(f.session_id, seq, e, line)
+                for seq, (e, line) in enumerate(zip(f.events, f.lines, strict=True))
             ]
-            wanted = transcript.index_rows(list(enumerate(events))) if index else []
-            token = self.token(sid)
+            wanted = transcript.index_rows(list(enumerate(f.events))) if index else []
+            token = self.token(f.session_id)
             c.execute("BEGIN IMMEDIATE")
-            c.execute(
-                INSERT_SESSION,
-                (
-                    sid,
-                    key,
-                    key.split(":")[1] if key.startswith("agent:") else "main",
-                    entry.get("spawnedBy"),
-                    entry.get("parentSessionKey"),
-                    entry.get("ownerSessionKey"),
-                ),
-            )
+            c.execute(INSERT_SESSION, f.session_row)
             c.executemany(INSERT_EVENT, event_rows)
             if wanted:
                 start = c.execute(MAX_ID).fetchone()[0]
-                rows = [index_tuple(start + i + 1, sid, r, token, 0) for i, r in enumerate(wanted)]
+                rows = [
+                    index_tuple(start + i + 1, f.session_id, r, token, 0)
+                    for i, r in enumerate(wanted)
+                ]
                 c.executemany(INSERT_INDEX, rows)
                 c.executemany(INSERT_FTS, [(r[0], r[6], r[7]) for r in rows])
-            c.execute(BUMP_SESSION, (len(events) - 1, sid))
+            c.execute(BUMP_SESSION, (len(f.events) - 1, f.session_id))
             c.execute("COMMIT")
-            n_events += len(events)
+            n_events += len(f.events)
             n_rows += len(wanted)
         return n_events, n_rows
 

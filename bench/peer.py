@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from bench import baseline as raw
+from bench.peers import PeerQuery
 
 try:  # an optional dependency: `pip install -e ".[bench]"`
     import sqlite_utils
@@ -69,6 +70,8 @@ def _rows(conn: sqlite3.Connection, sql: str) -> Iterator[dict[str, Any]]:
 class SqliteUtilsPeer:
     """A ``sqlite-utils`` database of the raw baseline's index rows, and its ``search()``."""
 
+    label = "sqlite-utils"
+
     def __init__(self, path: Path) -> None:
         if sqlite_utils is None:
             raise RuntimeError('sqlite-utils is not installed: pip install -e ".[bench]"')
@@ -98,16 +101,22 @@ class SqliteUtilsPeer:
             "enableFtsSeconds": round(t2 - t1, 3),
         }
 
-    def search(self, match: str, vis: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    def search(self, q: PeerQuery, vis: str, args: Mapping[str, Any]) -> list[dict[str, Any]]:
         """``table.search(match, limit=10)``, the visibility as ``where=`` / ``where_args=``."""
         return list(
             self.table.search(
-                match, limit=LIMIT, where=WHERE[vis], where_args=args or None, quote=False
+                q.match, limit=LIMIT, where=WHERE[vis], where_args=dict(args) or None, quote=False
             )
         )
 
-    def count(self, match: str, vis: str, args: dict[str, Any]) -> int:
+    def count(self, q: PeerQuery, vis: str, args: Mapping[str, Any]) -> int:
         """Every row ``search()`` matches (its own SQL, ``search_sql``, without the limit)."""
         sql = self.table.search_sql(columns=["id"], where=WHERE[vis])
-        row = self.db.execute(f"SELECT count(*) FROM ({sql})", {"query": match, **args}).fetchone()
+        row = self.db.execute(
+            f"SELECT count(*) FROM ({sql})", {"query": q.match, **args}
+        ).fetchone()
         return int(row[0])
+
+    def reference(self, q: PeerQuery) -> str:
+        """The raw expression: the same one ``search()`` is given."""
+        return q.match

@@ -16,14 +16,13 @@ visibility predicate on ``openclaw_sessions`` in the same statement, ``ORDER BY`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from bench.baseline import dump, event_row
+from bench.baseline import dump, event_row, read_folder
 from openclaw_fts import transcript
 from openclaw_fts.index.postgresql import TEXT_SEARCH_CONFIG
 from openclaw_fts.tokens import index_body
@@ -140,48 +139,25 @@ class Baseline:
     ) -> tuple[int, int]:
         """Backfill a sessions folder: per file, session, events and (with ``index``) index rows
         in one transaction. Returns ``(events, index rows)``."""
-        meta: dict[str, tuple[str, dict[str, Any]]] = {}
-        index_file = folder / "sessions.json"
-        if index_file.is_file():
-            for key, entry in json.loads(index_file.read_text(encoding="utf-8")).items():
-                meta[entry["sessionId"]] = (key, entry)
         insert_session = INSERT_SESSION.replace("openclaw_sessions", sessions_table)
         bump = BUMP_SESSION.replace("openclaw_sessions", sessions_table)
         n_events = n_rows = 0
-        for path in sorted(folder.glob("*.jsonl")):
-            sid = path.stem
-            key, entry = meta.get(sid, ("agent:main:main", {}))
-            lines = []
-            events = []
-            with path.open("rb") as handle:
-                for raw in handle:
-                    if raw.strip():
-                        line = raw.decode("utf-8").strip()
-                        lines.append(line)
-                        events.append(json.loads(line))
+        for f in read_folder(folder):
             event_rows = [
-                _pg_event_row(sid, seq, e, line)
-                for seq, (e, line) in enumerate(zip(events, lines, strict=True))
+                _pg_event_row(f.session_id, seq, e, line)
+                for seq, (e, line) in enumerate(zip(f.events, f.lines, strict=True))
             ]
-            wanted = transcript.index_rows(list(enumerate(events))) if index else []
-            token = self.token(sid)
+            wanted = transcript.index_rows(list(enumerate(f.events))) if index else []
+            token = self.token(f.session_id)
             with self.conn.transaction(), self.conn.cursor() as cur:
-                cur.execute(
-                    insert_session,
-                    (
-                        sid,
-                        key,
-                        key.split(":")[1] if key.startswith("agent:") else "main",
-                        entry.get("spawnedBy"),
-                        entry.get("parentSessionKey"),
-                        entry.get("ownerSessionKey"),
-                    ),
-                )
+                cur.execute(insert_session, f.session_row)
                 cur.executemany(INSERT_EVENT, event_rows)
                 if wanted:
-                    cur.executemany(INSERT_INDEX, [index_tuple(sid, r, token, 0) for r in wanted])
-                cur.execute(bump, (len(events) - 1, sid))
-            n_events += len(events)
+                    cur.executemany(
+                        INSERT_INDEX, [index_tuple(f.session_id, r, token, 0) for r in wanted]
+                    )
+                cur.execute(bump, (len(f.events) - 1, f.session_id))
+            n_events += len(f.events)
             n_rows += len(wanted)
         return n_events, n_rows
 
@@ -223,21 +199,29 @@ def search_sql(visibility: str) -> str:
     )
 
 
-def count_sql() -> str:
-    """Documents matching ``%(q)s`` (no visibility)."""
-    return f"SELECT count(*) FROM message_index AS mi WHERE mi.body_tsv @@ {TSQUERY}"
+def count_sql(visibility: str | None = None) -> str:
+    """Documents matching ``%(q)s``, visible to ``visibility`` (``None``: any session)."""
+    if visibility is None:
+        return f"SELECT count(*) FROM message_index AS mi WHERE mi.body_tsv @@ {TSQUERY}"
+    return (
+        "SELECT count(*) FROM message_index AS mi "
+        "JOIN openclaw_sessions AS s ON s.session_id = mi.session_id "
+        f"WHERE mi.body_tsv @@ {TSQUERY} AND {_VISIBLE[visibility]}"
+    )
 
 
 def _operand(token: str) -> str:
     return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsquery(kind: str, words: Sequence[str]) -> str:
+def tsquery(kind: str, words: Sequence[str], *, prefix_all: bool = False) -> str:
     """The hand-written ``to_tsquery`` input of a query class (CJK spaced like the index: a
-    word of two characters is a phrase of two lexemes)."""
+    word of two characters is a phrase of two lexemes). ``prefix_all``: every lexeme a prefix
+    (``:*``), what SQLAlchemy-Searchable's ``search()`` makes of the same words."""
+    star = ":*" if prefix_all else ""
 
     def phrase(text: str) -> str:
-        tokens = [_operand(t) for t in index_body(text).split()]
+        tokens = [_operand(t) + star for t in index_body(text).split()]
         return tokens[0] if len(tokens) == 1 else "(" + " <-> ".join(tokens) + ")"
 
     if kind == "phrase":

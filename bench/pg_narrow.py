@@ -34,13 +34,13 @@ from typing import Any
 from sqlalchemy import Connection, create_engine, text
 
 from openclaw_fts import migrate
-from openclaw_fts.index.base import SearchRequest
 from openclaw_fts.index.postgresql import TEXT_SEARCH_CONFIG
 from openclaw_fts.index.postgresql.query import body_tsvector_sql, render
 from openclaw_fts.index.postgresql.read import PostgresReader, hits_sql
 from openclaw_fts.index.visibility_sql import visible
 from openclaw_fts.models import INDEX_VERSION
 from openclaw_fts.query import CompiledQuery, compile_query
+from openclaw_fts.rows import SearchRequest
 from openclaw_fts.visibility import Caller
 
 RUNS = 41

@@ -1,6 +1,6 @@
 """The benchmark on PostgreSQL: ``python -m bench.run --backend postgresql --size 100k``.
 
-The same corpus, query classes, rows and result files as the SQLite bench (:mod:`bench.run`,
+The same corpus, query classes, rows and result files as the SQLite bench (:mod:`bench.core`,
 whose figures this class reuses through a few backend hooks), with raw psycopg
 (:mod:`bench.pg_baseline`) as the baseline measured in the same run, on the same server: the
 plugin and the baseline each get a database of their own. Without ``--pg-url`` a throwaway
@@ -21,15 +21,17 @@ import importlib.util
 import itertools
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from bench import pg_baseline as pgraw
-from bench.run import (
+from bench.core import (
     GOAL_UPGRADE_S,
+    PEER_MESSAGES,
+    PEER_SESSIONS,
     UPGRADE_FROM,
     Bench,
     Row,
@@ -39,6 +41,9 @@ from bench.run import (
     pct,
     ratio,
 )
+from bench.peers import SEARCHABLE_AVAILABLE, Peer, SearchablePeer
+from bench.peers import version as peer_version
+from openclaw_fts.index.postgresql import TEXT_SEARCH_CONFIG
 
 PG_FIGURES: tuple[str, ...] = (
     "live",
@@ -192,8 +197,46 @@ class PgBench(Bench):
     def count_match(conn: Any, match: str) -> int:
         return int(conn.execute(pgraw.count_sql(), {"q": match}).fetchone()[0])
 
-    def sqlite_utils_peer(self, state: State) -> None:
-        return None  # the second baseline is a SQLite library
+    main_peer = "sqlalchemy-searchable"
+
+    def raw_count(self, conn: Any, match: str, vis: str, scope: dict[str, Any]) -> int:
+        return int(conn.execute(pgraw.count_sql(vis), {"q": match, **scope}).fetchone()[0])
+
+    def peer_rows(self, state: State) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        from psycopg.rows import dict_row
+
+        with contextlib.closing(self.raw_conn(state.baseline_path)) as c:
+            cur = c.cursor(row_factory=dict_row)
+            sessions = list(cur.execute(PEER_SESSIONS))
+            rows = list(cur.execute(PEER_MESSAGES))
+        return sessions, rows
+
+    def engine_peers(self, state: State) -> list[Peer]:
+        """SQLAlchemy-Searchable, loaded through its ORM from the raw baseline's rows."""
+        if not SEARCHABLE_AVAILABLE:
+            self.warn(
+                'sqlalchemy-searchable is not installed (pip install -e ".[bench]"): the search '
+                "rows have no SQLAlchemy-Searchable column"
+            )
+            return []
+        url = self.database("searchable")
+        self.migrated(url)  # the plugin's text search configuration, so both tokenize alike
+        # The trigger (tsvector_update_trigger) wants a schema-qualified configuration.
+        peer = SearchablePeer(url, f"public.{TEXT_SEARCH_CONFIG}")
+        sessions, rows = self.peer_rows(state)
+        self.log("loading the SQLAlchemy-Searchable baseline (ORM, trigger)")
+        load = peer.load(sessions, rows)
+        label = SearchablePeer.label
+        if load["rows"] != state.index_rows:
+            self.warn(f"{label} holds {load['rows']} rows, expected {state.index_rows}")
+        self.details["sqlalchemySearchable"] = {"version": peer_version(label), **load}
+        rate = load["rows"] / load["loadSeconds"]
+        self.add(
+            Row(f"{label} load (ORM, 100 rows a transaction)", "s", None, None, None,
+                "printed", None, peers={label: {"p50": load["loadSeconds"]}},
+                note=f"{load['rows']:,} index rows, {rate:,.0f} rows/s")
+        )  # fmt: skip
+        return [peer]
 
     def figure_steps(self) -> list[tuple[str, Callable[[], None]]]:
         return [
@@ -340,83 +383,16 @@ class PgBench(Bench):
 
     # -- backfill ------------------------------------------------------------------------------
 
-    def fig_backfill(self) -> None:
-        """``import_dir`` + ``reconcile()`` of the whole corpus vs a raw psycopg importer (a run
-        before and one after the plugin's, mean)."""
-        self.ensure_folder()
-        for path in self.folder.iterdir():
-            path.read_bytes()
-        base_runs: list[tuple[float, float]] = []
+    backfill_goal = False
 
-        def baseline_run() -> tuple[int, int]:
-            url = self.database("backfill_baseline")
+    def backfill_target(self, what: str, *, migrated: bool) -> Any:
+        url = self.database("backfill_" + what.replace("-", "_"))
+        if migrated:
             self.migrated(url)
-            base = pgraw.Baseline(url)
-            t, c = time.perf_counter(), time.process_time()
-            counts = base.import_dir(self.folder)
-            base_runs.append((time.perf_counter() - t, time.process_time() - c))
-            base.close()
-            self.drop(url)
-            return counts
+        return url
 
-        n_events, n_rows = baseline_run()
-        url = self.database("backfill_plugin")
-        store = self.store(url)
-        t0, c0 = time.perf_counter(), time.process_time()
-        with self.plugin_call():
-            report = store.import_dir(self.folder)
-        t1, c1 = time.perf_counter(), time.process_time()
-        with self.plugin_call():
-            store.reconcile()
-        t2, c2 = time.perf_counter(), time.process_time()
-        status = store.index_status()
-        store.close()
-        plugin_rows = self.count_index_rows(url)
-        self.drop(url)
-        baseline_run()
-        base_s = sum(w for w, _ in base_runs) / len(base_runs)
-        base_cpu = sum(c for _, c in base_runs) / len(base_runs)
-        if status["pending"]:
-            self.warn(f"backfill left {status['pending']} sessions pending")
-        if report["imported"] != n_events:
-            self.warn(f"backfill imported {report['imported']} events, baseline {n_events}")
-        if plugin_rows != n_rows:
-            self.warn(f"backfill index rows: plugin {plugin_rows}, baseline {n_rows}")
-        plugin_s = t2 - t0
-        p_rate, b_rate = report["imported"] / plugin_s, n_events / base_s
-        r = ratio(p_rate, b_rate)
-        self.add(
-            Row(
-                "backfill (import_dir + reconcile)",
-                "ev/s",
-                p_rate,
-                b_rate,
-                r,
-                "printed (SQLite goal ≥ 0.8×)",
-                None,
-                note=f"CPU-time ratio {base_cpu / (c2 - c0):.2f}×; baseline = mean of a run "
-                "before and after",
-            )
-        )
-        self.add(
-            Row("backfill: import_dir alone", "ms", ms(t1 - t0) / report["imported"] * 1000,
-                None, None, "printed (ms / 1,000 ev)", None,
-                note=f"{report['imported'] / (t1 - t0):,.0f} ev/s")
-        )  # fmt: skip
-        self.add(
-            Row("backfill: reconcile() alone", "ms", ms(t2 - t1) / report["imported"] * 1000,
-                None, None, "printed (ms / 1,000 ev)", None,
-                note=f"{plugin_rows / (t2 - t1):,.0f} index rows/s")
-        )  # fmt: skip
-        self.details["backfill"] = {
-            "events": n_events,
-            "indexRows": n_rows,
-            "importSeconds": round(t1 - t0, 3),
-            "reconcileSeconds": round(t2 - t1, 3),
-            "baselineSeconds": [round(w, 3) for w, _ in base_runs],
-            "pluginCpuSeconds": {"import": round(c1 - c0, 3), "reconcile": round(c2 - c1, 3)},
-            "baselineCpuSeconds": [round(c, 3) for _, c in base_runs],
-        }
+    def discard(self, path: Any) -> None:
+        self.drop(str(path))
 
     # -- schema upgrade ------------------------------------------------------------------------
 

@@ -3,12 +3,13 @@
 Transcripts (a tree of events per session, one active branch) stored through SQLAlchemy, with
 their user/assistant text mirrored into a SQLite FTS5 index in the same transaction, a
 reconciler for everything that is not a plain append, and OpenClaw's ``sessions_search`` /
-``sessions_history`` on top. See README.md.
+``sessions_history`` on top. See docs/architecture.md and docs/python.md.
 """
 
 from __future__ import annotations
 
 from . import results, tools
+from .caller import AgentToAgent, Caller
 from .errors import (
     DuplicateEventError,
     HostManagedSchemaError,
@@ -40,7 +41,6 @@ from .results import (
     StatusResult,
 )
 from .store import TranscriptStore
-from .visibility import AgentToAgent, Caller
 
 __version__ = "0.1.0"
 

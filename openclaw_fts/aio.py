@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from .caller import Caller
 from .engine import SYNC_DRIVERS as SYNC_DRIVERS  # its home before engine.py
 from .engine import sync_driver_url
 from .results import (
@@ -33,7 +34,6 @@ from .results import (
     SearchAnswer,
 )
 from .store import TranscriptStore
-from .visibility import Caller
 
 R = TypeVar("R")
 
@@ -93,6 +93,9 @@ class AsyncTranscriptStore:
 
     async def optimize(self) -> None:
         await self._run(self.store.optimize)
+
+    async def read_after(self, lsn: str | None = None) -> None:
+        await self._run(self.store.read_after, lsn)
 
     async def index_status(self) -> IndexStatus:
         return await self._run(self.store.index_status)

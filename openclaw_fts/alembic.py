@@ -17,7 +17,7 @@ In a host's ``env.py``::
     )
 
 and in its ``pyproject.toml`` (the package form holds a ":", so not in an ``alembic.ini`` with
-``path_separator = os``; see the README and ``examples/host_app``)::
+``path_separator = os``; see docs/alembic.md)::
 
     [tool.alembic]
     version_locations = ["%(here)s/migrations/versions", "openclaw_fts:migrations/versions"]

@@ -1,8 +1,12 @@
 """``openclaw-fts check``: is the index exactly what the transcripts say it should be?
 
-Invariant: reads only, on a deferred transaction. FTS5's integrity check is issued as an INSERT
-command, i.e. it needs the write lock: on a database that cannot be written, or while another
-connection holds the lock, it is reported as not run (with the reason), never as corruption.
+Invariant: reads only, in one transaction that sees one snapshot of the whole database for
+every statement of the check (SQLite: a deferred transaction; PostgreSQL: REPEATABLE READ, read
+only — READ COMMITTED would take a new snapshot per statement and report as drift whatever a
+writer committed between reading a session's events and its index rows). FTS5's integrity
+check is issued as an INSERT command, i.e. it needs the write lock: on a database that cannot
+be written, or while another connection holds the lock, it is reported as not run (with the
+reason), never as corruption.
 Reports FTS5's own integrity check (index vs content table) and, for every session that is not
 pending, any difference between its index rows and ``transcript.index_rows(active branch)`` —
 the same diff the reconciler would apply, so "check is clean" means "a reconcile would change
@@ -20,6 +24,9 @@ from sqlalchemy.exc import DBAPIError
 from . import indexer
 from .engine import READ_ONLY
 from .index.base import writer
+
+#: PostgreSQL transaction of a check: one snapshot for all its statements, and no writes.
+POSTGRESQL_SNAPSHOT = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
 
 
 @dataclass
@@ -55,7 +62,10 @@ class CheckReport:
 def check(engine: Engine) -> CheckReport:
     """Run every check; see :class:`CheckReport`."""
     report = CheckReport()
-    with engine.connect().execution_options(**{READ_ONLY: True}) as conn, conn.begin():
+    conn = engine.connect().execution_options(**{READ_ONLY: True})
+    if conn.dialect.name == "postgresql":
+        conn = conn.execution_options(**POSTGRESQL_SNAPSHOT)
+    with conn, conn.begin():
         backend = writer(conn)
         try:
             backend.integrity_check(conn)

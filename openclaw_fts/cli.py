@@ -45,6 +45,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from . import __version__, importer, jsonsafe, migrate
+from .caller import VISIBILITIES, AgentToAgent, Caller, Visibility
 from .check import check as run_check
 from .errors import (
     MAX_ERROR_CHARS,
@@ -67,10 +68,6 @@ from .visibility import (
     NOT_FOUND_ADVICE,
     SELF_ADVICE,
     TREE_ADVICE,
-    VISIBILITIES,
-    AgentToAgent,
-    Caller,
-    Visibility,
 )
 
 PROG_NAME = "openclaw-fts"

@@ -18,10 +18,10 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Select
 
+from .caller import Caller
 from .dialects import require_index_dialect
 from .index.compose import hits_select
 from .query import compile_query
-from .visibility import Caller
 
 
 class Cursor(NamedTuple):

@@ -10,7 +10,9 @@ reads then writes cannot be upgraded once another connection committed — SQLit
 once, busy timeout or not). A database file that cannot be written is opened read-only, so
 reads work on a read-only file and in a read-only directory. An engine or URL of a
 dialect the plugin does not support is refused here, before any statement runs on it
-(:mod:`openclaw_fts.dialects`).
+(:mod:`openclaw_fts.dialects`). A PostgreSQL engine made here tests each pooled connection as it
+is checked out (``pool_pre_ping``): a connection the server closed (a restart) is replaced, not
+handed out.
 """
 
 from __future__ import annotations
@@ -141,6 +143,10 @@ def make_engine(
         kwargs.setdefault("connect_args", {"check_same_thread": False})
     elif parsed.get_backend_name() == "sqlite":
         kwargs.setdefault("connect_args", {"check_same_thread": False})
+    else:
+        # A server restart (or an idle timeout) closes pooled connections under the pool: test
+        # each on checkout, so the first call after a restart reconnects instead of failing.
+        kwargs.setdefault("pool_pre_ping", True)
     try:
         engine = create_engine(parsed, **kwargs)
     except ImportError as exc:  # the URL's driver is not installed

@@ -20,7 +20,7 @@ A message quotes caller input through :func:`quoted` / :func:`shorten`, cut to
                                 its message names the extra to install
 
 Database errors (``sqlalchemy.exc.OperationalError`` such as *database is locked*, or an
-``IntegrityError`` carrying ``openclaw_fts.index.edit_triggers.EDIT_REFUSED``) pass through as
+``IntegrityError`` carrying ``index.sqlite.edit_triggers.EDIT_REFUSED``) pass through as
 SQLAlchemy raises them.
 """
 

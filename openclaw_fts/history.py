@@ -23,7 +23,7 @@ from .redact import Redactor
 from .sanitize import (
     MAX_HISTORY_BYTES,
     fit_to_budget,
-    is_tool_only,
+    is_tool_message,
     json_size,
     sanitize_message,
 )
@@ -99,7 +99,7 @@ def _branch_messages(
         message = event.get("message")
         if event.get("type") != "message" or not isinstance(message, dict):
             continue
-        if not include_tools and is_tool_only(message):
+        if not include_tools and is_tool_message(message):
             continue
         branch.append((seq, event))
     return branch
@@ -150,6 +150,7 @@ def run_history(
     branch = _branch_messages(conn, found[0], include_tools)
     out: dict[str, Any] = {"sessionKey": key}
     anchor_index: int | None = None
+    skip = off or 0
     if anchor_id is not None:
         # An anchor not on the newest incarnation is looked for in the older ones (e.g. an
         # imported reset archive), newest first: OpenClaw's allowResetArchiveFallback.
@@ -170,14 +171,10 @@ def run_history(
             anchor_index = positions[0] - lo
     else:
         total = len(branch)
-        skip = off or 0
         end = max(0, total - skip)
         start = max(0, end - lim)
         window = branch[start:end]
         out["offset"] = skip
-        out["hasMore"] = start > 0
-        if start > 0:
-            out["nextOffset"] = skip + len(window)
     items: list[dict[str, Any]] = []
     content_truncated = content_redacted = False
     for seq, event in window:
@@ -192,6 +189,14 @@ def run_history(
         }
         items.append(item)
     kept, dropped = fit_to_budget(items, MAX_HISTORY_BYTES - ENVELOPE_RESERVE_BYTES, anchor_index)
+    if anchor_id is None:
+        # As OpenClaw does: the next page starts before the oldest message actually returned
+        # (the byte cap keeps the newest of the window, or a placeholder for the newest), so
+        # messages the cap dropped come on the next page instead of being skipped.
+        covered = skip + len(kept)
+        out["hasMore"] = bool(kept) and covered < total
+        if out["hasMore"]:
+            out["nextOffset"] = covered
     out["messages"] = kept
     out["truncated"] = bool(dropped) or content_truncated
     out["droppedMessages"] = dropped > 0  # a flag in OpenClaw's schema, not a count

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
@@ -24,6 +24,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction, scoped_session, sessionmaker
 
 from . import indexer, transcript
+from .append import TEXT_COLUMNS, append_events, check_storable, number_events
+from .caller import agent_id_from_key
 from .engine import BUSY_TIMEOUT_MS, configure, is_configured
 from .errors import (
     DuplicateEventError,
@@ -31,22 +33,21 @@ from .errors import (
     InvalidSessionError,
     UnknownSessionError,
     quoted,
-    shorten,
 )
-from .index.base import EVENT_COLUMNS
 from .index.base import writer as index_writer
 from .index.sqlite import connect as sqlite_connect
-from .models import MAX_KEY_LENGTH, AgentSession, TranscriptEvent, dump_event
-from .tokens import is_valid_unicode
-from .visibility import agent_id_from_key
+from .models import AgentSession, TranscriptEvent
+from .rows import EVENT_COLUMNS
+from .validation import MAX_EVENT_BYTES as MAX_EVENT_BYTES
+from .validation import MAX_EVENT_DEPTH as MAX_EVENT_DEPTH
+from .validation import MAX_SEQ as MAX_SEQ
+from .validation import (
+    SESSION_TEXT_FIELDS,
+    distinct_event_ids,
+    validate_event,
+    validate_session_fields,
+)
 
-#: Largest event accepted, serialised (a 10 MB message fits; a runaway blob does not).
-MAX_EVENT_BYTES = 16 * 1024 * 1024
-#: Deepest nesting accepted: a stored event must load again with ``json.loads`` from any call
-#: depth (Python's recursion limit is 1,000 frames); real transcripts nest a handful of levels.
-MAX_EVENT_DEPTH = 200
-#: Largest ``seq`` accepted (far beyond any transcript; keeps SQLite's 64-bit integers safe).
-MAX_SEQ = 2**53
 #: Key under which a flush's work travels from ``before_flush`` to ``after_flush``.
 _INFO_KEY = "openclaw_fts.flush"
 _INSTALLED_KEY = "_openclaw_fts_installed"
@@ -66,124 +67,11 @@ def _stamp_creation_order(target: TranscriptEvent, args: Any, kwargs: Any) -> No
     target.__dict__["_ocfts_order"] = next(_creation_order)
 
 
-def validate_event(event_obj: Any) -> dict[str, Any]:
-    """Check an event before it is stored; raise :class:`InvalidEventError` with the reason."""
-    serialise_event(event_obj)
-    return event_obj  # type: ignore[no-any-return]
-
-
-def serialise_event(event_obj: Any, source: str | None = None) -> str:
-    """The stored JSON text of a valid event; raise :class:`InvalidEventError` otherwise.
-    ``source`` is the JSON text the event was just parsed from (an import line): stored as is."""
-    if not isinstance(event_obj, dict):
-        raise InvalidEventError(f"an event must be a JSON object, not {type(event_obj).__name__}")
-    try:
-        dumped = source if source is not None else dump_event(event_obj)
-    except RecursionError:
-        raise InvalidEventError("event is nested too deeply to store") from None
-    except ValueError as exc:
-        if "JSON compliant" in str(exc):  # json.dumps(allow_nan=False) of NaN / Infinity
-            raise InvalidEventError(
-                "event holds a non-finite number (NaN or Infinity), which is not valid JSON"
-            ) from None
-        raise InvalidEventError(f"event is not JSON-serialisable: {shorten(str(exc))}") from None
-    except TypeError as exc:
-        raise InvalidEventError(f"event is not JSON-serialisable: {shorten(str(exc))}") from None
-    # Cheap bounds first (both exact when they pass): UTF-8 takes at most 4 bytes per
-    # character, and the JSON text opens one bracket per container (strings may add more).
-    if len(dumped) * 4 > MAX_EVENT_BYTES:
-        size = len(dumped.encode("utf-8", "surrogatepass"))
-        if size > MAX_EVENT_BYTES:
-            raise InvalidEventError(f"event is {size} bytes; the limit is {MAX_EVENT_BYTES}")
-    if (
-        dumped.count("{") + dumped.count("[") > MAX_EVENT_DEPTH
-        and json_depth(event_obj) > MAX_EVENT_DEPTH
-    ):
-        raise InvalidEventError(f"event is nested deeper than {MAX_EVENT_DEPTH} levels")
-    message = event_obj.get("message")
-    role = message.get("role") if isinstance(message, dict) else None
-    for key, value in (
-        ("id", event_obj.get("id")),
-        ("parentId", event_obj.get("parentId")),
-        ("targetId", event_obj.get("targetId")),
-        ("type", event_obj.get("type")),
-        ("message.role", role),
-    ):
-        if not isinstance(value, str):
-            continue
-        if len(value) > MAX_KEY_LENGTH:
-            raise InvalidEventError(f"event {key} longer than {MAX_KEY_LENGTH} characters")
-        if not is_valid_unicode(value):
-            raise InvalidEventError(f"event {key} is not valid Unicode (lone surrogate)")
-    return dumped
-
-
-SESSION_TEXT_FIELDS = (
-    "session_id",
-    "session_key",
-    "agent_id",
-    "spawned_by",
-    "parent_session_key",
-    "owner_session_key",
-)
-_REQUIRED_SESSION_FIELDS = ("session_id", "session_key")
-
-
-def validate_session_fields(fields: dict[str, Any]) -> None:
-    """Check a session's text and flag fields; raise :class:`InvalidSessionError`."""
-    for name in SESSION_TEXT_FIELDS:
-        value = fields.get(name)
-        if value is None and name not in _REQUIRED_SESSION_FIELDS:
-            continue
-        if not isinstance(value, str) or not value.strip():
-            raise InvalidSessionError(f"{name} must be a non-empty string")
-        if len(value) > MAX_KEY_LENGTH:
-            raise InvalidSessionError(f"{name} longer than {MAX_KEY_LENGTH} characters")
-        if not is_valid_unicode(value):
-            raise InvalidSessionError(f"{name} is not valid Unicode (lone surrogate)")
-    for name in ("archived", "incognito"):
-        if fields.get(name) is not None and not isinstance(fields[name], bool):
-            raise InvalidSessionError(f"{name} must be true or false")
-
-
-def json_depth(value: Any) -> int:
-    """Nesting depth of a JSON value (iterative: safe at any depth and any stack height)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > MAX_EVENT_DEPTH:
-            return deepest
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return deepest
-
-
-#: Derived text columns of an event row (its JSON escapes every control character).
-EVENT_TEXT_COLUMNS = ("event_id", "parent_id", "type", "role", "target_id")
-
-
 def fill_derived(obj: TranscriptEvent, seq: int) -> transcript.TreeNode:
     node = transcript.tree_node(seq, obj.event)
     for column, value in transcript.derived_columns(seq, obj.event, node).items():
         setattr(obj, column, value)
     return node
-
-
-def distinct_event_ids(session_id: str, events: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The ids of events appended together; raise if two of them share one."""
-    ids = [i for e in events if (i := transcript.event_id_of(e)) is not None]
-    if len(ids) != len(set(ids)):
-        raise DuplicateEventError(
-            f"duplicate event id in one append to session {quoted(session_id)}"
-        )
-    return ids
 
 
 def _session_id_of(session: Session, obj: TranscriptEvent) -> str:
@@ -246,11 +134,7 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
                 raise UnknownSessionError(f"unknown session {quoted(sid)}")
             _assign_seqs(session, owner, objs, work)
             if backend is not None:
-                reason = backend.unstorable(
-                    getattr(o, c) for o in objs for c in ("session_id", *EVENT_TEXT_COLUMNS)
-                )
-                if reason is not None:
-                    raise InvalidEventError(f"cannot store an event of {quoted(sid)}: {reason}")
+                check_storable(backend, sid, (getattr(o, c) for o in objs for c in TEXT_COLUMNS))
 
 
 def _edited_event(obj: TranscriptEvent, work: _FlushWork) -> None:
@@ -299,21 +183,12 @@ def _assign_seqs(
             raise DuplicateEventError(
                 f"session {quoted(sid)} already has an event with id {quoted(clash[0])}"
             )
-    appended = []
-    for obj in objs:
-        if obj.seq is None:
-            seq = last + 1
-        elif obj.seq <= last:
-            raise DuplicateEventError(f"seq {obj.seq} of session {quoted(sid)} is already taken")
-        else:
-            seq = obj.seq
-        if seq > MAX_SEQ:
-            raise InvalidEventError(f"seq would pass {MAX_SEQ}, the largest accepted")
-        node = fill_derived(obj, seq)
-        appended.append(indexer.Appended(seq, obj.event, node))
-        last = seq
-    owner.last_seq = last
-    work.appended[sid] = appended
+    numbered = number_events(sid, last, [o.event for o in objs], [o.seq for o in objs])
+    for obj, (_, columns) in zip(objs, numbered, strict=True):
+        for column, value in columns.items():  # seq among them
+            setattr(obj, column, value)
+    owner.last_seq = numbered[-1][0].seq if numbered else last
+    work.appended[sid] = [item for item, _ in numbered]
 
 
 def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
@@ -368,8 +243,6 @@ def _on_orm_execute(state: ORMExecuteState) -> Result[Any] | None:
         if not isinstance(sid, str):
             raise UnknownSessionError("every bulk TranscriptEvent row needs a session_id")
         by_session[sid].append(row.get("event"))
-    from .writer import append_events
-
     conn = state.session.connection()
     if conn.dialect.name == "sqlite":
         sqlite_connect.take_write_lock(conn)

@@ -7,7 +7,14 @@ events) for the reconciler. A bad line — not UTF-8, not strict JSON (``NaN``, 
 numbers out of range, over-long integers), too deep, not an object, an event the store refuses
 — is reported with file and line number and skipped; a byte-order mark opening line 1 is
 ignored. Nothing but :class:`~openclaw_fts.errors.ImportFormatError` (the file as a whole) leaves
-an import for bad input.
+an import for bad input; a folder import reports such a file and goes on with the next.
+
+A transcript planned for an agent (a folder import) never changes a session of another agent:
+when its session id is a stored session of another agent, the file is refused as a whole —
+unless ``rekey`` is asked and every entry that session stores is in the file (it is this very
+transcript, filed under a wrong agent by an earlier import), when it is moved to the planned
+key and agent. Session ids, keys and links holding a NUL character are refused on every engine
+(PostgreSQL text cannot hold one), so both engines import and refuse the same files.
 
 Re-importing is idempotent, also after an interruption at any point: a file entry is stored
 unless the session already holds it. An entry's identity is its ``id`` when it has one; an entry
@@ -29,21 +36,23 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DataError
 
 from . import folders, transcript
-from .engine import writer
+from .caller import agent_id_from_key
+from .engine import READ_ONLY, writer
 from .errors import (
     MAX_ERROR_CHARS,
     ImportFormatError,
     InvalidEventError,
     InvalidSessionError,
+    quoted,
     shorten,
 )
-from .hooks import serialise_event, validate_session_fields
 from .index import sessions_sql
 from .index.base import writer as index_writer
 from .jsonsafe import UTF8_BOM, JsonLineError, loads_strict
-from .visibility import agent_id_from_key
+from .validation import EVENT_TEXT_COLUMNS, serialise_event, validate_session_fields
 
 #: Events written per import transaction: bounds how long a live writer waits for the lock.
 IMPORT_BATCH_EVENTS = 2000
@@ -57,6 +66,16 @@ DEFAULT_SESSION_KEY = "agent:main:main"
 MAX_REPORTED_ERRORS = 100
 #: Bytes of the content digest that identifies an entry without an ``id`` (BLAKE2b).
 CONTENT_DIGEST_BYTES = 16
+#: The character no imported session id, key or link may hold (PostgreSQL text cannot).
+NUL = "\x00"
+#: How the report names the session fields an import takes from a folder or a file.
+SESSION_FIELD_NAMES = {
+    "session_id": "session id",
+    "session_key": "session key",
+    "spawned_by": "spawnedBy",
+    "parent_session_key": "parentSessionKey",
+    "owner_session_key": "ownerSessionKey",
+}
 
 Progress = Callable[[int], None]
 
@@ -197,24 +216,31 @@ def import_jsonl(
     if lone:
         key, outcome = _lone_file_key(engine, path, sid, session_key)
         report.outcomes.append(outcome)
+    fields = {
+        "session_id": sid,
+        "session_key": key,
+        "spawned_by": meta.spawned_by,
+        "parent_session_key": meta.parent_session_key,
+        "owner_session_key": meta.owner_session_key,
+    }
     try:
-        validate_session_fields(
-            {
-                "session_id": sid,
-                "session_key": key,
-                "spawned_by": meta.spawned_by,
-                "parent_session_key": meta.parent_session_key,
-                "owner_session_key": meta.owner_session_key,
-            }
-        )
+        validate_session_fields(fields)
     except InvalidSessionError as exc:
         raise ImportFormatError(f"{path}: {exc}") from None
+    for name, value in fields.items():
+        if isinstance(value, str) and NUL in value:
+            raise ImportFormatError(
+                f"{path}: {SESSION_FIELD_NAMES[name]} {quoted(value)} holds a NUL character "
+                "(U+0000), which no stored session id, key or link may hold: not imported"
+            )
     report.sessions.append(sid)
-    target = _Target(sid, key, meta)
+    target = _Target(path, sid, key, meta)
+    if meta.agent_id is not None and meta.rekey:
+        target.adopts = _is_this_transcript(engine, target)
     batch: list[_Entry] = []
     for number, event, line in _read_lines(path, report):
         try:
-            entry = _entry(event, line)
+            entry = _entry(event, line, number)
         except InvalidEventError as exc:
             report.error(f"{path}:{number}: {exc}")
             continue
@@ -297,6 +323,7 @@ class _Entry:
     digest: bytes | None
     dumped: str
     columns: dict[str, Any]
+    line: int
 
 
 def content_digest(stored_text: str) -> bytes:
@@ -305,11 +332,11 @@ def content_digest(stored_text: str) -> bytes:
     return hashlib.blake2b(data, digest_size=CONTENT_DIGEST_BYTES).digest()
 
 
-def _entry(event: dict[str, Any], line: str) -> _Entry:
+def _entry(event: dict[str, Any], line: str, number: int) -> _Entry:
     dumped = serialise_event(event, line)
     columns = transcript.derived_columns(-1, event)
     event_id = columns["event_id"]
-    return _Entry(event_id, None if event_id else content_digest(dumped), dumped, columns)
+    return _Entry(event_id, None if event_id else content_digest(dumped), dumped, columns, number)
 
 
 @dataclass
@@ -318,17 +345,75 @@ class _Target:
     with ``unmatched``: the digests of the id-less entries the session held before this import,
     counted, minus those this import has matched (and so skipped) since."""
 
+    path: Path
     sid: str
     key: str
     meta: SessionMeta
     existed: bool | None = None
     unmatched: Counter[bytes] = field(default_factory=Counter)
+    #: A stored session of another agent may take this file's key and agent (``rekey``, and
+    #: the stored session holds nothing but entries of this file).
+    adopts: bool = False
+
+
+def _agent_of(target: _Target) -> str:
+    return target.meta.agent_id or agent_id_from_key(target.key) or folders.DEFAULT_AGENT_ID
+
+
+def _other_agent(conn: Connection, target: _Target) -> tuple[str, str] | None:
+    """``(agent, key)`` of the stored session with the target's id when it belongs to another
+    agent than the one the folder plans (None: no such session, or not a folder import)."""
+    if target.meta.agent_id is None:
+        return None
+    owner = index_writer(conn).session_owner(conn, target.sid)
+    if owner is None or owner[0].lower() == _agent_of(target).lower():
+        return None
+    return owner
+
+
+def _is_this_transcript(engine: Engine, target: _Target) -> bool:
+    """Whether the stored session with the target's id, when another agent's, holds nothing
+    but entries of the target's file (read before the import writes anything)."""
+    with engine.connect().execution_options(**{READ_ONLY: True}) as conn, conn.begin():
+        if _other_agent(conn, target) is None:
+            return False
+        backend = index_writer(conn)
+        stored_ids = backend.event_ids(conn, target.sid)
+        stored_digests = Counter(
+            content_digest(text) for text in backend.unkeyed_events(conn, target.sid)
+        )
+    ids: set[str] = set()
+    digests: Counter[bytes] = Counter()
+    for number, event, line in _read_lines(target.path, ImportReport()):
+        try:
+            entry = _entry(event, line, number)
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            continue
+        if entry.event_id is not None:
+            ids.add(entry.event_id)
+        elif entry.digest is not None:
+            digests[entry.digest] += 1
+    return stored_ids <= ids and not stored_digests - digests
 
 
 def _ensure_session(conn: Connection, target: _Target) -> bool:
     """Create the session row if missing (no index state: it is pending). True if it existed
     with events. Runs in the first batch's transaction (one commit fewer per file)."""
     meta = target.meta
+    other = _other_agent(conn, target)
+    if other is not None and not target.adopts:
+        agent, key = other
+        raise ImportFormatError(
+            f"{target.path}: session {quoted(target.sid)} is a session of agent "
+            f"{quoted(agent)} (key {quoted(key)}); this transcript is agent "
+            f"{quoted(_agent_of(target))}'s (planned key {quoted(target.key)}), and a "
+            "transcript never changes another agent's session: not imported"
+            + (
+                " (rekey moves a session only when it holds nothing but this file's entries)"
+                if meta.rekey
+                else ""
+            )
+        )
     created = (
         datetime.fromtimestamp(meta.created_ms / 1000, tz=timezone.utc)
         if meta.created_ms is not None
@@ -337,7 +422,7 @@ def _ensure_session(conn: Connection, target: _Target) -> bool:
     fields = {
         "session_id": target.sid,
         "session_key": target.key,
-        "agent_id": meta.agent_id or agent_id_from_key(target.key) or "main",
+        "agent_id": _agent_of(target),
         "spawned_by": meta.spawned_by,
         "parent_session_key": meta.parent_session_key,
         "owner_session_key": meta.owner_session_key,
@@ -370,11 +455,19 @@ def _write_batch(
         backend.lock_session(conn, sid)
         last = backend.last_seq(conn, sid)
         assert last is not None  # created above, in this transaction or an earlier one
-        wanted = [e.event_id for e in batch if e.event_id is not None]
+        wanted = [
+            e.event_id
+            for e in batch
+            if e.event_id is not None and backend.unstorable([e.event_id]) is None
+        ]
         taken = backend.taken_event_ids(conn, sid, wanted) if wanted else set()
         unmatched = target.unmatched
         rows = []
         for entry in batch:
+            reason = backend.unstorable(entry.columns.get(c) for c in EVENT_TEXT_COLUMNS)
+            if reason is not None:
+                report.error(f"{target.path}:{entry.line}: event cannot be stored ({reason})")
+                continue
             if entry.event_id is not None:
                 if entry.event_id in taken:
                     report.skipped_duplicates += 1
@@ -462,6 +555,17 @@ def import_dir(
             report.files += 1
             report.failed_files.append(str(exc))
             report.error(str(exc))
+            continue
+        except DataError as exc:  # a value this engine cannot store that no check above knew
+            message = shorten(
+                f"{item.path}: the database refused a value of this file "
+                f"({str(exc.orig).splitlines()[0] if exc.orig else type(exc).__name__}); "
+                "the rest of the file was not imported",
+                MAX_ERROR_CHARS,
+            )
+            report.files += 1
+            report.failed_files.append(message)
+            report.error(message)
             continue
         report.merge(part)
     return report

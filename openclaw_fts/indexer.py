@@ -22,9 +22,10 @@ from typing import Any
 from sqlalchemy import Connection
 
 from . import transcript
-from .index.base import Finish, NewRow, SessionContext, StateRow, StoredRow, writer
+from .index.base import writer
 from .index.common import is_exact
 from .jsonsafe import stored_event as parse_event
+from .rows import Finish, NewRow, SessionContext, StateRow, StoredRow
 from .tokens import index_body
 
 #: A stale session whose active branch is at most this many events is repaired inline, in the

@@ -5,7 +5,8 @@ and in an installed wheel (``openclaw_fts/migrations``), and runs them on the ca
 connection, inside one transaction per call. The plugin's revision is read from its own version
 table (stand-alone use) or, when that is empty, from the host's ``alembic_version`` (a host that
 runs the plugin's revisions in its own history); a host-managed database is never migrated here
-— the host's ``alembic upgrade heads`` owns it — and reading the revision never writes.
+— the host's ``alembic upgrade heads`` owns it — and reading the revision never writes
+(a hot standby at head opens without a write; one that is not is refused before any).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from sqlalchemy import Connection, Engine
 
 from .alembic import VERSION_TABLE
 from .engine import writer
-from .errors import HostManagedSchemaError
+from .errors import HostManagedSchemaError, UnsupportedDatabaseError
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -55,7 +56,7 @@ def version_location() -> Path:
 #: Alembic's default version table: where a host's own migrations record the plugin's revision.
 HOST_VERSION_TABLE = "alembic_version"
 #: The newest revision that changes the plugin's tables (what a host's version table hides
-#: when a host revision ``depends_on`` it, as README's host section recommends).
+#: when a host revision ``depends_on`` it, as docs/alembic.md recommends).
 TABLES_REVISION = "0005_namespaced_tables"
 
 
@@ -111,6 +112,7 @@ def _run(bind: Engine | Connection, action: str, revision: str) -> None:
         with bind.connect() as conn:
             if _nothing_to_do(conn, action, revision):
                 return
+            _refuse_standby(conn, action)
         with writer(bind).begin() as conn:
             _run(conn, action, revision)
         return
@@ -123,6 +125,19 @@ def _run(bind: Engine | Connection, action: str, revision: str) -> None:
         command.upgrade(cfg, revision)
     else:
         command.downgrade(cfg, revision)
+
+
+def _refuse_standby(conn: Connection, action: str) -> None:
+    """A hot standby replays its primary's schema and refuses writes: say so, before any."""
+    if conn.dialect.name != "postgresql":
+        return
+    from .index.postgresql.replica import in_recovery
+
+    if in_recovery(conn):
+        raise UnsupportedDatabaseError(
+            f"openclaw-fts: cannot {action} a hot standby (it replays its primary); run the "
+            "migration on the primary, or open the store with upgrade=False"
+        )
 
 
 def upgrade(bind: Engine | Connection, revision: str = HEAD) -> None:

@@ -4,7 +4,10 @@ Invariant: every plugin table hangs off ``openclaw_sessions`` through a foreign 
 ``ON DELETE CASCADE``, so deleting a session by any path (ORM, ORM bulk delete, raw SQL with
 ``PRAGMA foreign_keys=ON``) removes its events, branches, index rows and index state in the same
 transaction; the FTS5 entries follow ``message_index`` through its delete trigger. The schema
-here is the one the Alembic migrations create (autogenerate reports no difference).
+here is the one the Alembic migrations create (autogenerate reports no difference). The models
+are engine-neutral: an engine's own DDL (SQLite's FTS5 table and triggers) is attached to
+``message_index`` by that engine's backend under ``openclaw_fts/index/``, so
+``metadata.create_all()`` creates it too; this module imports no backend.
 
 Table names are namespaced where a host is likely to have its own table of the same name
 (``openclaw_sessions``, ``openclaw_branches``, ``openclaw_index_state``; revision 0005 renamed
@@ -19,7 +22,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import (
-    DDL,
     BigInteger,
     Boolean,
     DateTime,
@@ -30,7 +32,6 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
-    event,
     false,
     text,
 )
@@ -38,18 +39,12 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
-from .index import edit_triggers
-from .index import sqlite as fts
+from .rows import INDEX_VERSION as INDEX_VERSION  # defined with the index rows; used below
 
 #: The type of every ``seq`` column: 64-bit (seqs go up to ``hooks.MAX_SEQ`` = 2**53), which
 #: SQLite's INTEGER already is; BIGINT elsewhere.
 SEQ = BigInteger().with_variant(Integer(), "sqlite")
 
-#: Bumped when what the index holds for the same events changes (tokenisation, predicate):
-#: every session indexed under an older version becomes pending and is re-indexed.
-#: 2: OpenClaw's active-branch rules (append cursor, reset boundary, rows that never move the
-#: leaf). 3: the index holds the redacted text (a query can no longer match inside a secret).
-INDEX_VERSION = 3
 #: The column default of ``openclaw_index_state.index_version`` as migration 0002 created it.
 #: Writers always give the version; a row inserted without one counts as an older version
 #: (pending, so re-indexed), which is safe, and the schema stays the one the migrations create.
@@ -251,33 +246,6 @@ class ReconcileLease(Base):
     holder: Mapped[str] = mapped_column(String(128))
     expires_at: Mapped[float] = mapped_column(Float)
 
-
-# metadata.create_all() (hosts without Alembic, quick tests) gets the FTS5 side too.
-for _statement in fts.CREATE_STATEMENTS:
-    event.listen(
-        MessageIndex.__table__,
-        "after_create",
-        DDL(_statement).execute_if(dialect="sqlite"),  # type: ignore[no-untyped-call]
-    )
-# Revision 0004's edit triggers (an UPDATE of an event's JSON re-indexes or is refused).
-for _statement in edit_triggers.CREATE_STATEMENTS:
-    event.listen(
-        MessageIndex.__table__,
-        "after_create",
-        DDL(_statement).execute_if(dialect="sqlite"),  # type: ignore[no-untyped-call]
-    )
-for _statement in edit_triggers.DROP_STATEMENTS:
-    event.listen(
-        MessageIndex.__table__,
-        "before_drop",
-        DDL(_statement).execute_if(dialect="sqlite"),  # type: ignore[no-untyped-call]
-    )
-for _statement in fts.DROP_STATEMENTS:
-    event.listen(
-        MessageIndex.__table__,
-        "before_drop",
-        DDL(_statement).execute_if(dialect="sqlite"),  # type: ignore[no-untyped-call]
-    )
 
 #: Tables of revision 1 (what a host stored before anything was indexed).
 TRANSCRIPT_TABLES = ("openclaw_sessions", "transcript_events", "openclaw_branches")

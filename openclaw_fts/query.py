@@ -1,6 +1,6 @@
 """The user query language, compiled to an FTS5 ``MATCH`` expression on the ``body`` column.
 
-Language (README, "Query language"):
+Language:
 
 * whitespace-separated words are ANDed; each word matches as an exact word (case-insensitive,
   diacritics folded -- the tokenizer does this);

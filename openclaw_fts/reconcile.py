@@ -9,6 +9,8 @@ pending session is diffed against its index rows from a snapshot and the changes
 bounded batches, each its own short write transaction that first re-checks the snapshot (newest
 ``seq`` and the state's ``generation``): a session that changed meanwhile is left pending and
 re-planned, never marked clean over newer events. A crash loses at most the batch in flight.
+On a PostgreSQL hot standby a run takes no lease and writes nothing (``ran: false``): the
+standby's index is its primary's, replayed.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from . import indexer
 from .engine import READ_ONLY, writer
 from .errors import shorten
 from .index import common as lease_table
-from .index.base import LeaseWait as LeaseWait
 from .index.base import writer as index_writer
+from .rows import LeaseWait as LeaseWait
 
 if TYPE_CHECKING:
     from .index.postgresql.lease import AdvisoryLease as _AdvisoryLease
@@ -182,6 +184,8 @@ class Reconciler:
         """Index every pending session. Without ``wait``, return at once if the lease is held;
         with it, wait for the lease, telling ``on_wait`` (and the log) why whenever the holder
         changes."""
+        if self._on_standby():
+            return {"ran": False, **self._status()}  # its primary's reconciler indexes them
         told: str | None = None
         while not self.lease.try_acquire():
             if not wait or (stop is not None and stop.is_set()):
@@ -213,6 +217,15 @@ class Reconciler:
         result: dict[str, Any] = {"ran": True, **self._status(), **self.stats}
         log.info("reconcile done: %s", result)
         return result
+
+    def _on_standby(self) -> bool:
+        """A hot standby refuses writes (and its index is its primary's): nothing to run."""
+        if self.engine.dialect.name != "postgresql":
+            return False
+        from .index.postgresql.replica import in_recovery
+
+        with self.engine.connect() as conn:
+            return in_recovery(conn)
 
     def _status(self) -> dict[str, int]:
         with self.engine.connect() as conn:

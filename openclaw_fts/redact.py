@@ -60,6 +60,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Final
 
+from . import redact_rules as rules
+
 __all__ = [
     "DEFAULT_REDACTOR",
     "KEEP_END_CHARS",
@@ -98,8 +100,9 @@ PEM_BODY_MASK: Final = "\n…redacted…\n"
 #: Longest identifier considered as the name of an assignment or CLI flag. Real names are far
 #: shorter; the bound caps the work per candidate position on a hostile run of name characters.
 MAX_NAME_CHARS: Final = 64
-#: Blanks allowed around ``=``/``:`` (``KEY   =   value``); bounded for the same reason.
-MAX_SEPARATOR_BLANKS: Final = 8
+#: Blanks allowed around ``=``/``:`` (``KEY   =   value``, a YAML file aligned in columns);
+#: bounded for the same reason.
+MAX_SEPARATOR_BLANKS: Final = 40
 #: With a ``:`` separator, a value made only of letters is taken for prose (``token: bucket``)
 #: unless it is at least this long (a long letters-only word after ``password:`` is a password).
 LOOSE_VALUE_MIN_CHARS: Final = 16
@@ -148,6 +151,8 @@ _SECRET_COMPOUNDS: Final = frozenset(
 )
 # Compounds recognised at the end of one glued lower-case word (``theapikey``).
 _GLUED_COMPOUNDS: Final = ("apikey", "apitoken", "accesstoken", "authtoken", "secretkey")
+# Passwords glued to a word in one lower-case name (keytool's ``-storepass``, ``-srckeypass``).
+_GLUED_PASSWORDS: Final = ("storepass", "keypass")
 # "<word> token" is NOT a secret for these words (pagination and language-model vocabulary).
 _HARMLESS_TOKEN_PREFIXES: Final = frozenset(
     {
@@ -316,8 +321,8 @@ def is_sensitive_name(name: str) -> bool:
     previous = words[-2] if len(words) > 1 else ""
     if last in _SECRET_COMPOUNDS or (previous + last) in _SECRET_COMPOUNDS:
         return True
-    if len(words) == 1 and last.endswith(_GLUED_COMPOUNDS):
-        return True  # ``theapikey``, ``myaccesstoken``
+    if len(words) == 1 and last.endswith(_GLUED_COMPOUNDS + _GLUED_PASSWORDS):
+        return True  # ``theapikey``, ``myaccesstoken``, keytool's ``-storepass``
     if last in _SECRET_LAST_WORDS:
         return True
     if last == "token":
@@ -342,7 +347,34 @@ def is_password_name(name: str) -> bool:
     if any(word in lowered for word in _ANYWHERE_WORDS):
         return True
     words = _NAME_WORD_RE.findall(name)
-    return bool(words) and words[-1].lower() in _PASSWORD_LAST_WORDS and is_sensitive_name(name)
+    if not words:
+        return False
+    last = words[-1].lower()
+    if len(words) == 1 and last.endswith(_GLUED_PASSWORDS):
+        return True
+    return last in _PASSWORD_LAST_WORDS and is_sensitive_name(name)
+
+
+# Last words of a WEAK name: ``stripe_key``, ``sonar.login``, ``auth``. Such a name holds a
+# secret only when its value looks randomly generated (:func:`looks_random`): ``sort_key: name``
+# and ``login: alice`` stay.
+_WEAK_LAST_WORDS: Final = frozenset({"key", "login", "auth", "sig", "license", "pat"})
+# ``<word>_key`` names whose value is public or an identifier even when it looks random.
+_PUBLIC_KEY_PREFIXES: Final = frozenset(
+    {"public", "pub", "publishable", "primary", "foreign", "sort", "partition", "routing", "row",
+     "cache", "lookup", "idempotency", "dedup", "dedupe", "object", "item", "hash", "map",
+     "dict", "host", "ssh", "gpg", "pgp", "site", "recaptcha", "turnstile", "storage"}
+)  # fmt: skip
+
+
+@lru_cache(maxsize=NAME_CACHE_SIZE)
+def is_weak_secret_name(name: str) -> bool:
+    """Whether ``name`` may hold a secret although :func:`is_sensitive_name` says no: its last
+    word is ``key``, ``login``, ``auth`` … (the value decides, :func:`looks_random`)."""
+    words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
+    if not words or words[0] in _FLAG_FIRST_WORDS or words[-1] not in _WEAK_LAST_WORDS:
+        return False
+    return len(words) == 1 or words[-2] not in _PUBLIC_KEY_PREFIXES
 
 
 # --------------------------------------------------------------------------- value checks
@@ -373,11 +405,30 @@ _COMPUTED_VALUE_RE: Final = re.compile(
     r"\(|(?:new[ \t]+)?[A-Za-z_$][A-Za-z0-9_$.]*(?:<[^<>\s]{0,64}>)?"
     r"[(\[]"
 )
-_PLACEHOLDERS: Final = frozenset({"%s", "%d", "%r", "%x", "?", "<redacted>", "<token>"})
+# Format placeholders, and ``salt``: a key-derivation call's literal salt (``password, b'salt'``).
+#: A value of ONE repeated character this long (``xxx``, ``XXXX``) is a placeholder; a longer
+#: run may be a (test) secret and is masked.
+MIN_PLACEHOLDER_RUN: Final = 3
+MAX_PLACEHOLDER_RUN: Final = 8
+_PLACEHOLDER_CHARS: Final = "xX*#"
+_PLACEHOLDERS: Final = frozenset({"%s", "%d", "%r", "%x", "?", "<redacted>", "<token>", "salt"})
+# A template expression (GitHub Actions ``${{ github.token }}``, Jinja/Helm ``{{ .Values.x }}``):
+# the template engine fills the secret in, the text holds its name.
+_TEMPLATE_PREFIXES: Final = ("${{", "{{", "{%", "<%=")
+# Last words of a variable named for a password that a CamelCase value may end with; in an
+# assignment WITHOUT blanks (``DB_PASSWORD=SuperPwd``, env and YAML) such a value is a password.
+_PASSWORD_VALUE_SUFFIXES: Final = ("pwd", "pass", "password", "passwd")
 _BRACE_PLACEHOLDER_RE: Final = re.compile(r"\{[A-Za-z0-9_.]{0,64}\}")
 # In code (``token = nextchar``, ``Token = Ignore + PlainToken``): blanks around ``=`` and a value
 # that is an identifier without digits, or any identifier called or indexed, is an expression.
-_CODE_VALUE_RE: Final = re.compile(r"[A-Za-z_][A-Za-z_.]*$|[A-Za-z_][A-Za-z0-9_.]*[(\[]")
+_CODE_VALUE_RE: Final = re.compile(
+    r"[A-Za-z_][A-Za-z_.]*$|[A-Za-z_][A-Za-z0-9_.]*[(\[]|[a-z_][a-z0-9]*(?:_[a-z0-9]+)+$"
+)
+# The value of a ``*_KEY`` constant that names a key instead of holding one
+# (``HOST_KEY = 'HTTP_HOST'``, ``SSE_KEY = 'fs.s3.enableServerSideEncryption'``, ``'-e'``).
+_KEY_NAME_VALUE_RE: Final = re.compile(
+    r"-{1,2}[A-Za-z][\w\-]*|_*[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+"
+)
 # Words that follow a flag in prose ("pass --token or --token-file"), never a secret.
 _PROSE_WORDS: Final = frozenset(
     {"a", "an", "and", "as", "flag", "for", "if", "in", "is", "of", "option", "or", "the", "to",
@@ -405,6 +456,14 @@ def _is_reference(value: str, name: str | None) -> bool:
     """Whether ``value`` names a secret instead of being one (``$TOKEN``, ``null``, …)."""
     if value in _PLACEHOLDERS or _BRACE_PLACEHOLDER_RE.fullmatch(value):
         return True  # a format placeholder (``key=%s``, ``token={}``)
+    if value.startswith(_TEMPLATE_PREFIXES):
+        return True
+    if (
+        MIN_PLACEHOLDER_RUN <= len(value) <= MAX_PLACEHOLDER_RUN
+        and value[0] in _PLACEHOLDER_CHARS
+        and len(set(value)) == 1
+    ):
+        return True  # ``xxx``, ``XXXX``, ``****``: a placeholder
     first = value[0]
     if first == "$":
         ref = _SHELL_REFERENCE_RE.fullmatch(value)
@@ -431,11 +490,53 @@ def _is_reference(value: str, name: str | None) -> bool:
         # ``api_key=api_key``, ``token: self.token``, ``API_KEY=settings.API_KEY``, and a
         # variable named for a secret (``token = timeObserverToken``)
         last = value.rsplit(".", 1)[-1]
-        return last.lower() == name.rsplit(".", 1)[-1].lower() or (
-            ("." in value or any(c.isupper() for c in last[1:]) or "_" in last)
-            and is_sensitive_name(last)
-        )
+        if last.lower() == name.rsplit(".", 1)[-1].lower():
+            return True
+        if (
+            "." not in value
+            and "_" not in value
+            and last.lower().endswith(_PASSWORD_VALUE_SUFFIXES)
+        ):
+            return False  # ``DB_PASSWORD=SuperPwd``: a password that ends like a variable name
+        return (
+            "." in value or any(c.isupper() for c in last[1:]) or "_" in last
+        ) and is_sensitive_name(last)
     return name is not None and _COMPUTED_VALUE_RE.match(value) is not None
+
+
+#: Last words of the payment names (a card number, its CVC): their value is masked only when it
+#: is made of digits (``cvc: 123``, ``card_number=4111 1111 …``); ``security_code="CVV2"`` is a
+#: label.
+_PAYMENT_WORDS: Final = frozenset({"cvc", "cvv", "code", "number"})
+_PAYMENT_VALUE_RE: Final = re.compile(r"[0-9][0-9 \-]*")
+
+
+def _is_payment_label(name: str, value: str) -> bool:
+    """``security_code="CVV2"``: a payment name whose value is not made of digits."""
+    words = _NAME_WORD_RE.findall(name)
+    return (
+        bool(words)
+        and words[-1].lower() in _PAYMENT_WORDS
+        and not is_password_name(name)
+        and _PAYMENT_VALUE_RE.fullmatch(value) is None
+    )
+
+
+#: Words after ``password:`` that describe the field rather than being the password.
+_DESCRIPTIVE_VALUES: Final = frozenset(
+    {"string", "str", "text", "required", "optional", "none", "secret", "hidden", "masked",
+     "redacted", "omitted", "empty", "blank", "unset", "yes", "no", "on", "off", "enabled",
+     "disabled", "prompt", "ask", "env", "file", "see", "your", "the", "a", "an", "same",
+     "boolean", "bool", "int", "integer", "object", "array", "secretstr", "password", "type"}
+)  # fmt: skip
+
+
+def _is_plain_password(text: str, value: str, end: int) -> bool:
+    """``password: hunterpass`` (YAML): one plain word that ends its line is a password, unless
+    it describes the field (``password: string``, ``password: required``)."""
+    line_end = text.find("\n", end)
+    rest = text[end : len(text) if line_end < 0 else line_end]
+    return value.lower() not in _DESCRIPTIVE_VALUES and not rest.strip(" \t\r,}")
 
 
 def _looks_like_credential(value: str) -> bool:
@@ -468,7 +569,8 @@ _TYPE_ANNOTATION: Final = (
 # (:data:`_REVERSED_NAME_RE`): anchoring on the keyword keeps the scan fast on prose, where
 # almost every word starts a name but few names are sensitive.
 _ASSIGN_TAIL_RE: Final = re.compile(
-    r"(?P<kw>[KkTtSsPpCcJjNn](?:(?<=[Kk])(?i:ey)|(?<=[Tt])(?i:oken)|(?<=[Ss])(?i:ecret)"
+    r"(?P<kw>[KkTtSsPpCcJjNnLlAa](?:(?<=[Kk])(?i:ey)|(?<=[Tt])(?i:oken)|(?<=[Ss])(?i:ecret)"
+    r"|(?<=[Ll])(?i:ogin|icense)|(?<=[Aa])(?i:uth)|(?<=[Ss])(?i:ig)|(?<=[Pp])(?i:at)"
     r"|(?<=[Cc])(?i:redentials?|v[cv]|ode)|(?<=[Jj])(?i:wt)|(?<=[Nn])(?i:umber)"
     r"|(?<=[Pp])(?i:wd)|(?<=[Pp])(?i:ass)(?i:word|wd|phrase)?"
     # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
@@ -484,11 +586,65 @@ _REVERSED_NAME_RE: Final = re.compile(rf"[{_NAME_CHARS}]{{1,{MAX_NAME_CHARS}}}(?
 _NOT_BEFORE_NAME: Final = "?&#"
 
 # ``--name=`` or ``--name <blanks>``; the ``--`` does not continue a word or a longer dash run.
+# One dash also (``-storepass v``, ``-Password v``): then the name has 4+ characters and must
+# be a password's (checked in Python), so ``-o file`` or ``-name x`` are never taken.
 _CLI_FLAG_RE: Final = re.compile(
-    r"--(?<![A-Za-z0-9_\-]--)"
+    r"-(?<![A-Za-z0-9_\-]-)(?P<dashes>-?)"
     rf"(?P<name>[A-Za-z][A-Za-z0-9_\-]{{0,{MAX_NAME_CHARS - 1}}})"
     r"(?P<sep>=|[ \t]+)"
 )
+
+
+def _command_table() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for rule in rules.CLI_PASSWORD_COMMANDS:
+        for command in rule.commands:
+            table[command] = rule.flags
+    return table
+
+
+_COMMAND_FLAGS: Final = _command_table()
+# Command words as typed (lower case, or capitalised: ``PsExec``); one literal alternative per
+# word and the word boundary checked after it, so the regex skips ahead to their first letters.
+_PASSWORD_COMMAND_RE: Final = re.compile(
+    r"(?P<cmd>"
+    + "|".join(
+        re.escape(w)
+        for c in sorted(_COMMAND_FLAGS, key=len, reverse=True)
+        for w in dict.fromkeys((c, c[:1].upper() + c[1:], c.replace("exec", "Exec").title()))
+    )
+    + r")(?:\.exe)?(?![A-Za-z0-9_.\-])"
+)
+# Cheap test (``str.__contains__``) before looking for command words: a blank, a dash, then
+# one of the password flags of :data:`rules.CLI_PASSWORD_COMMANDS`.
+_SHORT_PASSWORD_FLAGS: Final = tuple(
+    sorted({f" -{flag}" for rule in rules.CLI_PASSWORD_COMMANDS for flag in rule.flags})
+)
+#: A command word right after one of these is part of a longer word or path (checked in Python).
+_COMMAND_GLUE: Final = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/"
+)
+# A command ends at a line break, a pipe, ``;`` or ``&&``.
+_COMMAND_END_RE: Final = re.compile(r"[\r\n|;]|&&")
+# A short flag: ``-p`` alone or with its value glued (``-pSECRET``, ``-p'x'``).
+_SHORT_FLAG_RE: Final = re.compile(r"(?<![^ \t])-(?P<flag>[A-Za-z])")
+# ``openssl … -passin pass:SECRET`` (``env:``/``file:`` name where the secret is, not it).
+_OPENSSL_PASS_RE: Final = re.compile(r"-pass(?:in|out|word)?[ \t]+pass:(?P<value>[^\s\"']+)")
+# ``.netrc``: ``machine host login user password SECRET`` (on one line or several).
+_NETRC_RE: Final = re.compile(
+    r"\b(?:machine[ \t]+\S{1,256}|default)(?:\s{1,64}(?:login|account|port)[ \t]+\S{1,256}){0,3}"
+    r"\s{1,64}password[ \t]+(?P<value>\S{1,256})"
+)
+# ``sqlplus user/SECRET@db`` (Oracle tools, also ``rman``, ``expdp``/``impdp``).
+_SLASH_PASSWORD_RE: Final = re.compile(
+    r"\b(?:sqlplus|rman|expdp|impdp|sqlldr)(?:[ \t]+-\w+)*[ \t]+\"?[A-Za-z0-9_$#]{1,64}"
+    r"/(?P<value>[^\s@/\"]{1,256})(?=[@\s\"]|$)"
+)
+#: Longest command line (from its command word) searched for a password flag.
+MAX_COMMAND_CHARS: Final = 1_000
+# Short password flags of well-known commands (``mysql -pSECRET``, ``sshpass -p 'x'``,
+# ``redis-cli -a x``, ``sqlcmd -P x``, ``ldapsearch -w x``): the command word, then its flags.
+# The table is data (redact_rules.CLI_PASSWORD_COMMANDS); the regex finds the command words.
 
 
 # The value after a separator: one alternative per quoting style (a string prefix such as
@@ -532,14 +688,15 @@ _AUTHORIZATION_RE: Final = re.compile(
     + r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+._~\-]{0,40})(?:[ \t]+|\\t))?"
     r"(?:(?P<params>[A-Za-z0-9_*\-]{1,64}[ \t]*=(?!=)"
     r"(?:[^\r\n;\\]|\\(?![rn])|;(?![ \t]*[A-Za-z_][\w\-]*=))*)"
-    r"|(?P<value>[A-Za-z0-9._~+/:@%\-]+=*))"
+    # ``! = @ ] |`` inside a token do not end it (Salesforce ``00D…!…``)
+    r"|(?P<value>[A-Za-z0-9._~+/:@%!|\]=\-]+))"
 )
 # After a scheme word whose credential was not recognised (``AWS4-HMAC-SHA256 ***``, already
 # masked): blanks, then more text on the line.
 _SCHEME_WORD_RE: Final = re.compile(r"[ \t]+[^\s,;)}\]\"']")
 _BARE_BEARER_RE: Final = re.compile(
     r"[Bb](?<![A-Za-z0-9_\-][Bb])(?i:earer)[ \t]+"
-    rf"(?P<value>[A-Za-z0-9._~+/\-]{{{BARE_BEARER_MIN_CHARS},}}=*)"
+    rf"(?P<value>[A-Za-z0-9._~+/\-]{{{BARE_BEARER_MIN_CHARS},}}(?:[!|@=][A-Za-z0-9._~+/=\-]+)*=*)"
 )
 
 # ``scheme://user:password@``: the literal ``://`` first (fast scan), the scheme checked behind.
@@ -620,135 +777,11 @@ _PEM_END_RE: Final = re.compile(r"-----END" + _PEM_LABEL)
 # character is looked at by one block at most.
 _PEM_BODY_RE: Final = re.compile(r"[A-Za-z0-9+/=\s:,.\\\-]*")
 
-# Vendor-prefixed tokens: (family, prefix, body character class, minimum body length). The
-# minimum is well below the vendor's real length and high enough that kebab-case words
-# (``sk-button-primary``, ``fw-tooshort``) do not qualify. The prefix must start a word: it is
-# not preceded by a letter, digit or ``_`` (checked in Python; ``prefix-ghp_…`` is a token,
-# ``fixture_fw_…`` is not). All families are ONE regex, so the text is scanned once for all.
-_TOKEN_CHARS: Final = r"[A-Za-z0-9_\-]"
-_VENDOR_TOKENS: Final[tuple[tuple[str, str, str, int], ...]] = (
-    # OpenAI, Anthropic, OpenRouter, DeepSeek …: a real key always holds a digit.
-    ("sk", r"sk-", r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]", 16),
-    ("stripe-secret", r"sk_(?:live|test)_", r"[A-Za-z0-9]", 16),
-    ("stripe-restricted", r"rk_(?:live|test)_", r"[A-Za-z0-9]", 16),
-    ("stripe-webhook", r"whsec_", r"[A-Za-z0-9]", 16),
-    ("github", r"gh[pousr]_", r"[A-Za-z0-9]", 20),
-    ("github-pat", r"github_pat_", r"[A-Za-z0-9_]", 20),
-    ("gitlab", r"glpat-", _TOKEN_CHARS, 20),
-    ("slack", r"xox[baprs]-", r"[A-Za-z0-9\-]", 10),
-    ("slack-app", r"xapp-", r"[A-Za-z0-9\-]", 10),
-    ("google-api", r"AIza", _TOKEN_CHARS, 30),
-    ("google-oauth", r"ya29\.", _TOKEN_CHARS, 20),
-    ("huggingface", r"hf_", r"[A-Za-z0-9]", 20),
-    ("npm", r"npm_", r"[A-Za-z0-9]", 20),
-    ("pypi", r"pypi-", _TOKEN_CHARS, 20),
-    ("groq", r"gsk_", r"[A-Za-z0-9]", 20),
-    ("xai", r"xai-", r"[A-Za-z0-9]", 20),
-    ("perplexity", r"pplx-", r"[A-Za-z0-9]", 20),
-    # OpenClaw's newer prefixes (src/logging/redact-patterns.ts) and gitleaks' rules
-    ("anthropic", r"sk-ant-", _TOKEN_CHARS, 16),
-    ("openai-project", r"sk-proj-", _TOKEN_CHARS, 16),
-    ("openrouter", r"sk-or-", _TOKEN_CHARS, 16),
-    ("openai-service", r"sk-svcacct-", _TOKEN_CHARS, 16),
-    ("openai-admin", r"sk-admin-", _TOKEN_CHARS, 16),
-    ("sk-underscore", r"sk_", r"[A-Za-z0-9]", 20),
-    ("stripe-prod", r"[sr]k_prod_", r"[A-Za-z0-9]", 16),
-    ("replicate", r"r8_", r"[A-Za-z0-9]", 20),
-    *(
-        (f"gitlab-{kind}", f"gl{kind}-", r"[A-Za-z0-9_.\-]", 20)
-        for kind in ("oas", "dt", "cbt", "ptt", "ft", "imt", "agent", "wt", "soat", "ffct", "rt")
-    ),
-    ("gitlab-rtr", r"glrtr-", r"[A-Za-z0-9_.\-]", 20),
-    # feed and runner tokens can be short: 8+ characters holding a digit
-    ("gitlab-ft-short", r"glft-", r"(?=[A-Za-z0-9_\-]{0,19}[0-9])[A-Za-z0-9_\-]", 8),
-    ("gitlab-rt-short", r"glrt-", r"(?=[A-Za-z0-9_\-]{0,19}[0-9])[A-Za-z0-9_\-]", 8),
-    ("gitlab-runner", r"GR1348941", _TOKEN_CHARS, 20),
-    ("gitlab-session", r"_gitlab_session=", r"[A-Za-z0-9]", 20),
-    ("grafana-sa", r"glsa_", r"[A-Za-z0-9_+/=]", 32),
-    ("grafana-cloud", r"glc_", r"[A-Za-z0-9_+/=]", 32),
-    ("fal", r"fal_", _TOKEN_CHARS, 20),
-    ("firecrawl", r"fc-", r"[A-Za-z0-9]", 20),
-    ("browserbase", r"bb_live_", _TOKEN_CHARS, 20),
-    ("huggingface-org", r"api_org_", r"[A-Za-z0-9]", 20),
-    ("digitalocean", r"do[opr]_v1_", r"[A-Za-z0-9]", 20),
-    *((f"doppler-{k}", rf"dp\.{k}\.", r"[A-Za-z0-9]", 20) for k in ("pt", "st", "sa", "ct")),
-    ("docker", r"dckr_(?:pat|oat)_", _TOKEN_CHARS, 20),
-    ("buildkite", r"bkua_", r"[A-Za-z0-9]", 20),
-    ("circleci", r"CCIPAT_", _TOKEN_CHARS, 20),
-    ("supabase", r"sbp_", r"[A-Za-z0-9]", 20),
-    ("databricks", r"dapi", r"[A-Za-z0-9]", 32),
-    ("datadog", r"ddp_", r"[A-Za-z0-9]", 20),
-    ("netlify", r"nfp_", r"[A-Za-z0-9]", 20),
-    ("contentful", r"CFPAT-", _TOKEN_CHARS, 20),
-    ("atlassian", r"ATATT", r"[A-Za-z0-9_\-=]", 20),
-    ("atlassian-cloud", r"ATCTT3xFfG", r"[A-Za-z0-9_\-=]", 20),
-    ("bitbucket", r"ATBB", r"[A-Za-z0-9]", 20),
-    ("bitbucket-dc", r"BBDC-", _TOKEN_CHARS, 20),
-    ("heroku", r"HRKU-", _TOKEN_CHARS, 20),
-    ("hubspot", r"pat-(?:na|eu)[12]-", r"[A-Za-z0-9\-]", 20),
-    ("apify", r"apify_api_", r"[A-Za-z0-9]", 20),
-    ("flyio", r"FlyV1 fm", r"[A-Za-z0-9+/=_\-]", 20),
-    ("frameio", r"fio-u-", _TOKEN_CHARS, 20),
-    ("agentmail", r"am_", r"[A-Za-z0-9]", 20),
-    ("tavily", r"tvly-", _TOKEN_CHARS, 20),
-    ("exa", r"exa_", r"[A-Za-z0-9]", 20),
-    ("matrix", r"syt_", _TOKEN_CHARS, 20),
-    ("retaindb", r"retaindb_", r"[A-Za-z0-9]", 20),
-    ("hsk", r"hsk-", _TOKEN_CHARS, 20),
-    ("mem0", r"mem0_", r"[A-Za-z0-9]", 20),
-    ("brv", r"brv_", r"[A-Za-z0-9]", 20),
-    ("fireworks", r"fw[-_]", r"[A-Za-z0-9]", 20),
-    ("fireworks-pk", r"fpk_", r"[A-Za-z0-9]", 20),
-    ("tencent", r"AKID", r"[A-Za-z0-9]", 20),
-    ("alibaba", r"LTAI", r"[A-Za-z0-9]", 12),
-    ("google-refresh", r"1//0", _TOKEN_CHARS, 20),
-    ("slack-webhook", r"//hooks\.slack\.com/services/", r"[A-Za-z0-9/_\-]", 20),
-    ("slack-workflow", r"//hooks\.slack\.com/workflows/", r"[A-Za-z0-9/_\-]", 20),
-    ("discord-webhook", r"//discord\.com/api/webhooks/", r"[A-Za-z0-9/_\-]", 20),
-    ("discordapp-webhook", r"//discordapp\.com/api/webhooks/", r"[A-Za-z0-9/_\-]", 20),
-    ("linear", r"lin_api_", r"[A-Za-z0-9]", 20),
-    ("postman", r"PMAK-", r"[A-Za-z0-9\-]", 20),
-    ("shopify", r"shp(?:at|ca|pa|ss)_", r"[A-Fa-f0-9]", 20),
-    ("sentry", r"sntry[su]_", r"[A-Za-z0-9+/=_]", 20),
-    ("newrelic", r"NRAK-", r"[A-Z0-9]", 20),
-    ("planetscale", r"pscale_tkn_", _TOKEN_CHARS, 20),
-    ("planetscale-pw", r"pscale_pw_", _TOKEN_CHARS, 20),
-    ("age", r"AGE-SECRET-KEY-1", r"[A-Z0-9]", 20),
-    ("vault", r"hv[sbr]\.", _TOKEN_CHARS, 20),
-    ("mailgun", r"key-", r"[a-f0-9]", 32),
-    ("brevo", r"xkeysib-", r"[A-Za-z0-9\-]", 20),
-    ("dynatrace", r"dt0c01\.", r"[A-Za-z0-9.]", 20),
-    ("rubygems", r"rubygems_", r"[a-f0-9]", 20),
-    ("clojars", r"CLOJARS_", r"[A-Za-z0-9]", 20),
-    ("easypost", r"EZ[AT]K", r"[A-Za-z0-9]", 40),
-    ("duffel", r"duffel_(?:test|live)_", _TOKEN_CHARS, 20),
-    ("flutterwave", r"FLW(?:PUB|SEC)K_TEST-", r"[A-Za-z0-9\-]", 20),
-    ("readme", r"rdme_", r"[a-z0-9]", 20),
-    ("prefect", r"pnu_", r"[A-Za-z0-9]", 20),
-    ("typeform", r"tfp_", _TOKEN_CHARS, 20),
-    ("figma", r"figd_", _TOKEN_CHARS, 20),
-    ("notion", r"secret_", r"[A-Za-z0-9]", 32),
-    ("notion-ntn", r"ntn_", r"[A-Za-z0-9]", 32),
-    ("langsmith", r"lsv2_(?:pt|sk)_", r"[A-Za-z0-9_]", 20),
-    ("fernet", r"gAAAA", r"[A-Za-z0-9_\-=]", 20),
-    ("1password", r"ops_eyJ", r"[A-Za-z0-9+/=]", 20),
-    ("openai-org", r"org-", r"(?=[A-Za-z0-9]{0,23}[0-9])[A-Za-z0-9]", 24),
-    ("twitch", r"oauth:", r"[a-z0-9]", 30),
-    ("artifactory", r"AKCp", r"[A-Za-z0-9]", 60),
-    ("adafruit", r"aio_", r"[A-Za-z0-9]", 28),
-    ("scalingo", r"tk-us-", _TOKEN_CHARS, 40),
-    ("sourcegraph", r"sgp_", r"[A-Za-z0-9_]", 32),
-    ("pulumi", r"pul-", r"[a-f0-9]", 40),
-)
-#: Segments of a JWT shorter than this are not a JWT (a real header is ~36 characters).
-MIN_JWT_SEGMENT_CHARS: Final = 5
-#: Segments after a JWT's header and payload: 1 for a signed JWT (JWS), 3 for an encrypted one
-#: (JWE: header.key.iv.ciphertext.tag).
-MAX_JWT_EXTRA_SEGMENTS: Final = 3
-#: Characters after ``AKIA``/``ASIA`` in an AWS access key id (exactly this many).
-AWS_KEY_ID_BODY_CHARS: Final = 16
-#: Both dot-separated parts of a SendGrid key are at least this long (real: 22 and 43).
-MIN_SENDGRID_PART_CHARS: Final = 16
+# Vendor-prefixed tokens and whole-pattern tokens: the data is redact_rules (each rule with
+# its sample). The prefix must start a word: it is not preceded by a letter, digit or ``_``
+# (``prefix-ghp_…`` is a token, ``fixture_fw_…`` is not). All vendor families are ONE regex, so
+# the text is scanned once for all.
+_TOKEN_CHARS: Final = rules.TOKEN_CHARS
 #: Digits of a Telegram bot id (real ids: 8 to 10).
 TELEGRAM_BOT_ID_DIGITS: Final = (6, 12)
 #: Characters after the colon of a Telegram bot token (real: 35).
@@ -772,30 +805,15 @@ def _vendor_alternative(prefix: str, body: str, minimum: int) -> str:
     return f"{prefix}(?<![A-Za-z0-9_{symbols}][\\s\\S]{{{low}}}){body}{{{minimum},}}"
 
 
-_VENDOR_RE: Final = re.compile("|".join(_vendor_alternative(*rule[1:]) for rule in _VENDOR_TOKENS))
+_VENDOR_RE: Final = re.compile(
+    "|".join(_vendor_alternative(r.prefix, r.body, r.minimum) for r in rules.VENDOR_TOKENS)
+)
 #: Characters that may not come right before a vendor prefix (it would be inside a word).
 _WORD_CHAR_SET: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-_SPECIAL_TOKENS: Final[tuple[tuple[str, str], ...]] = (
-    (
-        "jwt",
-        rf"(?P<value>eyJ(?<!{_TOKEN_CHARS}eyJ){_TOKEN_CHARS}{{{MIN_JWT_SEGMENT_CHARS},}}"
-        rf"\.{_TOKEN_CHARS}{{{MIN_JWT_SEGMENT_CHARS},}}(?:\.{_TOKEN_CHARS}*){{1,{MAX_JWT_EXTRA_SEGMENTS}}})",
-    ),
-    (
-        "sendgrid",
-        rf"(?P<value>SG\.(?<!{_TOKEN_CHARS}SG\.){_TOKEN_CHARS}{{{MIN_SENDGRID_PART_CHARS},}}"
-        rf"\.{_TOKEN_CHARS}{{{MIN_SENDGRID_PART_CHARS},}})",
-    ),
-    (
-        "aws",
-        rf"(?P<value>A[KS]IA(?<![A-Za-z0-9_\-]A[KS]IA)[A-Z0-9]{{{AWS_KEY_ID_BODY_CHARS}}})"
-        r"(?![A-Za-z0-9])",
-    ),
-)
 _TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
-    (family, re.compile(pattern)) for family, pattern in _SPECIAL_TOKENS
+    (rule.anchor, re.compile(rule.pattern)) for rule in rules.PATTERN_TOKENS
 )
 
 # --------------------------------------------------------------------------- opaque tokens
@@ -804,7 +822,7 @@ _TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
 # a bare API key pasted into a message): a run of base64/base64url characters that is long,
 # mixes upper case, lower case and digits, and changes character class so often that it cannot
 # be an identifier (``getHTTPResponse2Code`` splits into 5 long words; a random key into dozens
-# of 1-2 character pieces). Measured in bench/redaction.py (README, "Security").
+# of 1-2 character pieces). Measured leak and false-positive rates: docs/security.md.
 
 #: Shortest run examined (real keys: 32-64; shorter random runs are ids, not secrets).
 MIN_OPAQUE_TOKEN_CHARS: Final = 24
@@ -853,14 +871,123 @@ def is_opaque_token(token: str) -> bool:
     return letters / max(1, len(pieces)) < MAX_OPAQUE_MEAN_WORD_CHARS
 
 
+#: A literal with no sensitive name around it (``new Client("…")``, ``key = "…"``,
+#: ``stripe_key: …``) is a secret when it looks randomly generated: this many characters at
+#: least (shorter random strings are ids) ...
+MIN_RANDOM_LITERAL_CHARS: Final = 20
+#: ... and at most this many (longer ones are data: images, fixtures, minified code) ...
+MAX_RANDOM_LITERAL_CHARS: Final = 200
+#: ... holding at least this many distinct characters ...
+MIN_RANDOM_DISTINCT_CHARS: Final = 10
+#: ... whose letter/digit/case pieces average fewer characters than this (an identifier such as
+#: ``user_profile_2024`` splits into words, a random string into 1-2 character pieces).
+MAX_RANDOM_MEAN_PIECE_CHARS: Final = 2.6
+#: For a literal in one case (``r2ofhhzv4t…``, hex): its pieces average fewer characters than
+#: this ...
+MAX_SINGLE_CASE_MEAN_PIECE_CHARS: Final = 4.0
+#: ... and it has at least this many runs of digits.
+MIN_SINGLE_CASE_DIGIT_RUNS: Final = 3
+_UUID_RE: Final = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+_HEX_RE: Final = re.compile(r"[0-9a-fA-F]+")
+_SEGMENT_SPLIT_RE: Final = re.compile(r"[-_+]")
+# Checksums that are public by nature: go.sum ``h1:``, SRI ``sha512-…`` (npm ``integrity``),
+# pip ``sha256:…``, OpenShift-style ``sha256~``.
+_PUBLIC_HASH_PREFIXES: Final = tuple(
+    f"{algo}{sep}"
+    for algo in ("h1", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b")
+    for sep in (":", "-")
+)
+
+
+def looks_random(value: str, hex_ok: bool = False) -> bool:
+    """Whether ``value`` looks randomly generated, for a literal with no sensitive name.
+
+    Letters and digits mixed, 20-200 characters, 10+ distinct characters, short pieces (see
+    :data:`MAX_RANDOM_MEAN_PIECE_CHARS`). Never a UUID or a public checksum; a hex string only
+    when ``hex_ok`` (the context says key, not hash).
+    """
+    body = value.rstrip("=")
+    if not MIN_RANDOM_LITERAL_CHARS <= len(body) <= MAX_RANDOM_LITERAL_CHARS:
+        return False
+    if body.startswith(_PUBLIC_HASH_PREFIXES) or _UUID_RE.fullmatch(body):
+        return False
+    if not hex_ok and _HEX_RE.fullmatch(body):
+        return False
+    if not (any(c.isdigit() for c in body) and any(c.isalpha() for c in body)):
+        return False
+    if len(set(body)) < MIN_RANDOM_DISTINCT_CHARS:
+        return False
+    pieces = _PIECE_RE.findall(body)
+    mean = sum(len(p) for p in pieces) / max(1, len(pieces))
+    if body.lower() == body or body.upper() == body:
+        # one case: letter runs are longer (no case changes split them); a random string still
+        # has digits all along it
+        # has digits all along it, and no dots or word-separated segments (file and package
+        # names, versions: ``python3-venv-x86_64``)
+        if "." in body or "/" in body or len(_SEGMENT_SPLIT_RE.split(body)) > 2:
+            return False
+        digit_runs = sum(1 for p in pieces if p[0].isdigit())
+        return mean < MAX_SINGLE_CASE_MEAN_PIECE_CHARS and digit_runs >= MIN_SINGLE_CASE_DIGIT_RUNS
+    return mean < MAX_RANDOM_MEAN_PIECE_CHARS
+
+
+#: A 40-character run whose letter/digit pieces average this many characters or more is an
+#: identifier (``GoogleCloudDataplexV1EntrySourceAncestor``), not an AWS secret key.
+MAX_AWS_SECRET_MEAN_PIECE_CHARS: Final = 3.0
+
+
+# A quoted literal that may be an unnamed key (its context is checked in Python).
+_QUOTED_LITERAL_RE: Final = re.compile(
+    r"(?P<q>[\"'`])(?P<value>[A-Za-z0-9_+/=.~\-]"
+    rf"{{{MIN_RANDOM_LITERAL_CHARS},{MAX_RANDOM_LITERAL_CHARS}}})(?P=q)"
+)
+#: Characters looked at before a literal for its call or its name.
+MAX_LITERAL_CONTEXT_CHARS: Final = 160
+# The callee before ``(``: ``new Foo``, ``pkg.NewClient``, ``Stripe``, ``client.login``, with
+# an optional generic argument (``Create<T>``).
+_CALLEE_RE: Final = re.compile(
+    r"(?P<new>\bnew[ \t]+)?(?P<callee>[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)"
+    r"[ \t]*(?:<[^<>\n]{0,64}>)?[ \t]*$"
+)
+# The name before ``=``/``:``/``:=``/``=>`` (``key``, ``"key"``, ``cfg['key']``, ``$key``).
+_LITERAL_NAME_RE: Final = re.compile(
+    r"(?P<name>[A-Za-z_$][\w$.\-]{0,63})[\"'`]?\]?[ \t]*(?::=|=>|=|:)[ \t]*$"
+)
+
+
+def _callee_takes_keys(callee: str, constructed: bool) -> bool:
+    """Whether a literal argument of ``callee`` may be a key: a constructor (``new X``,
+    ``NewClient``, a class name) or a client/login call; never a hashing or parsing call."""
+    last = callee.rsplit(".", 1)[-1]
+    words = {w.lower() for w in _NAME_WORD_RE.findall(last)}
+    if words & rules.PUBLIC_VALUE_WORDS:
+        return False
+    return constructed or last[:1].isupper() or bool(words & rules.KEY_CONTEXT_WORDS)
+
+
+def _literal_name_kind(name: str) -> str:
+    """``"public"`` (an id, a hash, a version …), ``"key"`` (a key-ish word), else ``"any"``."""
+    words = {w.lower() for w in _NAME_WORD_RE.findall(name)}
+    if not words or words & rules.PUBLIC_VALUE_WORDS:
+        return "public"
+    if words & rules.KEY_CONTEXT_WORDS or len(name.lstrip("$")) <= 2:
+        return "key"
+    return "any"
+
+
 def _is_aws_secret(token: str) -> bool:
-    """40 base64 characters with upper and lower case and a digit or ``/``/``+``."""
-    return (
+    """40 base64 characters with upper and lower case and a digit or ``/``/``+``, not words."""
+    if not (
         any(c.isupper() for c in token)
         and any(c.islower() for c in token)
         and any(c.isdigit() or c in "/+" for c in token)
         and len(set(token)) >= 3
-    )
+    ):
+        return False
+    pieces = _PIECE_RE.findall(token)
+    return sum(len(p) for p in pieces) / max(1, len(pieces)) < MAX_AWS_SECRET_MEAN_PIECE_CHARS
 
 
 # Telegram bot token ``123456789:AA…``, alone or as ``/bot<token>/`` in an API URL. Where it
@@ -977,6 +1104,8 @@ class _Scan:
             if run is None:
                 continue  # a run of name characters longer than MAX_NAME_CHARS
             name_start = name_end - run.end() + run.start()
+            if text.startswith("-D", name_start) and name_end - name_start > 2:
+                name_start += 2  # a Java system property: ``-Dsonar.password=…``
             first = text[name_start]
             sep = m.group("sep")
             before = text[name_start - 1] if name_start else ""
@@ -987,8 +1116,13 @@ class _Scan:
             name = text[name_start:name_end]
             if "%" in name:
                 name = _decode_name(name)
-            if not is_sensitive_name(name) or text.startswith("//", name_start - 2):
+            if text.startswith("//", name_start - 2):
                 continue  # ``postgres://secret:pw@`` is a URL user (its own rule)
+            # a weak name (``stripe_key``, ``sonar.login``) holds a secret only when its value
+            # looks randomly generated
+            weak = not is_sensitive_name(name)
+            if weak and not is_weak_secret_name(name):
+                continue
             whole = is_password_name(name)
             found = self.value_at(m.end(), whole)
             if found is None:
@@ -1018,7 +1152,26 @@ class _Scan:
                 continue
             if not value.strip() or _is_reference(value, name):
                 continue
-            if sep in (":", ",") and not quoted and not _looks_like_credential(value):
+            if weak:
+                if looks_random(value, hex_ok=True):
+                    self.add(start, end)
+                continue
+            if (
+                quoted
+                and not whole
+                and name[-3:].lower() == "key"
+                and _KEY_NAME_VALUE_RE.fullmatch(value) is not None
+                and not looks_random(value)
+            ):
+                continue  # ``HOST_KEY = 'HTTP_HOST'``: the name of a key
+            if _is_payment_label(name, value):
+                continue
+            if (
+                sep in (":", ",")
+                and not quoted
+                and not _looks_like_credential(value)
+                and not (sep == ":" and whole and _is_plain_password(text, value, end))
+            ):
                 continue
             if (
                 not quoted
@@ -1063,9 +1216,12 @@ class _Scan:
                 self._over_budget(m.start())
                 break
             name = m.group("name")
-            if not is_sensitive_name(name):
+            if not is_sensitive_name(name) or (
+                not m.group("dashes") and (len(name) < 4 or not is_password_name(name))
+            ):
                 continue
-            found = self.value_at(m.end())
+            whole = is_password_name(name)
+            found = self.value_at(m.end(), whole)
             if found is None:
                 continue
             start, end, quoted = found
@@ -1074,9 +1230,46 @@ class _Scan:
                 continue  # ``--password-stdin --user x``: the next flag is not the value
             if not quoted and value.lower() in _PROSE_WORDS:
                 continue  # "use either --password or --password-file"
-            if not _is_reference(value, name):
-                self.spans.append((start, end, _PLAIN))
+            if not _is_reference(value, None):  # a flag's value is never a variable name
+                self.add(start, end, whole)
         self._values(_CLI_USER_RE, whole=True)
+        self._values(_OPENSSL_PASS_RE, whole=True)
+        self._values(_NETRC_RE, whole=True)
+        self._values(_SLASH_PASSWORD_RE, whole=True)
+        if any(flag in text for flag in _SHORT_PASSWORD_FLAGS):
+            self.command_passwords()
+
+    def command_passwords(self) -> None:
+        """``mysql -pSECRET``, ``sshpass -p x``, ``redis-cli -a x`` … (the command decides which
+        short flag is a password): the value of the first such flag after the command word."""
+        text = self.text
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in _PASSWORD_COMMAND_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            if m.start() and text[m.start() - 1] in _COMMAND_GLUE:
+                continue
+            flags = _COMMAND_FLAGS[m.group("cmd").lower()]
+            stop = _COMMAND_END_RE.search(text, m.end(), m.end() + MAX_COMMAND_CHARS)
+            limit = (
+                stop.start() if stop is not None else min(len(text), m.end() + MAX_COMMAND_CHARS)
+            )
+            for flag in _SHORT_FLAG_RE.finditer(text, m.end(), limit):
+                if flag.group("flag") not in flags:
+                    continue
+                pos = flag.end()
+                found = self.value_at(pos, whole=True) if pos < limit else None
+                if found is None:
+                    continue
+                start, end, quoted = found
+                value = text[start:end]
+                if not value.strip() or (not quoted and value.startswith("-")):
+                    continue
+                if not _is_reference(value, None):
+                    self.add(start, end, whole=True)
+                break
 
     def _values(self, pattern: re.Pattern[str], whole: bool = False) -> None:
         """Every ``value`` (or ``quoted``) group of ``pattern``."""
@@ -1111,6 +1304,8 @@ class _Scan:
                 self.add(start, end, whole=True)  # many small fields: *** for the lot
                 continue
             value = m.group("value")
+            if text.startswith("(", m.end("value")):
+                continue  # a call: ``Authorization: messages.Authorization()``
             if scheme is None and (
                 value.lower() in _AUTH_SCHEMES
                 or not _looks_like_credential(value)
@@ -1192,7 +1387,9 @@ class _Scan:
                 continue  # a Fernet shape inside a base64 blob or a data URL
             spans.append((start, m.end(), _PLAIN))
         budget = MAX_CANDIDATES_PER_RULE
-        for _family, pattern in _TOKEN_RULES:
+        for anchor, pattern in _TOKEN_RULES:
+            if anchor and anchor not in text:
+                continue
             for m in pattern.finditer(text):
                 budget -= 1
                 if budget < 0:
@@ -1239,11 +1436,15 @@ class _Scan:
                     self._over_budget(m.start())
                     break
                 start = m.start()
-                if text.endswith("base64,", 0, start):
-                    continue  # a data URL's payload is data
+                if text.endswith("base64,", 0, start) or text.endswith(
+                    _PUBLIC_HASH_PREFIXES, 0, start
+                ):
+                    continue  # a data URL's payload is data; a go.sum ``h1:`` hash is public
                 if any(lo <= start < hi for lo, hi in public):
                     continue
                 token = m.group()
+                if token.startswith(_PUBLIC_HASH_PREFIXES):
+                    continue  # SRI ``sha512-…`` (npm ``integrity``): a public checksum
                 if is_opaque_token(token) if pattern is _OPAQUE_RE else _is_aws_secret(token):
                     spans.append((start, m.end(), _PLAIN))
         for m in _DISCORD_BOT_RE.finditer(text):
@@ -1252,6 +1453,51 @@ class _Scan:
                 self._over_budget(m.start())
                 break
             spans.append((m.start(), m.end(), _PLAIN))
+
+    def code_literals(self) -> None:
+        """Quoted literals with no sensitive name that look random, where code passes a key:
+        an argument of a constructor or client call (``new Client('…')``, ``NewClient("…")``)
+        or the value of a name that is not an id, hash or version (``key = "…"``)."""
+        text = self.text
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in _QUOTED_LITERAL_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            value = m.group("value")
+            if not looks_random(value, hex_ok=True):
+                continue
+            pos = m.start()
+            lo = max(0, pos - MAX_LITERAL_CONTEXT_CHARS, text.rfind("\n", 0, pos) + 1)
+            before = text[lo:pos].rstrip(" \t")
+            if before.endswith(("b", "r", "u", "f", "@", "$")) and len(before) > 1:
+                before = before[:-1] if not before[-2].isalnum() else before  # b"…", @"…"
+            if not before:
+                continue
+            hex_value = _HEX_RE.fullmatch(value.rstrip("=")) is not None
+            last = before[-1]
+            if last in "(,":
+                paren = before.rfind("(")
+                if paren < 0 or ")" in before[paren:]:
+                    continue
+                call = _CALLEE_RE.search(before, 0, paren)
+                if call is None or not _callee_takes_keys(
+                    call.group("callee"), call.group("new") is not None
+                ):
+                    continue
+            elif last in "=:>":
+                if before.endswith(("==", "!=", "<=", ">=")) or before.endswith("::"):
+                    continue
+                named = _LITERAL_NAME_RE.search(before)
+                if named is None:
+                    continue
+                kind = _literal_name_kind(named.group("name"))
+                if kind == "public" or (hex_value and kind != "key"):
+                    continue
+            else:
+                continue
+            self.add(m.start("value"), m.end("value"))
 
     def extra(self, patterns: tuple[re.Pattern[str], ...]) -> None:
         for pattern in patterns:
@@ -1364,6 +1610,8 @@ class Redactor:
         scan.urls()
         scan.tokens()
         scan.opaque()
+        if "'" in text or '"' in text or "`" in text:
+            scan.code_literals()
         scan.extra(self._extra)
         return scan
 

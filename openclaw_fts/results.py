@@ -3,7 +3,7 @@
 Invariant: each class here describes exactly one result object, key for key, as the code builds
 it; those of the tools agree with the JSON Schemas :data:`tools.SESSIONS_SEARCH_OUTPUT_SCHEMA` /
 :data:`tools.SESSIONS_HISTORY_OUTPUT_SCHEMA` (same properties, ``NotRequired`` exactly where
-the schema does not require a field; ``tests/test_results.py`` compares them). Only types live
+the schema does not require a field; the test suite compares them). Only types live
 here: nothing at runtime builds or checks these dicts.
 
 The result objects are ``@final``, so a host narrows a union with ``in``::

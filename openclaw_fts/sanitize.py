@@ -37,7 +37,7 @@ __all__ = [
     "base64_decoded_size",
     "cut_graphemes",
     "fit_to_budget",
-    "is_tool_only",
+    "is_tool_message",
     "json_size",
     "sanitize_message",
 ]
@@ -91,34 +91,9 @@ SIGNATURE_FIELDS: Final = frozenset(
 #: Block types whose ``signature`` is a thinking signature (and whose ``data`` is encrypted
 #: reasoning, for ``redacted_thinking``).
 THINKING_BLOCK_TYPES: Final = frozenset({"thinking", "redacted_thinking", "reasoning"})
-#: Block types of a tool call (OpenClaw, Anthropic, OpenAI, Gemini spellings).
-TOOL_CALL_BLOCK_TYPES: Final = frozenset(
-    {
-        "toolCall",
-        "tool_call",
-        "toolUse",
-        "tool_use",
-        "server_tool_use",
-        "mcp_tool_use",
-        "function_call",
-        "functionCall",
-    }
-)
-#: Block types of a tool result carried inside another message.
-TOOL_RESULT_BLOCK_TYPES: Final = frozenset(
-    {
-        "toolResult",
-        "tool_result",
-        "function_call_output",
-        "functionResponse",
-        "function_response",
-        "mcp_tool_result",
-    }
-)
-#: Roles of a message that is a tool result.
-TOOL_RESULT_ROLES: Final = frozenset({"toolResult", "tool", "tool_result", "function"})
-#: Block types that carry visible text.
-TEXT_BLOCK_TYPES: Final = frozenset({"text", "input_text", "output_text"})
+#: Roles of the messages history leaves out without ``includeTools`` (OpenClaw's
+#: ``stripToolMessages`` in chat-history-text.ts removes exactly these two).
+STRIPPED_TOOL_ROLES: Final = frozenset({"toolResult", "tool"})
 #: Block types of an image.
 IMAGE_BLOCK_TYPES: Final = frozenset({"image", "input_image", "image_url"})
 #: Fields of an image block that may hold a URL (redacted: presigned URLs carry signatures).
@@ -392,39 +367,11 @@ def sanitize_message(message: dict[str, Any], redactor: Redactor | None = None) 
     return SanitizedMessage(clean, shaper.truncated, shaper.redacted)
 
 
-def is_tool_only(message: dict[str, Any]) -> bool:
-    """Whether ``message`` is tool traffic that history leaves out without ``includeTools``.
-
-    True for a tool-result role (``toolResult``, ``tool`` …); for an assistant message with at
-    least one tool call and nothing visible besides (thinking blocks and blank text do not
-    count as visible); and for a message whose content is only tool-result blocks (Anthropic
-    sends those as ``user`` messages).
-    """
-    role = message.get("role")
-    if role in TOOL_RESULT_ROLES:
-        return True
-    calls = bool(message.get("tool_calls") or message.get("function_call"))
-    content = message.get("content")
-    if isinstance(content, list):
-        results = 0
-        for block in content:
-            kind = block.get("type") if isinstance(block, dict) else None
-            if kind in TOOL_CALL_BLOCK_TYPES:
-                calls = True
-            elif kind in TOOL_RESULT_BLOCK_TYPES:
-                results += 1
-            elif kind in THINKING_BLOCK_TYPES:
-                pass
-            elif kind in TEXT_BLOCK_TYPES and isinstance(block, dict):
-                text = block.get("text")
-                if not isinstance(text, str) or text.strip():
-                    return False
-            elif not (isinstance(block, str) and not block.strip()):
-                return False  # an image, a visible string, an unknown block …
-        return results > 0 or (role == "assistant" and calls)
-    if content is None or (isinstance(content, str) and not content.strip()):
-        return role == "assistant" and calls
-    return False
+def is_tool_message(message: dict[str, Any]) -> bool:
+    """Whether ``message`` is one that history leaves out without ``includeTools``: a message
+    whose role is :data:`STRIPPED_TOOL_ROLES` (OpenClaw's ``stripToolMessages``). Everything
+    else stays, an assistant turn made only of tool calls included."""
+    return message.get("role") in STRIPPED_TOOL_ROLES
 
 
 def json_size(value: Any) -> int:

@@ -22,9 +22,10 @@ from sqlalchemy import Connection
 
 from . import transcript
 from .errors import ToolInputError
-from .index.base import SearchRequest, reader
+from .index.base import reader
 from .query import compile_query
 from .redact import Redactor, redact_text
+from .rows import SearchRequest
 from .snippet import make_snippet
 from .tokens import is_valid_unicode
 from .visibility import Caller, Target, resolve_target

@@ -3,25 +3,31 @@
 Invariant: every write goes through an installed ORM session (so the index hooks run in the
 writing transaction) or through the importer (which leaves sessions pending), on a transaction
 that begins with ``BEGIN IMMEDIATE`` (:func:`openclaw_fts.engine.writer`); every read runs on a
-deferred read transaction, which takes no lock and works on a read-only database. The store
-never reads environment variables or files beyond those it is handed.
+deferred read transaction, which takes no lock and works on a read-only database. With a
+``read_url`` (a PostgreSQL hot standby), ``search``, ``history``, ``branches`` and
+``index_status`` read there once it has replayed every write the store finished (else on the
+primary: :mod:`openclaw_fts.replica`), while writes, reconciles and the lease stay on the
+primary. The store never reads environment variables or files beyond those it is handed.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast, overload
+from typing import Any, TypeVar, cast, overload
 
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Engine, delete, event, select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
+from .append import append_events
+from .caller import Caller
 from .dialects import require_index_dialect
 from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, writer
 from .errors import (
@@ -29,14 +35,16 @@ from .errors import (
     InvalidSessionError,
     SessionExistsError,
     UnknownSessionError,
+    UnsupportedDatabaseError,
     quoted,
 )
-from .hooks import install, validate_session_fields
+from .hooks import install
 from .index.base import writer as index_writer
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .models import AgentSession, Branch, TranscriptEvent
 from .reconcile import RECONCILE_BATCH_ROWS, BackgroundReconciler, Reconciler, status
 from .redact import Redactor
+from .replica import REPLICA_WAIT_MS, ReadRouter
 from .results import (
     BatchSearchResult,
     HistoryAnswer,
@@ -52,12 +60,28 @@ from .results import (
 from .search import batch_queries, build_request, run_searches
 from .tokens import is_valid_unicode
 from .transcript import LEAF_TYPE
-from .visibility import Caller
-from .writer import append_events
+from .validation import validate_session_fields
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _primary_write(method: F) -> F:
+    """A store method that writes on the primary: once it returns (or fails: it may have
+    committed part), reads from a standby wait for the primary's position after it."""
+
+    @functools.wraps(method)
+    def wrapped(self: TranscriptStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            if self._router is not None:
+                self._router.note_write()
+
+    return cast(F, wrapped)
 
 
 class TranscriptStore:
-    """Sessions, transcripts and their full-text index in one database (see README.md)."""
+    """Sessions, transcripts and their full-text index in one database (docs/python.md)."""
 
     def __init__(
         self,
@@ -71,13 +95,19 @@ class TranscriptStore:
         reconcile_batch_rows: int = RECONCILE_BATCH_ROWS,
         inline_repair_max_events: int | None = None,
         inline_repair_max_text_bytes: int | None = None,
+        read_url: str | URL | Engine | None = None,
+        replica_wait_ms: int = REPLICA_WAIT_MS,
     ) -> None:
         """``busy_timeout_ms``: how long a write waits for SQLite's lock (applied when the
         store configures the engine: a URL, or an engine not configured yet).
         ``reconcile_batch_rows``: index rows the reconciler writes per transaction.
         ``inline_repair_max_events`` / ``inline_repair_max_text_bytes``: the largest session a
         non-append write of this store repairs inline (larger: left to the reconciler); None:
-        ``indexer.INLINE_REPAIR_MAX_EVENTS`` / ``INLINE_REPAIR_MAX_TEXT_BYTES``."""
+        ``indexer.INLINE_REPAIR_MAX_EVENTS`` / ``INLINE_REPAIR_MAX_TEXT_BYTES``.
+        ``read_url``: a URL or engine of a hot standby of ``url``'s PostgreSQL server, for
+        searches, history, branches and status (never migrated or written); a read waits up
+        to ``replica_wait_ms`` for it to replay the store's last write, else reads from the
+        primary (docs/scale.md)."""
         # Refused before anything connects or migrates.
         require_index_dialect(
             url.dialect.name if isinstance(url, Engine) else make_url(url).get_backend_name()
@@ -103,12 +133,25 @@ class TranscriptStore:
                 **{INLINE_REPAIR_OPTION: bounds}
             )
         self._batch_rows = reconcile_batch_rows
+        #: The engine reads go to (the standby's with a ``read_url``; else :attr:`engine`).
+        self.read_engine = self.engine
+        self._owns_read_engine = False
+        self._router: ReadRouter | None = None
+        if read_url is not None:
+            try:
+                self.read_engine, self._owns_read_engine = _standby_engine(read_url, self.engine)
+                self._router = ReadRouter(self.engine, self.read_engine, wait_ms=replica_wait_ms)
+            except BaseException:
+                self._dispose_engines()
+                raise
         if upgrade:
             migrate.upgrade(self.write_engine)
         self.sessions: sessionmaker[Session] = sessionmaker(
             self.write_engine, expire_on_commit=False
         )
         install(self.sessions)
+        if self._router is not None:
+            event.listen(self.sessions, "after_commit", self._note_session_commit)
         self.redactor = redactor
         self._lease_seconds = lease_seconds
         # An in-memory database lives on one shared connection: no second thread on it.
@@ -119,6 +162,7 @@ class TranscriptStore:
 
     # -- writes -------------------------------------------------------------------------------
 
+    @_primary_write
     def create_session(
         self,
         session_id: str,
@@ -174,6 +218,7 @@ class TranscriptStore:
         """Append one event in its own transaction; returns its ``seq``."""
         return self.append_many(session_id, [event])[0]
 
+    @_primary_write
     def append_many(self, session_id: str, events: Iterable[Mapping[str, Any]]) -> list[int]:
         """Append several events in one transaction; returns their ``seq``s."""
         batch = list(events)
@@ -223,6 +268,7 @@ class TranscriptStore:
         }
         return self.append(session_id, event)
 
+    @_primary_write
     def delete_session(self, session_id: str) -> bool:
         """Delete a session with its events, branches and index rows. True if it existed."""
         if not _valid_key(session_id):
@@ -231,6 +277,7 @@ class TranscriptStore:
             result = db.execute(delete(AgentSession).where(AgentSession.session_id == session_id))
             return bool(getattr(result, "rowcount", 0))
 
+    @_primary_write
     def import_jsonl(
         self, path: str | Path, session_key: str | None = None, **kwargs: Any
     ) -> ImportResult:
@@ -238,10 +285,12 @@ class TranscriptStore:
         report = importer.import_jsonl(self.write_engine, path, session_key=session_key, **kwargs)
         return cast(ImportResult, report.as_dict())
 
+    @_primary_write
     def import_item(self, item: importer.ImportItem, **kwargs: Any) -> ImportResult:
         """Import one planned file of a folder (``importer.folder_items``)."""
         return cast(ImportResult, importer.import_item(self.write_engine, item, **kwargs).as_dict())
 
+    @_primary_write
     def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> ImportResult:
         """Import an OpenClaw folder — a state folder (``~/.openclaw``), its ``agents/`` folder
         or a sessions folder — mapped as docs/import.md says; ``rekey=True`` corrects the key
@@ -419,12 +468,14 @@ class TranscriptStore:
         if self.background and not self._closed:
             self._background.trigger()
 
+    @_primary_write
     def reconcile(self, progress: Any = None, on_wait: Any = None) -> ReconcileResult:
         """Index every pending session now. Waits for a live reconciler's lease (``on_wait`` is
         told why, with a :class:`~openclaw_fts.reconcile.LeaseWait`); a dead one's is taken."""
         result = self._make_reconciler().run(wait=True, progress=progress, on_wait=on_wait)
         return cast(ReconcileResult, result)
 
+    @_primary_write
     def rebuild(self, keys: Iterable[str] | None = None, progress: Any = None) -> RebuildResult:
         """Force a re-index of the sessions named by ``keys`` (session keys or session ids;
         None: every session): their derived columns are recomputed from the stored JSON, they
@@ -434,6 +485,7 @@ class TranscriptStore:
         marked = mark_for_rebuild(self.write_engine, keys)
         return {"rebuilt": marked, **self.reconcile(progress=progress)}
 
+    @_primary_write
     def optimize(self) -> None:
         """Merge the full-text index's segments (after large imports or many edits)."""
         from .maintenance import optimize
@@ -449,8 +501,22 @@ class TranscriptStore:
         """Wait for the background reconciler started by a search (tests, scripts)."""
         self._background.wait(timeout)
 
+    def read_after(self, lsn: str | None = None) -> None:
+        """With a ``read_url``: reads from now on see every commit up to the primary's WAL
+        position ``lsn`` (``SELECT pg_current_wal_insert_lsn()`` after the commit); None: every
+        commit that returned before this call, whoever made it (a host's own session
+        included). The store's own writes need no call. Without a ``read_url``: nothing to
+        do."""
+        if self._router is not None:
+            self._router.read_after(lsn)
+
+    def _note_session_commit(self, session: Session) -> None:
+        if self._router is not None:
+            self._router.note_write()
+
     def _read(self) -> Any:
-        conn = self.engine.connect().execution_options(**{READ_ONLY: True})
+        base = self.engine.connect() if self._router is None else self._router.connect()
+        conn = base.execution_options(**{READ_ONLY: True})
         if conn.dialect.name == "postgresql":
             # One snapshot for every statement of a search or a history read (READ COMMITTED
             # takes one per statement: a session could turn pending between the probe and the
@@ -465,14 +531,35 @@ class TranscriptStore:
                 return
             self._closed = True
         self._background.stop()
+        self._dispose_engines()
+
+    def _dispose_engines(self) -> None:
         if self._owns_engine:
             self.engine.dispose()
+        if self._owns_read_engine:
+            self.read_engine.dispose()
 
     def __enter__(self) -> TranscriptStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _standby_engine(read_url: str | URL | Engine, primary: Engine) -> tuple[Engine, bool]:
+    """The engine of ``read_url`` and whether the store made it (so disposes of it)."""
+    if isinstance(read_url, Engine):
+        name = read_url.dialect.name
+    else:
+        name = make_url(read_url).get_backend_name()
+    if primary.dialect.name != "postgresql" or name != "postgresql":
+        raise UnsupportedDatabaseError(
+            "openclaw-fts: read_url names a PostgreSQL hot standby of a PostgreSQL primary "
+            f"(here: {primary.dialect.name} primary, {name} read_url)"
+        )
+    if isinstance(read_url, Engine):
+        return read_url, False
+    return make_engine(read_url), True
 
 
 def _valid_key(value: object) -> bool:

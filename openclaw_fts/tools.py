@@ -32,8 +32,8 @@ from .search import (
 )
 
 if TYPE_CHECKING:
+    from .caller import Caller
     from .store import TranscriptStore
-    from .visibility import Caller
 
 #: The ``group`` value of ``sessions_search`` that returns one hit per session.
 GROUP_BY_SESSION = "session"

@@ -1,4 +1,5 @@
-"""Who may see which sessions: the :class:`Caller`, its policy, and the answers the tools give
+"""Who may see which sessions: the policy over a :class:`~openclaw_fts.caller.Caller` (the value
+itself lives in :mod:`openclaw_fts.caller`, re-exported here), and the answers the tools give
 about an explicit ``sessionKey`` (the predicate itself is written as SQL by
 ``index/visibility_sql.py``).
 
@@ -8,124 +9,29 @@ by listing sessions in Python first; the same ``visible`` predicate serves every
 so search and history can never disagree. Sessions flagged incognito are never visible to
 search; sessions whose KEY has OpenClaw's incognito shape (:func:`is_incognito_session_key`)
 are never visible to anything. An explicit key the caller may not see is ``forbidden`` whether
-or not it exists (:func:`decide_access` judges a key with no session as a session of that key
+or not it exists (:func:`resolve_target` judges a key with no session as a session of that key
 would be judged), with OpenClaw's text naming the setting to change (docs/tools.md).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import Connection
 
-from .errors import ToolInputError, shorten
-from .index.visibility_sql import (
-    _INCOGNITO_KEY_COLONS,
-    _INCOGNITO_REST_RE,
-    KEY_TRIM_CHARS,
-)
-from .tokens import is_valid_unicode
-
-Visibility = Literal["self", "tree", "agent", "all"]
-SandboxVisibility = Literal["spawned", "all"]
-VISIBILITIES: tuple[str, ...] = ("self", "tree", "agent", "all")
-SANDBOX_VISIBILITIES: tuple[str, ...] = ("spawned", "all")
-#: Most agent-to-agent allow patterns accepted (each becomes one LIKE in the statement; more is
-#: refused rather than silently ignored).
-MAX_ALLOW_PATTERNS = 256
-
-
-def agent_id_from_key(session_key: str) -> str | None:
-    """``agent:<id>:...`` keys carry their agent id."""
-    parts = session_key.split(":")
-    if len(parts) >= 3 and parts[0] == "agent" and parts[1]:
-        return parts[1]
-    return None
-
-
-def _allow_regex(pattern: str) -> re.Pattern[str]:
-    """An allow pattern: ``*`` is the only wildcard (as in the SQL LIKE it also becomes)."""
-    parts = (".*" if ch == "*" else re.escape(ch) for ch in pattern.lower())
-    return re.compile("".join(parts) + r"\Z", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class AgentToAgent:
-    """Agent-to-agent policy: under ``all``, other agents' sessions are visible only when
-    enabled and both agent ids match an ``allow`` pattern (``*``, case-insensitive; empty: any)."""
-
-    enabled: bool = False
-    allow: Sequence[str] = ()
-
-    def __post_init__(self) -> None:
-        if isinstance(self.allow, str) or not all(isinstance(p, str) for p in self.allow):
-            raise ToolInputError("agent-to-agent allow must be a list of strings")
-        if len(self.allow) > MAX_ALLOW_PATTERNS:
-            raise ToolInputError(
-                f"agent-to-agent allow takes at most {MAX_ALLOW_PATTERNS} patterns"
-            )
-
-    def allows(self, agent_id: str) -> bool:
-        if not self.allow:
-            return True
-        return any(_allow_regex(p).match(agent_id.lower()) for p in self.allow if p)
-
-
-@dataclass(frozen=True)
-class Caller:
-    """The session asking, and what it may see (docs/tools.md)."""
-
-    session_key: str
-    visibility: Visibility = "tree"
-    agent_id: str | None = None
-    sandboxed: bool = False
-    sandbox_visibility: SandboxVisibility = "spawned"
-    agent_to_agent: AgentToAgent = field(default_factory=AgentToAgent)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.session_key, str) or not self.session_key.strip():
-            raise ToolInputError("caller session_key must be a non-empty string")
-        if not is_valid_unicode(self.session_key):
-            raise ToolInputError("caller session_key is not valid Unicode")
-        if self.visibility not in VISIBILITIES:
-            raise ToolInputError(f"visibility must be one of {', '.join(VISIBILITIES)}")
-        if self.sandbox_visibility not in SANDBOX_VISIBILITIES:
-            raise ToolInputError(
-                f"sandbox_visibility must be one of {', '.join(SANDBOX_VISIBILITIES)}"
-            )
-
-    @property
-    def effective_agent_id(self) -> str:
-        return self.agent_id or agent_id_from_key(self.session_key) or "main"
-
-    @property
-    def effective_visibility(self) -> Visibility:
-        if self.sandboxed and self.sandbox_visibility == "spawned":
-            return "tree"
-        return self.visibility
-
-    @property
-    def is_narrow(self) -> bool:
-        """True when the visible set is a handful of sessions (own key and its children)."""
-        return self.effective_visibility in ("self", "tree")
-
-
-# --------------------------------------------------------------------------- incognito keys
-
-
-def is_incognito_session_key(session_key: object) -> bool:
-    """OpenClaw's ``isIncognitoSessionKey``: ``agent:<id>:<kind>:incognito-<name>`` (any case,
-    surrounding whitespace ignored), ``<kind>`` one of :data:`INCOGNITO_KEY_KINDS`."""
-    if not isinstance(session_key, str):
-        return False
-    parts = session_key.strip(KEY_TRIM_CHARS).lower().split(":")
-    if len(parts) < _INCOGNITO_KEY_COLONS or parts[0] != "agent" or not parts[1]:
-        return False
-    return _INCOGNITO_REST_RE.match(":".join(parts[2:])) is not None
-
+from .caller import MAX_ALLOW_PATTERNS as MAX_ALLOW_PATTERNS
+from .caller import SANDBOX_VISIBILITIES as SANDBOX_VISIBILITIES
+from .caller import VISIBILITIES as VISIBILITIES
+from .caller import AgentToAgent as AgentToAgent
+from .caller import Caller as Caller
+from .caller import SandboxVisibility as SandboxVisibility
+from .caller import Visibility as Visibility
+from .caller import agent_id_from_key as agent_id_from_key
+from .caller import is_incognito_session_key as is_incognito_session_key
+from .errors import shorten
+from .index import sessions_sql
 
 # --------------------------------------------------------------------------- explicit keys
 
@@ -251,8 +157,6 @@ def resolve_target(
     elif shown == MAIN_ALIAS:
         key = f"agent:{caller.effective_agent_id}:{MAIN_ALIAS}"
     elif is_session_id_input(shown):
-        from .index import sessions_sql  # it renders visible(): imported on use
-
         found = sessions_sql.lookup_key(
             conn, shown, scope_key=caller.session_key if _spawned_only(caller) else None
         )
@@ -263,8 +167,6 @@ def resolve_target(
         key = shown
     if is_incognito_session_key(key):
         return incognito_denial(shown)
-    from .index import sessions_sql
-
     virtual_agent = agent_id_from_key(key) or caller.effective_agent_id
     seen, stored, agent, incognito = sessions_sql.judge_key(
         conn, caller, key, virtual_agent, for_search=action == "search"

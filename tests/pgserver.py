@@ -5,7 +5,11 @@ socket inside its own temporary folder only (``listen_addresses=''``: no TCP por
 another process on the machine can collide with), and :meth:`~PgServer.stop` stops it and
 removes the folder whatever state the start reached. When the process runs as root (initdb
 and pg_ctl refuse root), every server command runs as the ``postgres`` system user through
-``runuser``, in a folder that user owns; otherwise they run directly.
+``runuser``, in a folder that user owns; otherwise they run directly. A server started with a
+``primary`` is a hot standby of it: ``pg_basebackup -R`` over the primary's socket (streaming
+replication, the primary's default ``wal_level=replica`` and the ``local replication`` trust
+line initdb writes), started in a folder of its own; :meth:`~PgServer.promote` makes it a
+primary.
 
 :func:`find_bindir` says where the binaries are, or :func:`unavailable_reason` why the
 PostgreSQL half of the suite cannot run here.
@@ -100,6 +104,8 @@ class PgServer:
     """One cluster in a temporary folder; use :meth:`start` / :meth:`stop` (or ``with``)."""
 
     bindir: Path
+    #: When set, this server is a hot standby of ``primary`` (which must be running).
+    primary: PgServer | None = None
     root: Path = field(init=False)
     version: str = field(default="", init=False)
     _started: bool = field(default=False, init=False)
@@ -156,39 +162,117 @@ class PgServer:
             if _runs_as_root():
                 info = pwd.getpwnam(SERVER_USER)
                 os.chown(self.root, info.pw_uid, info.pw_gid)
-            self._run(
-                str(self.bindir / "initdb"),
-                "-D",
-                str(self.data_dir),
-                "-U",
-                SUPERUSER,
-                "-A",
-                "trust",
-                "-E",
-                "UTF8",
-                "--no-locale",
-                "--no-sync",
-            )
-            options = " ".join(f"-c {key}={value}" for key, value in SERVER_SETTINGS.items())
-            self._started = True  # from here on, stop() must try pg_ctl stop
-            self._run(
-                str(self.bindir / "pg_ctl"),
-                "-D",
-                str(self.data_dir),
-                "-l",
-                str(self.log_file),
-                "-w",
-                "-t",
-                str(PG_CTL_TIMEOUT_S),
-                "-o",
-                f"-k {self.socket_dir} -p {PORT} {options}",
-                "start",
-            )
+            if self.primary is None:
+                self._run(
+                    str(self.bindir / "initdb"),
+                    "-D",
+                    str(self.data_dir),
+                    "-U",
+                    SUPERUSER,
+                    "-A",
+                    "trust",
+                    "-E",
+                    "UTF8",
+                    "--no-locale",
+                    "--no-sync",
+                )
+            else:
+                # -R writes standby.signal and primary_conninfo (the primary's socket folder);
+                # -X stream copies the WAL written during the copy; -c fast: no wait for a
+                # spread checkpoint.
+                self._run(
+                    str(self.bindir / "pg_basebackup"),
+                    "-D",
+                    str(self.data_dir),
+                    "-h",
+                    str(self.primary.socket_dir),
+                    "-p",
+                    str(PORT),
+                    "-U",
+                    SUPERUSER,
+                    "-R",
+                    "-X",
+                    "stream",
+                    "-c",
+                    "fast",
+                    "--no-sync",
+                )
+            self.start_again()
             self.version = self._run(str(self.bindir / "pg_ctl"), "--version").strip()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def start_again(self) -> None:
+        """``pg_ctl start`` on the data folder (after :meth:`start` made it, or after a
+        :meth:`shutdown`)."""
+        options = " ".join(f"-c {key}={value}" for key, value in SERVER_SETTINGS.items())
+        self._started = True  # from here on, stop() must try pg_ctl stop
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.log_file),
+            "-w",
+            "-t",
+            str(PG_CTL_TIMEOUT_S),
+            "-o",
+            f"-k {self.socket_dir} -p {PORT} {options}",
+            "start",
+        )
+
+    def restart(self) -> None:
+        """Stop the server (``-m fast``: every client connection is cut; not ``immediate``, whose
+        crash recovery would drop the last commits under ``synchronous_commit=off``) and start it
+        again on the same folder and socket."""
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.log_file),
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            str(PG_CTL_TIMEOUT_S),
+            "restart",
+        )
+
+    def standby(self) -> PgServer:
+        """A hot standby of this server, streaming from it, started (stop it before this one)."""
+        return PgServer(self.bindir, primary=self).start()
+
+    def promote(self) -> None:
+        """``pg_ctl promote`` (waits until the server accepts writes)."""
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data_dir),
+            "-w",
+            "-t",
+            str(PG_CTL_TIMEOUT_S),
+            "promote",
+        )
+
+    def shutdown(self, mode: str = "fast") -> None:
+        """``pg_ctl stop -m mode``, keeping the folder (a fast shutdown sends every WAL record
+        to the connected standbys first); :meth:`stop` still removes the folder."""
+        if self._started:
+            self._run(
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.data_dir),
+                "-m",
+                mode,
+                "-w",
+                "-t",
+                str(PG_CTL_TIMEOUT_S),
+                "stop",
+            )
+            self._started = False
 
     def stop(self) -> None:
         """Stop the server (immediate: nothing here needs a clean shutdown); remove the folder."""

@@ -1,4 +1,4 @@
-"""Several processes on one SQLite file (README): writers, a searcher, a reconciler.
+"""Several processes on one SQLite file (docs/reliability.md): writers, a searcher, a reconciler.
 
 Each test starts every worker (``tests/workers/*.py`` run with ``sys.executable``) before
 waiting for any, so they really overlap; each wait has a timeout, so a hang fails the test.

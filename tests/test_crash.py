@@ -1,4 +1,4 @@
-"""SIGKILL at random points (README "Reliability": a crash loses nothing but the unfinished batch).
+"""SIGKILL at random points (docs/reliability.md: a crash loses nothing but the unfinished batch).
 
 A worker (``tests/workers/crash_*.py``, forked by ``tests/workers/forkserver.py`` so that a
 round does not pay for a new interpreter) is killed with SIGKILL after a random delay, many

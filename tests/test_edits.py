@@ -25,7 +25,7 @@ from openclaw_fts import (
     TranscriptStore,
 )
 from openclaw_fts.check import check
-from openclaw_fts.index.edit_triggers import EDIT_REFUSED
+from openclaw_fts.index.sqlite.edit_triggers import EDIT_REFUSED
 
 pytestmark = pytest.mark.both_engines
 

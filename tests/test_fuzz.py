@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the write paths and the importer (README "Reliability").
+"""Property-based fuzzing of the write paths and the importer (docs/reliability.md).
 
 Hypothesis generates event dicts — recursive JSON with, often, the realistic shapes of
 OpenClaw's transcripts (messages with roles and content blocks, leaf controls, side appends,
@@ -13,7 +13,7 @@ collide — and byte soup for the JSONL importer. The promises checked on every 
 
 The example database is off and generation is derandomized, so CI runs the same examples every
 time (see SCALE below for longer, random local runs); each test prints how many examples it
-ran (quoted in the README).
+ran (quoted in docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -308,12 +308,23 @@ def _tool_conversation(store: TranscriptStore) -> None:
     )
 
 
-def test_without_include_tools_tool_traffic_is_dropped(store: TranscriptStore) -> None:
+def test_without_include_tools_only_tool_results_are_dropped(store: TranscriptStore) -> None:
+    """OpenClaw's stripToolMessages removes the ``toolResult``/``tool`` messages; assistant
+    turns made only of tool calls (a1, and a2 with thinking) stay."""
     _tool_conversation(store)
     out = store.history(CALLER, ME)
-    assert ids(out) == ["u1", "a3", "a4"]
-    assert out["totalMessages"] == 3
-    assert ids(store.history(CALLER, ME, include_tools=False)) == ["u1", "a3", "a4"]
+    assert ids(out) == ["u1", "a1", "a2", "a3", "a4"]
+    assert out["totalMessages"] == 5
+    assert ids(store.history(CALLER, ME, include_tools=False)) == ids(out)
+    a1 = out["messages"][1]
+    assert a1["content"][0]["type"] == "toolCall" and a1["content"][0]["arguments"] == {"cmd": "ls"}
+
+
+@pytest.mark.parametrize("role", ["tool_result", "function", "system", "toolCall"])
+def test_without_include_tools_other_roles_stay(store: TranscriptStore, role: str) -> None:
+    store.create_session("s1", ME)
+    store.append_many("s1", linear([msg("u1", "hi"), msg("r1", "output", role=role)]))
+    assert ids(store.history(CALLER, ME)) == ["u1", "r1"]
 
 
 def test_with_include_tools_everything_is_returned(store: TranscriptStore) -> None:
@@ -331,7 +342,8 @@ def test_paging_counts_only_the_messages_returned(store: TranscriptStore) -> Non
     out = store.history(CALLER, ME, limit=2)
     assert ids(out) == ["a3", "a4"]
     assert out["nextOffset"] == 2
-    assert ids(store.history(CALLER, ME, limit=2, offset=2)) == ["u1"]
+    assert ids(store.history(CALLER, ME, limit=2, offset=2)) == ["a1", "a2"]
+    assert ids(store.history(CALLER, ME, limit=2, offset=4)) == ["u1"]
 
 
 # --------------------------------------------------------------------------- sanitising
@@ -501,6 +513,54 @@ def test_newest_messages_that_fit_80_kib_are_kept(store: TranscriptStore) -> Non
     older = store.history(CALLER, ME, message_id=f"m{39 - len(kept)}", limit=1)["messages"]
     assert json_size(older + out["messages"]) > BUDGET
     assert all(m["content"] == texts[int(m["__openclaw"]["id"][1:])] for m in out["messages"])
+
+
+def follow_pages(store: TranscriptStore, limit: int) -> list[dict[str, Any]]:
+    """Every page from offset 0, following ``nextOffset`` while ``hasMore``."""
+    pages = [store.history(CALLER, ME, limit=limit)]
+    while pages[-1]["hasMore"]:
+        assert len(pages) <= PAGE_GUARD
+        pages.append(store.history(CALLER, ME, limit=limit, offset=pages[-1]["nextOffset"]))
+    assert "nextOffset" not in pages[-1]
+    return pages
+
+
+#: More pages than any test here needs (a paging loop that never ends fails instead).
+PAGE_GUARD = 100
+
+
+@pytest.mark.parametrize("limit", [40, 60, 200])
+def test_following_next_offset_after_the_cap_reaches_every_message(
+    store: TranscriptStore, limit: int
+) -> None:
+    """The 80 KiB cap keeps ~20 of these messages per page: the next page starts before the
+    oldest message returned, so the dropped ones come next, and ``hasMore`` stays true until
+    the oldest message was returned (also when the limit covers the whole session)."""
+    count = 60
+    store.create_session("s1", ME)
+    store.append_many("s1", chain([f"{i:04d}" + "z" * 3896 for i in range(count)]))
+    pages = follow_pages(store, limit)
+    seen = [i for page in reversed(pages) for i in ids(page)]
+    assert seen == [f"m{i}" for i in range(count)]  # every message once, in order
+    assert len(pages) > 2
+    first = pages[0]
+    assert first["droppedMessages"] is True and first["hasMore"] is True
+    assert first["nextOffset"] == len(first["messages"])
+    for page in pages:
+        assert page["totalMessages"] == count and page["bytes"] <= BUDGET
+
+
+def test_paging_goes_past_a_message_too_large_for_the_cap(store: TranscriptStore) -> None:
+    big = [{"type": "text", "text": "w" * 3999} for _ in range(30)]  # ~120 KB, no cut
+    events = [msg(f"m{i}", f"short {i}") for i in range(5)]
+    events.insert(3, msg("big", big, role="assistant"))
+    store.create_session("s1", ME)
+    store.append_many("s1", linear(events))
+    pages = follow_pages(store, 10)
+    seen = [i for page in reversed(pages) for i in ids(page)]
+    assert seen == ["m0", "m1", "m2", "big", "m3", "m4"]
+    placeholder = next(m for p in pages for m in p["messages"] if m["__openclaw"]["id"] == "big")
+    assert placeholder["content"] == OMITTED
 
 
 def test_budget_keeps_the_window_around_an_anchor(store: TranscriptStore) -> None:

@@ -1,4 +1,4 @@
-"""The ORM session hooks: same-transaction indexing whatever way the host writes (README).
+"""The ORM session hooks: same-transaction indexing whatever way the host writes (docs/host.md).
 
 Every test runs on a real SQLite file; what is indexed is observed through ``store.search`` (and,
 for "nothing left behind", by counting rows of the plugin's tables).

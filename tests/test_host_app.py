@@ -1,6 +1,6 @@
 """The plugin as a guest in a host's Alembic history: the real ``alembic`` command, run in a copy
 of ``examples/host_app`` (its own models, env.py and two revisions), on a fresh database and on
-one that already holds the host's data. What the README's host section says is what runs here."""
+one that already holds the host's data. What docs/alembic.md says is what runs here."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile input (README, Reliability) and the security promises that go with it.
+"""Hostile input (docs/reliability.md) and the security promises that go with it.
 
 Every bad input has a defined outcome — a clear ``openclaw_fts.errors`` error (never a raw
 ``sqlite3``/SQLAlchemy/Unicode/Recursion error) or a documented behaviour — and leaves the index

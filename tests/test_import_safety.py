@@ -107,7 +107,7 @@ def transcript_lines(rng: random.Random, n: int) -> list[bytes]:
     return lines
 
 
-#: What the in-process property test did (printed with ``-s``, quoted in the README).
+#: What the in-process property test did (printed with ``-s``, quoted in docs/reliability.md).
 TALLY = {"transcripts": 0, "stopped": 0, "entries": 0, "aborted": 0}
 
 

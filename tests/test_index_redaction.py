@@ -203,3 +203,31 @@ def test_a_host_pattern_still_masks_search_snippets(db_url: str) -> None:
     assert EMPLOYEE_ID not in snippet and "EMP-" not in snippet
     assert "payroll record ***" in snippet
     assert SECRET not in snippet and "sk-pro…8Jp5" in snippet
+
+
+#: Secrets of the families masked since INDEX_VERSION 4, each in the syntax users paste, with
+#: a query word next to it and the pieces an attacker would search for.
+NEW_FAMILIES = [
+    ("mysqlflag", "mysql -u root -pZq8Wv3Kd9Lm shop", "Zq8Wv3Kd9Lm"),
+    ("redisflag", "redis-cli -h cache -a Rx7Tq2Nb5Vw ping", "Rx7Tq2Nb5Vw"),
+    ("netrcfile", "machine api.example.com login bob password Pk4Hs9Jd2Fx", "Pk4Hs9Jd2Fx"),
+    ("yamlplain", "db:\n  password: correcthorse\n", "correcthorse"),
+    ("clientlit", "const c = new Client('r2ofhhzv4tq8nbd7wpy3kxm5jcs6gfea');", "nbd7wpy3kxm5"),
+    ("airtabpat", "patAbCdEfGhIjKlMn." + "0123456789abcdef" * 4, "0123456789abcdef"),
+    ("vaultold", "vault: s.Ab3dEfGh1jKlMnOpQrStUvWx", "Ab3dEfGh1jKlMnOp"),
+]
+
+
+def test_new_families_are_masked_in_snippet_history_and_index(store: TranscriptStore) -> None:
+    store.create_session("s1", KEY)
+    store.append_many("s1", chain([f"{word} {text}" for word, text, _secret in NEW_FAMILIES]))
+    history = str(store.history(CALLER, KEY)["messages"])
+    with store.engine.connect() as conn:
+        bodies = " ".join(row[0] for row in conn.execute(text(f"SELECT body FROM {CONTENT_TABLE}")))
+    for word, _text, secret in NEW_FAMILIES:
+        hits = store.search(CALLER, word)["results"]
+        assert len(hits) == 1, word
+        assert secret not in hits[0]["snippet"], hits[0]["snippet"]
+        assert secret not in history and secret not in bodies, word
+        assert store.search(CALLER, secret)["results"] == [], secret
+        assert store.search(CALLER, f"{secret[:6]}*")["results"] == [], secret

@@ -1,4 +1,4 @@
-"""Schema migrations (README: "Using the plugin's migrations", "Python"): a populated revision-1
+"""Schema migrations (docs/alembic.md, docs/host.md): a populated revision-1
 database upgrades in well under a second and is backfilled by the reconciler, autogenerate sees
 no drift, downgrade removes everything, and the built wheel carries working migrations."""
 

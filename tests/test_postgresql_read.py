@@ -18,8 +18,9 @@ from sqlalchemy import Engine, event, text
 from test_postgresql_query import HOSTILE
 
 from openclaw_fts import TranscriptStore
-from openclaw_fts.index.base import Hit, reader
+from openclaw_fts.index.base import reader
 from openclaw_fts.index.postgresql.read import PostgresReader
+from openclaw_fts.rows import Hit
 from openclaw_fts.search import build_request
 from openclaw_fts.visibility import AgentToAgent, Caller
 

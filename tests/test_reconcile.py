@@ -1,4 +1,4 @@
-"""Reconciliation (README): pending sessions, rewinds, backfill, the lease, crashes, races.
+"""Reconciliation (docs/architecture.md): pending sessions, rewinds, backfill, leases, crashes.
 
 Scenarios follow OpenClaw's own (rewind, doctor-style backfill, large dirty sessions) plus the
 concurrency promises: one reconciler per database across threads and processes, a killed
@@ -799,7 +799,7 @@ def test_appends_while_reconciling_in_a_thread(store: TranscriptStore, db_url: s
 
 
 def test_raw_rows_behind_the_hooks_make_the_session_pending(store: TranscriptStore) -> None:
-    """Rows written outside the hooks (README) make a clean session pending, even when
+    """Rows written outside the hooks (docs/editing.md) make a clean session pending, even when
     the writer did not maintain ``sessions.last_seq``."""
     store.create_session("s1", KEY)
     store.append_many("s1", chain(["hiddenword alpha", "hiddenword beta"]))

@@ -595,7 +595,13 @@ NOT_SECRETS = {
 def _text(alphabet: str, low: int, high: int) -> st.SearchStrategy[str]:
     return st.text(alphabet=alphabet, min_size=low, max_size=high).filter(
         # a value that is itself a secret's name (``token=securityCode``) is read as a variable
-        lambda s: s.lower() not in NOT_SECRETS and not is_sensitive_name(s)
+        # and ``xxx`` … ``xxxxxxxx`` are placeholders
+        lambda s: (
+            s.lower() not in NOT_SECRETS
+            and not is_sensitive_name(s)
+            and not (len(set(s)) == 1 and s[0] in "xX*#" and len(s) <= 8)
+            and s.lower() != "salt"
+        )
     )
 
 

@@ -23,7 +23,7 @@ from openclaw_fts.sanitize import (
     base64_decoded_size,
     cut_graphemes,
     fit_to_budget,
-    is_tool_only,
+    is_tool_message,
     json_size,
     sanitize_message,
 )
@@ -525,7 +525,7 @@ def test_ten_megabyte_pem_collapses_and_is_flagged_cut() -> None:
     assert out.endswith(SUFFIX) and result.content_truncated
 
 
-# --------------------------------------------------------------------------- tool-only
+# --------------------------------------------------------------------------- tool messages
 
 
 @pytest.mark.parametrize(
@@ -533,13 +533,13 @@ def test_ten_megabyte_pem_collapses_and_is_flagged_cut() -> None:
     [
         ({"role": "toolResult", "content": [{"type": "text", "text": "ok"}]}, True),
         ({"role": "tool", "content": "ok", "tool_call_id": "1"}, True),
-        ({"role": "assistant", "content": [{"type": "toolCall", "name": "a"}]}, True),
+        ({"role": "assistant", "content": [{"type": "toolCall", "name": "a"}]}, False),
         (
             {
                 "role": "assistant",
                 "content": [{"type": "tool_use", "name": "a"}, {"type": "function_call"}],
             },
-            True,
+            False,
         ),
         (
             {
@@ -550,7 +550,7 @@ def test_ten_megabyte_pem_collapses_and_is_flagged_cut() -> None:
                     {"type": "toolCall", "name": "a"},
                 ],
             },
-            True,
+            False,
         ),
         (
             {
@@ -559,8 +559,8 @@ def test_ten_megabyte_pem_collapses_and_is_flagged_cut() -> None:
             },
             False,
         ),
-        ({"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]}, True),
-        ({"role": "assistant", "content": "", "tool_calls": [{"id": "1"}]}, True),
+        ({"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]}, False),
+        ({"role": "assistant", "content": "", "tool_calls": [{"id": "1"}]}, False),
         ({"role": "assistant", "content": "Sure", "tool_calls": [{"id": "1"}]}, False),
         ({"role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]}, False),
         ({"role": "assistant", "content": []}, False),
@@ -570,7 +570,7 @@ def test_ten_megabyte_pem_collapses_and_is_flagged_cut() -> None:
                 "role": "user",
                 "content": [{"type": "tool_result", "tool_use_id": "1", "content": "x"}],
             },
-            True,
+            False,
         ),
         ({"role": "user", "content": [{"type": "text", "text": "hi"}]}, False),
         (
@@ -584,8 +584,10 @@ def test_ten_megabyte_pem_collapses_and_is_flagged_cut() -> None:
         ({"role": "system", "content": "be brief"}, False),
     ],
 )
-def test_is_tool_only(message: dict[str, Any], expected: bool) -> None:
-    assert is_tool_only(message) is expected
+def test_only_tool_result_roles_are_tool_messages(message: dict[str, Any], expected: bool) -> None:
+    """OpenClaw's stripToolMessages: role ``toolResult`` or ``tool``, nothing else (an assistant
+    turn of tool calls only, or a user message of tool-result blocks, stays in history)."""
+    assert is_tool_message(message) is expected
 
 
 # --------------------------------------------------------------------------- budget
@@ -774,4 +776,4 @@ def test_any_message_is_sanitized_safely(role: str, content: Any, extra: dict[st
     assert "thinkingSignature" not in dumped
     if isinstance(content, (str, list)):
         assert GHP not in dumped
-    is_tool_only(message)  # never raises
+    is_tool_message(message)  # never raises

@@ -7,45 +7,32 @@ a connection; each
 dialect's package under ``openclaw_fts/index/`` registers exactly one implementation, the way
 Alembic registers one ``Impl`` per dialect. An unregistered dialect is refused with
 :class:`~openclaw_fts.errors.UnsupportedDatabaseError`. This module holds no SQL and imports no
-backend at module load (each backend registers itself when its package is imported).
+backend (each registers itself when ``openclaw_fts.index`` is imported).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..errors import UnsupportedDatabaseError, shorten
-from ..query import CompiledQuery
+from ..errors import UnsupportedDatabaseError
+from ..rows import (
+    EarlierEvent,
+    EventRow,
+    Finish,
+    Hit,
+    NewRow,
+    SearchRequest,
+    SessionContext,
+    StateRow,
+    StoredRow,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from ..caller import Caller
     from ..transcript import Tree, TreeNode
-    from ..visibility import Caller
-
-Order = Literal["relevance", "recent"]
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    """Validated arguments of one search (built by ``search.build_request``)."""
-
-    query: str
-    compiled: CompiledQuery | None
-    limit: int
-    session_key: str | None
-    role: str | None
-    since: int | None
-    until: int | None
-    order: Order
-
-
-#: A hit as a backend's ranking returns it: (index row id, session_id, seq, event_id, role,
-#: timestamp_ms, session_key, rank). ``rank``: LOWER is better (results are in ascending rank;
-#: ``score`` = ``-rank``), its scale backend-defined (docs/tools.md); None when not ranked.
-Hit = tuple[int, str, int, str, str, int, str, float | None]
 
 
 class Reader(Protocol):
@@ -91,99 +78,6 @@ class Reader(Protocol):
 # --------------------------------------------------------------------------- the write side
 
 
-@dataclass(slots=True)
-class StateRow:
-    """A session's ``openclaw_index_state`` row."""
-
-    id: int
-    indexed_seq: int
-    indexed_leaf: str | None
-    needs_rebuild: bool
-    generation: int
-    index_version: int
-
-
-@dataclass(slots=True)
-class SessionContext:
-    """A session's write-relevant columns and index state, read in one statement."""
-
-    last_seq: int
-    incognito: bool
-    state: StateRow | None
-
-
-@dataclass(frozen=True, slots=True)
-class NewRow:
-    """An index row to write (``body``: ``tokens.index_body`` of the masked text)."""
-
-    session_id: str
-    seq: int
-    event_id: str
-    role: str
-    timestamp_ms: int
-    body: str
-    sess: str
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRow:
-    """An index row as stored (what the planner compares with the row it would write; the
-    session token is derived from the session, so it is not read back)."""
-
-    id: int
-    seq: int
-    event_id: str
-    role: str
-    timestamp_ms: int
-    body: str
-
-
-@dataclass(frozen=True, slots=True)
-class EarlierEvent:
-    """What the append fast path needs of an earlier event named as a parent: its derived
-    columns, its JSON only when it is a leaf control, and (SQLite: ``json_type``) whether an
-    empty ``parent_id`` column stands for an explicit null."""
-
-    seq: int
-    type: str | None
-    side: bool
-    parent_id: str | None
-    leaf_json: str | None
-    parent_json_type: str | None
-
-
-#: One ``transcript_events`` row to insert, keyed by column name (``session_id``, ``seq``,
-#: ``event_id``, ``parent_id``, ``type``, ``role``, ``target_id``, ``side``, ``timestamp_ms``,
-#: ``event``).
-EventRow = Mapping[str, Any]
-#: Columns of :data:`EventRow`, in the order the backends insert them.
-EVENT_COLUMNS = (
-    "session_id",
-    "seq",
-    "event_id",
-    "parent_id",
-    "type",
-    "role",
-    "target_id",
-    "side",
-    "timestamp_ms",
-    "event",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    """What marks a planned session clean: its watermark, the leaf the fast path may extend
-    (None unless the branch is a rooted path) and its branch records."""
-
-    session_id: str
-    state_id: int
-    last_seq: int
-    leaf: str | None
-    tree: Tree
-    seq_of_tip: Mapping[str, int]
-
-
 class Writer(Protocol):
     """The write side of an index backend: every statement that writes, and the reads the
     writers plan from. Every method runs on the caller's connection and transaction."""
@@ -216,6 +110,14 @@ class Writer(Protocol):
     def last_seq(self, conn: Connection, session_id: str) -> int | None: ...
     def taken_event_ids(self, conn: Connection, session_id: str, ids: list[str]) -> set[str]: ...
     def unkeyed_events(self, conn: Connection, session_id: str) -> list[str]: ...
+    def event_ids(self, conn: Connection, session_id: str) -> set[str]:
+        """The ids of the session's stored events (those that have one)."""
+        ...
+
+    def session_owner(self, conn: Connection, session_id: str) -> tuple[str, str] | None:
+        """``(agent_id, session_key)`` of a stored session (None: no such session)."""
+        ...
+
     def ensure_session(
         self, conn: Connection, fields: Mapping[str, Any], *, rekey: bool
     ) -> int | None: ...
@@ -282,22 +184,6 @@ class Writer(Protocol):
     def clean_session_ids(self, conn: Connection) -> list[str]: ...
 
 
-@dataclass(frozen=True)
-class LeaseWait:
-    """Why a reconciler is waiting: who holds the lease and for how much longer (0: until it
-    lets go; a PostgreSQL advisory lock does not expire)."""
-
-    holder: str
-    expires_in: float
-
-    @property
-    def reason(self) -> str:
-        return (
-            f"another reconciler ({shorten(self.holder)}) holds the lease; waiting until it "
-            f"finishes or its lease expires in {max(0.0, self.expires_in):.0f} s"
-        )
-
-
 _FACTORIES: dict[tuple[str, str], Callable[[], object]] = {}
 _INSTANCES: dict[tuple[str, str], object] = {}
 
@@ -318,8 +204,6 @@ def _backend(side: str, conn: Connection) -> object:
     found = _INSTANCES.get(key)
     if found is None:
         if key not in _FACTORIES:
-            _load(key[1])
-        if key not in _FACTORIES:
             raise UnsupportedDatabaseError(
                 f"openclaw-fts has no index backend for {key[1]!r} databases"
             )
@@ -335,11 +219,3 @@ def reader(conn: Connection) -> Reader:
 def writer(conn: Connection) -> Writer:
     """The write backend for ``conn``'s dialect."""
     return cast("Writer", _backend("write", conn))
-
-
-def _load(name: str) -> None:
-    """Import the backend package of a known dialect (it registers itself)."""
-    if name == "sqlite":
-        from . import sqlite  # noqa: F401
-    elif name == "postgresql":
-        from . import postgresql  # noqa: F401

@@ -16,9 +16,8 @@ from sqlalchemy import Connection, text
 
 from .. import transcript
 from ..jsonsafe import stored_event
-from ..models import INDEX_VERSION
+from ..rows import INDEX_VERSION, Hit, SearchRequest, StateRow
 from ..tokens import body_is_clean_text, clean_text
-from .base import Hit, SearchRequest, StateRow
 
 #: "This session is pending", over ``openclaw_sessions s LEFT JOIN openclaw_index_state st``.
 PENDING_CONDITION = (

@@ -19,7 +19,7 @@ from .common import EXACT_JOIN
 from .visibility_sql import visible
 
 if TYPE_CHECKING:
-    from ..visibility import Caller
+    from ..caller import Caller
 
 _mi = table(
     "message_index",

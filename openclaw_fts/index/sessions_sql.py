@@ -17,7 +17,7 @@ from ..jsonsafe import stored_event
 from .visibility_sql import visible
 
 if TYPE_CHECKING:
-    from ..visibility import Caller
+    from ..caller import Caller
 
 
 def _unstorable(conn: Connection, value: str) -> bool:

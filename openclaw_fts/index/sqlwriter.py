@@ -22,10 +22,9 @@ from sqlalchemy.exc import IntegrityError
 
 from .. import transcript
 from ..jsonsafe import stored_event
-from ..models import INDEX_VERSION
-from ..transcript import Tree
-from .base import (
+from ..rows import (
     EVENT_COLUMNS,
+    INDEX_VERSION,
     EarlierEvent,
     EventRow,
     Finish,
@@ -34,6 +33,7 @@ from .base import (
     StateRow,
     StoredRow,
 )
+from ..transcript import Tree
 from .common import PENDING_CONDITION
 
 #: The table of index rows (its full-text side is the backend's own).
@@ -221,6 +221,23 @@ class SqlWriter:
             )
             found.update(r[0] for r in result)
         return found
+
+    def event_ids(self, conn: Connection, session_id: str) -> set[str]:
+        rows = self.run(
+            conn,
+            "SELECT event_id FROM transcript_events WHERE session_id = :sid "
+            "AND event_id IS NOT NULL",
+            {"sid": session_id},
+        )
+        return {r[0] for r in rows}
+
+    def session_owner(self, conn: Connection, session_id: str) -> tuple[str, str] | None:
+        row = self.run(
+            conn,
+            "SELECT agent_id, session_key FROM openclaw_sessions WHERE session_id = :sid",
+            {"sid": session_id},
+        ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
 
     def unkeyed_events(self, conn: Connection, session_id: str) -> list[str]:
         rows = self.run(

@@ -4,30 +4,16 @@ rendered for the connection's dialect.
 
 Invariant: every value is a bound parameter (``vis_*``), never spliced into the text; the
 incognito-key test in SQL (:func:`incognito_key_sql`) and in Python
-(``visibility.is_incognito_session_key``) use the same constants from here, so they agree
-(tests/test_tool_contract.py runs both on every key shape). Who may see what is decided by
-``visibility.py`` (the policy); this module only writes it as SQL.
+(``caller.is_incognito_session_key``) are built from the same constants of
+:mod:`openclaw_fts.caller`, so they agree. Who may see what is decided by ``visibility.py`` (the
+policy); this module only writes it as SQL.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ..visibility import Caller
-
-#: The session kinds whose ``agent:<id>:<kind>:incognito-<name>`` keys are incognito (OpenClaw's
-#: ``isIncognitoSessionKey``): process-only sessions, never indexed, listed or read.
-INCOGNITO_KEY_KINDS: tuple[str, ...] = ("dashboard", "subagent", "internal-session-effects")
-#: Characters trimmed off a key before its shape is judged (the same in SQL and in Python).
-KEY_TRIM_CHARS = " \t\n\r\v\f"
-_INCOGNITO_REST_RE = re.compile(
-    "(?:" + "|".join(re.escape(k) for k in INCOGNITO_KEY_KINDS) + r"):incognito-[^:]+\Z"
-)
-#: Colons in an incognito key: ``agent`` : id : kind : ``incognito-<name>``.
-_INCOGNITO_KEY_COLONS = 3
+from ..caller import INCOGNITO_KEY_COLONS, INCOGNITO_KEY_KINDS, KEY_TRIM_CHARS, Caller
 
 
 def _like_pattern(pattern: str) -> str:
@@ -68,7 +54,7 @@ def incognito_key_sql(alias: str = "s", *, dialect: str = "sqlite") -> str:
         f"{key} LIKE ('agent'{colon}'_%'{colon}'{kind}'{colon}'incognito-_%')"
         for kind in INCOGNITO_KEY_KINDS
     )
-    colons = f"length({key}) - length(replace({key}, {char}(58), '')) = {_INCOGNITO_KEY_COLONS}"
+    colons = f"length({key}) - length(replace({key}, {char}(58), '')) = {INCOGNITO_KEY_COLONS}"
     # One cheap LIKE first: almost no key holds "incognito-", and then nothing else is computed.
     return f"({alias}.session_key {like} '%incognito-%' AND ({shapes}) AND {colons})"
 

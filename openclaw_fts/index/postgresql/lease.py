@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..base import LeaseWait
+from ...rows import LeaseWait
 
 #: The advisory lock key (bigint form; below 2**31, so ``pg_locks`` shows it as classid 0,
 #: objid = the key, objsubid 1): the first four bytes of sha256("openclaw-fts:reconcile"),

@@ -18,21 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
-from ..base import Hit, SearchRequest
+from ...rows import Hit, SearchRequest
 from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
 from ..visibility_sql import visible
 from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
 from .query import render
 
 if TYPE_CHECKING:
-    from ...visibility import Caller
+    from ...caller import Caller
 
 #: Set for the search's transaction before the statements that take the caller's parameters
 #: (the visibility probe and the ranked statement): psycopg prepares a statement from its 5th
 #: execution on a connection, and PostgreSQL may then switch to a generic plan, in which
 #: ``to_tsquery(cfg, $1)`` is not a constant and the visible-sessions path is not chosen
-#: (bench/pg_narrow.py: a narrow search of a common word took 14-25 ms instead of about 1 ms at
-#: 10k hidden sessions; docs/postgresql.md). ``is_local``: it ends with the transaction.
+#: (measured: a narrow search of a common word took 14-25 ms instead of about 1 ms at 10k
+#: hidden sessions; docs/postgresql.md). ``is_local``: it ends with the transaction.
 FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
 #: ``ts_rank`` normalisation: divide by 1 + the logarithm of the document length (a long message
 #: that mentions a word once ranks below a short one, as with bm25's length normalisation).

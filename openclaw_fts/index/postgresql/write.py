@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Connection, TextClause, text
 
 from ...jsonsafe import stored_event
-from ..base import NewRow
+from ...rows import NewRow
 from ..sqlwriter import CONTENT_TABLE, SqlWriter
 
 

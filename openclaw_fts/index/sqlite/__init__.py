@@ -6,7 +6,8 @@ Invariant: ``message_fts`` (external content over ``message_index``) holds exact
 ``executemany`` each (no insert trigger: a trigger opens a statement savepoint per row, which
 makes FTS5 flush one segment per row); deletes go through the ``message_index`` delete trigger,
 so FK cascades from ``openclaw_sessions`` keep the FTS entries exact too. Nothing outside this
-package writes FTS5 SQL.
+package writes FTS5 SQL. Importing this package attaches the FTS5 DDL and the edit triggers to
+the plugin's ``message_index`` table (``metadata.create_all()``), once.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, text
+from sqlalchemy import DDL, Connection, event, text
 
-from ..base import NewRow, Reader, Writer, register_reader, register_writer
+from ...models import MessageIndex
+from ...rows import NewRow
+from ..base import Reader, Writer, register_reader, register_writer
+from . import edit_triggers
 
 T = TypeVar("T")
 
@@ -214,5 +218,20 @@ def _writer() -> Writer:
     return SqliteWriter()
 
 
+def _attach_ddl() -> None:
+    """``metadata.create_all()`` / ``drop_all()`` (hosts without Alembic, quick tests) create
+    and drop the FTS5 side and revision 0004's edit triggers with ``message_index`` on SQLite
+    (the migrations carry frozen copies of the same statements)."""
+    table = MessageIndex.__table__
+    for when, statements in (
+        ("after_create", CREATE_STATEMENTS + edit_triggers.CREATE_STATEMENTS),
+        ("before_drop", edit_triggers.DROP_STATEMENTS + DROP_STATEMENTS),
+    ):
+        for statement in statements:
+            ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
+            event.listen(table, when, ddl)
+
+
+_attach_ddl()
 register_reader("sqlite", _reader)
 register_writer("sqlite", _writer)

@@ -16,9 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from ...models import INDEX_VERSION
-from ...visibility import Caller
-from ..base import Hit, SearchRequest
+from ...caller import Caller
+from ...rows import INDEX_VERSION, Hit, SearchRequest
 from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
 from ..visibility_sql import Predicate, visible
 from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor

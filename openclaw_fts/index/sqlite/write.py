@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from ..base import NewRow
+from ...rows import NewRow
 from ..sqlwriter import SqlWriter
 from . import (
     FTS_TABLE,

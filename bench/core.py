@@ -1,0 +1,1771 @@
+"""The figures of the benchmark, written once: :class:`Bench` measures the plugin on SQLite next
+to plain ``sqlite3`` (:mod:`bench.baseline`) and the peers (:mod:`bench.peers`) in the same run;
+:class:`bench.pg_run.PgBench` overrides its backend hooks for PostgreSQL.
+
+Invariant: this module imports neither :mod:`bench.run` (the command) nor :mod:`bench.pg_run`
+(a subclass); the command picks the class. A benchmark reports; it never fails on timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import json
+import math
+import os
+import platform
+import pstats
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bench import baseline as raw
+from bench import peer as su
+from bench.corpus import (
+    PHRASES,
+    TREE_CALLER_KEY,
+    Corpus,
+    SessionInfo,
+    describe,
+    iso_ms,
+    parse_size,
+)
+from bench.peers import TANTIVY_AVAILABLE, Peer, PeerQuery, TantivyPeer
+from bench.peers import version as peer_version
+
+FIGURES: tuple[str, ...] = (
+    "live",
+    "size",
+    "cjk",
+    "search",
+    "append",
+    "hidden",
+    "rewind",
+    "backfill",
+    "upgrade",
+    "memory",
+)
+#: The raw baseline's sessions and index rows, as the peers load them.
+PEER_SESSIONS = (
+    "SELECT session_id, session_key, agent_id, spawned_by, parent_session_key, "
+    "owner_session_key, incognito FROM openclaw_sessions"
+)
+PEER_MESSAGES = (
+    "SELECT id, session_id, seq, event_id, role, timestamp_ms, body FROM message_index ORDER BY id"
+)
+#: Figures that need the live-ingested plugin and baseline databases.
+NEEDS_LIVE = frozenset({"live", "size", "cjk", "search", "append", "hidden", "rewind"})
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+LIVE_BATCH = 100
+#: Sessions generated (and interleaved) at once during live ingest: bounds memory at 1m.
+LIVE_GROUP = 50
+VISIBILITIES = ("all", "agent", "tree", "self")
+QUERY_CLASSES = ("rare", "mid", "common", "very common", "2 words", "phrase", "prefix", "CJK")
+#: Extra sessions, invisible to the ``tree`` caller, whose text matches every query.
+HIDDEN_SESSIONS = 10_000
+HIDDEN_BATCH = 500
+REWIND_SIZES = (1000, 4000)
+UPGRADE_FROM = "0001_transcripts"
+
+GOAL_LIVE = 0.5
+GOAL_APPEND = 2.0
+GOAL_BACKFILL = 0.8
+GOAL_SEARCH = 1.3
+#: Issue #17: every search at most as slow as sqlite-utils' ``search()`` (p50 and p95).
+GOAL_SEARCH_SU = 1.0
+#: Plugin ÷ tantivy (p50, p95): the distance to a search engine's top-k.
+GOAL_SEARCH_TANTIVY = 10.0
+#: Issue #17: what a search may add over the raw SQL doing the same work (ms, p50 of the rare
+#: class, whose few hits make the difference mostly per-search cost).
+GOAL_SEARCH_FIXED_MS = 0.2
+GOAL_REWIND = 0.5
+GOAL_UPGRADE_S = 1.0
+GOAL_MEMORY_MB = 200.0
+GOAL_MEMORY_FLAT = 1.25
+GOAL_CJK_SIZE = 1.3
+GOAL_CJK_LATENCY = 2.0
+GOAL_HIDDEN = 1.5
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Repetitions and sizes that depend on the corpus size."""
+
+    search_reps: int
+    queries_per_class: int
+    rewind_repeats: int
+    search_budget_s: float  # per (class, visibility) cell, plugin + baseline
+    single_appends: int
+    memory_bytes: int
+    memory_reconcile: bool
+
+
+def scale_for(events: int) -> Scale:
+    memory = max(20_000_000, int(events / 1_000_000 * 1_000_000_000))
+    if events <= 20_000:
+        return Scale(4, 4, 1, 4.0, 300, memory, False)
+    if events <= 200_000:
+        return Scale(5, 5, 3, 10.0, 500, memory, True)
+    return Scale(4, 5, 3, 30.0, 500, memory, False)
+
+
+# -- results ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One line of the table (``plugin``/``baseline`` in ``unit``; ratio = plugin / baseline;
+    ``sqlite_utils`` is the second baseline of the search rows, ratio = plugin / it)."""
+
+    figure: str
+    unit: str
+    plugin: float | None
+    baseline: float | None
+    ratio: float | None
+    goal: str
+    met: bool | None
+    plugin_p95: float | None = None
+    baseline_p95: float | None = None
+    ratio_p95: float | None = None
+    note: str = ""
+    sqlite_utils: float | None = None
+    sqlite_utils_p95: float | None = None
+    ratio_sqlite_utils: float | None = None
+    ratio_sqlite_utils_p95: float | None = None
+    #: Every peer of a search row by label (``sqlite-utils``, ``sqlalchemy-searchable``,
+    #: ``tantivy``): ``p50``, ``p95`` (ms) and the plugin's ``ratio`` / ``ratio_p95`` to it.
+    peers: dict[str, dict[str, float | None]] = field(default_factory=dict)
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "ev/s":
+        return f"{value:,.0f} ev/s"
+    if unit == "ms":
+        return f"{value:.1f} ms" if value >= 100 else f"{value:.2f} ms"
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "MB":
+        return f"{value:,.1f} MB"
+    if unit == "x":
+        return f"{value:.2f}×"
+    if unit == "%":
+        return f"{value:.1f} %"
+    return f"{value:,.0f} {unit}".strip()
+
+
+def fmt_ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}×"
+
+
+def pct(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    k = max(0, math.ceil(p / 100 * len(ordered)) - 1)
+    return ordered[k]
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000.0
+
+
+# -- the benchmark ---------------------------------------------------------------------------
+
+
+@dataclass
+class Query:
+    """One query of a class: what the user types, and the raw FTS5 expression."""
+
+    klass: str
+    text: str
+    match: str
+    docs: int = -1
+    kind: str = "word"
+    words: tuple[str, ...] = ()
+
+    @property
+    def peer(self) -> PeerQuery:
+        return PeerQuery(self.kind, self.words or (self.text,), self.match)
+
+
+@dataclass
+class State:
+    """What the live-ingest setup leaves behind for the later figures."""
+
+    plugin_path: Any  # a Path (SQLite file) or a URL (PostgreSQL database)
+    baseline_path: Any
+    raw_text_bytes: int = 0
+    index_rows: int = 0
+    events: int = 0
+    queries: dict[str, list[Query]] = field(default_factory=dict)
+    cjk_vs_latin: dict[str, Any] = field(default_factory=dict)
+
+
+class Bench:
+    #: The figures of this backend, in run order.
+    figures: tuple[str, ...] = FIGURES
+    #: Results are written as ``<backend_label><size>…json`` (PostgreSQL: ``pg-``).
+    backend_label = ""
+
+    def __init__(self, args: argparse.Namespace, tmp: Path) -> None:
+        self.args = args
+        self.tmp = tmp
+        self.size_label: str = args.size
+        self.corpus = Corpus(parse_size(args.size), seed=args.seed, sessions=args.sessions)
+        self.scale = scale_for(self.corpus.n_events)
+        self.only: set[str] = set(args.only) if args.only else set(self.figures)
+        self.rows: list[Row] = []
+        self.details: dict[str, Any] = {}
+        self.warnings: list[str] = []
+        self.timings: dict[str, float] = {}
+        self.folder = tmp / "sessions"
+        self.folder_written = False
+        self.state: State | None = None
+        self.profile = cProfile.Profile() if args.profile else None
+        self.environment = environment()  # at the start: the commit the library was loaded from
+        self.loads: list[float] = [_load1()]  # 1-minute load average, sampled at every row
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def log(self, message: str) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        self.log(f"WARNING: {message}")
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        self.loads.append(_load1())
+        met = "" if row.met is None else ("  met" if row.met else "  NOT met")
+        peer = ""
+        if row.sqlite_utils is not None:
+            peer = (
+                f", sqlite-utils {fmt(row.sqlite_utils, row.unit)} "
+                f"({fmt_ratio(row.ratio_sqlite_utils)})"
+            )
+        self.log(
+            f"  {row.figure}: {fmt(row.plugin, row.unit)} vs {fmt(row.baseline, row.unit)} "
+            f"({fmt_ratio(row.ratio)}){peer}{met}"
+        )
+
+    @contextlib.contextmanager
+    def plugin_call(self) -> Iterator[None]:
+        """Wrap plugin work: profiled when ``--profile`` is given."""
+        if self.profile is None:
+            yield
+            return
+        self.profile.enable()
+        try:
+            yield
+        finally:
+            self.profile.disable()
+
+    def store(self, path: Path) -> Any:
+        from openclaw_fts import TranscriptStore
+
+        return TranscriptStore(f"sqlite:///{path}", background=False)
+
+    @staticmethod
+    def raw_conn(path: Path) -> sqlite3.Connection:
+        return raw.connect(path)
+
+    # Backend hooks (bench/pg_run.py overrides them for PostgreSQL).
+
+    def new_state(self) -> State:
+        return State(self.tmp / "plugin.sqlite", self.tmp / "baseline.sqlite")
+
+    def baseline(self, path: Path, *, create: bool = True) -> Any:
+        return raw.Baseline(path, create=create)
+
+    def count_index_rows(self, path: Path) -> int:
+        with contextlib.closing(self.raw_conn(path)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return int(conn.execute("SELECT count(*) FROM message_index").fetchone()[0])
+
+    def search_sql(self, vis: str) -> str:
+        return raw.search_sql(vis)
+
+    @staticmethod
+    def sql(statement: str) -> str:
+        """A statement with ``?`` placeholders in the raw connection's parameter style."""
+        return statement
+
+    def ensure_folder(self) -> None:
+        if self.folder_written:
+            return
+        self.log(f"writing the corpus as a sessions folder ({self.corpus.n_events:,} events)")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for info in self.corpus.sessions:
+            self.corpus.write_session(self.folder, info, self.corpus.events(info))
+        self.corpus.write_index(self.folder)
+        self.folder_written = True
+
+    def cleanup(self) -> None:
+        """Release what the run started (nothing on SQLite: the temp dir goes in main)."""
+
+    def figure_steps(self) -> list[tuple[str, Callable[[], None]]]:
+        """The figures after live ingest, in run order."""
+        return [
+            ("size", self.fig_size),
+            ("cjk", self.fig_cjk_size),
+            ("search", self.fig_search),
+            ("append", self.fig_append),
+            ("hidden", self.fig_hidden),
+            ("rewind", self.fig_rewind),
+            ("backfill", self.fig_backfill),
+            ("upgrade", self.fig_upgrade),
+            ("memory", self.fig_memory),
+        ]
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        needs_live = bool(self.only & NEEDS_LIVE)
+        steps: list[tuple[str, Callable[[], None]]] = []
+        if needs_live:
+            steps.append(("live", self.fig_live))
+        for name, fn in self.figure_steps():
+            if name in self.only:
+                steps.append((name, fn))
+        for name, fn in steps:
+            t0 = time.perf_counter()
+            self.log(f"figure {name} ...")
+            fn()
+            self.timings[name] = round(time.perf_counter() - t0, 2)
+            self.log(f"figure {name} done in {self.timings[name]:.1f} s")
+        self.timings["total"] = round(time.perf_counter() - started, 2)
+
+    # -- live ingest -----------------------------------------------------------------------
+
+    def fig_live(self) -> None:
+        """``append_many`` batches of 100 events vs the raw two-``executemany`` transaction."""
+        from openclaw_fts import transcript
+
+        corpus = self.corpus
+        state = self.new_state()
+        store = self.store(state.plugin_path)
+        base = self.baseline(state.baseline_path)
+        write_files = bool(self.only & {"backfill", "upgrade"}) and not self.folder_written
+        if write_files:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        self.log(f"creating {len(corpus.sessions):,} sessions")
+        for info in corpus.sessions:
+            store.create_session(
+                info.session_id,
+                info.session_key,
+                agent_id=info.agent_id,
+                spawned_by=info.spawned_by,
+                parent_session_key=info.parent_session_key,
+                owner_session_key=info.owner_session_key,
+            )
+        base.create_sessions(
+            (
+                i.session_id,
+                i.session_key,
+                i.agent_id,
+                i.spawned_by,
+                i.parent_session_key,
+                i.owner_session_key,
+            )
+            for i in corpus.sessions
+        )
+        plugin_s = base_s = plugin_cpu = base_cpu = 0.0
+        plugin_batches: list[float] = []
+        base_batches: list[float] = []
+        n_batches = 0
+        self.log(f"live ingest of {corpus.n_events:,} events in batches of {LIVE_BATCH}")
+        for g in range(0, len(corpus.sessions), LIVE_GROUP):
+            group = corpus.sessions[g : g + LIVE_GROUP]
+            events = {info.index: corpus.events(info) for info in group}
+            active: dict[int, set[int]] = {}
+            for info in group:
+                evs = events[info.index]
+                tree = transcript.resolve_tree(
+                    transcript.tree_node(seq, e) for seq, e in enumerate(evs)
+                )
+                active[info.index] = set(tree.active_seqs)
+                rows = transcript.index_rows(list(enumerate(evs)))
+                state.index_rows += len(rows)
+                state.raw_text_bytes += sum(len(r.text.encode("utf-8")) for r in rows)
+                state.events += len(evs)
+                if write_files:
+                    corpus.write_session(self.folder, info, evs)
+            for info, start, chunk in _interleave(group, events, LIVE_BATCH):
+                first = n_batches % 2 == 0
+                n_batches += 1
+                for side in (0, 1) if first else (1, 0):
+                    if side == 0:
+                        t0, c0 = time.perf_counter(), time.process_time()
+                        with self.plugin_call():
+                            store.append_many(info.session_id, chunk)
+                        dt = time.perf_counter() - t0
+                        plugin_cpu += time.process_time() - c0
+                        plugin_s += dt
+                        plugin_batches.append(dt)
+                    else:
+                        t0, c0 = time.perf_counter(), time.process_time()
+                        base.append(info.session_id, start, chunk, active[info.index])
+                        dt = time.perf_counter() - t0
+                        base_cpu += time.process_time() - c0
+                        base_s += dt
+                        base_batches.append(dt)
+            if g and g % (LIVE_GROUP * 10) == 0:
+                self.log(f"  {state.events:,} events ingested")
+        if write_files:
+            corpus.write_index(self.folder)
+            self.folder_written = True
+        status = store.index_status()
+        if status["pending"]:
+            self.warn(f"live ingest left {status['pending']} pending sessions; reconciling")
+            store.reconcile()
+        store.close()
+        base.checkpoint()
+        base.close()
+        plugin_rows = self.count_index_rows(state.plugin_path)
+        base_rows = self.count_index_rows(state.baseline_path)
+        if not plugin_rows == base_rows == state.index_rows:
+            self.warn(
+                f"index rows differ: plugin {plugin_rows}, baseline {base_rows}, "
+                f"expected {state.index_rows}"
+            )
+        plugin_rate = state.events / plugin_s
+        base_rate = state.events / base_s
+        r = ratio(plugin_rate, base_rate)
+        self.add(
+            Row(
+                "live ingest (append_many ×100)",
+                "ev/s",
+                plugin_rate,
+                base_rate,
+                r,
+                f"≥ {GOAL_LIVE}×",
+                r is not None and r >= GOAL_LIVE,
+                note=f"batch p95 {ms(pct(plugin_batches, 95)):.1f} / "
+                f"{ms(pct(base_batches, 95)):.1f} ms; CPU-time ratio "
+                f"{base_cpu / plugin_cpu:.2f}×",
+            )
+        )
+        self.details["live"] = {
+            "events": state.events,
+            "batches": n_batches,
+            "indexRows": state.index_rows,
+            "rawTextBytes": state.raw_text_bytes,
+            "pluginSeconds": round(plugin_s, 3),
+            "baselineSeconds": round(base_s, 3),
+            "pluginCpuSeconds": round(plugin_cpu, 3),
+            "baselineCpuSeconds": round(base_cpu, 3),
+            "pluginBatchMs": _dist(plugin_batches),
+            "baselineBatchMs": _dist(base_batches),
+        }
+        self.state = state
+
+    # -- size ------------------------------------------------------------------------------
+
+    def fig_size(self) -> None:
+        """Bytes on disk per table (``dbstat``, indexes counted with their table)."""
+        state = self._state()
+        plugin = table_sizes(state.plugin_path)
+        base = table_sizes(state.baseline_path)
+        text_bytes = state.raw_text_bytes
+        self.add(
+            Row(
+                "size: raw indexed text",
+                "MB",
+                text_bytes / 1e6,
+                text_bytes / 1e6,
+                1.0,
+                "printed",
+                None,
+                note=f"{state.index_rows:,} rows",
+            )
+        )
+        names = sorted(set(plugin) | set(base), key=lambda n: -plugin.get(n, base.get(n, 0)))
+        for name in names:
+            if name in ("openclaw_fts_version", "sqlite_schema", "reconcile_lease"):
+                continue
+            p, b = plugin.get(name), base.get(name)
+            share = (p if p is not None else 0) / text_bytes if text_bytes else 0.0
+            self.add(
+                Row(
+                    f"size: {name}",
+                    "MB",
+                    None if p is None else p / 1e6,
+                    None if b is None else b / 1e6,
+                    ratio(p, b),
+                    "printed",
+                    None,
+                    note=f"{share:.2f}× raw text",
+                )
+            )
+        total_p, total_b = sum(plugin.values()), sum(base.values())
+        self.add(
+            Row(
+                "size: whole database",
+                "MB",
+                total_p / 1e6,
+                total_b / 1e6,
+                ratio(total_p, total_b),
+                "printed",
+                None,
+                note=f"{total_p / text_bytes:.2f}× raw text" if text_bytes else "",
+            )
+        )
+        fts_p = sum(v for k, v in plugin.items() if k.startswith(raw.FTS_TABLE))
+        fts_b = sum(v for k, v in base.items() if k.startswith(raw.FTS_TABLE))
+        self.add(
+            Row(
+                "size: FTS5 index / raw text",
+                "x",
+                fts_p / text_bytes if text_bytes else None,
+                fts_b / text_bytes if text_bytes else None,
+                ratio(fts_p, fts_b),
+                "printed",
+                None,
+                note="engine facts: ≈ 0.55×",
+            )
+        )
+        self.details["size"] = {"plugin": plugin, "baseline": base, "rawTextBytes": text_bytes}
+
+    # -- CJK index size ----------------------------------------------------------------------
+
+    def fig_cjk_size(self) -> None:
+        """Index size with CJK spacing (index_body) vs a second FTS table over the raw text."""
+        from openclaw_fts import transcript
+
+        state = self._state()
+        path = self.tmp / "cjk.sqlite"
+        conn = self.raw_conn(path)
+        conn.execute("ATTACH DATABASE ? AS src", (str(state.baseline_path),))
+        conn.execute(
+            "CREATE TABLE docs (id INTEGER PRIMARY KEY, body TEXT, raw TEXT, sess TEXT, cjk INT)"
+        )
+        conn.execute("BEGIN")
+        cur = conn.execute(
+            "SELECT mi.id, mi.seq, mi.body, mi.sess, te.event FROM src.message_index mi "
+            "JOIN src.transcript_events te ON te.session_id = mi.session_id AND te.seq = mi.seq"
+        )
+        batch: list[tuple[Any, ...]] = []
+        cjk_docs = 0
+        for row_id, seq, body, sess, event in cur:
+            row = transcript.index_row(seq, json.loads(event))
+            text = row.text if row is not None else body
+            is_cjk = int(body != text)
+            cjk_docs += is_cjk
+            batch.append((row_id, body, text, sess, is_cjk))
+            if len(batch) >= 5000:
+                conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", batch)
+                batch = []
+        conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", batch)
+        conn.execute("COMMIT")
+        conn.execute("DETACH DATABASE src")
+        for name, column in (("fts_spaced", "body"), ("fts_plain", "raw")):
+            conn.execute(
+                f"CREATE VIRTUAL TABLE {name} USING fts5({column}, sess, content='docs', "
+                f"content_rowid='id', tokenize='{raw.TOKENIZER}')"
+            )
+            conn.execute(f"INSERT INTO {name}({name}) VALUES ('rebuild')")
+            conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        sizes = {n: s for n, s in dbstat(conn).items()}
+        conn.close()
+        spaced = sum(v for k, v in sizes.items() if k.startswith("fts_spaced"))
+        plain = sum(v for k, v in sizes.items() if k.startswith("fts_plain"))
+        plugin_db = sum(table_sizes(state.plugin_path).values())
+        plugin_fts = sum(
+            v for k, v in table_sizes(state.plugin_path).items() if k.startswith(raw.FTS_TABLE)
+        )
+        rest = plugin_db - plugin_fts
+        share_with = spaced / (rest + spaced)
+        share_without = plain / (rest + plain)
+        r = ratio(spaced, plain)
+        self.add(
+            Row(
+                "CJK: FTS index, spaced vs plain",
+                "MB",
+                spaced / 1e6,
+                plain / 1e6,
+                r,
+                f"≤ {GOAL_CJK_SIZE}×",
+                r is not None and r <= GOAL_CJK_SIZE,
+                note=f"share of db {100 * share_with:.1f} % vs {100 * share_without:.1f} %; "
+                f"{cjk_docs:,} CJK rows",
+            )
+        )
+        self.details["cjkSize"] = {
+            "spacedBytes": spaced,
+            "plainBytes": plain,
+            "shareWith": share_with,
+            "shareWithout": share_without,
+            "cjkRows": cjk_docs,
+            "rows": state.index_rows,
+            "note": "both tables built with 'rebuild' + 'optimize' over the same rows",
+        }
+        path.unlink(missing_ok=True)
+
+    # -- search ------------------------------------------------------------------------------
+
+    def pick_queries(self) -> dict[str, list[Query]]:
+        """Query words by document frequency (``fts5vocab``), phrases, prefixes, CJK words."""
+        state = self._state()
+        k = self.scale.queries_per_class
+        conn = self.raw_conn(state.plugin_path)
+        docs = conn.execute("SELECT count(*) FROM message_index").fetchone()[0]
+        terms = [
+            (t, d) for t, d in self.vocabulary(conn) if t.isascii() and t.isalpha() and len(t) >= 2
+        ]
+        bands = {
+            "rare": (2, max(3, docs // 2000)),
+            "mid": (max(4, int(docs * 0.003)), max(5, int(docs * 0.01))),
+            "common": (int(docs * 0.03), int(docs * 0.10)),
+            "very common": (int(docs * 0.25), docs),
+        }
+        words: dict[str, list[tuple[str, int]]] = {}
+        for klass, (lo, hi) in bands.items():
+            found = sorted(((t, d) for t, d in terms if lo <= d <= hi), key=lambda x: (x[1], x[0]))
+            if not found:  # a tiny corpus: take the nearest
+                mid = (lo + hi) / 2
+                found = sorted(terms, key=lambda x: abs(x[1] - mid))[:k]
+            words[klass] = _spread(found, k)
+        out: dict[str, list[Query]] = {}
+        for klass, chosen in words.items():
+            out[klass] = [
+                Query(klass, w, self.match("word", [w]), d, "word", (w,)) for w, d in chosen
+            ]
+        common = words["common"]
+        out["2 words"] = [
+            Query("2 words", f"{a} {b}", self.match("and", [a, b]), -1, "and", (a, b))
+            for (a, _), (b, _) in zip(common, common[1:] + common[:1], strict=False)
+            if a != b
+        ]
+        phrases = [p for p in PHRASES if self.count_match(conn, self.match("phrase", [p])) > 0]
+        out["phrase"] = [
+            Query("phrase", f'"{p}"', self.match("phrase", [p]), -1, "phrase", (p,))
+            for p in phrases[:k]
+        ]
+        by_prefix: dict[str, int] = {}
+        for t, d in terms:
+            if len(t) >= 5:
+                by_prefix[t[:4]] = by_prefix.get(t[:4], 0) + d
+        lo, hi = bands["mid"][0], bands["common"][1]
+        prefixes = sorted(
+            ((p, d) for p, d in by_prefix.items() if lo <= d <= hi), key=lambda x: x[1]
+        )
+        out["prefix"] = [
+            Query("prefix", f"{p}*", self.match("prefix", [p]), -1, "prefix", (p,))
+            for p, _ in _spread(prefixes, k)
+        ]
+        cjk: list[tuple[str, int]] = []
+        lo, hi = bands["mid"]
+        candidates = [w for w in self.corpus.cjk_vocabulary["zh"] if len(w) == 2][:400]
+        counted = [(w, self.count_match(conn, self.match("word", [w]))) for w in candidates]
+        cjk = [(w, d) for w, d in counted if lo <= d <= hi]
+        if len(cjk) < k:
+            mid = (lo + hi) / 2
+            cjk = sorted(counted, key=lambda x: abs(x[1] - mid))[:k]
+        out["CJK"] = [
+            Query("CJK", w, self.match("word", [w]), d, "word", (w,))
+            for w, d in _spread(sorted(cjk, key=lambda x: x[1]), k)
+        ]
+        for qs in out.values():
+            for q in qs:
+                if q.docs < 0:
+                    q.docs = self.count_match(conn, q.match)
+        conn.close()
+        self.details["queries"] = {
+            klass: [{"query": q.text, "docs": q.docs} for q in qs] for klass, qs in out.items()
+        }
+        self.details["queryBands"] = {"docs": docs, **{k2: list(v) for k2, v in bands.items()}}
+        return out
+
+    # Query hooks (bench/pg_run.py overrides them for PostgreSQL).
+
+    def vocabulary(self, conn: Any) -> list[tuple[str, int]]:
+        """Every indexed term and its document count (``fts5vocab``)."""
+        conn.execute(
+            f"CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, '{raw.FTS_TABLE}', 'row')"
+        )
+        return [(str(t), int(d)) for t, d in conn.execute("SELECT term, doc FROM temp.vocab")]
+
+    @staticmethod
+    def match(kind: str, words: Sequence[str]) -> str:
+        """The raw baseline's match expression of a query class."""
+        return raw.raw_match(kind, words)
+
+    @staticmethod
+    def count_match(conn: Any, match: str) -> int:
+        return _count(conn, match)
+
+    def callers(self) -> dict[str, Any]:
+        from openclaw_fts import AgentToAgent, Caller
+
+        return {
+            "all": Caller(TREE_CALLER_KEY, visibility="all", agent_to_agent=AgentToAgent(True)),
+            "agent": Caller(TREE_CALLER_KEY, visibility="agent"),
+            "tree": Caller(TREE_CALLER_KEY, visibility="tree"),
+            "self": Caller(TREE_CALLER_KEY, visibility="self"),
+        }
+
+    def measure_search(
+        self,
+        store: Any,
+        conn: Any,
+        queries: Sequence[Query],
+        vis: str,
+        caller: Any,
+        *,
+        reps: int,
+        budget_s: float,
+        with_raw: bool = True,
+        peers: Sequence[Peer] = (),
+        cpu: dict[str, list[float]] | None = None,
+    ) -> tuple[list[float], list[float], dict[str, list[float]]]:
+        """Timings (ms) of the queries, ``reps`` rounds or the budget: plugin, raw SQL and each
+        peer, rotating which goes first so all see the same load. With ``cpu``, each call's CPU
+        time (ms) is appended to ``cpu[side]`` (``plugin``, ``raw``, a peer's label): on a
+        loaded machine a longer call is preempted more often, which wall time charges to it and
+        CPU time does not. Before timing, checks that each peer matches the same rows as the raw
+        SQL (of the peer's :meth:`~bench.peers.Peer.reference` expression)."""
+        sql = self.search_sql(vis)
+        plugin_ms: list[float] = []
+        raw_ms: list[float] = []
+        peer_ms: dict[str, list[float]] = {p.label: [] for p in peers}
+        scope: dict[str, Any] = {}
+        if vis == "agent":
+            scope["agent"] = "main"
+        elif vis in ("tree", "self"):
+            scope["k"] = TREE_CALLER_KEY
+
+        def params(q: Query, lim: int = 11) -> dict[str, Any]:
+            return {"q": q.match, "lim": lim, **scope}
+
+        for q in queries:  # warm-up (page cache, statement caches)
+            store.search(caller, q.text)
+            if with_raw:
+                conn.execute(sql, params(q)).fetchall()
+            for peer in peers:
+                peer.search(q.peer, vis, scope)
+                self._check_peer(q, vis, conn, peer, scope)
+        by_label = {p.label: p for p in peers}
+        sides = ["plugin"] + (["raw"] if with_raw else []) + list(by_label)
+        started = time.perf_counter()
+        for rep in range(reps):
+            for i, q in enumerate(queries):
+                out: dict[str, Any] = {}
+                rows: list[Any] = []
+                turn = (rep + i) % len(sides)
+                for side in sides[turn:] + sides[:turn]:
+                    c0 = time.process_time()
+                    if side == "plugin":
+                        t0 = time.perf_counter()
+                        with self.plugin_call():
+                            out = store.search(caller, q.text)
+                        plugin_ms.append(ms(time.perf_counter() - t0))
+                    elif side == "raw":
+                        t0 = time.perf_counter()
+                        rows = conn.execute(sql, params(q)).fetchall()
+                        raw_ms.append(ms(time.perf_counter() - t0))
+                    else:
+                        peer = by_label[side]
+                        t0 = time.perf_counter()
+                        peer.search(q.peer, vis, scope)
+                        peer_ms[side].append(ms(time.perf_counter() - t0))
+                    if cpu is not None:
+                        cpu.setdefault(side, []).append(ms(time.process_time() - c0))
+                if out.get("indexing"):
+                    self.warn(f"search {q.text!r} ({vis}) reported pending sessions")
+                if rep == 0 and with_raw:
+                    self._check_hits(q, vis, out, rows)
+            if time.perf_counter() - started > budget_s:
+                break
+        return plugin_ms, raw_ms, peer_ms
+
+    def _check_hits(self, q: Query, vis: str, out: dict[str, Any], rows: list[Any]) -> None:
+        got = len(out.get("results", []))
+        want = min(10, len(rows))
+        if got != want:
+            entry = {"query": q.text, "visibility": vis, "plugin": got, "raw": want}
+            self.details.setdefault("hitMismatches", []).append(entry)
+
+    def raw_count(self, conn: Any, match: str, vis: str, scope: dict[str, Any]) -> int:
+        """How many rows the raw search of ``vis`` matches before its limit."""
+        return int(conn.execute(raw.count_sql(vis), {"q": match, "lim": -1, **scope}).fetchone()[0])
+
+    def _check_peer(self, q: Query, vis: str, conn: Any, peer: Peer, scope: dict[str, Any]) -> None:
+        """The whole match set: raw SQL's count (on the plugin's database) vs the peer's."""
+        reference = peer.reference(q.peer)
+        want = self.raw_count(conn, reference, vis, scope)
+        got = peer.count(q.peer, vis, scope)
+        checks = self.details.setdefault("peerCounts", {}).setdefault(
+            peer.label, {"checked": 0, "mismatches": [], "differentExpression": 0}
+        )
+        checks["checked"] += 1
+        if reference != q.match:
+            checks["differentExpression"] += 1
+        if got != want:
+            checks["mismatches"].append(
+                {"query": q.text, "visibility": vis, "raw": want, peer.label: got}
+            )
+            self.warn(
+                f"{peer.label} matches {got} rows for {q.text!r} ({vis}), raw SQL {want}: "
+                "the two do not search the same rows"
+            )
+
+    #: The peer each search row's goal compares with (``GOAL_SEARCH_SU``).
+    main_peer = "sqlite-utils"
+
+    def peer_rows(self, state: State) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        """The raw baseline's sessions and index rows (``id``, ``session_id``, ``seq``,
+        ``event_id``, ``role``, ``timestamp_ms``, ``body``) for loading the peers."""
+        with contextlib.closing(self.raw_conn(state.baseline_path)) as c:
+            c.row_factory = sqlite3.Row
+            sessions = [dict(r) for r in c.execute(PEER_SESSIONS)]
+            rows = [dict(r) for r in c.execute(PEER_MESSAGES)]
+        return sessions, rows
+
+    def engine_peers(self, state: State) -> list[Peer]:
+        """The engine's own peer: sqlite-utils on SQLite."""
+        peer = self.sqlite_utils_peer(state)
+        return [] if peer is None else [peer]
+
+    def search_peers(self, state: State) -> list[Peer]:
+        """Every peer installed: the engine's own, then tantivy (the limit)."""
+        peers = self.engine_peers(state)
+        if not TANTIVY_AVAILABLE:
+            self.warn('tantivy is not installed (pip install -e ".[bench]"): no tantivy column')
+            return peers
+        sessions, rows = self.peer_rows(state)
+        tv = TantivyPeer(self.tmp / "tantivy")
+        self.log("loading the tantivy baseline")
+        load = tv.load(sessions, rows)
+        if load["rows"] != state.index_rows:
+            self.warn(f"tantivy holds {load['rows']} rows, expected {state.index_rows}")
+        self.details["tantivy"] = {"version": peer_version("tantivy"), **load}
+        self.add(
+            Row("tantivy load (index + commit)", "s", None, None, None, "printed", None,
+                peers={"tantivy": {"p50": load["loadSeconds"]}},
+                note=f"{load['rows']:,} index rows, one writer thread")
+        )  # fmt: skip
+        return [*peers, tv]
+
+    def sqlite_utils_peer(self, state: State) -> su.SqliteUtilsPeer | None:
+        """The second baseline's database, loaded from the raw baseline's index rows."""
+        if not su.AVAILABLE:
+            self.warn(
+                'sqlite-utils is not installed (pip install -e ".[bench]"): the search rows '
+                "have no sqlite-utils column"
+            )
+            return None
+        peer = su.SqliteUtilsPeer(self.tmp / "sqlite-utils.sqlite")
+        self.log("loading the sqlite-utils baseline (insert_all + enable_fts)")
+        load = peer.load(state.baseline_path)
+        if load["rows"] != state.index_rows:
+            self.warn(f"sqlite-utils holds {load['rows']} rows, expected {state.index_rows}")
+        self.details["sqliteUtils"] = {"version": su.version(), **load}
+        total = load["insertAllSeconds"] + load["enableFtsSeconds"]
+        self.add(
+            Row(
+                "sqlite-utils load (insert_all + enable_fts)",
+                "s",
+                None,
+                None,
+                None,
+                "printed",
+                None,
+                sqlite_utils=total,
+                note=f"{load['rows']:,} index rows, {load['rows'] / total:,.0f} rows/s "
+                f"(insert_all {load['insertAllSeconds']:.2f} s, enable_fts "
+                f"{load['enableFtsSeconds']:.2f} s); index rows only, no events, no tree: "
+                "not comparable with live ingest",
+            )
+        )
+        return peer
+
+    def fig_search(self) -> None:
+        state = self._state()
+        state.queries = self.pick_queries()
+        peers = self.search_peers(state)
+        store = self.store(state.plugin_path)
+        conn = self.raw_conn(state.plugin_path)
+        callers = self.callers()
+        results: dict[tuple[str, str], tuple[list[float], list[float], dict[str, list[float]]]]
+        results = {}
+        cpu: dict[tuple[str, str], dict[str, list[float]]] = {}
+        for vis in VISIBILITIES:
+            for klass in QUERY_CLASSES:
+                queries = state.queries.get(klass, [])
+                if not queries:
+                    self.warn(f"no queries for class {klass}")
+                    continue
+                results[(klass, vis)] = self.measure_search(
+                    store,
+                    conn,
+                    queries,
+                    vis,
+                    callers[vis],
+                    reps=self.scale.search_reps,
+                    budget_s=self.scale.search_budget_s,
+                    peers=peers,
+                    cpu=cpu.setdefault((klass, vis), {}),
+                )
+        conn.close()
+        store.close()
+        for peer in peers:
+            peer.close()
+        labels = [p.label for p in peers]
+        main = self.main_peer if self.main_peer in labels else None
+        goal = f"≤ {GOAL_SEARCH}× raw"
+        if main is not None:
+            goal += f", ≤ {GOAL_SEARCH_SU}× {main}"
+        if "tantivy" in labels:
+            goal += f", ≤ {GOAL_SEARCH_TANTIVY:g}× tantivy"
+        goal += " (p50, p95)"
+        search_details: dict[str, Any] = {}
+        for (klass, vis), (p, b, u) in results.items():
+            r50, r95 = ratio(pct(p, 50), pct(b, 50)), ratio(pct(p, 95), pct(b, 95))
+            met = r50 is not None and r95 is not None and max(r50, r95) <= GOAL_SEARCH
+            c = {side: pct(v, 50) for side, v in cpu[(klass, vis)].items() if v}
+            note = (
+                f"CPU time p50: plugin {c['plugin']:.2f} ms, "
+                f"{fmt_ratio(ratio(c['plugin'], c.get('raw')))} raw"
+            )
+            row_peers: dict[str, dict[str, float | None]] = {}
+            for label, times in u.items():
+                if not times:
+                    continue
+                s50, s95 = ratio(pct(p, 50), pct(times, 50)), ratio(pct(p, 95), pct(times, 95))
+                row_peers[label] = {
+                    "p50": pct(times, 50),
+                    "p95": pct(times, 95),
+                    "ratio": s50,
+                    "ratio_p95": s95,
+                }
+                limit = {main: GOAL_SEARCH_SU, "tantivy": GOAL_SEARCH_TANTIVY}.get(label)
+                if limit is not None:
+                    met = met and s50 is not None and s95 is not None and max(s50, s95) <= limit
+                if label in c:
+                    note += f", {fmt_ratio(ratio(c['plugin'], c[label]))} {label}"
+            su_row = row_peers.get("sqlite-utils", {})
+            self.add(
+                Row(
+                    f"search {vis:5} {klass}",
+                    "ms",
+                    pct(p, 50),
+                    pct(b, 50),
+                    r50,
+                    goal,
+                    met,
+                    plugin_p95=pct(p, 95),
+                    baseline_p95=pct(b, 95),
+                    ratio_p95=r95,
+                    sqlite_utils=su_row.get("p50"),
+                    sqlite_utils_p95=su_row.get("p95"),
+                    ratio_sqlite_utils=su_row.get("ratio"),
+                    ratio_sqlite_utils_p95=su_row.get("ratio_p95"),
+                    peers=row_peers,
+                    note=note,
+                )
+            )
+            search_details[f"{vis}/{klass}"] = {
+                "pluginMs": _dist(p),
+                "rawMs": _dist(b),
+                "sqliteUtilsMs": _dist(u.get("sqlite-utils", [])),
+                "peersMs": {label: _dist(times) for label, times in u.items()},
+                "cpuMs": {
+                    {"peer": "sqliteUtils"}.get(side, side): _dist(v)
+                    for side, v in cpu[(klass, vis)].items()
+                },
+            }
+        self.details["search"] = search_details
+        if ("rare", "all") in results:
+            limit = pct(results[("rare", "all")][0], 95)
+            for vis in ("tree", "self"):
+                worst = max(
+                    (
+                        (pct(results[(k, vis)][0], 95), k)
+                        for k in QUERY_CLASSES
+                        if (k, vis) in results
+                    ),
+                    default=None,
+                )
+                if worst is None:
+                    continue
+                self.add(
+                    Row(
+                        f"search {vis} isolation (worst p95)",
+                        "ms",
+                        worst[0],
+                        limit,
+                        ratio(worst[0], limit),
+                        "p95 ≤ all/rare p95",
+                        worst[0] <= limit,
+                        note=f"worst class: {worst[1]}",
+                    )
+                )
+        for vis in callers:
+            if ("rare", vis) not in results:
+                continue
+            p, b, _ = results[("rare", vis)]
+            extra = pct(p, 50) - pct(b, 50)
+            c = {side: pct(v, 50) for side, v in cpu[("rare", vis)].items() if v}
+            cpu_extra = c["plugin"] - c["raw"] if "plugin" in c and "raw" in c else None
+            self.add(
+                Row(
+                    f"search fixed cost {vis} (rare: plugin − raw p50)",
+                    "ms",
+                    extra,
+                    pct(b, 50),
+                    None,
+                    f"≤ {GOAL_SEARCH_FIXED_MS} ms over raw",
+                    extra <= GOAL_SEARCH_FIXED_MS,
+                    note="" if cpu_extra is None else f"CPU time: {cpu_extra:.3f} ms over raw",
+                )
+            )
+        if ("CJK", "all") in results and ("mid", "all") in results:
+            cjk = results[("CJK", "all")]
+            latin = results[("mid", "all")]
+            r = ratio(pct(cjk[0], 50), pct(latin[0], 50))
+            r95 = ratio(pct(cjk[0], 95), pct(latin[0], 95))
+            self.add(
+                Row(
+                    "CJK: query latency vs Latin (all)",
+                    "ms",
+                    pct(cjk[0], 50),
+                    pct(latin[0], 50),
+                    r,
+                    f"≤ {GOAL_CJK_LATENCY}× (p50)",
+                    r is not None and r <= GOAL_CJK_LATENCY,
+                    plugin_p95=pct(cjk[0], 95),
+                    baseline_p95=pct(latin[0], 95),
+                    ratio_p95=r95,
+                    note="baseline column: Latin 'mid' words of similar df",
+                )
+            )
+            rr = ratio(pct(cjk[1], 50), pct(latin[1], 50))
+            self.details["cjkLatency"] = {"pluginRatioP50": r, "rawRatioP50": rr}
+
+    # -- single append -------------------------------------------------------------------------
+
+    def fig_append(self) -> None:
+        """``append`` of one event in its own transaction vs a raw single-row transaction."""
+        from openclaw_fts import transcript
+
+        state = self._state()
+        info = self.corpus.sessions[0]
+        store = self.store(state.plugin_path)
+        base = self.baseline(state.baseline_path, create=False)
+        base.tokens[info.session_id] = "s1"
+        tips = [b for b in store.branches(info.session_id) if b["active"]]
+        leaf = tips[0]["tipId"] if tips else None
+        with contextlib.closing(self.raw_conn(state.baseline_path)) as c:
+            next_seq = (
+                1
+                + c.execute(
+                    self.sql("SELECT last_seq FROM openclaw_sessions WHERE session_id = ?"),
+                    (info.session_id,),
+                ).fetchone()[0]
+            )
+        texts = self.corpus.extra_events("append", self.scale.single_appends * 3, rewinds=False)
+        rows = (transcript.index_row(0, e) for e in texts)
+        bodies = [row.text for row in rows if row is not None]
+        plugin_ms: list[float] = []
+        base_ms: list[float] = []
+        clock = info.start_ms + 10**9
+        for i in range(self.scale.single_appends):
+            clock += 1000
+            event = {
+                "type": "message",
+                "id": f"single-{i:06d}",
+                "parentId": leaf,
+                "timestamp": iso_ms(clock),
+                "message": {"role": "user", "content": bodies[i % len(bodies)]},
+            }
+            leaf = event["id"]
+            order = ("p", "b") if i % 2 == 0 else ("b", "p")
+            for side in order:
+                t0 = time.perf_counter()
+                if side == "p":
+                    with self.plugin_call():
+                        store.append(info.session_id, event)
+                    plugin_ms.append(ms(time.perf_counter() - t0))
+                else:
+                    base.append(info.session_id, next_seq, [event], [next_seq])
+                    base_ms.append(ms(time.perf_counter() - t0))
+            next_seq += 1
+        store.close()
+        base.close()
+        r = ratio(pct(plugin_ms, 50), pct(base_ms, 50))
+        self.add(
+            Row(
+                "single append (own transaction)",
+                "ms",
+                pct(plugin_ms, 50),
+                pct(base_ms, 50),
+                r,
+                f"≤ {GOAL_APPEND}× (p50)",
+                r is not None and r <= GOAL_APPEND,
+                plugin_p95=pct(plugin_ms, 95),
+                baseline_p95=pct(base_ms, 95),
+                ratio_p95=ratio(pct(plugin_ms, 95), pct(base_ms, 95)),
+                note=f"n={len(plugin_ms)}",
+            )
+        )
+        self.details["append"] = {"pluginMs": _dist(plugin_ms), "baselineMs": _dist(base_ms)}
+
+    # -- hidden sessions -----------------------------------------------------------------------
+
+    def fig_hidden(self) -> None:
+        """``tree`` caller: latency with 10,000 invisible matching sessions vs without them."""
+        state = self._state()
+        if not state.queries:
+            state.queries = self.pick_queries()
+        classes = ("rare", "mid", "common", "very common", "CJK")
+        queries = {k: state.queries[k] for k in classes if state.queries.get(k)}
+        store = self.store(state.plugin_path)
+        conn = self.raw_conn(state.plugin_path)
+        caller = self.callers()["tree"]
+        before = {
+            k: self.measure_search(
+                store, conn, qs, "tree", caller, reps=self.scale.search_reps,
+                budget_s=self.scale.search_budget_s, with_raw=False,
+            )[0]
+            for k, qs in queries.items()
+        }  # fmt: skip
+        words = [q.text for qs in queries.values() for q in qs]
+        self.log(f"adding {HIDDEN_SESSIONS:,} invisible sessions matching {len(words)} queries")
+        t0 = time.perf_counter()
+        add_hidden_sessions(store, HIDDEN_SESSIONS, words, self.corpus)
+        setup_s = time.perf_counter() - t0
+        status = store.index_status()
+        if status["pending"]:
+            self.warn(f"{status['pending']} sessions pending after adding hidden sessions")
+        after = {
+            k: self.measure_search(
+                store, conn, qs, "tree", caller, reps=self.scale.search_reps,
+                budget_s=self.scale.search_budget_s, with_raw=False,
+            )[0]
+            for k, qs in queries.items()
+        }  # fmt: skip
+        conn.close()
+        store.close()
+        for k in queries:
+            a, b = after[k], before[k]
+            r = ratio(pct(a, 50), pct(b, 50))
+            r95 = ratio(pct(a, 95), pct(b, 95))
+            self.add(
+                Row(
+                    f"tree + {HIDDEN_SESSIONS:,} hidden: {k}",
+                    "ms",
+                    pct(a, 50),
+                    pct(b, 50),
+                    r,
+                    f"≤ {GOAL_HIDDEN}× (p50, p95)",
+                    r is not None and r95 is not None and max(r, r95) <= GOAL_HIDDEN,
+                    plugin_p95=pct(a, 95),
+                    baseline_p95=pct(b, 95),
+                    ratio_p95=r95,
+                    note="baseline column: the same caller before" if k == classes[0] else "",
+                )
+            )
+        self.details["hidden"] = {
+            "sessions": HIDDEN_SESSIONS,
+            "setupSeconds": round(setup_s, 2),
+            "before": {k: _dist(v) for k, v in before.items()},
+            "after": {k: _dist(v) for k, v in after.items()},
+        }
+
+    # -- rewind repair -------------------------------------------------------------------------
+
+    def fig_rewind(self) -> None:
+        """Inline repair of an N-event session after ``rewind`` vs a raw full rebuild."""
+        from openclaw_fts import transcript
+
+        state = self._state()
+        store = self.store(state.plugin_path)
+        base = self.baseline(state.baseline_path, create=False)
+        details: dict[str, Any] = {}
+        for n in REWIND_SIZES:
+            for where in ("back 2", "middle"):
+                plugin_ms: list[float] = []
+                base_ms: list[float] = []
+                repaired = True
+                for rep in range(self.scale.rewind_repeats):
+                    tag = f"rewind-{n}-{where.replace(' ', '')}-{rep}"
+                    events = self.corpus.extra_events(tag, n - 1, rewinds=False)
+                    sid = f"bench-{tag}"
+                    store.create_session(sid, f"agent:bench:{tag}", agent_id="bench")
+                    base.create_sessions([(sid, f"agent:bench:{tag}", "bench", None, None, None)])
+                    for s in range(0, len(events), LIVE_BATCH):
+                        chunk = events[s : s + LIVE_BATCH]
+                        store.append_many(sid, chunk)
+                        base.append(sid, s, chunk, range(s, s + len(chunk)))
+                    messages = [i for i, e in enumerate(events) if e["type"] == "message"]
+                    pos = messages[-3] if where == "back 2" else messages[len(messages) // 2]
+                    target = events[pos]["id"]
+                    after_rows = transcript.index_rows(list(enumerate(events[: pos + 1])))
+                    t0 = time.perf_counter()
+                    with self.plugin_call():
+                        store.rewind(sid, target)
+                    plugin_ms.append(ms(time.perf_counter() - t0))
+                    t0 = time.perf_counter()
+                    base.rebuild_session(sid, after_rows)
+                    base_ms.append(ms(time.perf_counter() - t0))
+                    with contextlib.closing(self.raw_conn(state.plugin_path)) as c:
+                        st = c.execute(
+                            self.sql(
+                                "SELECT st.needs_rebuild, st.indexed_seq, s.last_seq, "
+                                "(SELECT count(*) FROM message_index mi WHERE mi.session_id = ?) "
+                                "FROM openclaw_index_state st JOIN openclaw_sessions s USING "
+                                "(session_id) "
+                                "WHERE st.session_id = ?"
+                            ),
+                            (sid, sid),
+                        ).fetchone()
+                    if st is None or st[0] or st[1] != st[2] or st[3] != len(after_rows):
+                        repaired = False
+                r = ratio(pct(plugin_ms, 50), pct(base_ms, 50))
+                self.add(
+                    Row(
+                        f"rewind repair {n:,} events ({where})",
+                        "ms",
+                        pct(plugin_ms, 50),
+                        pct(base_ms, 50),
+                        r,
+                        f"≤ {GOAL_REWIND}× full rebuild",
+                        r is not None and r <= GOAL_REWIND,
+                        note=("repaired inline" if repaired else "NOT repaired inline")
+                        + f"; n={len(plugin_ms)}",
+                    )
+                )
+                details[f"{n}/{where}"] = {
+                    "pluginMs": plugin_ms,
+                    "rebuildMs": base_ms,
+                    "inline": repaired,
+                }
+        store.close()
+        base.close()
+        self.details["rewind"] = details
+
+    # -- backfill ------------------------------------------------------------------------------
+
+    # Backfill hooks (bench/pg_run.py overrides them: a database per run on the server).
+
+    #: Whether the backfill ratio is held to ``GOAL_BACKFILL`` (the goal is SQLite's).
+    backfill_goal = True
+
+    def backfill_target(self, what: str, *, migrated: bool) -> Any:
+        """A fresh, empty place for one backfill run (``what``: ``plugin``, ``baseline-1`` …);
+        ``migrated``: with the plugin's schema (the raw importer's runs)."""
+        return self.tmp / f"backfill-{what}.sqlite"
+
+    def discard(self, path: Any) -> None:
+        """Remove what :meth:`backfill_target` made."""
+        _unlink_db(path)
+
+    def fig_backfill(self) -> None:
+        """``import_dir`` + ``reconcile()`` of the whole corpus vs a raw importer (a run before
+        and one after the plugin's, mean)."""
+        self.ensure_folder()
+        for path in self.folder.iterdir():  # warm the page cache for both sides alike
+            path.read_bytes()
+        base_runs: list[tuple[float, float]] = []  # (wall, cpu) of each baseline run
+
+        def baseline_run(n: int) -> tuple[int, int]:
+            path = self.backfill_target(f"baseline-{n}", migrated=True)
+            base = self.baseline(path)
+            t, c = time.perf_counter(), time.process_time()
+            counts: tuple[int, int] = base.import_dir(self.folder)
+            base_runs.append((time.perf_counter() - t, time.process_time() - c))
+            base.close()
+            self.discard(path)
+            return counts
+
+        n_events, n_rows = baseline_run(1)  # baseline before and after the plugin
+        plugin_path = self.backfill_target("plugin", migrated=False)
+        store = self.store(plugin_path)
+        t0, c0 = time.perf_counter(), time.process_time()
+        with self.plugin_call():
+            report = store.import_dir(self.folder)
+        t1, c1 = time.perf_counter(), time.process_time()
+        with self.plugin_call():
+            store.reconcile()
+        t2, c2 = time.perf_counter(), time.process_time()
+        status = store.index_status()
+        store.close()
+        plugin_rows = self.count_index_rows(plugin_path)
+        self.discard(plugin_path)
+        baseline_run(2)
+        base_s = sum(w for w, _ in base_runs) / len(base_runs)
+        base_cpu = sum(c for _, c in base_runs) / len(base_runs)
+        if status["pending"]:
+            self.warn(f"backfill left {status['pending']} sessions pending")
+        if report["imported"] != n_events:
+            self.warn(f"backfill imported {report['imported']} events, baseline {n_events}")
+        if plugin_rows != n_rows:
+            self.warn(f"backfill index rows: plugin {plugin_rows}, baseline {n_rows}")
+        plugin_s = t2 - t0
+        p_rate, b_rate = report["imported"] / plugin_s, n_events / base_s
+        r = ratio(p_rate, b_rate)
+        goal = (
+            f"≥ {GOAL_BACKFILL}×" if self.backfill_goal else f"printed (SQLite ≥ {GOAL_BACKFILL}×)"
+        )
+        self.add(
+            Row(
+                "backfill (import_dir + reconcile)",
+                "ev/s",
+                p_rate,
+                b_rate,
+                r,
+                goal,
+                (r is not None and r >= GOAL_BACKFILL) if self.backfill_goal else None,
+                note=f"{1000 * plugin_s / report['imported'] * 1000:.1f} vs "
+                f"{1000 * base_s / n_events * 1000:.1f} ms per 1,000 events; CPU-time ratio "
+                f"{base_cpu / (c2 - c0):.2f}×; baseline = mean of a run before and after",
+            )
+        )
+        self.add(
+            Row(
+                "backfill: import_dir alone",
+                "ms",
+                ms(t1 - t0) / report["imported"] * 1000,
+                None,
+                None,
+                "printed (ms / 1,000 ev)",
+                None,
+                note=f"{report['imported'] / (t1 - t0):,.0f} ev/s",
+            )
+        )
+        self.add(
+            Row(
+                "backfill: reconcile() alone",
+                "ms",
+                ms(t2 - t1) / report["imported"] * 1000,
+                None,
+                None,
+                "printed (ms / 1,000 ev)",
+                None,
+                note=f"{plugin_rows / (t2 - t1):,.0f} index rows/s",
+            )
+        )
+        self.details["backfill"] = {
+            "events": n_events,
+            "indexRows": n_rows,
+            "importSeconds": round(t1 - t0, 3),
+            "reconcileSeconds": round(t2 - t1, 3),
+            "baselineSeconds": [round(w, 3) for w, _ in base_runs],
+            "pluginCpuSeconds": {"import": round(c1 - c0, 3), "reconcile": round(c2 - c1, 3)},
+            "baselineCpuSeconds": [round(c, 3) for _, c in base_runs],
+        }
+
+    # -- schema upgrade ------------------------------------------------------------------------
+
+    def fig_upgrade(self) -> None:
+        """Alembic upgrade 0001 → head of a populated database vs the raw DDL."""
+        from openclaw_fts import migrate
+        from openclaw_fts.engine import make_engine
+
+        self.ensure_folder()
+        path = self.tmp / "upgrade.sqlite"
+        raw_path = self.tmp / "upgrade-raw.sqlite"
+        engine = make_engine(f"sqlite:///{path}")
+        migrate.upgrade(engine, UPGRADE_FROM)
+        engine.dispose()
+        # Revision 0001 creates the namespaced tables (openclaw_sessions) on a new database;
+        # earlier builds created ``sessions``. With the old names, the raw baseline (head's
+        # names) loads under the new ones, which are then given back (setup, not timed).
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            old_names = (
+                conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
+                ).fetchone()
+                is not None
+            )
+        if old_names:
+            with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute("ALTER TABLE sessions RENAME TO openclaw_sessions")
+        base = raw.Baseline(path, create=False)
+        n_events, _ = base.import_dir(self.folder, index=False)
+        base.checkpoint()
+        base.close()
+        if old_names:
+            with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute("ALTER TABLE openclaw_sessions RENAME TO sessions")
+        shutil.copyfile(path, raw_path)
+        size_mb = path.stat().st_size / 1e6
+        engine = make_engine(f"sqlite:///{path}")
+        with engine.connect() as c:  # open the pool's connection outside the timing
+            c.exec_driver_sql("SELECT 1")
+        t0 = time.perf_counter()
+        with self.plugin_call():
+            migrate.upgrade(engine)
+        plugin_s = time.perf_counter() - t0
+        engine.dispose()
+        conn = raw.connect(raw_path)
+        t0 = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        skip = 0 if old_names else len(raw.RENAME_REVISION_1)
+        for statement in raw.UPGRADE_SCHEMA[skip:]:
+            conn.execute(statement)
+        conn.execute("COMMIT")
+        base_s = time.perf_counter() - t0
+        conn.close()
+        self.add(
+            Row(
+                "schema upgrade 0001 → head",
+                "s",
+                plugin_s,
+                base_s,
+                ratio(plugin_s, base_s),
+                f"< {GOAL_UPGRADE_S:g} s",
+                plugin_s < GOAL_UPGRADE_S,
+                note=f"{n_events:,} events, {size_mb:,.0f} MB db; baseline: raw DDL",
+            )
+        )
+        self.details["upgrade"] = {"events": n_events, "dbBytes": int(size_mb * 1e6)}
+        _unlink_db(path)
+        _unlink_db(raw_path)
+
+    # -- memory --------------------------------------------------------------------------------
+
+    def fig_memory(self) -> None:
+        """Peak RSS importing a big JSONL transcript (two file sizes) in a subprocess."""
+        full = self.scale.memory_bytes
+        sizes = (full // 4, full)
+        idle = run_probe("idle", self.tmp / "mem-idle.sqlite", self.tmp / "none.jsonl")
+        _unlink_db(self.tmp / "mem-idle.sqlite")
+        idle_mb = int(idle["maxrss_kb"]) / 1024
+        peaks: list[float] = []
+        details: dict[str, Any] = {"idle": idle}
+        for target in sizes:
+            path = self.tmp / f"big-{target}.jsonl"
+            n = self.corpus.write_big_transcript(path, target)
+            actual = path.stat().st_size
+            db = self.tmp / f"mem-{target}.sqlite"
+            result = run_probe("import", db, path)
+            _unlink_db(db)
+            if result.get("returncode") != 0:
+                self.warn(f"memory probe failed: {result.get('stderr')}")
+            peak = int(result["maxrss_kb"]) / 1024
+            peaks.append(peak)
+            self.add(
+                Row(
+                    f"memory: import {actual / 1e6:,.0f} MB JSONL",
+                    "MB",
+                    peak,
+                    idle_mb,
+                    ratio(peak, idle_mb),
+                    f"≤ {GOAL_MEMORY_MB:g} MB",
+                    peak <= GOAL_MEMORY_MB,
+                    note=f"{n:,} events in {result.get('seconds', '?')} s; baseline: idle store",
+                )
+            )
+            details[str(actual)] = result
+            if self.scale.memory_reconcile:
+                db = self.tmp / f"memr-{target}.sqlite"
+                result = run_probe("import-reconcile", db, path)
+                _unlink_db(db)
+                details[f"{actual}+reconcile"] = result
+                self.add(
+                    Row(
+                        f"memory: import + reconcile {actual / 1e6:,.0f} MB",
+                        "MB",
+                        int(result["maxrss_kb"]) / 1024,
+                        idle_mb,
+                        ratio(int(result["maxrss_kb"]) / 1024, idle_mb),
+                        "printed",
+                        None,
+                        note=f"one session of {n:,} events, {result.get('seconds', '?')} s",
+                    )
+                )
+            path.unlink(missing_ok=True)
+        flat = ratio(peaks[1], peaks[0])
+        self.add(
+            Row(
+                "memory: flat in file size (4× file)",
+                "MB",
+                peaks[1],
+                peaks[0],
+                flat,
+                f"≤ {GOAL_MEMORY_FLAT}×",
+                flat is not None and flat <= GOAL_MEMORY_FLAT,
+                note="baseline column: the 1/4-size file",
+            )
+        )
+        self.details["memory"] = details
+
+    # -- output --------------------------------------------------------------------------------
+
+    def _state(self) -> State:
+        if self.state is None:
+            raise RuntimeError("live ingest has not run")
+        return self.state
+
+    def table(self) -> str:
+        header = ("figure", "plugin", "baseline", "ratio", "peers (p50, plugin ÷ peer)")
+        header += ("goal", "met?")
+        lines: list[tuple[str, ...]] = []
+        for r in self.rows:
+            plugin = fmt(r.plugin, r.unit)
+            base = fmt(r.baseline, r.unit)
+            rat = fmt_ratio(r.ratio)
+            if r.plugin_p95 is not None:
+                plugin = f"{fmt(r.plugin, r.unit)} / {fmt(r.plugin_p95, r.unit)}"
+                base = f"{fmt(r.baseline, r.unit)} / {fmt(r.baseline_p95, r.unit)}"
+                rat = f"{fmt_ratio(r.ratio)} / {fmt_ratio(r.ratio_p95)}"
+            peers = {k: dict(v) for k, v in r.peers.items()}
+            if r.sqlite_utils is not None and "sqlite-utils" not in peers:
+                peers["sqlite-utils"] = {"p50": r.sqlite_utils, "ratio": r.ratio_sqlite_utils}
+            shown = "; ".join(
+                f"{label} {fmt(v.get('p50'), r.unit)}"
+                + (f" ({fmt_ratio(v['ratio'])})" if v.get("ratio") is not None else "")
+                for label, v in peers.items()
+            )
+            met = "-" if r.met is None else ("yes" if r.met else "NO")
+            lines.append((r.figure, plugin, base, rat, shown or "-", r.goal, met))
+        widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]
+        out = [
+            "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
+            "  ".join("-" * w for w in widths),
+        ]
+        out += ["  ".join(c.ljust(w) for c, w in zip(x, widths, strict=True)) for x in lines]
+        notes = [f"  {r.figure}: {r.note}" for r in self.rows if r.note]
+        return "\n".join([*out, "", "notes (p50 / p95 where two values are shown):", *notes])
+
+    def extra_meta(self) -> dict[str, Any]:
+        return {}
+
+    def write(self) -> Path:
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        data = {
+            "size": self.size_label,
+            "createdAt": stamp,
+            "figures": sorted(self.only),
+            "meta": {**self.environment, "load1": _load_summary(self.loads)},
+            "corpus": describe(self.corpus),
+            "timingsSeconds": self.timings,
+            "rows": [asdict(r) for r in self.rows],
+            "details": self.details,
+            "warnings": self.warnings,
+        }
+        if self.backend_label:
+            data["backend"] = self.backend_label.rstrip("-")
+        data.update(self.extra_meta())
+        text = json.dumps(data, indent=1, ensure_ascii=False, default=str)
+        label = self.backend_label + self.size_label
+        if self.only != set(self.figures):  # a partial run never replaces the full latest-<size>
+            label += "-" + "+".join(f for f in self.figures if f in self.only)
+        path = RESULTS_DIR / f"{label}-{stamp}.json"
+        path.write_text(text, encoding="utf-8")
+        (RESULTS_DIR / f"latest-{label}.json").write_text(text, encoding="utf-8")
+        if self.profile is not None:
+            prof = RESULTS_DIR / f"profile-{self.size_label}-{'+'.join(sorted(self.only))}.txt"
+            with prof.open("w", encoding="utf-8") as handle:
+                stats = pstats.Stats(self.profile, stream=handle)
+                stats.sort_stats("cumulative").print_stats(60)
+                stats.sort_stats("tottime").print_stats(40)
+            self.log(f"profile of the plugin calls: {prof}")
+        return path
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _interleave(
+    group: Sequence[SessionInfo], events: dict[int, list[dict[str, Any]]], batch: int
+) -> Iterator[tuple[SessionInfo, int, list[dict[str, Any]]]]:
+    """Round-robin batches of the group's sessions: ``(session, first seq, events)``."""
+    cursors = {info.index: 0 for info in group}
+    live = list(group)
+    while live:
+        still = []
+        for info in live:
+            start = cursors[info.index]
+            evs = events[info.index]
+            chunk = evs[start : start + batch]
+            if chunk:
+                yield info, start, chunk
+                cursors[info.index] = start + len(chunk)
+            if cursors[info.index] < len(evs):
+                still.append(info)
+        live = still
+
+
+def _spread(items: Sequence[tuple[str, int]], k: int) -> list[tuple[str, int]]:
+    """``k`` items evenly spread over a sorted list (all of them when fewer)."""
+    if len(items) <= k:
+        return list(items)
+    step = (len(items) - 1) / max(1, k - 1)
+    return [items[round(i * step)] for i in range(k)]
+
+
+def _count(conn: sqlite3.Connection, match: str) -> int:
+    row = conn.execute(
+        f"SELECT count(*) FROM {raw.FTS_TABLE} WHERE {raw.FTS_TABLE} MATCH ?", (match,)
+    ).fetchone()
+    return int(row[0])
+
+
+def _load1() -> float:
+    """The 1-minute load average (how busy the machine was; -1 where unknown)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return -1.0
+
+
+def _load_summary(loads: Sequence[float]) -> dict[str, float]:
+    """Load average over the run: a 2-core machine at 4 runs every process at about half speed."""
+    known = [x for x in loads if x >= 0]
+    if not known:
+        return {}
+    return {
+        "samples": len(known),
+        "mean": round(sum(known) / len(known), 2),
+        "max": round(max(known), 2),
+    }
+
+
+def _dist(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    return {
+        "n": len(values),
+        "p50": round(pct(values, 50), 4),
+        "p95": round(pct(values, 95), 4),
+        "max": round(max(values), 4),
+        "mean": round(sum(values) / len(values), 4),
+    }
+
+
+def dbstat(conn: sqlite3.Connection) -> dict[str, int]:
+    """Bytes per table, its indexes included (``dbstat``; page counts when it is missing)."""
+    owners = {name: tbl for name, tbl in conn.execute("SELECT name, tbl_name FROM sqlite_master")}
+    sizes: dict[str, int] = {}
+    try:
+        rows = conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall()
+    except sqlite3.OperationalError:  # no dbstat: the whole file as one entry
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        count = conn.execute("PRAGMA page_count").fetchone()[0]
+        return {"(all pages)": int(page * count)}
+    for name, size in rows:
+        owner = owners.get(name, name)
+        sizes[owner] = sizes.get(owner, 0) + int(size)
+    return sizes
+
+
+def table_sizes(path: Path) -> dict[str, int]:
+    with contextlib.closing(sqlite3.connect(str(path))) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return dbstat(conn)
+
+
+def add_hidden_sessions(store: Any, count: int, words: Sequence[str], corpus: Corpus) -> None:
+    """``count`` sessions of another agent (invisible to the ``tree`` caller) whose messages
+    contain every query word, written through the plugin's ORM hooks (indexed, not pending)."""
+    from openclaw_fts.models import AgentSession, TranscriptEvent
+
+    text = " ".join(words)
+    for start in range(0, count, HIDDEN_BATCH):
+        with store.sessions.begin() as db:
+            for j in range(start, min(count, start + HIDDEN_BATCH)):
+                session = AgentSession(
+                    session_id=f"hidden-{j:05d}",
+                    session_key=f"agent:other:chat:{j:05d}",
+                    agent_id="other",
+                )
+                db.add(session)
+                ts = iso_ms(corpus.sessions[0].start_ms + j * 1000)
+                db.add(
+                    TranscriptEvent(
+                        session=session,
+                        event={
+                            "type": "message",
+                            "id": "h1",
+                            "parentId": None,
+                            "timestamp": ts,
+                            "message": {"role": "user", "content": f"{text} hidden {j}"},
+                        },
+                    )
+                )
+                db.add(
+                    TranscriptEvent(
+                        session=session,
+                        event={
+                            "type": "message",
+                            "id": "h2",
+                            "parentId": "h1",
+                            "timestamp": ts,
+                            "message": {"role": "assistant", "content": f"About {text}."},
+                        },
+                    )
+                )
+
+
+def run_probe(mode: str, db: Path, path: Path) -> dict[str, Any]:
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.memprobe", "probe", mode, str(db), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=root,
+        env=env,
+    )
+    if done.returncode != 0 or not done.stdout.strip():
+        return {"maxrss_kb": 0, "returncode": done.returncode, "stderr": done.stderr[-2000:]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _unlink_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def environment() -> dict[str, Any]:
+    import sqlalchemy
+
+    return {
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "sqlalchemy": sqlalchemy.__version__,
+        "sqlite_utils": su.version(),
+        "tantivy": peer_version("tantivy"),
+        "sqlalchemy_searchable": peer_version("sqlalchemy-searchable"),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "commit": _git_commit(),
+    }
+
+
+def _git_commit() -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+    except OSError:
+        return None
+    return done.stdout.strip() or None

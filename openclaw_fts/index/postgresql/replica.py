@@ -1,0 +1,46 @@
+"""WAL positions on PostgreSQL: how far a primary has written and a hot standby has replayed.
+
+Invariant: every statement here only reads (a hot standby runs all of them), and none opens a
+write transaction. A WAL position (an LSN, ``'16/B374D848'``) is compared as the integer it
+writes in hex (:func:`parse_lsn`), never as text. ``pg_current_wal_insert_lsn()`` read AFTER a
+commit returned is at or past that commit's record, so a standby whose replay position reached
+it shows that commit to every snapshot it takes afterwards.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+#: A primary's current WAL insert position (fails on a standby: there is none).
+_CURRENT_LSN_SQL = "SELECT pg_current_wal_insert_lsn()::text"
+#: Whether the server is replaying WAL (a hot standby), and up to where it replayed.
+_REPLAY_SQL = "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text"
+
+
+def parse_lsn(lsn: str) -> int:
+    """``'16/B374D848'`` as an integer (``ValueError`` for anything that is not an LSN)."""
+    high, sep, low = lsn.strip().partition("/")
+    if not sep or not high or not low:
+        raise ValueError(f"not a WAL position: {lsn!r}")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+def in_recovery(conn: Connection) -> bool:
+    """True on a hot standby (a server replaying WAL: it refuses every write)."""
+    return bool(conn.execute(text("SELECT pg_is_in_recovery()")).scalar())
+
+
+def current_lsn(conn: Connection) -> int | None:
+    """The primary's WAL insert position; None on a standby."""
+    if in_recovery(conn):
+        return None
+    return parse_lsn(str(conn.execute(text(_CURRENT_LSN_SQL)).scalar_one()))
+
+
+def replayed_lsn(conn: Connection) -> int | None:
+    """How far a standby replayed; None on a server that is not replaying (a primary, or a
+    promoted standby): it has everything it will ever show."""
+    recovering, lsn = conn.execute(text(_REPLAY_SQL)).one()
+    if not recovering:
+        return None
+    return 0 if lsn is None else parse_lsn(str(lsn))  # None: nothing replayed yet

@@ -1,0 +1,723 @@
+"""Rule data of credential masking: vendor prefixes, token shapes and password commands.
+
+Invariant: this module holds DATA only (no scanning): every rule carries a ``sample`` that the
+built-in redactor must mask (tests/test_redact_rules.py checks each one, so a rule is added as
+one line here with its sample). :mod:`openclaw_fts.redact` compiles these rules into its
+scanner; docs/redaction.md describes the families in words.
+
+Kinds of rules:
+
+* :class:`VendorToken`: a fixed-width ``prefix`` (a regex that starts with a literal
+  character: then the combined regex skips ahead to the possible first characters, which keeps
+  the scan fast), then at least ``minimum`` characters of ``body`` (a one-character class).
+  All of them are compiled into ONE regex, so the text is scanned once for all families; the
+  prefix must start a word.
+* :class:`PatternToken`: a whole regex whose group ``value`` is the secret, for shapes a
+  prefix cannot describe (JWTs, AWS key ids, Airtable's ``pat….<hex>``, Salesforce sessions).
+  Each pattern must start at a literal character or a lookbehind-guarded class (linear time).
+* :class:`PasswordCommand`: command words whose short flags (``mysql -p``, ``redis-cli -a``)
+  take a password.
+
+Samples are random-looking strings made for these tests, never real credentials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+#: Characters of a base64url token.
+TOKEN_CHARS: Final = r"[A-Za-z0-9_\-]"
+
+
+@dataclass(frozen=True)
+class VendorToken:
+    """A vendor-prefixed token: ``prefix`` then ``minimum``+ characters of ``body``."""
+
+    family: str
+    prefix: str
+    body: str
+    minimum: int
+    sample: str
+
+
+@dataclass(frozen=True)
+class PatternToken:
+    """A token found by a whole regex; its group ``value`` is masked."""
+
+    family: str
+    pattern: str
+    sample: str
+    #: A literal every match holds: the pattern runs only on texts that contain it (a pattern
+    #: that cannot start with a literal would otherwise be tried at every position).
+    anchor: str = ""
+
+
+@dataclass(frozen=True)
+class PasswordCommand:
+    """Commands (lower case, without ``.exe``) whose short ``flags`` take a password."""
+
+    family: str
+    commands: tuple[str, ...]
+    flags: str
+    sample: str
+
+
+# The minimum is well below the vendor's real length and high enough that kebab-case words
+# (``sk-button-primary``, ``fw-tooshort``) do not qualify.
+VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
+    VendorToken(
+        "sk", "sk-", r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]", 16, "sk-aB3cD4eF5gH6jK7mN8pQ"
+    ),
+    VendorToken(
+        "stripe-secret", "sk_(?:live|test)_", "[A-Za-z0-9]", 16, "sk_live_aB3cD4eF5gH6jK7mN8pQ"
+    ),
+    VendorToken(
+        "stripe-restricted", "rk_(?:live|test)_", "[A-Za-z0-9]", 16, "rk_live_aB3cD4eF5gH6jK7mN8pQ"
+    ),
+    VendorToken("stripe-webhook", "whsec_", "[A-Za-z0-9]", 16, "whsec_aB3cD4eF5gH6jK7mN8pQ"),
+    VendorToken(
+        "github-pat", "github_pat_", "[A-Za-z0-9_]", 20, "github_pat_aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken("gitlab", "glpat-", TOKEN_CHARS, 20, "glpat-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("slack", "xox[baprs]-", r"[A-Za-z0-9\-]", 10, "xoxb-aB3cD4eF5gH6jK"),
+    VendorToken("slack-app", "xapp-", r"[A-Za-z0-9\-]", 10, "xapp-aB3cD4eF5gH6jK"),
+    VendorToken("google-api", "AIza", TOKEN_CHARS, 30, "AIzaaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzb"),
+    VendorToken("google-oauth", r"ya29\.", TOKEN_CHARS, 20, "ya29.aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("huggingface", "hf_", "[A-Za-z0-9]", 20, "hf_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("npm", "npm_", "[A-Za-z0-9]", 20, "npm_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("pypi", "pypi-", TOKEN_CHARS, 20, "pypi-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("groq", "gsk_", "[A-Za-z0-9]", 20, "gsk_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("xai", "xai-", "[A-Za-z0-9]", 20, "xai-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("perplexity", "pplx-", "[A-Za-z0-9]", 20, "pplx-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("anthropic", "sk-ant-", TOKEN_CHARS, 16, "sk-ant-aB3cD4eF5gH6jK7mN8pQ"),
+    VendorToken("openai-project", "sk-proj-", TOKEN_CHARS, 16, "sk-proj-aB3cD4eF5gH6jK7mN8pQ"),
+    VendorToken("openrouter", "sk-or-", TOKEN_CHARS, 16, "sk-or-aB3cD4eF5gH6jK7mN8pQ"),
+    VendorToken(
+        "openai-service", "sk-svcacct-", TOKEN_CHARS, 16, "sk-svcacct-aB3cD4eF5gH6jK7mN8pQ"
+    ),
+    VendorToken("openai-admin", "sk-admin-", TOKEN_CHARS, 16, "sk-admin-aB3cD4eF5gH6jK7mN8pQ"),
+    VendorToken("sk-underscore", "sk_", "[A-Za-z0-9]", 20, "sk_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("stripe-prod", "sk_prod_", "[A-Za-z0-9]", 16, "sk_prod_aB3cD4eF5gH6jK7mN8pQ"),
+    VendorToken(
+        "stripe-prod-restricted", "rk_prod_", "[A-Za-z0-9]", 16, "rk_prod_aB3cD4eF5gH6jK7mN8pQ"
+    ),
+    VendorToken("replicate", "r8_", "[A-Za-z0-9]", 20, "r8_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("gitlab-oas", "gloas-", r"[A-Za-z0-9_.\-]", 20, "gloas-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("gitlab-dt", "gldt-", r"[A-Za-z0-9_.\-]", 20, "gldt-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("gitlab-cbt", "glcbt-", r"[A-Za-z0-9_.\-]", 20, "glcbt-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("gitlab-ptt", "glptt-", r"[A-Za-z0-9_.\-]", 20, "glptt-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("gitlab-ft", "glft-", r"[A-Za-z0-9_.\-]", 20, "glft-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("gitlab-imt", "glimt-", r"[A-Za-z0-9_.\-]", 20, "glimt-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "gitlab-agent", "glagent-", r"[A-Za-z0-9_.\-]", 20, "glagent-aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken("gitlab-wt", "glwt-", r"[A-Za-z0-9_.\-]", 20, "glwt-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "gitlab-soat", "glsoat-", r"[A-Za-z0-9_.\-]", 20, "glsoat-aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken(
+        "gitlab-ffct", "glffct-", r"[A-Za-z0-9_.\-]", 20, "glffct-aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken("gitlab-rt", "glrt-", r"[A-Za-z0-9_.\-]", 20, "glrt-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("gitlab-rtr", "glrtr-", r"[A-Za-z0-9_.\-]", 20, "glrtr-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "gitlab-ft-short",
+        "glft-",
+        r"(?=[A-Za-z0-9_\-]{0,19}[0-9])[A-Za-z0-9_\-]",
+        8,
+        "glft-aB3cD4eF5gH6",
+    ),
+    VendorToken(
+        "gitlab-rt-short",
+        "glrt-",
+        r"(?=[A-Za-z0-9_\-]{0,19}[0-9])[A-Za-z0-9_\-]",
+        8,
+        "glrt-aB3cD4eF5gH6",
+    ),
+    VendorToken("gitlab-runner", "GR1348941", TOKEN_CHARS, 20, "GR1348941aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "gitlab-session",
+        "_gitlab_session=",
+        "[A-Za-z0-9]",
+        20,
+        "_gitlab_session=aB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken(
+        "grafana-sa", "glsa_", "[A-Za-z0-9_+/=]", 32, "glsa_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdf"
+    ),
+    VendorToken(
+        "grafana-cloud", "glc_", "[A-Za-z0-9_+/=]", 32, "glc_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdf"
+    ),
+    VendorToken("fal", "fal_", TOKEN_CHARS, 20, "fal_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("firecrawl", "fc-", "[A-Za-z0-9]", 20, "fc-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("browserbase", "bb_live_", TOKEN_CHARS, 20, "bb_live_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "huggingface-org", "api_org_", "[A-Za-z0-9]", 20, "api_org_aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken(
+        "digitalocean", "do[opr]_v1_", "[A-Za-z0-9]", 20, "doo_v1_aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken("doppler-pt", r"dp\.pt\.", "[A-Za-z0-9]", 20, "dp.pt.aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("doppler-st", r"dp\.st\.", "[A-Za-z0-9]", 20, "dp.st.aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("doppler-sa", r"dp\.sa\.", "[A-Za-z0-9]", 20, "dp.sa.aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("doppler-ct", r"dp\.ct\.", "[A-Za-z0-9]", 20, "dp.ct.aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "docker", "dckr_(?:pat|oat)_", TOKEN_CHARS, 20, "dckr_pat_aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken("buildkite", "bkua_", "[A-Za-z0-9]", 20, "bkua_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("circleci", "CCIPAT_", TOKEN_CHARS, 20, "CCIPAT_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("supabase", "sbp_", "[A-Za-z0-9]", 20, "sbp_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "databricks", "dapi", "[A-Za-z0-9]", 32, "dapiaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdf"
+    ),
+    VendorToken("datadog", "ddp_", "[A-Za-z0-9]", 20, "ddp_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("netlify", "nfp_", "[A-Za-z0-9]", 20, "nfp_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("contentful", "CFPAT-", TOKEN_CHARS, 20, "CFPAT-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("atlassian", "ATATT", r"[A-Za-z0-9_\-=]", 20, "ATATTaB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "atlassian-cloud",
+        "ATCTT3xFfG",
+        r"[A-Za-z0-9_\-=]",
+        20,
+        "ATCTT3xFfGaB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken("bitbucket", "ATBB", "[A-Za-z0-9]", 20, "ATBBaB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("bitbucket-dc", "BBDC-", TOKEN_CHARS, 20, "BBDC-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("heroku", "HRKU-", TOKEN_CHARS, 20, "HRKU-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "hubspot", "pat-(?:na|eu)[12]-", r"[A-Za-z0-9\-]", 20, "pat-na1-aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken("apify", "apify_api_", "[A-Za-z0-9]", 20, "apify_api_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("flyio", "FlyV1 fm", r"[A-Za-z0-9+/=_\-]", 20, "FlyV1 fmaB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("frameio", "fio-u-", TOKEN_CHARS, 20, "fio-u-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("agentmail", "am_", "[A-Za-z0-9]", 20, "am_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("tavily", "tvly-", TOKEN_CHARS, 20, "tvly-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("exa", "exa_", "[A-Za-z0-9]", 20, "exa_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("matrix", "syt_", TOKEN_CHARS, 20, "syt_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("retaindb", "retaindb_", "[A-Za-z0-9]", 20, "retaindb_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("hsk", "hsk-", TOKEN_CHARS, 20, "hsk-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("mem0", "mem0_", "[A-Za-z0-9]", 20, "mem0_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("brv", "brv_", "[A-Za-z0-9]", 20, "brv_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("fireworks", "fw[-_]", "[A-Za-z0-9]", 20, "fw-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("fireworks-pk", "fpk_", "[A-Za-z0-9]", 20, "fpk_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("tencent", "AKID", "[A-Za-z0-9]", 20, "AKIDaB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("alibaba", "LTAI", "[A-Za-z0-9]", 12, "LTAIaB3cD4eF5gH6jK7m"),
+    VendorToken("google-refresh", "1//0", TOKEN_CHARS, 20, "1//0aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "slack-webhook",
+        r"//hooks\.slack\.com/services/",
+        r"[A-Za-z0-9/_\-]",
+        20,
+        "https://hooks.slack.com/services/aB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken(
+        "slack-workflow",
+        r"//hooks\.slack\.com/workflows/",
+        r"[A-Za-z0-9/_\-]",
+        20,
+        "https://hooks.slack.com/workflows/aB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken(
+        "discord-webhook",
+        r"//discord\.com/api/webhooks/",
+        r"[A-Za-z0-9/_\-]",
+        20,
+        "https://discord.com/api/webhooks/aB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken(
+        "discordapp-webhook",
+        r"//discordapp\.com/api/webhooks/",
+        r"[A-Za-z0-9/_\-]",
+        20,
+        "https://discordapp.com/api/webhooks/aB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken("linear", "lin_api_", "[A-Za-z0-9]", 20, "lin_api_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("postman", "PMAK-", r"[A-Za-z0-9\-]", 20, "PMAK-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "shopify", "shp(?:at|ca|pa|ss)_", "[A-Fa-f0-9]", 20, "shpat_aB3cD4eF56789210bdfaB3cD"
+    ),
+    VendorToken("sentry", "sntry[su]_", "[A-Za-z0-9+/=_]", 20, "sntrys_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("newrelic", "NRAK-", "[A-Z0-9]", 20, "NRAK-B3D4F5H6K7N8Q9S2U1W0YB3D"),
+    VendorToken(
+        "planetscale", "pscale_tkn_", TOKEN_CHARS, 20, "pscale_tkn_aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken(
+        "planetscale-pw", "pscale_pw_", TOKEN_CHARS, 20, "pscale_pw_aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken(
+        "age", "AGE-SECRET-KEY-1", "[A-Z0-9]", 20, "AGE-SECRET-KEY-1B3D4F5H6K7N8Q9S2U1W0YB3D"
+    ),
+    VendorToken("vault", r"hv[sbr]\.", TOKEN_CHARS, 20, "hvs.aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("mailgun", "key-", "[a-f0-9]", 32, "key-a3c4e56789210bdfa3c4e56789210bdfa3c4"),
+    VendorToken("brevo", "xkeysib-", r"[A-Za-z0-9\-]", 20, "xkeysib-aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("dynatrace", r"dt0c01\.", "[A-Za-z0-9.]", 20, "dt0c01.aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("rubygems", "rubygems_", "[a-f0-9]", 20, "rubygems_a3c4e56789210bdfa3c4e567"),
+    VendorToken("clojars", "CLOJARS_", "[A-Za-z0-9]", 20, "CLOJARS_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "easypost", "EZ[AT]K", "[A-Za-z0-9]", 40, "EZAKaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF"
+    ),
+    VendorToken(
+        "duffel", "duffel_(?:test|live)_", TOKEN_CHARS, 20, "duffel_test_aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken(
+        "flutterwave",
+        "FLW(?:PUB|SEC)K_TEST-",
+        r"[A-Za-z0-9\-]",
+        20,
+        "FLWPUBK_TEST-aB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken("readme", "rdme_", "[a-z0-9]", 20, "rdme_a3c4e5g6j7m8p9r2t1v0xzbd"),
+    VendorToken("prefect", "pnu_", "[A-Za-z0-9]", 20, "pnu_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("typeform", "tfp_", TOKEN_CHARS, 20, "tfp_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("figma", "figd_", TOKEN_CHARS, 20, "figd_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "notion", "secret_", "[A-Za-z0-9]", 32, "secret_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdf"
+    ),
+    VendorToken(
+        "notion-ntn", "ntn_", "[A-Za-z0-9]", 32, "ntn_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdf"
+    ),
+    VendorToken(
+        "langsmith", "lsv2_(?:pt|sk)_", "[A-Za-z0-9_]", 20, "lsv2_pt_aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken("fernet", "gAAAA", r"[A-Za-z0-9_\-=]", 20, "gAAAAaB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("1password", "ops_eyJ", "[A-Za-z0-9+/=]", 20, "ops_eyJaB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken(
+        "openai-org",
+        "org-",
+        "(?=[A-Za-z0-9]{0,23}[0-9])[A-Za-z0-9]",
+        24,
+        "org-aB3cD4eF5gH6jK7mN8pQ9rS2tU1v",
+    ),
+    VendorToken("twitch", "oauth:", "[a-z0-9]", 30, "oauth:a3c4e5g6j7m8p9r2t1v0xzbdfa3c4e5g6j"),
+    VendorToken(
+        "artifactory",
+        "AKCp",
+        "[A-Za-z0-9]",
+        60,
+        "AKCpaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF5gH6jK7mN8pQ9rS2tU1v",
+    ),
+    VendorToken("adafruit", "aio_", "[A-Za-z0-9]", 28, "aio_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xY"),
+    VendorToken(
+        "scalingo", "tk-us-", TOKEN_CHARS, 40, "tk-us-aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF"
+    ),
+    VendorToken(
+        "sourcegraph", "sgp_", "[A-Za-z0-9_]", 32, "sgp_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdf"
+    ),
+    VendorToken(
+        "pulumi", "pul-", "[a-f0-9]", 40, "pul-a3c4e56789210bdfa3c4e56789210bdfa3c4e5678921"
+    ),
+    VendorToken("github", "gh[pousr]_", "[A-Za-z0-9_]", 20, "ghp_aB3cD4eF5gH6jK7mN8pQ9rS2"),
+    VendorToken("slack-config", "xox[ce]-", r"[A-Za-z0-9\-]", 10, "xoxc-aB3cD4eF5gH6jK"),
+    VendorToken(
+        "slack-refresh", r"xoxe\.xox[bp]-", r"[A-Za-z0-9\-]", 10, "xoxe.xoxb-aB3cD4eF5gH6jK"
+    ),
+    VendorToken(
+        "slack-trigger",
+        r"//hooks\.slack\.com/triggers/",
+        r"[A-Za-z0-9/_\-]",
+        20,
+        "https://hooks.slack.com/triggers/aB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken(
+        "discord-ptb-webhook",
+        r"//ptb\.discord\.com/api/webhooks/",
+        r"[A-Za-z0-9/_\-]",
+        20,
+        "https://ptb.discord.com/api/webhooks/aB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken(
+        "discord-canary-webhook",
+        r"//canary\.discord\.com/api/webhooks/",
+        r"[A-Za-z0-9/_\-]",
+        20,
+        "https://canary.discord.com/api/webhooks/aB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken(
+        "teams-webhook",
+        r"\.webhook\.office\.com/webhookb2/",
+        r"[A-Za-z0-9@/_\-]",
+        40,
+        "https://acme.webhook.office.com/webhookb2/aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF",
+    ),
+    VendorToken(
+        "outlook-webhook",
+        r"//outlook\.office\.com/webhook/",
+        r"[A-Za-z0-9@/_\-]",
+        40,
+        "https://outlook.office.com/webhook/aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF",
+    ),
+    VendorToken(
+        "zapier-webhook",
+        r"//hooks\.zapier\.com/hooks/catch/",
+        r"[A-Za-z0-9/_\-]",
+        10,
+        "https://hooks.zapier.com/hooks/catch/aB3cD4eF5gH6jK",
+    ),
+    VendorToken(
+        "ifttt-webhook",
+        "/with/key/",
+        TOKEN_CHARS,
+        20,
+        "https://maker.ifttt.com/trigger/deploy/with/key/aB3cD4eF5gH6jK7mN8pQ9rS2",
+    ),
+    VendorToken(
+        "mattermost-webhook",
+        "/hooks/",
+        "[a-z0-9]",
+        26,
+        "https://chat.example.com/hooks/a3c4e5g6j7m8p9r2t1v0xzbdfa3c4e",
+    ),
+    VendorToken(
+        "dropbox",
+        r"sl\.",
+        r"[A-Za-z0-9_\-=.]",
+        100,
+        "sl.aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xY",
+    ),
+    VendorToken(
+        "mapbox-secret",
+        r"sk\.eyJ",
+        r"[A-Za-z0-9_\-.]",
+        60,
+        "sk.eyJaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF5gH6jK7mN8pQ9rS2tU1v",
+    ),
+    VendorToken(
+        "mapbox-temp",
+        r"tk\.eyJ",
+        r"[A-Za-z0-9_\-.]",
+        60,
+        "tk.eyJaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF5gH6jK7mN8pQ9rS2tU1v",
+    ),
+    VendorToken(
+        "doppler-audit", r"dp\.audit\.", "[A-Za-z0-9]", 20, "dp.audit.aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken(
+        "doppler-scim", r"dp\.scim\.", "[A-Za-z0-9]", 20, "dp.scim.aB3cD4eF5gH6jK7mN8pQ9rS2"
+    ),
+    VendorToken(
+        "nuget", "oy2", "[a-z0-9]", 43, "oy2a3c4e5g6j7m8p9r2t1v0xzbdfa3c4e5g6j7m8p9r2t1v0xz"
+    ),
+    VendorToken(
+        "sonarqube-user", "squ_", "[a-z0-9]", 40, "squ_a3c4e5g6j7m8p9r2t1v0xzbdfa3c4e5g6j7m8p9r2t1v"
+    ),
+    VendorToken(
+        "sonarqube-project",
+        "sqp_",
+        "[a-z0-9]",
+        40,
+        "sqp_a3c4e5g6j7m8p9r2t1v0xzbdfa3c4e5g6j7m8p9r2t1v",
+    ),
+    VendorToken(
+        "sonarqube-analysis",
+        "sqa_",
+        "[a-z0-9]",
+        40,
+        "sqa_a3c4e5g6j7m8p9r2t1v0xzbdfa3c4e5g6j7m8p9r2t1v",
+    ),
+    VendorToken(
+        "flyio-org", "fo1_", TOKEN_CHARS, 40, "fo1_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF"
+    ),
+    VendorToken(
+        "flyio-machine",
+        "fm[12][ar_]",
+        TOKEN_CHARS,
+        40,
+        "fm1aaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF",
+    ),
+    VendorToken("square-access", "sq0atp-", TOKEN_CHARS, 22, "sq0atp-aB3cD4eF5gH6jK7mN8pQ9rS2tU"),
+    VendorToken(
+        "square-secret",
+        "sq0csp-",
+        TOKEN_CHARS,
+        40,
+        "sq0csp-aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF",
+    ),
+    VendorToken(
+        "square-oauth",
+        "EAAA",
+        r"[A-Za-z0-9_\-+=]",
+        60,
+        "EAAAaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF5gH6jK7mN8pQ9rS2tU1v",
+    ),
+    VendorToken(
+        "facebook-page",
+        "EAA[MC]",
+        "[A-Za-z0-9]",
+        100,
+        "EAAMaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xY",
+    ),
+    VendorToken(
+        "shippo",
+        "shippo_(?:live|test)_",
+        "[a-f0-9]",
+        40,
+        "shippo_live_a3c4e56789210bdfa3c4e56789210bdfa3c4e5678921",
+    ),
+    VendorToken("infracost", "ico-", "[A-Za-z0-9]", 32, "ico-aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdf"),
+    VendorToken("octopus", "API-", "[A-Z0-9]", 26, "API-B3D4F5H6K7N8Q9S2U1W0YB3D4F5H6K"),
+    VendorToken("settlemint", "sm_[pas]at_", "[A-Za-z0-9]", 16, "sm_pat_aB3cD4eF5gH6jK7mN8pQ"),
+    VendorToken("adobe", "p8e-", "[A-Za-z0-9]", 32, "p8e-aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdf"),
+    VendorToken(
+        "cloudflare-origin",
+        r"v1\.0-",
+        r"[a-f0-9\-]",
+        150,
+        "v1.0-a3c4e56789210bdfa3c4e56789210bdfa3c4e56789210bdfa3c4e56789210bdfa3c4e56789210bdfa3c4e56789210bdfa3c4e56789210bdfa3c4e56789210bdfa3c4e56789210bdfa3c4e56789",
+    ),
+    VendorToken(
+        "yandex-api", "AQVN", TOKEN_CHARS, 35, "AQVNaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3"
+    ),
+    VendorToken("newrelic-browser", "NRJS-", "[a-f0-9]", 19, "NRJS-a3c4e56789210bdfa3c4e56"),
+    VendorToken(
+        "newrelic-insert", "NRII-", TOKEN_CHARS, 32, "NRII-aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdf"
+    ),
+    VendorToken(
+        "planetscale-oauth",
+        "pscale_oauth_",
+        TOKEN_CHARS,
+        32,
+        "pscale_oauth_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdf",
+    ),
+    VendorToken(
+        "gocardless",
+        "live_",
+        r"[A-Za-z0-9_\-=]",
+        40,
+        "live_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF",
+    ),
+    VendorToken(
+        "openshift",
+        "sha256~",
+        TOKEN_CHARS,
+        43,
+        "sha256~aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF5gH",
+    ),
+    VendorToken(
+        "grafana-legacy",
+        "eyJrIjoi",
+        "[A-Za-z0-9]",
+        70,
+        "eyJrIjoiaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB",
+    ),
+    VendorToken(
+        "clickhouse", "4b1d", "[A-Za-z0-9]", 38, "4b1daB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4"
+    ),
+    VendorToken(
+        "intra42",
+        "s-s4t2[ua][df]-",
+        "[a-f0-9]",
+        64,
+        "s-s4t2ud-a3c4e56789210bdfa3c4e56789210bdfa3c4e56789210bdfa3c4e56789210bdfa3c4",
+    ),
+    VendorToken(
+        "defined-networking", "dnkey-", r"[a-z0-9=_\-]", 26, "dnkey-a3c4e5g6j7m8p9r2t1v0xzbdfa3c4e"
+    ),
+    VendorToken(
+        "plaid-sand",
+        "access-sandbox-",
+        r"[a-f0-9\-]",
+        36,
+        "access-sandbox-a3c4e56789210bdfa3c4e56789210bdfa3c4e567",
+    ),
+    VendorToken(
+        "plaid-deve",
+        "access-development-",
+        r"[a-f0-9\-]",
+        36,
+        "access-development-a3c4e56789210bdfa3c4e56789210bdfa3c4e567",
+    ),
+    VendorToken(
+        "plaid-prod",
+        "access-production-",
+        r"[a-f0-9\-]",
+        36,
+        "access-production-a3c4e56789210bdfa3c4e56789210bdfa3c4e567",
+    ),
+    VendorToken("lob", "live_pub_", "[a-f0-9]", 31, "live_pub_a3c4e56789210bdfa3c4e56789210bdfa3c"),
+    VendorToken(
+        "lob-test", "test_pub_", "[a-f0-9]", 31, "test_pub_a3c4e56789210bdfa3c4e56789210bdfa3c"
+    ),
+    VendorToken(
+        "bittensor", "bt_", "[A-Za-z0-9]", 40, "bt_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF"
+    ),
+)
+
+#: Segments of a JWT shorter than this are not a JWT (a real header is ~36 characters).
+MIN_JWT_SEGMENT_CHARS: Final = 5
+#: Segments after a JWT's header and payload: 1 for a signed JWT (JWS), 3 for an encrypted one
+#: (JWE: header.key.iv.ciphertext.tag).
+MAX_JWT_EXTRA_SEGMENTS: Final = 3
+#: Characters after ``AKIA``/``ASIA`` in an AWS access key id (exactly this many).
+AWS_KEY_ID_BODY_CHARS: Final = 16
+#: Both dot-separated parts of a SendGrid key are at least this long (real: 22 and 43).
+MIN_SENDGRID_PART_CHARS: Final = 16
+
+_T = TOKEN_CHARS
+PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
+    PatternToken(
+        "jwt",
+        rf"(?P<value>eyJ(?<!{_T}eyJ){_T}{{{MIN_JWT_SEGMENT_CHARS},}}"
+        rf"\.{_T}{{{MIN_JWT_SEGMENT_CHARS},}}(?:\.{_T}*){{1,{MAX_JWT_EXTRA_SEGMENTS}}})",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXNhbXBsZQ",
+    ),
+    PatternToken(
+        "sendgrid",
+        rf"(?P<value>SG\.(?<!{_T}SG\.){_T}{{{MIN_SENDGRID_PART_CHARS},}}"
+        rf"\.{_T}{{{MIN_SENDGRID_PART_CHARS},}})",
+        "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",
+    ),
+    PatternToken(
+        "aws-access-key-id",
+        rf"(?P<value>A[KS]IA(?<![A-Za-z0-9_\-]A[KS]IA)[A-Z0-9]{{{AWS_KEY_ID_BODY_CHARS}}})"
+        r"(?![A-Za-z0-9])",
+        "AKIAQ3EGRPN7XKZL2M4T",
+    ),
+    # Airtable personal access token: ``pat`` + 14 characters, ``.``, 64 hex.
+    PatternToken(
+        "airtable-pat",
+        r"(?P<value>pat(?<![A-Za-z0-9_]pat)[A-Za-z0-9]{14}\.[a-f0-9]{64})",
+        "patQ3egRPn7XkZl2M." + "3f9a0c4d" * 8,
+    ),
+    # Salesforce session id / access token: org id ``00D…``, ``!``, the session part.
+    PatternToken(
+        "salesforce-session",
+        r"(?P<value>00D(?<![A-Za-z0-9_]00D)[A-Za-z0-9]{12,15}![A-Za-z0-9._]{20,})",
+        "00D5g000004ABCD!AQ8AQHx9yJ2kLmNoPqRsTuVwXyZ0123456789abcdefghij",
+    ),
+    # Azure AD client secret: 3 characters, a digit, ``Q~``, 31-34 characters.
+    PatternToken(
+        "azure-ad-client-secret",
+        r"(?P<value>(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34})"
+        r"(?![A-Za-z0-9_~.\-])",
+        "abc8Q~Zx9yW8vU7tS6rQ5pO4nM3lK2jI1hG0fE",
+        anchor="Q~",
+    ),
+    # Mailchimp API key: 32 hex, ``-us``, the data centre number.
+    PatternToken(
+        "mailchimp",
+        r"(?P<value>(?<![A-Za-z0-9_\-])[0-9a-f]{32}-us[0-9]{1,2})(?![A-Za-z0-9_\-])",
+        "3f9a0c4d" * 4 + "-us21",
+        anchor="-us",
+    ),
+    # HashiCorp Vault legacy service and batch tokens: ``s.``/``b.`` + 24 mixed-case characters.
+    PatternToken(
+        "vault-legacy",
+        r"(?P<value>[sb]\.(?<![A-Za-z0-9_.\-][sb]\.)(?=[A-Za-z0-9]{0,23}[0-9])(?=[A-Za-z0-9]{0,23}[A-Z])"
+        r"(?=[A-Za-z0-9]{0,23}[a-z])[A-Za-z0-9]{24})(?![A-Za-z0-9_.\-])",
+        "s.Ab3dEfGh1jKlMnOpQrStUvWx",
+    ),
+    # 1Password account secret key: ``A3-`` and dash-separated groups.
+    PatternToken(
+        "1password-secret-key",
+        r"(?P<value>A3-(?<![A-Za-z0-9]A3-)[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})"
+        r"-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5})",
+        "A3-ASWWYB-798JRY-LJVD4-23DC2-86TVM-H43EB",
+    ),
+    # Harness personal/service-account tokens: ``pat.``/``sat.`` + id . hex . secret.
+    PatternToken(
+        "harness",
+        r"(?P<value>(?:pat|sat)(?<![A-Za-z0-9_.](?:pat|sat))\.[A-Za-z0-9_\-]{22}\.[0-9a-f]{24}"
+        r"\.[A-Za-z0-9]{20})",
+        "pat.aB3cD4eF5gH6jK7mN8pQ9r.3f9a0c4d3f9a0c4d3f9a0c4d.aB3cD4eF5gH6jK7mN8pQ",
+    ),
+    # Terraform Cloud / Atlas: 14 characters, ``.atlasv1.``, 60-70 characters.
+    PatternToken(
+        "terraform-cloud",
+        r"(?P<value>(?<![A-Za-z0-9])[a-zA-Z0-9]{14}\.atlasv1\.[A-Za-z0-9\-_=]{60,70})",
+        "aB3cD4eF5gH6jK.atlasv1." + "aB3cD4eF5gH6jK7mN8pQ9r" * 3,
+        anchor=".atlasv1.",
+    ),
+    # Ansible Vault: the hex lines after the ``$ANSIBLE_VAULT`` header.
+    PatternToken(
+        "ansible-vault",
+        r"\$ANSIBLE_VAULT;[0-9.]{1,8};AES256(?:;[A-Za-z0-9_]{1,64})?"
+        r"(?P<value>(?:[ \t]*\r?\n[ \t]*[0-9a-f]{16,120}){1,4096})",
+        "$ANSIBLE_VAULT;1.1;AES256\n" + "3f9a0c4d" * 10 + "\n" + "6b2e7f18" * 10,
+    ),
+)
+
+CLI_PASSWORD_COMMANDS: Final[tuple[PasswordCommand, ...]] = (
+    PasswordCommand(
+        "mysql",
+        (
+            "mysql",
+            "mysqldump",
+            "mysqladmin",
+            "mysqlimport",
+            "mysqlcheck",
+            "mysqlshow",
+            "mysqlslap",
+            "mysqlsh",
+            "mariadb",
+            "mariadb-dump",
+            "mariadb-admin",
+        ),
+        "p",
+        "mysql -u root -pQ3egRPn7Xk db",
+    ),
+    PasswordCommand(
+        "psexec",
+        ("psexec", "psexec64", "paexec"),
+        "p",
+        "psexec \\\\host -u admin -p Q3egRPn7Xk cmd",
+    ),
+    PasswordCommand("sshpass", ("sshpass",), "p", "sshpass -p 'Q3egRPn7Xk' ssh user@host"),
+    PasswordCommand(
+        "redis-cli", ("redis-cli", "keydb-cli"), "a", "redis-cli -h cache -a Q3egRPn7Xk ping"
+    ),
+    PasswordCommand("sqlcmd", ("sqlcmd", "bcp", "osql"), "P", "sqlcmd -S db -U sa -P Q3egRPn7Xk"),
+    PasswordCommand(
+        "ldap",
+        ("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete", "ldapwhoami", "ldappasswd"),
+        "w",
+        "ldapsearch -x -D cn=admin -w Q3egRPn7Xk -b dc=example",
+    ),
+    PasswordCommand(
+        "mongo",
+        ("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport"),
+        "p",
+        "mongosh --host db -u admin -p Q3egRPn7Xk",
+    ),
+    PasswordCommand("cqlsh", ("cqlsh",), "p", "cqlsh db 9042 -u cassandra -p Q3egRPn7Xk"),
+    PasswordCommand(
+        "zip", ("zip", "unzip", "7z", "7za", "rar", "unrar"), "pP", "7z a -pQ3egRPn7Xk out.7z dir"
+    ),
+    PasswordCommand("rdesktop", ("rdesktop",), "p", "rdesktop -u admin -p Q3egRPn7Xk host"),
+    PasswordCommand(
+        "login-subcommand",
+        (
+            "docker login",
+            "podman login",
+            "buildah login",
+            "helm registry login",
+            "az login",
+            "oc login",
+            "cf login",
+            "cf auth",
+            "nerdctl login",
+        ),
+        "p",
+        "docker login -u ci -p Q3egRPn7Xk registry.example.com",
+    ),
+)
+
+# Words of a name or callee that say its literal is public or an identifier, never a key
+# (``commit_sha = "…"``, ``hashlib.sha256("…")``, ``UUID("…")``, ``"integrity": "sha512-…"``).
+PUBLIC_VALUE_WORDS: Final = frozenset(
+    {"id", "ids", "uuid", "guid", "uid", "oid", "hash", "hashes", "sha", "sha1", "sha256",
+     "sha512", "md5", "digest", "hexdigest", "checksum", "crc", "etag", "commit", "rev",
+     "revision", "ref", "version", "cursor", "nonce", "integrity", "fingerprint", "salt", "iv",
+     "color", "colour", "seed", "tag", "slug", "name", "path", "url", "uri", "href", "src",
+     "file", "filename", "image", "img", "data", "body", "content", "text", "payload",
+     "expected", "result", "example", "sample", "fromhex", "unhexlify", "decode", "encode",
+     "b64decode", "b64encode", "parse", "loads", "format", "compile", "match", "search",
+     "fixture", "test", "mock", "dummy", "fake", "trace", "span", "request", "message",
+     "session", "build", "hmac", "mac", "label", "title", "description", "alias", "prefix"}
+)  # fmt: skip
+# Words of a name or callee that say it takes a key: a hex literal is masked only there.
+KEY_CONTEXT_WORDS: Final = frozenset(
+    {"key", "keys", "login", "auth", "api", "client", "app", "access", "secret", "token",
+     "pass", "pwd", "sig", "license", "pat", "cred", "creds", "credential", "credentials",
+     "connect", "init", "configure", "setup", "sdk", "bearer", "account", "private"}
+)  # fmt: skip

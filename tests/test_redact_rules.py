@@ -1,0 +1,177 @@
+"""Every rule of openclaw_fts.redact_rules masks its own sample, and the families that used to
+leak (password flags, .netrc, plain YAML passwords, unnamed literals in code, aligned values,
+values holding ``! = @ ] |``, vendor formats) are masked in the syntaxes users paste, while the
+public-by-nature strings (lock-file checksums, git SHAs, UUIDs, labels) stay (docs/redaction.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from openclaw_fts import redact_rules as rules
+from openclaw_fts.redact import (
+    KEEP_END_CHARS,
+    KEEP_START_CHARS,
+    MIN_PARTIAL_MASK_CHARS,
+    redact_text,
+)
+
+#: Characters of a masked-away middle that count as a leak (docs/redaction.md).
+LEAK_WINDOW_CHARS = 8
+
+
+def _leaks(secret: str, out: str) -> bool:
+    if len(secret) < MIN_PARTIAL_MASK_CHARS:
+        return secret in out
+    middle = secret[KEEP_START_CHARS:-KEEP_END_CHARS]
+    return any(
+        middle[i : i + LEAK_WINDOW_CHARS] in out
+        for i in range(max(1, len(middle) - LEAK_WINDOW_CHARS + 1))
+    )
+
+
+@pytest.mark.parametrize("rule", rules.VENDOR_TOKENS, ids=lambda r: r.family)
+def test_every_vendor_rule_masks_its_sample(rule: rules.VendorToken) -> None:
+    for text in (rule.sample, f"here is the key {rule.sample} ok", f'"{rule.sample}"'):
+        out = redact_text(text)
+        assert out != text, text
+        body = rule.sample[-rule.minimum :]
+        assert not _leaks(body, out), out
+        assert redact_text(out) == out
+
+
+@pytest.mark.parametrize("rule", rules.PATTERN_TOKENS, ids=lambda r: r.family)
+def test_every_pattern_rule_masks_its_sample(rule: rules.PatternToken) -> None:
+    out = redact_text(f"value: {rule.sample} end")
+    tail = rule.sample.splitlines()[-1][-20:]
+    assert tail not in out, out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize("rule", rules.CLI_PASSWORD_COMMANDS, ids=lambda r: r.family)
+def test_every_password_command_masks_its_sample(rule: rules.PasswordCommand) -> None:
+    out = redact_text(rule.sample)
+    assert "Q3egRPn7Xk" not in out and "***" in out, out
+    assert out.split()[0] == rule.sample.split()[0]  # the command stays searchable
+
+
+PASSWORD = "S3cret!Pa55"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "psexec \\\\host -u admin -p {p} cmd.exe",
+        "sshpass -p '{p}' ssh deploy@host",
+        'sshpass -p "{p}" scp a b',
+        "mysql -u root -p{p} shop",
+        "mysql -u root -p'{p}' shop",
+        "mysqldump -uroot -p {p} shop > dump.sql",
+        "redis-cli -h cache -p 6379 -a {p} ping",
+        "sqlcmd -S db -U sa -P {p} -Q 'select 1'",
+        "ldapsearch -x -D cn=admin -w {p} -b dc=example,dc=com",
+        "docker login -u ci -p {p} registry.example.com",
+        "tool --password {p} --verbose",
+        "tool --password={p}",
+        "keytool -importkeystore -srcstorepass {p} -deststorepass {p}",
+        "openssl pkcs12 -in a.p12 -passin pass:{p} -nodes",
+        "sqlplus scott/{p}@orcl",
+        "machine api.example.com login octocat password {p}",
+        "machine api.example.com\n  login octocat\n  password {p}\n",
+        "password: {p}",
+        "password:                        {p}",
+        "db:\n  password: hunterpass\n",
+        "DB_PASSWORD=SuperPwd",
+        "java -Djavax.net.ssl.keyStorePassword={p} -jar app.jar",
+        "-Dsonar.password={p}",
+        '$cred = ConvertTo-SecureString -Password "{p}"',
+    ],
+)
+def test_passwords_are_masked_whole(template: str) -> None:
+    text = template.replace("{p}", PASSWORD)
+    out = redact_text(text)
+    secret = (
+        "hunterpass" if "hunterpass" in text else "SuperPwd" if "SuperPwd" in text else PASSWORD
+    )
+    assert secret not in out, out
+    assert "***" in out
+    assert redact_text(out) == out
+
+
+KEY_HEX = "4f9e8d7c6b5a43e2d1c0b9a8f7e6d5c4b3a2f1e0"
+KEY_LOWER = "r2ofhhzv4tq8nbd7wpy3kxm5jcs6gfea"
+KEY_MIXED = "q7vXk2Lm9Qr4Tv7Wn3YsBc6"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"const client = new Client('{KEY_LOWER}');",
+        f'client := mailgun.NewClient("{KEY_HEX}")',
+        f'Client client = new Client("{KEY_HEX}");',
+        f'stripe = Stripe("{KEY_LOWER}")',
+        f'api.login("{KEY_HEX}")',
+        f'key = "{KEY_LOWER}"',
+        f'k = "{KEY_HEX}"',
+        f"stripe_key: {KEY_LOWER}",
+        f'"license": "{KEY_MIXED}"',
+        f"mvn sonar:sonar -Dsonar.login={KEY_HEX}",
+        f'config = {{"foo": "{KEY_MIXED}"}}',
+    ],
+)
+def test_unnamed_literals_in_code_are_masked(text: str) -> None:
+    out = redact_text(text)
+    secret = next(k for k in (KEY_HEX, KEY_LOWER, KEY_MIXED) if k in text)
+    assert not _leaks(secret, out), out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorization: Bearer abc!def!ghi123456789xyz0",
+        "Authorization: Bearer abc|def]ghi@jkl123456789",
+        "Bearer 00D5g000004ABCD!AQ8AQHx9yJ2kLmNoPqRsTuVwXyZ0123456789",
+        "session 00D5g000004ABCD!AQ8AQHx9yJ2kLmNoPqRsTuVwXyZ0123456789",
+        "ghs_abc_defghijklmnopqrstuvwxyz0123456789",
+        "vault: s.Ab3dEfGh1jKlMnOpQrStUvWx",
+        "mapbox sk.eyJ1IjoiYWJjZGVmIiwiYSI6ImFiY2RlZmdoaWprbG1ub3AifQ.abcdefghijklmnopqrstuv",
+        "dp.audit.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
+        "patAbCdEfGhIjKlMn.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "https://acme.webhook.office.com/webhookb2/a1b2c3d4-e5f6-7890-abcd-ef1234567890"
+        "@a1b2c3d4-e5f6-7890-abcd-ef1234567890/IncomingWebhook/0123456789abcdef0123456789abcdef",
+        "nuget push pkg.nupkg -k oy2abcdefghijklmnopqrstuvwxyz0123456789abcdefg",
+    ],
+)
+def test_values_are_masked_to_their_end(text: str) -> None:
+    out = redact_text(text)
+    tail = text.split()[-1].split("/")[-1]
+    assert not _leaks(tail, out), out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "golang.org/x/text v0.3.7 h1:olpwvP2KacW1ZWvsR7uQhoyTYvKAupfQrRGBFM352Gk=",
+        "golang.org/x/text v0.3.7/go.mod h1:u+2+/6zg+i71rQMx5EYifcz6MCKuco9NR6JIITiCfzQ=",
+        '"integrity": "sha512-Xyzabc123DEFghi456JKLmno789PQRstu0VWXyz1AbCdEfGhIjKlMnOpQ=="',
+        "--hash=sha256:3f2c1a5b8d7e6f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a",
+        'commit_sha = "8f3a9c0d2b7e4f1a6c5d8e9f0a1b2c3d4e5f6a7b"',
+        'request_id = "a1b2c3d4-e5f6-7890-abcd-ef1234567890"',
+        'security_code="CVV2"',
+        "hashlib.pbkdf2_hmac('sha256', password, b'salt', 100000)",
+        "GoogleCloudDataplexV1EntrySourceAncestor",
+        "Authorization: messages.Authorization()",
+        "token: ${{ github.token }}",
+        "api_key: {{ .Values.apiKey }}",
+        "HOST_KEY = 'HTTP_HOST'",
+        "sort_key: q7vXk2Lm9Qr4Tv7Wn3YsBc6",
+        "ssh -p 2222 deploy@host",
+        "mkdir -p build/out",
+        "password: string",
+        "login: alice",
+        'publicKeyToken="XXXX"',
+        'version = "1.2.3-rc1+build.20240101"',
+    ],
+)
+def test_public_strings_and_labels_are_not_masked(text: str) -> None:
+    assert redact_text(text) == text
