@@ -810,10 +810,15 @@ def search_cmd(
                 caller, query, queries=list(more_queries) if more_queries else None, **filters
             )
         pending = store.index_status()["pending"] if result.get("indexing") else 0
+        near: list[str] = []
+        if not state.json and not result.get("results") and "status" not in result:
+            near = store.suggest(caller, query) if not more_queries else []
     if state.json:
         _emit_json(result)
     elif "status" not in result:
         _print_search(result, pending)
+        if near:
+            _stdout().print(f"Did you mean: {', '.join(near)}?")
     if "status" in result:
         _refuse(result)
     if fail_if_empty and not result.get("results"):

@@ -18,11 +18,11 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from .caller import Caller
 from .errors import ToolInputError
 from .history import run_history
 from .index import sessions_sql
 from .redact import Redactor
-from .caller import Caller
 
 #: Sessions listed when no ``limit`` is given, and the most any call lists (OpenClaw's gateway
 #: lists every entry of a store; a database holds many agents' stores, so the answer is capped

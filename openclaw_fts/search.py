@@ -27,6 +27,7 @@ from .query import compile_query
 from .redact import Redactor, redact_text
 from .rows import SearchRequest
 from .snippet import make_snippet
+from .suggest import suggestion_text, suggestions
 from .tokens import is_valid_unicode
 from .visibility import Caller, Target, resolve_target
 
@@ -180,6 +181,11 @@ def _search_time_mask(redactor: Redactor | None) -> Callable[[str], str]:
     return lambda text: redact_text(text, redactor)
 
 
+def add_warning(result: dict[str, Any], text: str) -> None:
+    """Append ``text`` to the result's ``warning`` (after what is already there)."""
+    result["warning"] = f"{result['warning']} {text}" if result.get("warning") else text
+
+
 def run_search(
     conn: Connection,
     caller: Caller,
@@ -201,6 +207,7 @@ def run_searches(
     redactor: Redactor | None = None,
     on_pending: Callable[[], None] | None = None,
     per_session: bool = False,
+    suggest: bool = True,
 ) -> dict[str, Any]:
     """Run validated searches (one, or a batch sharing ``sessionKey``, filters and limit) in one
     snapshot. A batch answers ``batch: true``, ``queries``, and each hit's ``queryIndex``; the
@@ -209,7 +216,9 @@ def run_searches(
     query's hits in turn, and the byte cap applies to all of them together. ``per_session``:
     one hit per session key (its best), each with ``sessionHits``, the key's number of
     matching messages the caller may see (the backend's :meth:`session_hits`); the limit then
-    counts sessions."""
+    counts sessions. ``suggest``: a query that found nothing gets near words and a prefix form
+    the caller may search (:mod:`openclaw_fts.suggest`) in ``warning``, the one free-text
+    field of OpenClaw's output schema."""
     backend = reader(conn)
     # First: it starts the snapshot every later read sees. A backend without a cheap
     # database-wide probe asks only about the caller's sessions (below).
@@ -293,6 +302,15 @@ def run_searches(
         if truncated:
             truncated_queries.append(query_index)
     out["results"] = results
+    if suggest:
+        found = {r.get("queryIndex", 0) for r in results}
+        for query_index, req in enumerate(reqs):
+            if query_index in found or (full and query_index in truncated_queries):
+                continue
+            words = suggestions(conn, caller, req.compiled)
+            if words:
+                head = f"Query {query_index + 1}: " if batch else ""
+                add_warning(out, head + suggestion_text(words))
     if truncated_queries:
         out["truncated"] = True
         if batch:

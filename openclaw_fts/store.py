@@ -425,6 +425,15 @@ class TranscriptStore:
                 per_session=True,
             )
 
+    def suggest(self, caller: Caller, query: str) -> list[str]:
+        """For a query that finds nothing: near words and a prefix form (``word*``) the
+        caller may search (what ``search`` puts in ``warning``; docs/cli.md, "No matches")."""
+        from .suggest import suggestions
+
+        req = build_request(query)
+        with self._read() as conn:
+            return suggestions(conn, caller, req.compiled)
+
     def history(self, caller: Caller, session_key: str, **kwargs: Any) -> HistoryAnswer:
         """``sessions_history`` (docs/tools.md)."""
         from .history import run_history

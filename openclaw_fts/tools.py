@@ -29,6 +29,7 @@ from .search import (
     MAX_BATCH_QUERIES,
     MAX_LIMIT,
     MAX_QUERY_CHARS,
+    add_warning,
 )
 
 if TYPE_CHECKING:
@@ -509,12 +510,6 @@ def _params(args: Any) -> Mapping[str, Any]:
 def _given(args: Mapping[str, Any], name: str) -> Any:
     raw = read_raw(args, name)
     return None if raw is _MISSING else raw
-
-
-def add_warning(result: dict[str, Any], text: str) -> None:
-    """Append ``text`` to the result's ``warning`` (the one free-text field OpenClaw's output
-    schema has), after what is already there."""
-    result["warning"] = f"{result['warning']} {text}" if result.get("warning") else text
 
 
 def grouped_answer(result: dict[str, Any]) -> SearchAnswer:

@@ -74,6 +74,32 @@ class Reader(Protocol):
         """Each hit's searchable text (masked, clean), by index row id."""
         ...
 
+    def near_words(
+        self, conn: Connection, caller: Caller, token: str, *, max_distance: int, want: int
+    ) -> list[tuple[str, int]]:
+        """Up to ``want`` indexed words within ``max_distance`` edits of ``token`` (a folded
+        index token) that occur in a message the caller may see, nearest and most frequent
+        first, each with how many indexed messages hold it (of any session: it only orders
+        suggestions and is never shown). Visibility is in the statement that proves each
+        word: a word only in sessions the caller cannot see is never returned."""
+        ...
+
+    def visible_words(
+        self,
+        conn: Connection,
+        caller: Caller,
+        words: Sequence[str],
+        *,
+        prefix: bool = False,
+        want: int = 1,
+    ) -> list[tuple[str, int]]:
+        """Up to ``want`` of ``words`` (folded index tokens) that occur as a word (``prefix``:
+        as the start of a word) in an indexed message the caller may see, with how many
+        indexed messages hold each (of any session: it only orders suggestions and is never
+        shown), most frequent first. Visibility is in the statement that proves each word: a
+        word only in sessions the caller cannot see is never returned."""
+        ...
+
 
 # --------------------------------------------------------------------------- the write side
 

@@ -14,11 +14,13 @@ Statements run through SQLAlchemy ``text()`` with ``:name`` parameters.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
 from ...rows import Hit, SearchRequest
+from ...spelling import one_edit
 from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
 from ..visibility_sql import visible
 from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
@@ -38,6 +40,10 @@ FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', t
 #: that mentions a word once ranks below a short one, as with bm25's length normalisation).
 RANK_NORMALIZATION = 1
 DIALECT = "postgresql"
+#: Near words keep this many first letters of the misspelt word (as on SQLite).
+NEAR_PREFIX_CHARS = 2
+#: Most messages counted per suggested word (the count only orders suggestions).
+WORD_COUNT_CAP = 1000
 
 #: The first statement of a search: sets :data:`FORCE_CUSTOM_PLAN` for the transaction and reads
 #: the snapshot (the key of the pending memo) and whether this transaction has written, in one
@@ -252,6 +258,57 @@ class PostgresReader:
         _custom_plans(conn)
         rows = conn.execute(text(sql), params).all()
         return [((r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])), int(r[8])) for r in rows]
+
+    def near_words(
+        self, conn: Connection, caller: Caller, token: str, *, max_distance: int, want: int
+    ) -> list[tuple[str, int]]:
+        """See the Reader protocol. PostgreSQL keeps no vocabulary of the index (``ts_stat``
+        reads every row), so the candidates are the words ONE edit away
+        (:func:`~openclaw_fts.spelling.one_edit`) that keep the token's first
+        :data:`NEAR_PREFIX_CHARS` letters, as on SQLite; each is proved in the statement of
+        :meth:`visible_words` (a GIN lookup per candidate). ``max_distance`` beyond 1 is not
+        reached here."""
+        if len(token) <= NEAR_PREFIX_CHARS or max_distance < 1:
+            return []
+        head = token[:NEAR_PREFIX_CHARS]
+        candidates = [w for w in one_edit(token) if w.startswith(head)]
+        return self.visible_words(conn, caller, candidates, want=want)
+
+    def visible_words(
+        self,
+        conn: Connection,
+        caller: Caller,
+        words: Sequence[str],
+        *,
+        prefix: bool = False,
+        want: int = 1,
+    ) -> list[tuple[str, int]]:
+        """See the Reader protocol. One statement proves which words occur in a message the
+        caller may see: a GIN probe per word joined to the visibility, stopping at the first
+        visible match (no vocabulary table: a word no message holds costs one index lookup).
+        The proved words are then ordered by how many messages hold them, counted up to
+        :data:`WORD_COUNT_CAP` each."""
+        plain = [w for w in dict.fromkeys(words) if w.isalnum()]  # no tsquery syntax
+        if not plain:
+            return []
+        where, params = _visible_sql(caller, None)
+        operand = "c.w || ':*'" if prefix else "c.w"
+        query = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, {operand})"
+        params.update(words=plain, cap=WORD_COUNT_CAP)
+        _custom_plans(conn)
+        rows = conn.execute(
+            text(
+                "SELECT c.w, (SELECT count(*) FROM (SELECT 1 FROM "
+                f"{CONTENT_TABLE} AS x WHERE x.{TSVECTOR_COLUMN} @@ {query} LIMIT :cap) AS k) "
+                "FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) "
+                f"WHERE EXISTS (SELECT 1 FROM {CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
+                f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ {query} "
+                f"AND {where}) ORDER BY c.n"
+            ),
+            params,
+        ).all()
+        found = sorted(((str(r[0]), int(r[1])) for r in rows), key=lambda wc: (-wc[1], wc[0]))
+        return found[:want]
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
         """The stored (masked) body when it is the message's clean text; a body whose CJK was

@@ -12,18 +12,29 @@ one snapshot. Nothing here writes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection
 
 from ...caller import Caller
 from ...rows import INDEX_VERSION, Hit, SearchRequest
+from ...spelling import edit_distance
 from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
 from ..visibility_sql import Predicate, visible
 from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
 _PENDING_MEMO = "openclaw_fts_any_pending"
+
+#: The index's vocabulary: an ``fts5vocab`` table over ``message_fts`` (``col``: one row per
+#: term and column, with its document count). TEMP: created per connection on first use, never
+#: written to the database file (a read-only database can have it).
+VOCAB_TABLE = "temp.openclaw_fts_vocab"
+
+#: Near words share this many first letters with the misspelt word: the vocabulary is read
+#: over that range of terms only (a slip in the first two letters is not corrected).
+NEAR_PREFIX_CHARS = 2
 
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
 #: at the limit are all in hand (equal scores are common: short messages of equal length); a
@@ -271,6 +282,80 @@ class SqliteReader:
             f"FROM g WHERE rn = 1 ORDER BY {order} LIMIT :glim"
         )
         return [(tuple(r[:8]), int(r[8])) for r in cursor(conn).execute(grouped, params)]
+
+    def near_words(
+        self, conn: Connection, caller: Caller, token: str, *, max_distance: int, want: int
+    ) -> list[tuple[str, int]]:
+        """See the Reader protocol. Candidates come from the index's vocabulary
+        (:data:`VOCAB_TABLE`, FTS5's ``fts5vocab`` over the body column): only the terms that
+        share the token's first :data:`NEAR_PREFIX_CHARS` letters (a range of the term
+        B-tree, not the whole vocabulary), of a length within ``max_distance``; the edit
+        distance is computed here, and the nearest, most frequent candidates are proved
+        visible one statement each until ``want`` are."""
+        if len(token) <= NEAR_PREFIX_CHARS:
+            return []
+        low = token[:NEAR_PREFIX_CHARS]
+        high = low[:-1] + chr(ord(low[-1]) + 1)
+        cur = cursor(conn)
+        cur.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_TABLE} "
+            f"USING fts5vocab(main, '{FTS_TABLE}', 'col')"
+        )
+        rows = cur.execute(
+            f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term >= ? AND term < ? "
+            "AND col = 'body' AND length(term) BETWEEN ? AND ?",
+            (low, high, len(token) - max_distance, len(token) + max_distance),
+        ).fetchall()
+        ranked = sorted(
+            (distance, -int(doc), str(term))
+            for term, doc in rows
+            if term != token
+            and (distance := edit_distance(token, str(term), max_distance)) <= max_distance
+        )
+        words = [(term, -doc) for _, doc, term in ranked]
+        return self._prove_visible(conn, caller, words, prefix=False, want=want)
+
+    def visible_words(
+        self,
+        conn: Connection,
+        caller: Caller,
+        words: Sequence[str],
+        *,
+        prefix: bool = False,
+        want: int = 1,
+    ) -> list[tuple[str, int]]:
+        """See the Reader protocol: each word proved by one statement, in the order given."""
+        return self._prove_visible(conn, caller, [(w, 0) for w in words], prefix=prefix, want=want)
+
+    @staticmethod
+    def _prove_visible(
+        conn: Connection,
+        caller: Caller,
+        words: Sequence[tuple[str, int]],
+        *,
+        prefix: bool,
+        want: int,
+    ) -> list[tuple[str, int]]:
+        """The first ``want`` of ``words`` that match a message the caller may search: one
+        statement each, the MATCH joined to the visibility predicate, stopping at the first
+        visible row."""
+        where, params = _visible_sql(caller, None)
+        cur = cursor(conn)
+        proved: list[tuple[str, int]] = []
+        for word, count in words:
+            if len(proved) >= want:
+                break
+            phrase = '"' + word.replace('"', '""') + '"' + (" *" if prefix else "")
+            params["m"] = f"body : {phrase}"
+            seen = cur.execute(
+                f"SELECT EXISTS (SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
+                f"ON mi.id = {FTS_TABLE}.rowid CROSS JOIN openclaw_sessions AS s "
+                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where})",
+                params,
+            ).fetchone()[0]
+            if seen:
+                proved.append((word, count))
+        return proved
 
     @staticmethod
     def _rank_all_bound(conn: Connection) -> int:
