@@ -78,6 +78,10 @@ UPGRADE_FROM = "0001_transcripts"
 
 GOAL_LIVE = 0.5
 GOAL_APPEND = 2.0
+#: The label of the host-ORM single append (``install``) in the append figure.
+ORM_APPEND = "plugin ORM"
+#: One timed single-message append of the append figure: (round, event, body) -> None.
+AppendSide = Callable[[int, dict[str, Any], str], None]
 GOAL_BACKFILL = 0.8
 GOAL_SEARCH = 1.3
 #: Issue #17: every search at most as slow as sqlite-utils' ``search()`` (p50 and p95).
@@ -1086,6 +1090,8 @@ class Bench:
         bodies = [row.text for row in rows if row is not None]
         plugin_ms: list[float] = []
         base_ms: list[float] = []
+        sides = self.append_sides(state)
+        extra_ms: dict[str, list[float]] = {label: [] for label, _ in sides}
         clock = info.start_ms + 10**9
         for i in range(self.scale.single_appends):
             clock += 1000
@@ -1097,20 +1103,34 @@ class Bench:
                 "message": {"role": "user", "content": bodies[i % len(bodies)]},
             }
             leaf = event["id"]
-            order = ("p", "b") if i % 2 == 0 else ("b", "p")
-            for side in order:
+            order = ["p", "b", *extra_ms]
+            turn = i % len(order)
+            for side in order[turn:] + order[:turn]:
                 t0 = time.perf_counter()
                 if side == "p":
                     with self.plugin_call():
                         store.append(info.session_id, event)
                     plugin_ms.append(ms(time.perf_counter() - t0))
-                else:
+                elif side == "b":
                     base.append(info.session_id, next_seq, [event], [next_seq])
                     base_ms.append(ms(time.perf_counter() - t0))
+                else:
+                    dict(sides)[side](i, event, bodies[i % len(bodies)])
+                    extra_ms[side].append(ms(time.perf_counter() - t0))
             next_seq += 1
         store.close()
         base.close()
+        self.close_append_sides()
         r = ratio(pct(plugin_ms, 50), pct(base_ms, 50))
+        peers = {
+            label: {
+                "p50": pct(v, 50),
+                "p95": pct(v, 95),
+                "ratio": ratio(pct(plugin_ms, 50), pct(v, 50)),
+                "ratio_p95": ratio(pct(plugin_ms, 95), pct(v, 95)),
+            }
+            for label, v in extra_ms.items()
+        }
         self.add(
             Row(
                 "single append (own transaction)",
@@ -1123,10 +1143,84 @@ class Bench:
                 plugin_p95=pct(plugin_ms, 95),
                 baseline_p95=pct(base_ms, 95),
                 ratio_p95=ratio(pct(plugin_ms, 95), pct(base_ms, 95)),
-                note=f"n={len(plugin_ms)}",
+                peers=peers,
+                note=f"n={len(plugin_ms)}; peers: plugin (TranscriptStore.append) ÷ each",
             )
         )
-        self.details["append"] = {"pluginMs": _dist(plugin_ms), "baselineMs": _dist(base_ms)}
+        orm = extra_ms.get(ORM_APPEND)
+        if orm:
+            self.add(
+                Row(
+                    "single append through the host's ORM (install)",
+                    "ms",
+                    pct(orm, 50),
+                    pct(plugin_ms, 50),
+                    ratio(pct(orm, 50), pct(plugin_ms, 50)),
+                    "≤ 1.0× TranscriptStore.append (p50)",
+                    pct(orm, 50) <= pct(plugin_ms, 50),
+                    plugin_p95=pct(orm, 95),
+                    baseline_p95=pct(plugin_ms, 95),
+                    ratio_p95=ratio(pct(orm, 95), pct(plugin_ms, 95)),
+                    peers={
+                        label: {
+                            "p50": pct(v, 50),
+                            "p95": pct(v, 95),
+                            "ratio": ratio(pct(orm, 50), pct(v, 50)),
+                            "ratio_p95": ratio(pct(orm, 95), pct(v, 95)),
+                        }
+                        for label, v in extra_ms.items()
+                        if label != ORM_APPEND
+                    },
+                    note="a TranscriptEvent added in the host's own Session.begin(); baseline "
+                    "column: TranscriptStore.append of the same event",
+                )
+            )
+        self.details["append"] = {
+            "pluginMs": _dist(plugin_ms),
+            "baselineMs": _dist(base_ms),
+            **{f"{label}Ms": _dist(v) for label, v in extra_ms.items()},
+        }
+
+    def append_sides(
+        self, state: State
+    ) -> list[tuple[str, Callable[[int, dict[str, Any], str], None]]]:
+        """Other single-message appends timed with the plugin's, each in its own transaction:
+        the plugin through a host's ORM session (``install``), in a session of its own."""
+        from sqlalchemy.orm import sessionmaker
+
+        import openclaw_fts
+        from openclaw_fts.engine import make_engine
+        from openclaw_fts.models import TranscriptEvent
+
+        info = self.corpus.sessions[1]
+        engine = make_engine(self.plugin_url(state.plugin_path))
+        factory = openclaw_fts.install(sessionmaker(engine))
+        self._append_cleanup = [engine.dispose]
+        tips = [b for b in self.store_branches(state, info.session_id) if b["active"]]
+        leaf: list[str | None] = [tips[0]["tipId"] if tips else None]
+
+        def orm(i: int, event: dict[str, Any], body: str) -> None:
+            ev = {**event, "id": f"orm-{i:06d}", "parentId": leaf[0]}
+            with self.plugin_call(), factory.begin() as db:
+                db.add(TranscriptEvent(session_id=info.session_id, event=ev))
+            leaf[0] = ev["id"]
+
+        return [(ORM_APPEND, orm)]
+
+    def close_append_sides(self) -> None:
+        for fn in getattr(self, "_append_cleanup", []):
+            fn()
+
+    def plugin_url(self, path: Any) -> str:
+        """The SQLAlchemy URL of the plugin's database."""
+        return f"sqlite:///{path}"
+
+    def store_branches(self, state: State, session_id: str) -> list[dict[str, Any]]:
+        store = self.store(state.plugin_path)
+        try:
+            return list(store.branches(session_id))
+        finally:
+            store.close()
 
     # -- hidden sessions -----------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ as hidden sessions grow (docs/postgresql.md, "Narrow callers").
 Three ways to search the caller's few sessions, timed for a common word (in every message) and
 a rare one (one message in a thousand), at 1k, 10k and 100k hidden sessions of five messages:
 
-* ``join``: the statement ``PostgresReader`` runs today -- the visibility predicate over
+* ``join``: the statement ``PostgresSearch`` runs today -- the visibility predicate over
   ``openclaw_sessions`` joined to ``message_index``, ``body_tsv @@ q``; the planner picks the
   path (GIN on ``body_tsv``, or the visible sessions' rows through the btree on
   ``message_index (session_id, event_id)``).
@@ -36,7 +36,7 @@ from sqlalchemy import Connection, create_engine, text
 from openclaw_fts import migrate
 from openclaw_fts.index.postgresql import TEXT_SEARCH_CONFIG
 from openclaw_fts.index.postgresql.query import body_tsvector_sql, render
-from openclaw_fts.index.postgresql.read import PostgresReader, hits_sql
+from openclaw_fts.index.postgresql.read import PostgresSearch, hits_sql
 from openclaw_fts.index.visibility_sql import visible
 from openclaw_fts.models import INDEX_VERSION
 from openclaw_fts.query import CompiledQuery, compile_query
@@ -229,7 +229,7 @@ def _measure(conn: Connection, sql: str, params: dict[str, Any]) -> tuple[float,
 
 def measure_probes(conn: Connection) -> dict[str, float]:
     """p50 ms of the two pending probes (nothing pending: the worst case, every session read)."""
-    reader = PostgresReader()
+    reader = PostgresSearch()
     caller = Caller(CALLER, visibility="tree")
     out = {}
     for name, probe in (

@@ -199,6 +199,35 @@ class PgBench(Bench):
 
     main_peer = "sqlalchemy-searchable"
 
+    def plugin_url(self, path: Any) -> str:
+        return str(path)
+
+    def append_sides(
+        self, state: State
+    ) -> list[tuple[str, Callable[[int, dict[str, Any], str], None]]]:
+        """The plugin through the host's ORM, and SQLAlchemy-Searchable's documented write: one
+        ORM object in its own transaction, the library's trigger filling the vector."""
+        sides = super().append_sides(state)
+        if not SEARCHABLE_AVAILABLE:
+            return sides
+        url = self.database("searchable_append")
+        self.migrated(url)
+        peer = SearchablePeer(url, f"public.{TEXT_SEARCH_CONFIG}")
+        self._append_cleanup.append(peer.close)
+        peer.add_sessions(
+            [dict(session_id="s1", session_key="agent:main:main", agent_id="main",
+                  spawned_by=None, parent_session_key=None, owner_session_key=None,
+                  incognito=False)]
+        )  # fmt: skip
+
+        def searchable(i: int, event: dict[str, Any], body: str) -> None:
+            peer.add_messages(
+                [dict(session_id="s1", seq=i, event_id=event["id"], role="user",
+                      timestamp_ms=0, body=body)]
+            )  # fmt: skip
+
+        return [*sides, (SearchablePeer.label, searchable)]
+
     def raw_count(self, conn: Any, match: str, vis: str, scope: dict[str, Any]) -> int:
         return int(conn.execute(pgraw.count_sql(vis), {"q": match, **scope}).fetchone()[0])
 
@@ -305,7 +334,7 @@ class PgBench(Bench):
         """A search right after another connection committed (``any_pending``'s memo misses,
         the probe reads every session) vs the same search with nothing committed in between
         (memo hit); and the probe statement alone."""
-        from openclaw_fts.index.common import PENDING_CONDITION
+        from openclaw_fts.index.pending import PENDING_CONDITION
 
         state = self._state()
         if not state.queries:

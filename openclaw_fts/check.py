@@ -6,7 +6,7 @@ only — READ COMMITTED would take a new snapshot per statement and report as dr
 writer committed between reading a session's events and its index rows). FTS5's integrity
 check is issued as an INSERT command, i.e. it needs the write lock: on a database that cannot
 be written, or while another connection holds the lock, it is reported as not run (with the
-reason), never as corruption.
+reason the backend gives), never as corruption. Only the backend's read side is used.
 Reports FTS5's own integrity check (index vs content table) and, for every session that is not
 pending, any difference between its index rows and ``transcript.index_rows(active branch)`` —
 the same diff the reconciler would apply, so "check is clean" means "a reconcile would change
@@ -22,11 +22,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from . import indexer
-from .engine import READ_ONLY
-from .index.base import writer
-
-#: PostgreSQL transaction of a check: one snapshot for all its statements, and no writes.
-POSTGRESQL_SNAPSHOT = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+from .index.base import READ_ONLY, Reader, backend_for
 
 
 @dataclass
@@ -62,15 +58,16 @@ class CheckReport:
 def check(engine: Engine) -> CheckReport:
     """Run every check; see :class:`CheckReport`."""
     report = CheckReport()
-    conn = engine.connect().execution_options(**{READ_ONLY: True})
-    if conn.dialect.name == "postgresql":
-        conn = conn.execution_options(**POSTGRESQL_SNAPSHOT)
+    found = backend_for(engine.dialect.name)
+    conn = engine.connect().execution_options(
+        **{READ_ONLY: True}, **found.snapshot_options(read_only=True)
+    )
     with conn, conn.begin():
-        backend = writer(conn)
+        backend: Reader = found  # reads only
         try:
             backend.integrity_check(conn)
         except DBAPIError as exc:
-            skipped = _skip_reason(exc.orig) if exc.orig is not None else None
+            skipped = backend.check_skipped(exc.orig) if exc.orig is not None else None
             if skipped is not None:
                 report.fts_skipped = skipped
             else:
@@ -84,20 +81,3 @@ def check(engine: Engine) -> CheckReport:
                 report.drift[sid] = {"missing": len(plan.inserts), "extra": len(plan.deletes)}
         report.status = backend.status(conn)
     return report
-
-
-#: SQLite's primary result codes that say nothing about the index (sqlite3 names them from
-#: Python 3.11 on only).
-SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY = 5, 6, 8
-
-
-def _skip_reason(error: BaseException) -> str | None:
-    """Why the FTS5 check could not run, for errors that say nothing about the index."""
-    code = getattr(error, "sqlite_errorcode", None)  # Python >= 3.11
-    primary = code & 0xFF if isinstance(code, int) else None
-    message = str(error)
-    if primary == SQLITE_READONLY or "readonly database" in message:
-        return "read-only database"
-    if primary in (SQLITE_BUSY, SQLITE_LOCKED) or "database is locked" in message:
-        return "another connection holds the write lock"
-    return None

@@ -47,6 +47,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from . import __version__, importer, jsonsafe, migrate
 from .caller import VISIBILITIES, AgentToAgent, Caller, Visibility
 from .check import check as run_check
+from .engine import database_file
 from .errors import (
     MAX_ERROR_CHARS,
     ImportFormatError,
@@ -164,12 +165,7 @@ def resolve_db_url(value: str | None) -> URL:
 
 def sqlite_path(url: URL) -> Path | None:
     """The database file of a SQLite URL (None for other backends and in-memory databases)."""
-    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
-        return None
-    database = str(url.database)
-    if database.startswith("file:"):  # sqlite URI filenames: not a plain path
-        return None
-    return Path(database)
+    return database_file(url)
 
 
 def _describe(url: URL) -> str:

@@ -3,8 +3,12 @@
 Invariant: only sessions passing the same visibility predicate as search are read (the key
 resolved and judged by :func:`visibility.resolve_target`, so a hidden key is ``forbidden``
 whether or not it exists); only events on an incarnation's ACTIVE branch are returned (an
-anchor on no incarnation's branch yields no messages, never some other window); every text is
-redacted and cut, and the JSON of ``messages`` stays within :data:`sanitize.MAX_HISTORY_BYTES`.
+anchor on no incarnation's branch yields no messages, never some other window), less the rows
+OpenClaw leaves out (``toolResult``/``tool`` messages without ``includeTools``; silent control
+replies and blank user rows always: :func:`history_shaping.is_hidden_from_history`), before paging;
+``nextOffset`` follows the oldest message actually returned; every text is
+redacted and cut, and the JSON of ``messages`` stays within
+:data:`history_shaping.MAX_HISTORY_BYTES`.
 The result has exactly OpenClaw's fields; ``__openclaw.seq`` is the message's 1-based position
 in its transcript.
 """
@@ -18,15 +22,16 @@ from sqlalchemy import Connection
 
 from . import transcript
 from .errors import ToolInputError
-from .index import sessions_sql
-from .redact import Redactor
-from .sanitize import (
+from .history_shaping import (
     MAX_HISTORY_BYTES,
     fit_to_budget,
+    is_hidden_from_history,
     is_tool_message,
     json_size,
     sanitize_message,
 )
+from .index import sessions_sql
+from .redact import Redactor
 from .search import validate_limit
 from .tokens import is_valid_unicode
 from .visibility import Caller, Target, not_found_error, resolve_target
@@ -100,6 +105,8 @@ def _branch_messages(
         if event.get("type") != "message" or not isinstance(message, dict):
             continue
         if not include_tools and is_tool_message(message):
+            continue
+        if is_hidden_from_history(message):  # silent control replies, blank user rows
             continue
         branch.append((seq, event))
     return branch

@@ -34,8 +34,7 @@ from .errors import (
     UnknownSessionError,
     quoted,
 )
-from .index.base import writer as index_writer
-from .index.sqlite import connect as sqlite_connect
+from .index.base import backend
 from .models import AgentSession, TranscriptEvent
 from .rows import EVENT_COLUMNS
 from .validation import MAX_EVENT_BYTES as MAX_EVENT_BYTES
@@ -97,19 +96,19 @@ def _touches_plugin(session: Session) -> bool:
 
 def _before_flush(session: Session, flush_context: UOWTransaction, instances: Any) -> None:
     touched = _touches_plugin(session)
-    if touched and session.get_bind().dialect.name == "sqlite":
-        sqlite_connect.take_write_lock(session.connection())
+    found = backend(session.connection()) if touched else None
+    if found is not None:
+        found.begin_write(session.connection())  # before the flush's first read
     work = _FlushWork()
     session.info[_INFO_KEY] = work
     by_session: dict[str, list[TranscriptEvent]] = defaultdict(list)
     new_owners: dict[str, AgentSession] = {}
-    backend = index_writer(session.connection()) if touched else None
     with session.no_autoflush:
         for obj in session.new:
             if isinstance(obj, AgentSession):
                 fields = {n: getattr(obj, n) for n in SESSION_TEXT_FIELDS}
                 validate_session_fields(fields)
-                reason = backend.unstorable(fields.values()) if backend is not None else None
+                reason = found.unstorable(fields.values()) if found is not None else None
                 if reason is not None:
                     raise InvalidSessionError(
                         f"cannot store session {quoted(obj.session_id)}: {reason}"
@@ -133,8 +132,8 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
             if owner is None:
                 raise UnknownSessionError(f"unknown session {quoted(sid)}")
             _assign_seqs(session, owner, objs, work)
-            if backend is not None:
-                check_storable(backend, sid, (getattr(o, c) for o in objs for c in TEXT_COLUMNS))
+            if found is not None:
+                check_storable(found, sid, (getattr(o, c) for o in objs for c in TEXT_COLUMNS))
 
 
 def _edited_event(obj: TranscriptEvent, work: _FlushWork) -> None:
@@ -244,8 +243,7 @@ def _on_orm_execute(state: ORMExecuteState) -> Result[Any] | None:
             raise UnknownSessionError("every bulk TranscriptEvent row needs a session_id")
         by_session[sid].append(row.get("event"))
     conn = state.session.connection()
-    if conn.dialect.name == "sqlite":
-        sqlite_connect.take_write_lock(conn)
+    backend(conn).begin_write(conn)
     try:
         for sid, events in by_session.items():
             append_events(conn, sid, events)
@@ -263,15 +261,15 @@ def _discard_work(session: Session, *args: Any) -> None:
 def _configure_on_begin(session: Session, transaction: Any, connection: Connection) -> None:
     """Configure the engine a session runs on (an unbound sessionmaker's too) the first time."""
     engine = connection.engine
-    if engine.dialect.name != "sqlite" or is_configured(engine):
+    if is_configured(engine):
         return
     configure(engine)  # every later checkout of every connection
     driver = connection.connection.dbapi_connection
     if driver is not None and not getattr(driver, "in_transaction", True):
-        # This connection, now: no statement has run in its transaction yet, so foreign keys
-        # and the busy timeout still apply to it. Its BEGIN mode is left as it is until the
-        # next checkout applies every setting.
-        sqlite_connect.apply_now(driver, busy_timeout_ms=BUSY_TIMEOUT_MS)
+        # This connection, now: no statement has run in its transaction yet, so what can
+        # still change does (SQLite: foreign keys and the busy timeout). Its BEGIN mode is left
+        # as it is until the next checkout applies every setting.
+        backend(connection).settle_connection(driver, busy_timeout_ms=BUSY_TIMEOUT_MS)
 
 
 if TYPE_CHECKING:

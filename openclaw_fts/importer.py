@@ -11,10 +11,11 @@ an import for bad input; a folder import reports such a file and goes on with th
 
 A transcript planned for an agent (a folder import) never changes a session of another agent:
 when its session id is a stored session of another agent, the file is refused as a whole —
-unless ``rekey`` is asked and every entry that session stores is in the file (it is this very
-transcript, filed under a wrong agent by an earlier import), when it is moved to the planned
-key and agent. Session ids, keys and links holding a NUL character are refused on every engine
-(PostgreSQL text cannot hold one), so both engines import and refuse the same files.
+unless ``rekey`` is asked, every entry that session stores is in the file (it is this very
+transcript, filed under a wrong agent by an earlier import) and no other agent's folder of the
+same import plans that session id, when it is moved to the planned key and agent. Session ids,
+keys and links holding a NUL character are refused on every engine (PostgreSQL text cannot hold
+one), so both engines import and refuse the same files.
 
 Re-importing is idempotent, also after an interruption at any point: a file entry is stored
 unless the session already holds it. An entry's identity is its ``id`` when it has one; an entry
@@ -40,7 +41,7 @@ from sqlalchemy.exc import DataError
 
 from . import folders, transcript
 from .caller import agent_id_from_key
-from .engine import READ_ONLY, writer
+from .engine import READ_ONLY, write_engine
 from .errors import (
     MAX_ERROR_CHARS,
     ImportFormatError,
@@ -50,7 +51,7 @@ from .errors import (
     shorten,
 )
 from .index import sessions_sql
-from .index.base import writer as index_writer
+from .index.base import backend, reader
 from .jsonsafe import UTF8_BOM, JsonLineError, loads_strict
 from .validation import EVENT_TEXT_COLUMNS, serialise_event, validate_session_fields
 
@@ -136,6 +137,10 @@ class SessionMeta:
     #: A session that exists already takes this key, agent and links (a re-import that
     #: corrects sessions imported under a wrong key).
     rekey: bool = False
+    #: With ``rekey``: a stored session of another agent holding nothing but this file's
+    #: entries may move to this file's agent (False when another agent's folder of the same
+    #: import plans the same session id: that agent's claim is as good, so nothing moves).
+    may_take_other_agents: bool = True
 
 
 def _read_lines(path: Path, report: ImportReport) -> Iterator[tuple[int, dict[str, Any], str]]:
@@ -235,7 +240,7 @@ def import_jsonl(
             )
     report.sessions.append(sid)
     target = _Target(path, sid, key, meta)
-    if meta.agent_id is not None and meta.rekey:
+    if meta.agent_id is not None and meta.rekey and meta.may_take_other_agents:
         target.adopts = _is_this_transcript(engine, target)
     batch: list[_Entry] = []
     for number, event, line in _read_lines(path, report):
@@ -365,7 +370,7 @@ def _other_agent(conn: Connection, target: _Target) -> tuple[str, str] | None:
     agent than the one the folder plans (None: no such session, or not a folder import)."""
     if target.meta.agent_id is None:
         return None
-    owner = index_writer(conn).session_owner(conn, target.sid)
+    owner = reader(conn).session_owner(conn, target.sid)
     if owner is None or owner[0].lower() == _agent_of(target).lower():
         return None
     return owner
@@ -377,10 +382,10 @@ def _is_this_transcript(engine: Engine, target: _Target) -> bool:
     with engine.connect().execution_options(**{READ_ONLY: True}) as conn, conn.begin():
         if _other_agent(conn, target) is None:
             return False
-        backend = index_writer(conn)
-        stored_ids = backend.event_ids(conn, target.sid)
+        reads = reader(conn)
+        stored_ids = reads.event_ids(conn, target.sid)
         stored_digests = Counter(
-            content_digest(text) for text in backend.unkeyed_events(conn, target.sid)
+            content_digest(text) for text in reads.unkeyed_events(conn, target.sid)
         )
     ids: set[str] = set()
     digests: Counter[bytes] = Counter()
@@ -428,15 +433,13 @@ def _ensure_session(conn: Connection, target: _Target) -> bool:
         "owner_session_key": meta.owner_session_key,
         "created_at": created,
     }
-    last_seq = index_writer(conn).ensure_session(conn, fields, rekey=meta.rekey)
+    last_seq = backend(conn).ensure_session(conn, fields, rekey=meta.rekey)
     return last_seq is not None and last_seq >= 0
 
 
 def _unkeyed_digests(conn: Connection, sid: str) -> Counter[bytes]:
     """Digests of the session's stored entries without an ``id``, counted."""
-    return Counter(
-        content_digest(stored) for stored in index_writer(conn).unkeyed_events(conn, sid)
-    )
+    return Counter(content_digest(stored) for stored in reader(conn).unkeyed_events(conn, sid))
 
 
 def _write_batch(
@@ -446,25 +449,25 @@ def _write_batch(
     report: ImportReport,
 ) -> None:
     sid = target.sid
-    with writer(engine).begin() as conn:  # reads, then writes: BEGIN IMMEDIATE
-        backend = index_writer(conn)
+    with write_engine(engine).begin() as conn:  # reads, then writes: BEGIN IMMEDIATE
+        found = backend(conn)
         if target.existed is None:
             target.existed = _ensure_session(conn, target)
             if target.existed:
                 target.unmatched = _unkeyed_digests(conn, sid)
-        backend.lock_session(conn, sid)
-        last = backend.last_seq(conn, sid)
+        found.lock_session(conn, sid)
+        last = found.last_seq(conn, sid)
         assert last is not None  # created above, in this transaction or an earlier one
         wanted = [
             e.event_id
             for e in batch
-            if e.event_id is not None and backend.unstorable([e.event_id]) is None
+            if e.event_id is not None and found.unstorable([e.event_id]) is None
         ]
-        taken = backend.taken_event_ids(conn, sid, wanted) if wanted else set()
+        taken = found.taken_event_ids(conn, sid, wanted) if wanted else set()
         unmatched = target.unmatched
         rows = []
         for entry in batch:
-            reason = backend.unstorable(entry.columns.get(c) for c in EVENT_TEXT_COLUMNS)
+            reason = found.unstorable(entry.columns.get(c) for c in EVENT_TEXT_COLUMNS)
             if reason is not None:
                 report.error(f"{target.path}:{entry.line}: event cannot be stored ({reason})")
                 continue
@@ -481,7 +484,7 @@ def _write_batch(
             rows.append(dict(entry.columns, seq=last, session_id=sid, event=entry.dumped))
         if not rows:
             return
-        backend.insert_events(conn, rows, last)
+        found.insert_events(conn, rows, last)
         report.imported += len(rows)
 
 
@@ -501,7 +504,11 @@ def folder_items(folder: str | Path, *, rekey: bool = False) -> list[ImportItem]
     """The transcripts of an OpenClaw folder as ``folders.plan_folder`` maps them; raise if it
     holds none. ``rekey``: sessions already stored take the planned key and agent."""
     items = []
-    for planned in folders.plan_folder(folder).files:
+    files = folders.plan_folder(folder).files
+    agents_of: dict[str, set[str]] = {}
+    for planned in files:
+        agents_of.setdefault(planned.session_id, set()).add(planned.agent_id.lower())
+    for planned in files:
         entry = planned.entry
         meta = SessionMeta(
             session_key=planned.session_key,
@@ -511,6 +518,7 @@ def folder_items(folder: str | Path, *, rekey: bool = False) -> list[ImportItem]
             agent_id=planned.agent_id,
             created_ms=planned.created_ms,
             rekey=rekey,
+            may_take_other_agents=len(agents_of[planned.session_id]) == 1,
         )
         items.append(
             ImportItem(

@@ -22,10 +22,10 @@ from typing import Any
 from sqlalchemy import Connection
 
 from . import transcript
-from .index.base import writer
-from .index.common import is_exact
+from .index.base import reader, writer
+from .index.pending import is_exact
 from .jsonsafe import stored_event as parse_event
-from .rows import Finish, NewRow, SessionContext, StateRow, StoredRow
+from .rows import Finish, NewRow, SessionContext, StateRow, StoredRow, session_token
 from .tokens import index_body
 
 #: A stale session whose active branch is at most this many events is repaired inline, in the
@@ -79,7 +79,7 @@ def create_state(conn: Connection, session_id: str, *, clean: bool) -> StateRow:
 
 def read_context(conn: Connection, session_id: str) -> SessionContext | None:
     """A session's ``last_seq``, incognito flag and index state (None: no such session)."""
-    return writer(conn).session_context(conn, session_id)
+    return reader(conn).session_context(conn, session_id)
 
 
 def on_appended(
@@ -111,7 +111,7 @@ def on_appended(
         repair_or_mark(conn, session_id, was_clean=True)  # empty, unrooted or "no leaf" branch
         return
     rows: list[NewRow] = []
-    token = writer(conn).session_token(state.id)
+    token = session_token(state.id)
     expected = appended[0].seq
     # The append cursor, where known: nothing is stored yet in a fresh session; otherwise it
     # is learnt from the appends themselves (or, for the first one, from the row before it).
@@ -182,7 +182,7 @@ def _off_branch_parent(
         return None
     if node.parent_id == leaf:
         return leaf
-    row = writer(conn).earlier_event(conn, session_id, node.parent_id, node.seq)
+    row = reader(conn).earlier_event(conn, session_id, node.parent_id, node.seq)
     if row is None or row.type in (None, transcript.LEAF_TYPE, transcript.HEADER_TYPE):
         return _UNRESOLVED
     return node.parent_id
@@ -204,8 +204,8 @@ def _extends_leaf(
     Anything else: False, and the caller diffs."""
     if parent_id is None or leaf is None:
         return False
-    backend = writer(conn)
-    row = backend.earlier_event(conn, session_id, parent_id, seq)
+    reads = reader(conn)
+    row = reads.earlier_event(conn, session_id, parent_id, seq)
     if row is None:
         return False
     parent_seq, ptype, side, raw_parent, raw, parent_type = (
@@ -234,10 +234,10 @@ def _extends_leaf(
         and marker.append_parent == leaf
     ):
         return False
-    target = backend.event_seq_type(conn, session_id, leaf)
+    target = reads.event_seq_type(conn, session_id, leaf)
     if target is None or target[0] >= parent_seq or target[1] == transcript.LEAF_TYPE:
         return False
-    return not backend.has_event_type(conn, session_id, transcript.RESET_TYPE)
+    return not reads.has_event_type(conn, session_id, transcript.RESET_TYPE)
 
 
 def _seq_of(appended: Sequence[Appended], event_id: str | None) -> int | None:
@@ -311,8 +311,8 @@ def plan_session(
     context = read_context(conn, session_id)
     if context is None:
         return None
-    backend = writer(conn)
-    nodes, parsed = backend.load_tree(conn, session_id)
+    reads = reader(conn)
+    nodes, parsed = reads.load_tree(conn, session_id)
     tree = transcript.resolve_tree(nodes)
     deletes: list[int] = []
     stored: dict[str, StoredRow] = {}
@@ -320,7 +320,7 @@ def plan_session(
     if trust_stored:
         on_branch = set(tree.active_seqs)
         kept: set[int] = set()
-        for row_id, seq, size in backend.index_row_sizes(conn, session_id):
+        for row_id, seq, size in reads.index_row_sizes(conn, session_id):
             if seq in on_branch:
                 kept.add(seq)
                 kept_bytes += size
@@ -332,7 +332,7 @@ def plan_session(
     wanted = (
         []
         if context.incognito
-        else transcript.branch_rows(backend.branch_events(conn, session_id, fresh, parsed))
+        else transcript.branch_rows(reads.branch_events(conn, session_id, fresh, parsed))
     )
     if max_text_bytes is not None:
         total = kept_bytes
@@ -343,9 +343,9 @@ def plan_session(
             if total > max_text_bytes:
                 return None
     state = context.state or create_state(conn, session_id, clean=False)
-    token = backend.session_token(state.id)
+    token = session_token(state.id)
     if not trust_stored:
-        stored = {r.event_id: r for r in backend.index_rows(conn, session_id)}
+        stored = {r.event_id: r for r in reads.index_rows(conn, session_id)}
     tips = set(tree.tips)
     seq_of_tip: dict[str, int] = {}
     for node in nodes:

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 from sqlalchemy import Engine
 
-from .engine import writer
-from .index.base import writer as index_writer
+from .engine import write_engine
+from .index.base import backend
 
 log = logging.getLogger(__name__)
 
@@ -24,13 +24,13 @@ def mark_for_rebuild(engine: Engine, keys: Iterable[str] | None = None) -> list[
     """Recompute the derived columns of the sessions named by ``keys`` (session keys or ids;
     None: every session, and the backend also rebuilds its whole index from the content table)
     and mark them for re-indexing. Returns their session ids."""
-    with writer(engine).begin() as conn:
-        backend = index_writer(conn)
-        sids = backend.session_ids(conn, None if keys is None else list(keys))
-        rederived = sum(backend.rederive(conn, sid) for sid in sids)
-        backend.mark_dirty(conn, sids)
+    with write_engine(engine).begin() as conn:
+        found = backend(conn)
+        sids = found.session_ids(conn, None if keys is None else list(keys))
+        rederived = sum(found.rederive(conn, sid) for sid in sids)
+        found.mark_dirty(conn, sids)
         if keys is None:
-            backend.rebuild_all(conn)
+            found.rebuild_all(conn)
     log.info("rebuild: %d sessions marked, %d event rows re-derived", len(sids), rederived)
     return sids
 
@@ -38,6 +38,6 @@ def mark_for_rebuild(engine: Engine, keys: Iterable[str] | None = None) -> list[
 def optimize(engine: Engine) -> None:
     """Merge the index's segments (FTS5) or vacuum it (faster queries after many small
     writes)."""
-    with writer(engine).begin() as conn:
-        index_writer(conn).optimize(conn)
+    with write_engine(engine).begin() as conn:
+        backend(conn).optimize(conn)
     log.info("optimize: index merged")

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine
 
 from .alembic import VERSION_TABLE
-from .engine import writer
+from .engine import write_engine
 from .errors import HostManagedSchemaError, UnsupportedDatabaseError
+from .index.base import backend_for
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -113,7 +114,7 @@ def _run(bind: Engine | Connection, action: str, revision: str) -> None:
             if _nothing_to_do(conn, action, revision):
                 return
             _refuse_standby(conn, action)
-        with writer(bind).begin() as conn:
+        with write_engine(bind).begin() as conn:
             _run(conn, action, revision)
         return
     if _nothing_to_do(bind, action, revision):
@@ -129,11 +130,7 @@ def _run(bind: Engine | Connection, action: str, revision: str) -> None:
 
 def _refuse_standby(conn: Connection, action: str) -> None:
     """A hot standby replays its primary's schema and refuses writes: say so, before any."""
-    if conn.dialect.name != "postgresql":
-        return
-    from .index.postgresql.replica import in_recovery
-
-    if in_recovery(conn):
+    if backend_for(conn.dialect.name).in_recovery(conn):
         raise UnsupportedDatabaseError(
             f"openclaw-fts: cannot {action} a hot standby (it replays its primary); run the "
             "migration on the primary, or open the store with upgrade=False"
@@ -183,11 +180,8 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
 
     present = set(inspect(bind).get_table_names()) & set(metadata.tables)
     if present == set(metadata.tables):
-        if bind.dialect.name == "postgresql":
-            from .index.postgresql.read import has_tsvector_statistics
-
-            if not has_tsvector_statistics(bind):
-                return (TABLES_REVISION,)
+        if not backend_for(bind.dialect.name).tables_at_head(bind):
+            return (TABLES_REVISION,)
         return tuple(sorted(head_revisions()))
     if present:
         raise HostManagedSchemaError(
@@ -212,3 +206,24 @@ def current_revisions(bind: Engine | Connection) -> tuple[str, ...]:
         with bind.connect() as conn:
             return current_revisions(conn)
     return _own_revisions(bind) or host_revisions(bind)
+
+
+def partition_by_agent(bind: Engine | Connection, partitions: int | None = None) -> int:
+    """PostgreSQL, opt-in: move the index rows into ``partitions`` hash partitions by agent
+    (default ``index.postgresql.partition.DEFAULT_PARTITIONS``), in one transaction that keeps
+    every row; ``message_index`` becomes a view the plugin reads and writes as before
+    (docs/scale.md). Returns the rows moved. The database must be at the plugin's head;
+    run it once, with no writer running (it takes the table's exclusive lock)."""
+    if isinstance(bind, Engine):
+        with write_engine(bind).begin() as conn:
+            return partition_by_agent(conn, partitions)
+    backend = backend_for(bind.dialect.name)
+    if not backend.partitions_by_agent:
+        raise UnsupportedDatabaseError(
+            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {bind.dialect.name})"
+        )
+    if set(current_revisions(bind)) != set(head_revisions()):
+        raise UnsupportedDatabaseError(
+            "openclaw-fts: upgrade the database to the plugin's head before partitioning it"
+        )
+    return backend.partition_by_agent(bind, partitions)

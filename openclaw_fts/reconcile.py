@@ -1,10 +1,12 @@
 """The reconciliation job: bring every pending session's index back to its active branch.
 
-Invariant: at most one reconciler works on a database at a time (a lease row with an expiry,
-renewed every batch). The lease names its holder as ``host:pid:token``: a holder on this host
-whose process is gone is dead and its lease is taken over at once; any other holder is waited
-for until it releases the lease or the lease expires (:data:`RECONCILE_LEASE_SECONDS` without a
-renewal), and the wait is logged with its reason and reported to the caller's ``on_wait``. Each
+Invariant: at most one reconciler works on a database at a time: it holds the lease its engine's
+backend gives (SQLite: a lease row with an expiry, renewed every batch, ``index/lease.py``;
+PostgreSQL: a session-level advisory lock, ``index/postgresql/lease.py``). A holder is named
+``host:pid:token``; a holder on this host whose process is gone is dead and its lease is taken
+over at once; any other holder is waited for until it releases the lease or the lease expires
+(:data:`RECONCILE_LEASE_SECONDS` without a renewal), and the wait is logged with its reason and
+reported to the caller's ``on_wait``. Each
 pending session is diffed against its index rows from a snapshot and the changes are written in
 bounded batches, each its own short write transaction that first re-checks the snapshot (newest
 ``seq`` and the state's ``generation``): a session that changed meanwhile is left pending and
@@ -16,27 +18,20 @@ standby's index is its primary's, replayed.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection, Engine
 
 from . import indexer
-from .engine import READ_ONLY, writer
-from .errors import shorten
-from .index import common as lease_table
-from .index.base import writer as index_writer
+from .engine import write_engine
+from .index.base import READ_ONLY, Lease, backend, backend_for, reader
+from .index.lease import holder_is_dead as holder_is_dead
+from .index.lease import new_holder_name as new_holder_name
 from .rows import LeaseWait as LeaseWait
-
-if TYPE_CHECKING:
-    from .index.postgresql.lease import AdvisoryLease as _AdvisoryLease
 
 log = logging.getLogger(__name__)
 
@@ -52,91 +47,21 @@ RECONCILE_LEASE_SECONDS = 30.0
 LEASE_POLL_SECONDS = 0.2
 #: Passes over the pending list before giving up on sessions that keep changing under us.
 MAX_PASSES = 50
-LEASE_NAME = "reconcile"
 
 ProgressFn = Callable[[dict[str, int]], None]
 
 
 def status(conn: Connection) -> dict[str, int]:
     """``{pending, indexed, total}`` counted in sessions."""
-    return index_writer(conn).status(conn)
+    return reader(conn).status(conn)
 
 
 def pending_session_ids(conn: Connection) -> list[str]:
     """Pending sessions, including ones whose events were written behind the hooks' back."""
-    return index_writer(conn).pending_session_ids(conn)
-
-
-def new_holder_name() -> str:
-    """``host:pid:token``: who holds a lease, and how to tell whether that process still lives."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def holder_is_dead(holder: str) -> bool:
-    """True only when ``holder`` names a process on THIS host that no longer exists (a holder
-    elsewhere, or one whose name cannot be read, is presumed alive until its lease expires)."""
-    parts = holder.rsplit(":", 2)
-    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
-        return False
-    pid = int(parts[1])
-    if pid == os.getpid():
-        return False
-    return not _process_exists(pid)
-
-
-def _process_exists(pid: int) -> bool:
-    if os.name != "posix" or pid <= 0:
-        return True  # no safe probe (os.kill(pid, 0) would signal on Windows): presume alive
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by someone else
-    try:  # a zombie (killed, not yet reaped) holds nothing
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
+    return reader(conn).pending_session_ids(conn)
 
 
 WaitFn = Callable[[LeaseWait], None]
-
-
-@dataclass
-class Lease:
-    """The database-wide reconcile lease."""
-
-    engine: Engine
-    holder: str
-    seconds: float = RECONCILE_LEASE_SECONDS
-    #: Why the last :meth:`try_acquire` failed (None after a success).
-    blocked_by: LeaseWait | None = None
-
-    def try_acquire(self) -> bool:
-        now = time.time()
-        with self.engine.begin() as conn:
-            row = lease_table.read_lease(conn, LEASE_NAME)
-            if row is not None and row[0] != self.holder and row[1] > now:
-                if not holder_is_dead(row[0]):
-                    self.blocked_by = LeaseWait(row[0], float(row[1]) - now)
-                    return False
-                log.warning(
-                    "openclaw-fts: reconcile lease holder %s is gone (no such process on this "
-                    "host); taking the lease over",
-                    shorten(row[0]),
-                )
-            self.blocked_by = None
-            lease_table.take_lease(conn, LEASE_NAME, self.holder, now + self.seconds)
-        return True
-
-    def renew(self, conn: Connection) -> bool:
-        """Extend the lease inside a write transaction; False if it was taken over."""
-        return lease_table.renew_lease(conn, LEASE_NAME, self.holder, time.time() + self.seconds)
-
-    def release(self) -> None:
-        with self.engine.begin() as conn:
-            lease_table.drop_lease(conn, LEASE_NAME, self.holder)
 
 
 class LeaseLost(RuntimeError):
@@ -160,16 +85,10 @@ class Reconciler:
         lease_seconds: float = RECONCILE_LEASE_SECONDS,
         batch_rows: int = RECONCILE_BATCH_ROWS,
     ) -> None:
-        self.engine = writer(engine)  # its transactions write: BEGIN IMMEDIATE
-        self.lease: Lease | _AdvisoryLease
-        if engine.dialect.name == "postgresql":
-            from .index.postgresql.lease import AdvisoryLease  # psycopg only where used
-
-            # A session-level advisory lock: the server frees it when its holder's connection
-            # dies (a SIGKILLed reconciler), so there is nothing to expire.
-            self.lease = AdvisoryLease(self.engine, new_holder_name(), lease_seconds)
-        else:
-            self.lease = Lease(self.engine, new_holder_name(), lease_seconds)
+        self.engine = write_engine(engine)  # its transactions write: BEGIN IMMEDIATE
+        self.lease: Lease = backend_for(engine.dialect.name).lease(
+            self.engine, new_holder_name(), lease_seconds
+        )
         self.batch_rows = batch_rows
         self.stats = {"sessions": 0, "inserted": 0, "deleted": 0, "retried": 0}
 
@@ -220,12 +139,8 @@ class Reconciler:
 
     def _on_standby(self) -> bool:
         """A hot standby refuses writes (and its index is its primary's): nothing to run."""
-        if self.engine.dialect.name != "postgresql":
-            return False
-        from .index.postgresql.replica import in_recovery
-
         with self.engine.connect() as conn:
-            return in_recovery(conn)
+            return backend(conn).in_recovery(conn)
 
     def _status(self) -> dict[str, int]:
         with self.engine.connect() as conn:
@@ -290,18 +205,18 @@ class Reconciler:
                     self.stats["sessions"] += 1
                     log.debug("reconciled session %s", plan.session_id)
                 else:
-                    index_writer(conn).bump_generation(conn, plan.state_id)
+                    backend(conn).bump_generation(conn, plan.state_id)
                 work.generation += 1
 
     @staticmethod
     def _unchanged(conn: Connection, work: _Work) -> bool:
-        found = index_writer(conn).snapshot(conn, work.plan.session_id)
+        found = reader(conn).snapshot(conn, work.plan.session_id)
         return found == (work.generation, work.plan.last_seq)
 
     def _sweep(self) -> None:
         """Remove index rows and states whose session no longer exists."""
         with self.engine.begin() as conn:
-            index_writer(conn).sweep_orphans(conn)
+            backend(conn).sweep_orphans(conn)
 
 
 class BackgroundReconciler:

@@ -55,7 +55,9 @@ base64-looking body.
 
 from __future__ import annotations
 
+import bisect
 import re
+import sys
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Final
@@ -161,8 +163,14 @@ _HARMLESS_TOKEN_PREFIXES: Final = frozenset(
         "cancellation",
         "cls",
         "continuation",
+        "change",
         "end",
         "eos",
+        "idempotency",
+        "pagination",
+        "request",
+        "resume",
+        "starting",
         "mask",
         "max",
         "min",
@@ -223,8 +231,20 @@ _FLAG_FIRST_WORDS: Final = frozenset({"have", "has", "is", "use", "enable", "dis
 # ``password_hint``, ``PASSWORD_MIN_LENGTH``: about a password, not one.
 _HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
     {
+        "age",
         "attempts",
+        "cmd",
+        "command",
+        "fd",
+        "pattern",
         "changed",
+        "days",
+        "enabled",
+        "hours",
+        "minutes",
+        "seconds",
+        "timeout",
+        "ttl",
         "expiry",
         "expires",
         "field",
@@ -381,8 +401,11 @@ def is_weak_secret_name(name: str) -> bool:
 
 # Literal values that are never credentials (``token = None``, ``"password": null``). The short
 # mask ``***`` is not one either (re-redacting a redacted text changes nothing).
-_LITERAL_VALUES: Final = frozenset({"false", "nil", "none", "null", "true", "undefined"})
-_TRAILING_PUNCTUATION: Final = ".,;)]}\"'`"
+_LITERAL_VALUES: Final = frozenset(
+    {"false", "nil", "none", "null", "true", "undefined", "yes", "no", "on", "off"}
+)
+# ``:`` too: ``f(x, trio_token=None):`` ends a Python signature.
+_TRAILING_PUNCTUATION: Final = ".,;:)]}\"'`"
 _REFERENCE_PREFIXES: Final = (
     "process.env.",
     "import.meta.env.",
@@ -415,6 +438,15 @@ _PLACEHOLDERS: Final = frozenset({"%s", "%d", "%r", "%x", "?", "<redacted>", "<t
 # A template expression (GitHub Actions ``${{ github.token }}``, Jinja/Helm ``{{ .Values.x }}``):
 # the template engine fills the secret in, the text holds its name.
 _TEMPLATE_PREFIXES: Final = ("${{", "{{", "{%", "<%=")
+# A value that is a structure or a bracketed placeholder rather than a secret.
+_STRUCTURE_VALUE_RE: Final = re.compile(
+    r"[\[{]|[\[{][A-Za-z_][\w.]*[\]},]?|\[[^\[\]]*\s[^\[\]]*\]|<[^<>]*[\s_\-][^<>]*>"
+)
+# A lower-case snake name ending in a secret's word (``next_token``, ``api_key``): the NAME of a
+# field, given as a value (botocore's ``"input_token": "next_token"``).
+_NAME_VALUE_RE: Final = re.compile(r"[a-z]+(?:_[a-z]+)*_(?:token|key|secret|password|id)")
+# Where a tool reads the secret from (``--passphrase file://…``, ``pass:env:VAR``).
+_SOURCE_PREFIXES: Final = ("file:", "fileb:", "env:")
 # Last words of a variable named for a password that a CamelCase value may end with; in an
 # assignment WITHOUT blanks (``DB_PASSWORD=SuperPwd``, env and YAML) such a value is a password.
 _PASSWORD_VALUE_SUFFIXES: Final = ("pwd", "pass", "password", "passwd")
@@ -456,8 +488,12 @@ def _is_reference(value: str, name: str | None) -> bool:
     """Whether ``value`` names a secret instead of being one (``$TOKEN``, ``null``, …)."""
     if value in _PLACEHOLDERS or _BRACE_PLACEHOLDER_RE.fullmatch(value):
         return True  # a format placeholder (``key=%s``, ``token={}``)
-    if value.startswith(_TEMPLATE_PREFIXES):
+    if value.startswith(_TEMPLATE_PREFIXES) or value.startswith(_SOURCE_PREFIXES):
         return True
+    if _STRUCTURE_VALUE_RE.fullmatch(value) or (value[0] == "{" and "}" in value):
+        return True  # ``= [PGconn_ptr]``, ``": {``, ``'[secret key]'``, ``f'{name}.lang'``
+    if "EXAMPLE" in value or _NAME_VALUE_RE.fullmatch(value):
+        return True  # AWS's documentation placeholder; ``"input_token": "next_token"``
     if (
         MIN_PLACEHOLDER_RUN <= len(value) <= MAX_PLACEHOLDER_RUN
         and value[0] in _PLACEHOLDER_CHARS
@@ -490,8 +526,8 @@ def _is_reference(value: str, name: str | None) -> bool:
         # ``api_key=api_key``, ``token: self.token``, ``API_KEY=settings.API_KEY``, and a
         # variable named for a secret (``token = timeObserverToken``)
         last = value.rsplit(".", 1)[-1]
-        if last.lower() == name.rsplit(".", 1)[-1].lower():
-            return True
+        if len(last) >= 3 and name.rsplit(".", 1)[-1].lower().endswith(last.lower()):
+            return True  # ``api_key=api_key``, ``trio_token=token``
         if (
             "." not in value
             and "_" not in value
@@ -636,6 +672,7 @@ _NETRC_RE: Final = re.compile(
     r"\s{1,64}password[ \t]+(?P<value>\S{1,256})"
 )
 # ``sqlplus user/SECRET@db`` (Oracle tools, also ``rman``, ``expdp``/``impdp``).
+_SLASH_PASSWORD_COMMANDS: Final = ("sqlplus", "rman", "expdp", "impdp", "sqlldr")
 _SLASH_PASSWORD_RE: Final = re.compile(
     r"\b(?:sqlplus|rman|expdp|impdp|sqlldr)(?:[ \t]+-\w+)*[ \t]+\"?[A-Za-z0-9_$#]{1,64}"
     r"/(?P<value>[^\s@/\"]{1,256})(?=[@\s\"]|$)"
@@ -805,8 +842,30 @@ def _vendor_alternative(prefix: str, body: str, minimum: int) -> str:
     return f"{prefix}(?<![A-Za-z0-9_{symbols}][\\s\\S]{{{low}}}){body}{{{minimum},}}"
 
 
+def _by_first_character(alternatives: list[str]) -> str:
+    """``a1|a2|b1`` as ``a(?:1|2)|b1``: the engine tests each first character once instead of
+    once per alternative (the vendor regex is the costliest scan of ordinary text; grouping cut
+    it ~3.5x). Every alternative starts with a literal character or an escaped one (``\\.``)."""
+    groups: dict[str, list[str]] = {}
+    for alternative in alternatives:
+        key = alternative[:2] if alternative.startswith("\\") else alternative[0]
+        assert key == "\\." or key.isalnum() or key in "_/", alternative
+        groups.setdefault(key, []).append(alternative[len(key) :])
+    return "|".join(
+        key + (rest[0] if len(rest) == 1 else "(?:" + "|".join(rest) + ")")
+        for key, rest in groups.items()
+    )
+
+
 _VENDOR_RE: Final = re.compile(
-    "|".join(_vendor_alternative(r.prefix, r.body, r.minimum) for r in rules.VENDOR_TOKENS)
+    _by_first_character(
+        [_vendor_alternative(r.prefix, r.body, r.minimum) for r in rules.VENDOR_TOKENS]
+    )
+)
+#: Characters looked back over to see whether a vendor prefix sits inside a checksum.
+MAX_CHECKSUM_LOOKBACK: Final = 128
+_B64_CHAR_SET: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/_-"
 )
 #: Characters that may not come right before a vendor prefix (it would be inside a word).
 _WORD_CHAR_SET: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -867,8 +926,19 @@ def is_opaque_token(token: str) -> bool:
     if not (has_upper and has_lower and has_digit) or len(set(body)) < MIN_OPAQUE_DISTINCT_CHARS:
         return False
     pieces = _PIECE_RE.findall(body)
+    if "_" in body and _has_word_pieces(pieces):
+        return False  # ``NID_pbeWithSHA1AndRC2_CBC``: an identifier made of words
     letters = sum(len(p) for p in pieces)
     return letters / max(1, len(pieces)) < MAX_OPAQUE_MEAN_WORD_CHARS
+
+
+#: An identifier with ``_`` whose pieces are words (3+ letters) at least this often is a name.
+MIN_WORD_PIECE_SHARE: Final = 0.5
+
+
+def _has_word_pieces(pieces: list[str]) -> bool:
+    words = sum(1 for p in pieces if len(p) >= 3 and p.isalpha())
+    return words >= MIN_WORD_PIECE_SHARE * len(pieces)
 
 
 #: A literal with no sensitive name around it (``new Client("…")``, ``key = "…"``,
@@ -897,8 +967,29 @@ _SEGMENT_SPLIT_RE: Final = re.compile(r"[-_+]")
 _PUBLIC_HASH_PREFIXES: Final = tuple(
     f"{algo}{sep}"
     for algo in ("h1", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b")
-    for sep in (":", "-")
+    for sep in (":", "-", "=")
 )
+
+
+#: Widths of the lines of PEM (64) and MIME (76) base64 bodies: a line that is nothing but a
+#: base64 run of this width is a body line of an encoded certificate or attachment.
+ENCODED_LINE_WIDTHS: Final = frozenset({64, 76})
+# ``git describe`` output (``COREUTILS-6_8-58-g553d347d3``): a tag, a count, ``g`` + commit.
+_GIT_DESCRIBE_RE: Final = re.compile(r".*-[0-9]+-g[0-9a-f]{7,40}")
+
+
+def _is_public_run(text: str, start: int, token: str) -> bool:
+    """A base64-looking run that is public by nature: it holds a UUID (an identifier such as
+    ``ArchiveRule-<uuid>``), is a ``git describe`` name, or is a whole line of a PEM/MIME body."""
+    if "EXAMPLE" in token:
+        return True  # AWS's documentation placeholder (``AKIAIOSFODNN7EXAMPLE``, ``…-EXAMPLE1``)
+    if "-" in token and (_UUID_RE.search(token) or _GIT_DESCRIBE_RE.fullmatch(token)):
+        return True
+    if len(token) in ENCODED_LINE_WIDTHS:
+        end = start + len(token)
+        line_start = text.rfind("\n", 0, start) + 1
+        return not text[line_start:start].strip() and (end == len(text) or text[end] in "\r\n")
+    return False
 
 
 def looks_random(value: str, hex_ok: bool = False) -> bool:
@@ -911,7 +1002,7 @@ def looks_random(value: str, hex_ok: bool = False) -> bool:
     body = value.rstrip("=")
     if not MIN_RANDOM_LITERAL_CHARS <= len(body) <= MAX_RANDOM_LITERAL_CHARS:
         return False
-    if body.startswith(_PUBLIC_HASH_PREFIXES) or _UUID_RE.fullmatch(body):
+    if body.startswith(_PUBLIC_HASH_PREFIXES) or _UUID_RE.fullmatch(body) or "EXAMPLE" in body:
         return False
     if not hex_ok and _HEX_RE.fullmatch(body):
         return False
@@ -977,6 +1068,15 @@ def _literal_name_kind(name: str) -> str:
     return "any"
 
 
+# The end of a name that may hold an id or a pagination token (``VersionId``, ``NextToken``,
+# ``job_arn``), its separator, an opening quote; the name itself is checked in Python.
+_PUBLIC_NAME_TAIL_RE: Final = re.compile(
+    r"(?:[Ii][Dd][Ss]?|ID|[Tt]oken|TOKEN|[Aa]rn|ARN|[Uu]rl|URL|[Ll]ocation|[Mm]arker|[Cc]ursor)"
+    r"\\?[\"']?[ \t]{0,8}(?P<sep>=|:(?!//))[ \t]{0,8}\\?[\"']?"
+)
+_PUBLIC_VALUE_RE: Final = re.compile(r"[^\s\"',;]{1,2048}")
+
+
 def _is_aws_secret(token: str) -> bool:
     """40 base64 characters with upper and lower case and a digit or ``/``/``+``, not words."""
     if not (
@@ -1035,12 +1135,15 @@ def mask_secret(secret: str) -> str:
 class _Scan:
     """The credential spans of one text, rule by rule."""
 
-    __slots__ = ("cutoff", "pems", "spans", "text")
+    __slots__ = ("cutoff", "pems", "public", "spans", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.spans: list[_Span] = []
         self.pems: list[tuple[str, str | None]] = []
+        # ``(start, end)`` of values that are ids or pagination tokens (``"NextToken": "…"``):
+        # the rules for tokens with no name (opaque, code literals) leave them alone
+        self.public: list[tuple[int, int]] | None = None  # found on first use
         self.cutoff = len(text)  # from here on, everything is masked (candidate budget)
 
     def _over_budget(self, position: int) -> None:
@@ -1110,7 +1213,10 @@ class _Scan:
             sep = m.group("sep")
             before = text[name_start - 1] if name_start else ""
             if not (first.isalpha() or first == "_") or (
-                (before and before in _NOT_BEFORE_NAME) or (before == "$" and sep in (":", ","))
+                (before and before in _NOT_BEFORE_NAME)
+                or (before == "$" and sep in (":", ","))
+                or (before == "=" and sep == ",")  # ``--tags Status=Secret,Team=x``
+                or text.startswith("::", name_start - 2)  # ``"AWS::IAM::AccessKey": …``
             ):
                 continue
             name = text[name_start:name_end]
@@ -1121,8 +1227,8 @@ class _Scan:
             # a weak name (``stripe_key``, ``sonar.login``) holds a secret only when its value
             # looks randomly generated
             weak = not is_sensitive_name(name)
-            if weak and not is_weak_secret_name(name):
-                continue
+            if weak and (sep == "," or not is_weak_secret_name(name)):
+                continue  # (a weak name in CSV: ``LICENSE,sha256=…`` is a pip RECORD line)
             whole = is_password_name(name)
             found = self.value_at(m.end(), whole)
             if found is None:
@@ -1133,7 +1239,8 @@ class _Scan:
                 # ``NAME,value,`` (no blank after the comma, the value ends at a comma)
                 opener = text[: name_start - 1].rstrip(" \t")[-1:]
                 if m.group("quote") and before and before in "\"'" and quoted and opener == "(":
-                    pass
+                    if any(c.isspace() for c in text[start:end]):
+                        continue  # ``namedtuple('Token', 'type string start')``: a word list
                 elif (
                     m.group("quote")
                     or quoted
@@ -1221,6 +1328,8 @@ class _Scan:
             ):
                 continue
             whole = is_password_name(name)
+            if m.group("sep") == "=" and text[m.end() : m.end() + 1] in (" ", "\t", ""):
+                continue  # "the option --passphrase= can be empty"
             found = self.value_at(m.end(), whole)
             if found is None:
                 continue
@@ -1232,10 +1341,14 @@ class _Scan:
                 continue  # "use either --password or --password-file"
             if not _is_reference(value, None):  # a flag's value is never a variable name
                 self.add(start, end, whole)
-        self._values(_CLI_USER_RE, whole=True)
-        self._values(_OPENSSL_PASS_RE, whole=True)
-        self._values(_NETRC_RE, whole=True)
-        self._values(_SLASH_PASSWORD_RE, whole=True)
+        if "-u" in text:
+            self._values(_CLI_USER_RE, whole=True)
+        if "pass:" in text:
+            self._values(_OPENSSL_PASS_RE, whole=True)
+        if "password" in text:
+            self._values(_NETRC_RE, whole=True)
+        if "/" in text and any(word in text for word in _SLASH_PASSWORD_COMMANDS):
+            self._values(_SLASH_PASSWORD_RE, whole=True)
         if any(flag in text for flag in _SHORT_PASSWORD_FLAGS):
             self.command_passwords()
 
@@ -1319,10 +1432,12 @@ class _Scan:
             ):
                 continue  # "authorization: required for admin routes"
             self.value(m.start("value"), m.end("value"))
-        self._values(_BARE_BEARER_RE)
+        if "earer" in text:
+            self._values(_BARE_BEARER_RE)
 
     def urls(self) -> None:
-        self._values(_URL_USERINFO_RE, whole=True)
+        if "://" in self.text:
+            self._values(_URL_USERINFO_RE, whole=True)
         budget = MAX_CANDIDATES_PER_RULE
         for m in _URL_PARAM_RE.finditer(self.text):
             budget -= 1
@@ -1379,6 +1494,11 @@ class _Scan:
                 self._over_budget(m.start())
                 break
             start = m.start()
+            run = start
+            while run and start - run < MAX_CHECKSUM_LOOKBACK and text[run - 1] in _B64_CHAR_SET:
+                run -= 1
+            if text.endswith(_PUBLIC_HASH_PREFIXES, 0, run):
+                continue  # inside a checksum (``sha256=qaN-fw_…`` of a pip RECORD line)
             if (
                 start
                 and text.startswith("gAAAA", start)
@@ -1440,10 +1560,12 @@ class _Scan:
                     _PUBLIC_HASH_PREFIXES, 0, start
                 ):
                     continue  # a data URL's payload is data; a go.sum ``h1:`` hash is public
-                if any(lo <= start < hi for lo, hi in public):
+                if any(lo <= start < hi for lo, hi in public) or self._in_public(start):
                     continue
                 token = m.group()
-                if token.startswith(_PUBLIC_HASH_PREFIXES):
+                if token.startswith(_PUBLIC_HASH_PREFIXES) or _is_public_run(
+                    text, m.start(), token
+                ):
                     continue  # SRI ``sha512-…`` (npm ``integrity``): a public checksum
                 if is_opaque_token(token) if pattern is _OPAQUE_RE else _is_aws_secret(token):
                     spans.append((start, m.end(), _PLAIN))
@@ -1453,6 +1575,49 @@ class _Scan:
                 self._over_budget(m.start())
                 break
             spans.append((m.start(), m.end(), _PLAIN))
+
+    def public_values(self) -> None:
+        """The values of names that hold ids or pagination tokens, never secrets."""
+        text = self.text
+        size = len(text)
+        reversed_text = ""
+        budget = MAX_CANDIDATES_PER_RULE
+        self.public = public = []
+        for m in _PUBLIC_NAME_TAIL_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                return  # nothing is masked less for it: the ranges only spare values
+            if not reversed_text:
+                reversed_text = text[::-1]
+            name_end = m.start("sep")
+            while name_end > 0 and text[name_end - 1] in " \t\"'\\":
+                name_end -= 1
+            run = _REVERSED_NAME_RE.match(reversed_text, size - name_end)
+            if run is None:
+                continue
+            words = [
+                w.lower()
+                for w in _NAME_WORD_RE.findall(text[name_end - run.end() + run.start() : name_end])
+            ]
+            if not words:
+                continue
+            last, previous = words[-1], (words[-2] if len(words) > 1 else "")
+            if last in rules.PUBLIC_NAME_LAST_WORDS or (
+                last == "token" and previous in _HARMLESS_TOKEN_PREFIXES
+            ):
+                value = _PUBLIC_VALUE_RE.match(text, m.end())
+                if value is not None:
+                    public.append((value.start(), value.end()))
+
+    def _in_public(self, position: int) -> bool:
+        if self.public is None:
+            self.public_values()
+        public = self.public
+        assert public is not None
+        if not public:
+            return False
+        i = bisect.bisect_right(public, (position, sys.maxsize)) - 1
+        return i >= 0 and public[i][0] <= position < public[i][1]
 
     def code_literals(self) -> None:
         """Quoted literals with no sensitive name that look random, where code passes a key:
@@ -1466,7 +1631,7 @@ class _Scan:
                 self._over_budget(m.start())
                 return
             value = m.group("value")
-            if not looks_random(value, hex_ok=True):
+            if not looks_random(value, hex_ok=True) or self._in_public(m.start("value")):
                 continue
             pos = m.start()
             lo = max(0, pos - MAX_LITERAL_CONTEXT_CHARS, text.rfind("\n", 0, pos) + 1)

@@ -1,8 +1,8 @@
 """Rule data of credential masking: vendor prefixes, token shapes and password commands.
 
 Invariant: this module holds DATA only (no scanning): every rule carries a ``sample`` that the
-built-in redactor must mask (tests/test_redact_rules.py checks each one, so a rule is added as
-one line here with its sample). :mod:`openclaw_fts.redact` compiles these rules into its
+built-in redactor must mask (the test suite checks each one, so a rule is added as one line
+here with its sample). :mod:`openclaw_fts.redact` compiles these rules into its
 scanner; docs/redaction.md describes the families in words.
 
 Kinds of rules:
@@ -560,30 +560,35 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         rf"(?P<value>eyJ(?<!{_T}eyJ){_T}{{{MIN_JWT_SEGMENT_CHARS},}}"
         rf"\.{_T}{{{MIN_JWT_SEGMENT_CHARS},}}(?:\.{_T}*){{1,{MAX_JWT_EXTRA_SEGMENTS}}})",
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXNhbXBsZQ",
+        anchor="eyJ",
     ),
     PatternToken(
         "sendgrid",
         rf"(?P<value>SG\.(?<!{_T}SG\.){_T}{{{MIN_SENDGRID_PART_CHARS},}}"
         rf"\.{_T}{{{MIN_SENDGRID_PART_CHARS},}})",
         "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",
+        anchor="SG.",
     ),
     PatternToken(
         "aws-access-key-id",
         rf"(?P<value>A[KS]IA(?<![A-Za-z0-9_\-]A[KS]IA)[A-Z0-9]{{{AWS_KEY_ID_BODY_CHARS}}})"
         r"(?![A-Za-z0-9])",
         "AKIAQ3EGRPN7XKZL2M4T",
+        anchor="IA",
     ),
     # Airtable personal access token: ``pat`` + 14 characters, ``.``, 64 hex.
     PatternToken(
         "airtable-pat",
         r"(?P<value>pat(?<![A-Za-z0-9_]pat)[A-Za-z0-9]{14}\.[a-f0-9]{64})",
         "patQ3egRPn7XkZl2M." + "3f9a0c4d" * 8,
+        anchor="pat",
     ),
     # Salesforce session id / access token: org id ``00D…``, ``!``, the session part.
     PatternToken(
         "salesforce-session",
         r"(?P<value>00D(?<![A-Za-z0-9_]00D)[A-Za-z0-9]{12,15}![A-Za-z0-9._]{20,})",
         "00D5g000004ABCD!AQ8AQHx9yJ2kLmNoPqRsTuVwXyZ0123456789abcdefghij",
+        anchor="00D",
     ),
     # Azure AD client secret: 3 characters, a digit, ``Q~``, 31-34 characters.
     PatternToken(
@@ -613,6 +618,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>A3-(?<![A-Za-z0-9]A3-)[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})"
         r"-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5})",
         "A3-ASWWYB-798JRY-LJVD4-23DC2-86TVM-H43EB",
+        anchor="A3-",
     ),
     # Harness personal/service-account tokens: ``pat.``/``sat.`` + id . hex . secret.
     PatternToken(
@@ -620,6 +626,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>(?:pat|sat)(?<![A-Za-z0-9_.](?:pat|sat))\.[A-Za-z0-9_\-]{22}\.[0-9a-f]{24}"
         r"\.[A-Za-z0-9]{20})",
         "pat.aB3cD4eF5gH6jK7mN8pQ9r.3f9a0c4d3f9a0c4d3f9a0c4d.aB3cD4eF5gH6jK7mN8pQ",
+        anchor="at.",
     ),
     # Terraform Cloud / Atlas: 14 characters, ``.atlasv1.``, 60-70 characters.
     PatternToken(
@@ -634,6 +641,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"\$ANSIBLE_VAULT;[0-9.]{1,8};AES256(?:;[A-Za-z0-9_]{1,64})?"
         r"(?P<value>(?:[ \t]*\r?\n[ \t]*[0-9a-f]{16,120}){1,4096})",
         "$ANSIBLE_VAULT;1.1;AES256\n" + "3f9a0c4d" * 10 + "\n" + "6b2e7f18" * 10,
+        anchor="$ANSIBLE_VAULT",
     ),
 )
 
@@ -721,3 +729,9 @@ KEY_CONTEXT_WORDS: Final = frozenset(
      "pass", "pwd", "sig", "license", "pat", "cred", "creds", "credential", "credentials",
      "connect", "init", "configure", "setup", "sdk", "bearer", "account", "private"}
 )  # fmt: skip
+# Last words of names whose value is an identifier, a location or a pagination marker: a
+# random-looking value there (``"VersionId": "B2Vs…"``, ``"NextToken": "eyJ…"``) is not masked
+# by the rules for tokens with no name (a vendor prefix or a secret name still masks it).
+PUBLIC_NAME_LAST_WORDS: Final = frozenset(
+    {"id", "ids", "arn", "url", "location", "marker", "cursor"}
+)

@@ -52,6 +52,17 @@ Hit = tuple[int, str, int, str, str, int, str, float | None]
 
 # --------------------------------------------------------------------------- the write side
 
+#: What every index row of a session carries beside its text (``message_index.sess``):
+#: ``s<index state id>``. SQLite's narrow searches intersect the text with the visible sessions'
+#: tokens (``index/sqlite/read.py`` builds them from this prefix); PostgreSQL's join on the
+#: session instead.
+SESSION_TOKEN_PREFIX = "s"
+
+
+def session_token(state_id: int) -> str:
+    """The token of the session whose index state has id ``state_id``."""
+    return f"{SESSION_TOKEN_PREFIX}{state_id}"
+
 
 @dataclass(slots=True)
 class StateRow:

@@ -28,10 +28,11 @@ from .redact import Redactor, redact_text
 from .rows import SearchRequest
 from .snippet import make_snippet
 from .suggest import suggestion_text, suggestions
-from .tokens import is_valid_unicode
+from .tokens import is_valid_unicode, utf16_len
 from .visibility import Caller, Target, resolve_target
 
-#: OpenClaw's bounds on the query and the number of results.
+#: OpenClaw's bounds on the query and the number of results (the query's length in UTF-16 code
+#: units, JavaScript's ``length`` of the trimmed query: an emoji counts 2).
 MAX_QUERY_CHARS = 4096
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 25
@@ -105,7 +106,7 @@ def build_request(
     trimmed = query.strip()
     if not trimmed:
         raise ToolInputError(EMPTY_QUERY_ERROR)
-    if len(trimmed) > MAX_QUERY_CHARS:
+    if len(trimmed) > MAX_QUERY_CHARS // 2 and utf16_len(trimmed) > MAX_QUERY_CHARS:
         raise ToolInputError(f"query must not exceed {MAX_QUERY_CHARS} characters")
     if session_key is not None and (not isinstance(session_key, str) or not session_key.strip()):
         raise ToolInputError("sessionKey must be a non-empty string")

@@ -2,10 +2,11 @@
 
 Invariant: :func:`make_snippet` returns text of the message it is given (already redacted
 ORIGINAL text, never the CJK-spaced index body) and nothing else: a short text (at most
-``max_chars`` characters) whole and unchanged; otherwise the original substring from the first to
+``max_chars`` UTF-16 code units, JavaScript's string length: most emoji count 2) whole and
+unchanged; otherwise the original substring from the first to
 the last token of a window of ``window_tokens`` tokens, whitespace runs collapsed to one space,
 ``"… "`` in front when something was cut before it and ``" …"`` behind when something was cut
-after it, no highlight markers. The result is then cut to at most ``max_chars`` characters with
+after it, no highlight markers. The result is then cut to at most ``max_chars`` code units with
 ``"…"`` appended when cut (so at most ``max_chars + 1``), only between grapheme clusters (never
 inside a surrogate pair, an emoji ZWJ sequence or a letter with combining marks), and it always
 encodes as UTF-8 (:func:`~openclaw_fts.tokens.clean_text`).
@@ -23,18 +24,19 @@ OpenClaw does (up to the character cut), not one character per token.
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from collections.abc import Sequence
 
 import regex  # type: ignore[import-untyped,unused-ignore]  # no stubs in the venv
 
 from .query import Term
-from .tokens import clean_text, is_token_char, scan_tokens
+from .tokens import clean_text, is_token_char, scan_tokens, utf16_fit, utf16_len
 
 #: Tokens in a snippet window (OpenClaw: "about 48 tokens").
 SNIPPET_WINDOW_TOKENS = 48
 
-#: Characters a snippet keeps before it is cut (and ``ELLIPSIS`` appended).
+#: UTF-16 code units a snippet keeps before it is cut (and ``ELLIPSIS`` appended).
 SNIPPET_MAX_CHARS = 300
 
 #: Marks text cut off a snippet (one character, U+2026).
@@ -167,15 +169,20 @@ def _window(
     max_chars: int,
 ) -> tuple[int, int]:
     """The window ``[s, e)`` of token indexes to show: ``window`` WORDS (:func:`_words`)."""
-    word = _words(starts, ends)
-    first_token: list[int] = []  # of each word
-    last_token: list[int] = []
-    for i, w in enumerate(word):
-        if w == len(first_token):
-            first_token.append(i)
-            last_token.append(i)
-        else:
-            last_token[w] = i
+    first_token: list[int]  # of each word
+    last_token: list[int]
+    if not any(map(operator.eq, starts[1:], ends[:-1])):
+        # No two tokens touch (no CJK run: the common case): each token is a word of its own.
+        word = first_token = last_token = list(range(len(starts)))
+    else:
+        word = _words(starts, ends)
+        first_token, last_token = [], []
+        for i, w in enumerate(word):
+            if w == len(first_token):
+                first_token.append(i)
+                last_token.append(i)
+            else:
+                last_token[w] = i
     count = len(first_token)
     occurrences = _occurrences(norms, terms)
     if not occurrences:
@@ -267,11 +274,12 @@ def _ascii_boundary(text: str, pos: int) -> bool:
     return before.isascii() and after.isascii() and not (before == "\r" and after == "\n")
 
 
-def cut_graphemes(text: str, max_chars: int) -> str:
-    """The longest prefix of ``text`` of at most ``max_chars`` characters that ends between
-    grapheme clusters."""
-    if len(text) <= max_chars:
+def cut_graphemes(text: str, max_units: int) -> str:
+    """The longest prefix of ``text`` of at most ``max_units`` UTF-16 code units that ends
+    between grapheme clusters."""
+    if len(text) <= max_units and utf16_len(text) <= max_units:
         return text
+    max_chars = utf16_fit(text, max_units)  # the characters that fit
     if _ascii_boundary(text, max_chars):
         return text[:max_chars]
     end = 0
@@ -291,7 +299,7 @@ def make_snippet(
 ) -> str:
     """The snippet of ``text`` (a message, already redacted) for the query ``terms``."""
     text = clean_text(text)
-    if len(text) <= max_chars:
+    if len(text) <= max_chars and utf16_len(text) <= max_chars:
         return text
     lo, hi = _scan_region(text, terms)
     starts, ends, norms = scan_tokens(text, lo, hi)
@@ -309,6 +317,6 @@ def make_snippet(
         raw, after = cut_graphemes(raw, SNIPPET_WINDOW_MAX_CHARS), True
     body = _SPACE_RUN_RE.sub(" ", raw).strip()
     snippet = (ELLIPSIS + " " if before else "") + body + (" " + ELLIPSIS if after else "")
-    if len(snippet) <= max_chars:
+    if len(snippet) <= max_chars and utf16_len(snippet) <= max_chars:
         return snippet
     return cut_graphemes(snippet, max_chars).rstrip() + ELLIPSIS

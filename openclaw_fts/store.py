@@ -2,8 +2,8 @@
 
 Invariant: every write goes through an installed ORM session (so the index hooks run in the
 writing transaction) or through the importer (which leaves sessions pending), on a transaction
-that begins with ``BEGIN IMMEDIATE`` (:func:`openclaw_fts.engine.writer`); every read runs on a
-deferred read transaction, which takes no lock and works on a read-only database. With a
+that begins with ``BEGIN IMMEDIATE`` (:func:`openclaw_fts.engine.write_engine`); every read
+runs on a deferred read transaction, which takes no lock and works on a read-only database. With a
 ``read_url`` (a PostgreSQL hot standby), ``search``, ``history``, ``branches`` and
 ``index_status`` read there once it has replayed every write the store finished (else on the
 primary: :mod:`openclaw_fts.replica`), while writes, reconciles and the lease stay on the
@@ -29,7 +29,7 @@ from . import importer, migrate
 from .append import append_events
 from .caller import Caller
 from .dialects import require_index_dialect
-from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, writer
+from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, write_engine
 from .errors import (
     DuplicateEventError,
     InvalidSessionError,
@@ -39,7 +39,7 @@ from .errors import (
     quoted,
 )
 from .hooks import install
-from .index.base import writer as index_writer
+from .index.base import backend, backend_for, writer
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .models import AgentSession, Branch, TranscriptEvent
 from .reconcile import RECONCILE_BATCH_ROWS, BackgroundReconciler, Reconciler, status
@@ -119,7 +119,7 @@ class TranscriptStore:
             self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = True
         #: The same engine, for the store's own writes: they begin with BEGIN IMMEDIATE.
-        self.write_engine = writer(self.engine)
+        self.write_engine = write_engine(self.engine)
         if inline_repair_max_events is not None or inline_repair_max_text_bytes is not None:
             bounds = (
                 INLINE_REPAIR_MAX_EVENTS
@@ -200,7 +200,7 @@ class TranscriptStore:
         )
         try:
             with self.sessions.begin() as db:
-                reason = index_writer(db.connection()).unstorable(
+                reason = writer(db.connection()).unstorable(
                     [session_id, session_key, spawned_by, parent_session_key, owner_session_key]
                 )
                 if reason is not None:
@@ -526,12 +526,8 @@ class TranscriptStore:
     def _read(self) -> Any:
         base = self.engine.connect() if self._router is None else self._router.connect()
         conn = base.execution_options(**{READ_ONLY: True})
-        if conn.dialect.name == "postgresql":
-            # One snapshot for every statement of a search or a history read (READ COMMITTED
-            # takes one per statement: a session could turn pending between the probe and the
-            # ranked statement, and a batch's queries would not agree).
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
-        return conn
+        # One snapshot for every statement of a search or a history read.
+        return conn.execution_options(**backend(conn).snapshot_options())
 
     def close(self) -> None:
         """Stop the background reconciler and release the engine (if the store made it)."""
@@ -561,7 +557,7 @@ def _standby_engine(read_url: str | URL | Engine, primary: Engine) -> tuple[Engi
         name = read_url.dialect.name
     else:
         name = make_url(read_url).get_backend_name()
-    if primary.dialect.name != "postgresql" or name != "postgresql":
+    if name != primary.dialect.name or not backend_for(name).hot_standbys:
         raise UnsupportedDatabaseError(
             "openclaw-fts: read_url names a PostgreSQL hot standby of a PostgreSQL primary "
             f"(here: {primary.dialect.name} primary, {name} read_url)"

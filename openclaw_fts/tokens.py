@@ -186,6 +186,30 @@ def clean_text(text: str) -> str:
     return text
 
 
+def utf16_len(text: str) -> int:
+    """JavaScript's ``text.length``: UTF-16 code units (a character above U+FFFF, such as most
+    emoji, counts 2; a lone surrogate 1). OpenClaw's length limits count these."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def utf16_fit(text: str, units: int) -> int:
+    """How many characters of ``text``, from its start, fit in ``units`` UTF-16 code units —
+    the prefix a UTF-16-safe cut at ``units`` keeps (a character above U+FFFF is never split)."""
+    if units <= 0:
+        return 0
+    head = text[:units]
+    if head.isascii():
+        return len(head)
+    data = head.encode("utf-16-le", "surrogatepass")[: 2 * units]
+    kept = data.decode("utf-16-le", "surrogatepass")
+    count = len(kept)
+    if count and "\ud800" <= kept[-1] <= "\udbff" and head[count - 1] != kept[-1]:
+        count -= 1  # the cut fell between the two halves of one character
+    return count
+
+
 def _space_run(match: re.Match[str]) -> str:
     return " " + " ".join(match.group()) + " "
 
@@ -254,19 +278,21 @@ def scan_tokens(
     end = len(text) if endpos is None else min(endpos, len(text))
     part = text[pos:end] if pos > 0 or end < len(text) else text
     if part.isascii():
+        # map() over the match type's own methods: C loops, no Python frame per token.
         matches = list(_ASCII_TOKEN_RE.finditer(text, pos, end))
         return (
-            [m.start() for m in matches],
-            [m.end() for m in matches],
-            [m.group().lower() for m in matches],
+            list(map(re.Match.start, matches)),
+            list(map(re.Match.end, matches)),
+            list(map(str.lower, map(re.Match.group, matches))),
         )
     pattern = _TOKEN_RE if _NOT_PLAIN_RE.search(part) is not None else _PLAIN_TOKEN_RE
     matches = list(pattern.finditer(text, pos, end))
-    return (
-        [int(m.start()) for m in matches],
-        [int(m.end()) for m in matches],
-        [fold(str(m.group())) for m in matches],
-    )
+    if not matches:
+        return [], [], []
+    match = type(matches[0])  # the regex module's match type
+    starts = list(map(match.start, matches))
+    ends = list(map(match.end, matches))
+    return starts, ends, list(map(fold, map(match.group, matches)))
 
 
 def iter_tokens(text: str, pos: int = 0, endpos: int | None = None) -> Iterator[Token]:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up the development environment (idempotent) and run every check: ruff, mypy, pytest.
+# Set up the development environment (idempotent) and run every check: ruff, mypy, the import
+# contracts (import-linter: no circle, no import from a lower layer up), pytest.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,5 +14,7 @@ echo "== ruff"
 .venv/bin/ruff format --check .
 echo "== mypy"
 .venv/bin/mypy
+echo "== import contracts"
+.venv/bin/lint-imports
 echo "== pytest"
 .venv/bin/python -m pytest "$@"

@@ -33,6 +33,11 @@ if os.environ.get("CI"):
 
 
 ENGINES = ("sqlite", "postgresql")
+#: The PostgreSQL layout partitioned by agent (docs/scale.md): a third engine for the modules of
+#: :data:`PARTITIONED_MODULES` (the search, history, edit and reconcile behaviour), not for the
+#: whole suite (its PostgreSQL half already takes most of the run).
+PARTITIONED = "postgresql-partitioned"
+PARTITIONED_MODULES = frozenset({"test_search", "test_history", "test_edits", "test_reconcile"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,7 +52,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "db_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_engines"):
         only = metafunc.definition.get_closest_marker("sqlite_only")
-        metafunc.parametrize("db_engine", ENGINES[:1] if only else ENGINES)
+        engines = ENGINES[:1] if only else ENGINES
+        if not only and metafunc.module.__name__.rpartition(".")[2] in PARTITIONED_MODULES:
+            engines = (*engines, PARTITIONED)
+        metafunc.parametrize("db_engine", engines)
 
 
 @pytest.fixture
@@ -60,6 +68,8 @@ def db_engine() -> str:
 def db_url(request: pytest.FixtureRequest, tmp_path: Path, db_engine: str) -> str:
     if db_engine == "postgresql":
         return str(request.getfixturevalue("pg_url"))
+    if db_engine == PARTITIONED:
+        return str(request.getfixturevalue("pg_partitioned_url"))
     return f"sqlite:///{tmp_path / 'test.sqlite'}"
 
 

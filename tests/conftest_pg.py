@@ -25,6 +25,9 @@ from pgserver import PgServer, find_bindir, unavailable_reason
 REQUIRE_ENV = "OPENCLAW_FTS_REQUIRE_POSTGRESQL"
 #: Prefix of the per-test databases.
 DATABASE_PREFIX = "t"
+#: Hash partitions of the partitioned test databases (few: most tests have one or two agents,
+#: and several partitions still let a misrouted row go unseen).
+PARTITIONS = 4
 
 _state: dict[str, object] = {"server": None, "reason": None, "tests": 0, "start_s": 0.0}
 _counter = itertools.count(1)
@@ -56,13 +59,43 @@ def pg_server() -> Iterator[PgServer]:
         server.stop()
 
 
-@pytest.fixture
-def pg_url(pg_server: PgServer) -> Iterator[str]:
-    """SQLAlchemy URL of a fresh, empty database on the session's server (dropped afterwards)."""
-    name = f"{DATABASE_PREFIX}{os.getpid()}_{next(_counter)}"
+@pytest.fixture(scope="session")
+def pg_partitioned_template(pg_server: PgServer) -> str:
+    """A database at the plugin's head in the layout partitioned by agent (docs/scale.md), made
+    once per session: the template of :func:`pg_partitioned_url`'s databases."""
+    from openclaw_fts import migrate
+    from openclaw_fts.engine import make_engine
+
+    name = f"{DATABASE_PREFIX}{os.getpid()}_partitioned_template"
     admin = pg_server.url().replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template1')
+    engine = make_engine(pg_server.url(name))
+    try:
+        migrate.upgrade(engine)
+        migrate.partition_by_agent(engine, PARTITIONS)
+    finally:
+        engine.dispose()  # a template must have no connection when it is copied
+    return name
+
+
+@pytest.fixture
+def pg_partitioned_url(pg_server: PgServer, pg_partitioned_template: str) -> Iterator[str]:
+    """Like :func:`pg_url`, on a copy of :func:`pg_partitioned_template`."""
+    yield from _database(pg_server, pg_partitioned_template)
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """SQLAlchemy URL of a fresh, empty database on the session's server (dropped afterwards)."""
+    yield from _database(pg_server, "template1")
+
+
+def _database(pg_server: PgServer, template: str) -> Iterator[str]:
+    name = f"{DATABASE_PREFIX}{os.getpid()}_{next(_counter)}"
+    admin = pg_server.url().replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     _state["tests"] = int(str(_state["tests"])) + 1
     try:
         yield pg_server.url(name)

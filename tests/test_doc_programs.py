@@ -40,7 +40,9 @@ DB_ENV_VAR = "OPENCLAW_FTS_DB"
 FENCE_RE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 POSTGRESQL_URL_RE = re.compile(r"postgresql(\+\w+)?://")
 WORK_LOG_RE = re.compile(
-    r"issue #[0-9]|\(commit [0-9a-f]{7}|today's|second round|third round", re.IGNORECASE
+    r"issue #[0-9]|\(commit [0-9a-f]{7}|today's|second round|third round"
+    r"|\btoday\b|this round|(?<![&\w])#[0-9]{1,4}\b",
+    re.IGNORECASE,
 )
 #: A bare commit hash: 7-40 hex digits with at least one digit and one letter (so neither a
 #: number nor a word such as "deadbeef" or "facade" is taken for one).
@@ -150,7 +152,7 @@ def _exists_in_package(path: str) -> bool:
     if (PACKAGE / path).exists():
         return True
     name = path.rstrip("/")
-    return any(str(p.relative_to(PACKAGE)).endswith(name) for p in PACKAGE.rglob("*"))
+    return any(f"/{p.relative_to(PACKAGE)}".endswith(f"/{name}") for p in PACKAGE.rglob("*"))
 
 
 @pytest.mark.parametrize("name", ["README.md", "docs/architecture.md"])
@@ -245,7 +247,7 @@ def test_the_readme_picture_is_the_import_graph() -> None:
     assert not upward, "README's picture puts these imports upward:\n" + "\n".join(upward)
 
 
-#: A name the pages cite in code: ``openclaw_fts.engine.writer``, or ``module.CONSTANT``.
+#: A name the pages cite in code: ``openclaw_fts.engine.write_engine``, or ``module.CONSTANT``.
 QUALIFIED_NAME_RE = re.compile(r"\bopenclaw_fts(?:\.[A-Za-z_]\w*)+")
 CONSTANT_NAME_RE = re.compile(r"(?<![\w.])((?:[a-z_]+\.)+)([A-Z][A-Z0-9_]{2,})\b")
 
@@ -291,3 +293,14 @@ def test_the_module_map_shows_every_module() -> None:
         and f"`{path.relative_to(PACKAGE)}`" not in text
     )
     assert not missing, f"docs/architecture.md's module map does not show {missing}"
+
+
+def test_the_readme_points_to_every_page() -> None:
+    """Each page of docs/ has its line in the README's documentation list."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = sorted(
+        page.name
+        for page in (ROOT / "docs").glob("*.md")
+        if f"* [docs/{page.name}](docs/{page.name})" not in text
+    )
+    assert not missing, f"README.md's documentation list does not point to {missing}"

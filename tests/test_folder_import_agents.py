@@ -126,6 +126,20 @@ def test_the_refusal_holds_whichever_agent_was_imported_first(
     assert hits(store, MAIN, "walrus") == set()
 
 
+def test_an_exact_copy_in_another_agents_folder_moves_nothing(
+    store: TranscriptStore, state: Path
+) -> None:
+    """ops's folder holds a byte-for-byte copy of main's transcript: even with rekey (the
+    stored session then holds nothing but the copy's entries) main keeps its session."""
+    main_file = sessions_dir(state, "main") / f"{SHARED_ID}.jsonl"
+    ops_file = sessions_dir(state, "ops") / f"{SHARED_ID}.jsonl"
+    ops_file.write_bytes(main_file.read_bytes())
+    for rekey in (False, True, True):
+        report = store.import_dir(state, rekey=rekey)
+        assert [f.split(": ", 1)[0] for f in report["failedFiles"]] == [str(ops_file)]
+        assert_main_untouched(store)
+
+
 def test_rekey_still_moves_a_transcript_an_earlier_import_filed_under_another_agent(
     store: TranscriptStore, state: Path
 ) -> None:

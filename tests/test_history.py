@@ -320,6 +320,48 @@ def test_without_include_tools_only_tool_results_are_dropped(store: TranscriptSt
     assert a1["content"][0]["type"] == "toolCall" and a1["content"][0]["arguments"] == {"cmd": "ls"}
 
 
+HIDDEN_ROWS = [
+    msg("h1", "NO_REPLY", role="assistant"),
+    msg("h2", "  ANNOUNCE_SKIP\n", role="assistant"),
+    msg("h3", [{"type": "text", "text": "REPLY_SKIP"}], role="assistant"),
+    msg("h4", [{"type": "output_text", "text": "Visible reply sent."}], role="assistant"),
+    msg("h5", "visible REPLY sent", role="assistant"),
+    msg("h6", ""),
+    msg("h7", " \n\t"),
+    msg("h8", []),
+    msg("h9", [{"type": "text", "text": "  "}, {"type": "text", "text": ""}]),
+]
+SHOWN_ROWS = [
+    msg("s1", "NO_REPLY, the build is green", role="assistant"),
+    msg("s2", "no_reply", role="assistant"),  # the tokens match case-sensitively
+    msg(
+        "s3",
+        [{"type": "text", "text": "NO_REPLY"}, {"type": "image", "data": "AA=="}],
+        role="assistant",
+    ),
+    msg("s4", "", role="assistant"),  # an empty assistant row stays (OpenClaw)
+    msg("s5", "", MediaPaths=["/tmp/photo.jpg"]),
+    msg("s6", [{"type": "image", "data": "AA=="}]),
+    msg("s7", "NO_REPLY"),  # a user may type it
+]
+
+
+def test_silent_control_replies_and_blank_user_rows_are_hidden(store: TranscriptStore) -> None:
+    """OpenClaw's history reads through its chat display projection
+    (chat-display-projection.ts, control-reply-text.ts), which leaves these rows out."""
+    store.create_session("s1", ME)
+    events = HIDDEN_ROWS[:4] + SHOWN_ROWS[:3] + HIDDEN_ROWS[4:] + SHOWN_ROWS[3:]
+    store.append_many("s1", linear([dict(e) for e in events]))
+    shown = [e["id"] for e in SHOWN_ROWS]
+    for include_tools in (False, True):
+        out = store.history(CALLER, ME, include_tools=include_tools)
+        assert ids(out) == shown
+        assert out["totalMessages"] == len(shown)
+    page = store.history(CALLER, ME, limit=2, offset=2)
+    assert ids(page) == shown[-4:-2] and page["nextOffset"] == 4
+    assert store.history(CALLER, ME, message_id="h1")["messages"] == []
+
+
 @pytest.mark.parametrize("role", ["tool_result", "function", "system", "toolCall"])
 def test_without_include_tools_other_roles_stay(store: TranscriptStore, role: str) -> None:
     store.create_session("s1", ME)
@@ -472,6 +514,19 @@ def test_long_text_is_cut_at_4000_characters(store: TranscriptStore, shape: str)
     assert cut == text[:4000] + CUT
     assert out["contentTruncated"] is True
     assert out["truncated"] is True
+
+
+def test_the_4000_cut_counts_utf16_code_units_as_javascript_does(store: TranscriptStore) -> None:
+    """3,000 emoji are 6,000 code units in JavaScript: OpenClaw keeps 2,000 of them."""
+    out = _only(store, {"role": "user", "content": "😀" * 3000})
+    assert out["messages"][0]["content"] == "😀" * 2000 + CUT
+    assert out["contentTruncated"] is True
+    store.append("s1", msg("y", "😀" * 2000))  # exactly 4,000 code units: not cut
+    again = store.history(CALLER, ME)
+    assert again["messages"][-1]["content"] == "😀" * 2000
+    odd = "a" + "😀" * 2000  # the cut at 4,000 units falls inside the last emoji
+    store.append("s1", msg("z", odd))
+    assert store.history(CALLER, ME)["messages"][-1]["content"] == "a" + "😀" * 1999 + CUT
 
 
 def test_text_of_exactly_4000_characters_is_not_cut(store: TranscriptStore) -> None:

@@ -1,9 +1,10 @@
-"""Schema migrations on PostgreSQL (issue #15, groundwork): the plugin's revisions create every
-table, the index's text-search objects and SQLite's two transcript triggers on a fresh
-database, downgrade to base and up again, keep transcripts on a downgrade to revision 1, leave
-autogenerate nothing to report, and fail with an error naming ``unaccent`` when the migrating
-role may not create it. Runs against the test session's own server (tests/conftest_pg.py);
-skipped with the reason where there is none."""
+"""Schema migrations on PostgreSQL: the plugin's revisions create every table, the index's
+text-search objects and SQLite's two transcript triggers on a fresh database, downgrade to base
+and up again, and fail with an error naming ``unaccent`` when the migrating role may not create
+it. What both engines share (an idempotent upgrade, autogenerate reporting nothing, a downgrade
+to revision 1 keeping transcripts) is tests/test_migration_round_trips.py. Runs against the
+test session's own server (tests/conftest_pg.py); skipped with the reason where there is
+none."""
 
 from __future__ import annotations
 
@@ -163,13 +164,6 @@ def test_tsvector_folds_case_and_diacritics_and_keeps_every_word(pg_engine: Engi
     assert matching(pg_engine, "renamed") == ["m1"]
 
 
-def test_upgrade_is_idempotent(pg_engine: Engine) -> None:
-    migrate.upgrade(pg_engine)
-    before = (tables(pg_engine), search_objects(pg_engine))
-    migrate.upgrade(pg_engine)
-    assert (tables(pg_engine), search_objects(pg_engine)) == before
-
-
 def test_the_store_migrates_a_fresh_database_and_indexes_on_it(pg_url: str) -> None:
     """``TranscriptStore`` on a fresh PostgreSQL database migrates it to head and indexes."""
     engine = make_engine(pg_url)
@@ -283,28 +277,6 @@ def test_downgrade_to_base_and_upgrade_again(pg_engine: Engine) -> None:
     add_message(pg_engine, "s2", "m1", "upagainword")
     assert matching(pg_engine, "upagainword") == ["m1"]
     assert matching(pg_engine, "downword") == []
-
-
-def test_downgrade_to_revision_1_keeps_transcripts(pg_engine: Engine) -> None:
-    migrate.upgrade(pg_engine)
-    add_message(pg_engine, "s1", "m1", "keptword")
-    migrate.downgrade(pg_engine, REVISION_1)
-    assert tables(pg_engine) == REVISION_1_TABLES | {VERSION_TABLE}
-    assert search_objects(pg_engine)["config"] == 0
-    assert plugin_functions(pg_engine) == set()
-    with pg_engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM transcript_events")).scalar_one() == 1
-        triggers = conn.execute(
-            text(
-                "SELECT count(*) FROM pg_trigger "
-                "WHERE tgrelid = 'transcript_events'::regclass AND NOT tgisinternal"
-            )
-        ).scalar_one()
-    assert triggers == 0
-    migrate.upgrade(pg_engine)
-    with pg_engine.connect() as conn:  # no backfill in the migration: the session is pending
-        assert conn.execute(text("SELECT count(*) FROM message_index")).scalar_one() == 0
-        assert conn.execute(text("SELECT count(*) FROM openclaw_index_state")).scalar_one() == 0
 
 
 def test_namespaced_tables_upgrade_and_downgrade_keep_rows_and_triggers(
@@ -450,20 +422,6 @@ def test_a_host_sessions_table_before_the_plugin_migrations(
 
 
 # -- autogenerate ----------------------------------------------------------------------------
-
-
-def test_autogenerate_reports_no_changes(pg_engine: Engine) -> None:
-    migrate.upgrade(pg_engine)
-    with pg_engine.connect() as conn:
-        ctx = MigrationContext.configure(
-            conn,
-            opts={
-                "include_name": include_name,
-                "compare_type": True,
-                "compare_server_default": True,
-            },
-        )
-        assert compare_metadata(ctx, openclaw_fts.metadata) == []
 
 
 def test_without_include_name_the_search_objects_would_show(pg_engine: Engine) -> None:

@@ -1,4 +1,4 @@
-"""PostgresReader (openclaw_fts/index/postgresql/read.py) against a real server: ranking,
+"""PostgresSearch (openclaw_fts/index/postgresql/read.py) against a real server: ranking,
 visibility and pending inside the ranked statement, filters, order, hostile queries, CJK,
 diacritics, phrase and prefix, hit texts; and the same small corpus ranked by SQLite (through
 TranscriptStore) and by PostgreSQL, compared by top-k overlap. Rows and index states are
@@ -19,7 +19,7 @@ from test_postgresql_query import HOSTILE
 
 from openclaw_fts import TranscriptStore
 from openclaw_fts.index.base import reader
-from openclaw_fts.index.postgresql.read import PostgresReader
+from openclaw_fts.index.postgresql.read import PostgresSearch
 from openclaw_fts.rows import Hit
 from openclaw_fts.search import build_request
 from openclaw_fts.visibility import AgentToAgent, Caller
@@ -74,7 +74,7 @@ def hits(
 ) -> list[Hit]:
     req = build_request(query, **kwargs)
     with engine.connect() as conn:
-        return PostgresReader().ranked_hits(conn, caller, req, exact=exact)
+        return PostgresSearch().ranked_hits(conn, caller, req, exact=exact)
 
 
 def ids(found: list[Hit]) -> list[str]:
@@ -92,7 +92,7 @@ def add_clean(engine: Engine, sessions: dict[str, str], text_: str = "hello") ->
 
 def test_registered_for_postgresql(db: Engine) -> None:
     with db.connect() as conn:
-        assert isinstance(reader(conn), PostgresReader)
+        assert isinstance(reader(conn), PostgresSearch)
 
 
 def test_ranking_and_score(db: Engine) -> None:
@@ -128,7 +128,7 @@ def test_pending_sessions_are_filtered_unless_exact(db: Engine) -> None:
 
 
 def test_pending_probes(db: Engine) -> None:
-    r = PostgresReader()
+    r = PostgresSearch()
     with db.connect() as conn:
         assert r.any_pending(conn)
         assert r.pending_visible(conn, TREE, None)  # "behind" is in the caller's tree
@@ -141,12 +141,12 @@ def test_any_pending_false_when_every_session_is_clean(pg_server: PgServer) -> N
     with migrated_database(pg_server) as engine:
         add_clean(engine, {"a": ME})
         with engine.connect() as conn:
-            assert not PostgresReader().any_pending(conn)
-            assert not PostgresReader().pending_visible(conn, TREE, None)
+            assert not PostgresSearch().any_pending(conn)
+            assert not PostgresSearch().pending_visible(conn, TREE, None)
         with engine.begin() as conn:
             add_message(conn, "a", "e2", "hello again")  # last_seq moves past the watermark
         with engine.connect() as conn:
-            assert PostgresReader().any_pending(conn)
+            assert PostgresSearch().any_pending(conn)
 
 
 def test_filters(db: Engine) -> None:
@@ -186,18 +186,18 @@ def test_hostile_queries(db: Engine, query: str) -> None:
 def test_hit_texts(db: Engine) -> None:
     found = hits(db, TREE, "数据 OR cafe")
     with db.connect() as conn:
-        texts = PostgresReader().hit_texts(conn, found)
+        texts = PostgresSearch().hit_texts(conn, found)
     by_event = {h[3]: texts[h[0]] for h in found}
     assert by_event == {"m3": "我们的数据库很好", "m4": "Café au lait"}  # CJK: re-read, unspaced
     with db.connect() as conn:
-        assert PostgresReader().hit_texts(conn, []) == {}
+        assert PostgresSearch().hit_texts(conn, []) == {}
 
 
 def test_hit_texts_take_the_bodies_the_ranked_statement_returned(db: Engine) -> None:
     """In the transaction of ``ranked_hits`` the bodies come with the ranked rows (no statement
     of its own for a Latin hit); in another transaction, or for a hit it did not return, they
     are read. The texts are the same either way."""
-    r = PostgresReader()
+    r = PostgresSearch()
     statements: list[str] = []
     with db.connect() as conn:
         event.listen(conn, "before_cursor_execute", lambda *a: statements.append(str(a[2])))
@@ -295,7 +295,7 @@ def test_custom_plans_for_the_search_transaction_only(db: Engine) -> None:
     with db.connect() as conn:
         for _ in range(8):  # past psycopg's prepare threshold: same answers
             assert ids(
-                PostgresReader().ranked_hits(conn, TREE, build_request("deploy"), exact=False)
+                PostgresSearch().ranked_hits(conn, TREE, build_request("deploy"), exact=False)
             ) == [
                 "m2",
                 "m1",
@@ -309,7 +309,7 @@ def test_custom_plans_for_the_search_transaction_only(db: Engine) -> None:
 def test_any_pending_is_remembered_for_one_snapshot(pg_server: PgServer) -> None:
     with migrated_database(pg_server) as engine:
         add_clean(engine, {"a": ME})
-        r = PostgresReader()
+        r = PostgresSearch()
         with engine.connect() as conn:
             assert not r.any_pending(conn)
             conn.rollback()
@@ -340,7 +340,7 @@ def test_pending_visible_is_remembered_per_caller_for_one_snapshot(pg_server: Pg
     memo_key = "openclaw_fts_pg_pending_visible"
     with migrated_database(pg_server) as engine:
         add_clean(engine, {"a": ME, "s": "agent:main:sib"})
-        r = PostgresReader()
+        r = PostgresSearch()
         with engine.connect() as conn:
             assert not r.pending_visible(conn, TREE, None)
             assert not r.pending_visible(conn, SIB_SELF, None)
@@ -378,7 +378,7 @@ def test_a_search_sets_the_custom_plan_mode_once(pg_server: PgServer) -> None:
     itself in a transaction that has not."""
     with migrated_database(pg_server) as engine:
         add_clean(engine, {"a": ME}, "deploy")
-        r = PostgresReader()
+        r = PostgresSearch()
         statements: list[str] = []
         with engine.connect() as conn:
 

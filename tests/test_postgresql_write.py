@@ -9,7 +9,7 @@ import pytest
 from factories import msg
 
 from openclaw_fts import Caller, TranscriptStore
-from openclaw_fts.index.postgresql.write import MAX_INDEXED_BODY_BYTES
+from openclaw_fts.index.postgresql.backend import MAX_INDEXED_BODY_BYTES
 
 ALL = Caller("agent:main:main", visibility="all")
 

@@ -15,8 +15,8 @@ import json
 
 import pytest
 
+from openclaw_fts.history_shaping import sanitize_message
 from openclaw_fts.redact import mask_secret, redact_text
-from openclaw_fts.sanitize import sanitize_message
 
 # (text, secrets that must be gone, pieces that must remain)
 MASKED: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [

@@ -175,3 +175,31 @@ def test_values_are_masked_to_their_end(text: str) -> None:
 )
 def test_public_strings_and_labels_are_not_masked(text: str) -> None:
     assert redact_text(text) == text
+
+
+def test_lock_file_checksums_of_real_files_are_never_masked() -> None:
+    """go.sum ``h1:``, npm ``integrity``, pip ``--hash`` and pip RECORD lines built from the
+    SHA digests of this project's own files (real checksums of real bytes)."""
+    import base64
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    files = sorted(root.glob("openclaw_fts/**/*.py")) + sorted(root.glob("tests/*.py"))
+    assert len(files) > 50
+    for path in files:
+        data = path.read_bytes()
+        sha256 = hashlib.sha256(data).digest()
+        name = path.stem.replace("_", "-")
+        b64 = base64.b64encode(sha256).decode()
+        lines = [
+            f"github.com/acme/{name} v1.2.3 h1:{b64}",
+            f"github.com/acme/{name} v1.2.3/go.mod h1:{b64[::-1]}",
+            f'  "integrity": "sha512-{base64.b64encode(hashlib.sha512(data).digest()).decode()}",',
+            f"{name}==1.2.3 --hash=sha256:{sha256.hex()}",
+            f"{name}/{path.name},sha256={base64.urlsafe_b64encode(sha256).decode().rstrip('=')},"
+            f"{len(data)}",
+            f'commit = "{hashlib.sha1(data).hexdigest()}"',
+        ]
+        for line in lines:
+            assert redact_text(line) == line, line

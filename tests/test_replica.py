@@ -24,6 +24,12 @@ from sqlalchemy import Engine, event
 from openclaw_fts import Caller, TranscriptStore
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
+from openclaw_fts.index.postgresql.replica import (
+    LONG_PAGE_HEADER,
+    SHORT_PAGE_HEADER,
+    parse_lsn,
+    records_end,
+)
 
 #: Longest wait for the standby to replay what the test wrote on the primary.
 REPLAY_TIMEOUT_S = 30.0
@@ -300,3 +306,17 @@ def test_failover_keeps_every_committed_message_searchable(
         if standby is not None:
             standby.stop()
         primary.stop()
+
+
+def test_a_fence_just_past_a_page_header_is_the_page_boundary() -> None:
+    """``pg_current_wal_insert_lsn()`` right after a record that filled its page points past
+    the next page's header, where no standby's replay position ever stops: the fence is the
+    boundary (a read would otherwise wait, then leave the standby, until more WAL came)."""
+    page, segment = 8192, 16 * 2**20
+    assert records_end(5 * page + SHORT_PAGE_HEADER, page, segment) == 5 * page
+    assert records_end(3 * segment + LONG_PAGE_HEADER, page, segment) == 3 * segment
+    assert records_end(5 * page + 64, page, segment) == 5 * page + 64
+    assert records_end(5 * page + LONG_PAGE_HEADER, page, segment) == 5 * page + LONG_PAGE_HEADER
+    assert parse_lsn("16/B374D848") == (0x16 << 32) | 0xB374D848
+    with pytest.raises(ValueError, match="WAL position"):
+        parse_lsn("nonsense")

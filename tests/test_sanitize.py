@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openclaw_fts.redact import Redactor
-from openclaw_fts.sanitize import (
+from openclaw_fts.history_shaping import (
     HISTORY_TRUNCATION_SUFFIX,
     MAX_CONTENT_DEPTH,
     MAX_HISTORY_BYTES,
@@ -27,6 +26,8 @@ from openclaw_fts.sanitize import (
     json_size,
     sanitize_message,
 )
+from openclaw_fts.redact import Redactor
+from openclaw_fts.tokens import utf16_len
 
 GHP = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 GHP_MASK = "ghp_ab…6789"
@@ -471,21 +472,25 @@ def test_redaction_shortens_text_below_the_limit_then_no_cut() -> None:
     ],
 )
 def test_cut_never_splits_a_grapheme_cluster(cluster: str) -> None:
-    for offset in range(1, len(cluster)):
+    units = utf16_len(cluster)  # the limit counts UTF-16 code units, as JavaScript does
+    for offset in range(1, units):
         text = "a" * (LIMIT - offset) + cluster + "tail"
         out = sanitize_message({"role": "user", "content": text}).message["content"]
         assert out == "a" * (LIMIT - offset) + SUFFIX, offset
-    fits = "a" * (LIMIT - len(cluster)) + cluster + "tail"
+    fits = "a" * (LIMIT - units) + cluster + "tail"
     out = sanitize_message({"role": "user", "content": fits}).message["content"]
-    assert out == "a" * (LIMIT - len(cluster)) + cluster + SUFFIX
+    assert out == "a" * (LIMIT - units) + cluster + SUFFIX
 
 
 def test_cut_never_splits_a_surrogate_pair() -> None:
     pair = "\ud83d\ude00"  # 😀 as two code points (e.g. decoded with surrogatepass)
-    text = "a" * (LIMIT - 1) + pair + "b"
+    text = "a" * (LIMIT - 2) + pair + "b"
     out = sanitize_message({"role": "user", "content": text}).message["content"]
     # the pair is joined into the one character it encodes (tokens.clean_text), never split
-    assert out == "a" * (LIMIT - 1) + "\U0001f600" + SUFFIX
+    assert out == "a" * (LIMIT - 2) + "\U0001f600" + SUFFIX
+    straddling = "a" * (LIMIT - 1) + pair + "b"  # the cut falls between its two code units
+    out = sanitize_message({"role": "user", "content": straddling}).message["content"]
+    assert out == "a" * (LIMIT - 1) + SUFFIX
     lone = "a" * (LIMIT - 1) + "\ud83d" + "b" * 10
     out = sanitize_message({"role": "user", "content": lone}).message["content"]
     assert out == "a" * (LIMIT - 1) + "\ufffd" + SUFFIX

@@ -1,5 +1,5 @@
 """Callers who see a share of the sessions (``agent``, ``all``) take FTS5's ranking of the whole
-match set when a query matches many rows (``SqliteReader``: top rows joined and judged by the
+match set when a query matches many rows (``SqliteSearch``: top rows joined and judged by the
 visibility afterwards), and the one joined statement otherwise. Both must return what the
 joined statement returns; ``since`` (always true here) forces the joined statement."""
 

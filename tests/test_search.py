@@ -105,6 +105,32 @@ def test_query_of_exactly_4096_characters_after_trimming_is_accepted(
     assert store.search(CALLER, "   " + "x" * 4096 + "   ") == {"results": []}
 
 
+def test_the_query_limit_counts_utf16_code_units_as_javascript_does(
+    store: TranscriptStore,
+) -> None:
+    """OpenClaw compares JavaScript's ``query.length``: an emoji counts 2, so 2,049 emoji
+    (4,098 code units, 2,049 characters) are too long and 2,048 are not."""
+    add_session(store, "s1", OWN, ["x" * 10])
+    with pytest.raises(ToolInputError) as info:
+        store.search(CALLER, "😀" * 2049)
+    assert str(info.value) == "query must not exceed 4096 characters"
+    assert "indexing" not in store.search(CALLER, "😀" * 2048)
+    with pytest.raises(ToolInputError):
+        store.search(CALLER, "x" + "😀" * 2048)
+
+
+def test_the_snippet_cut_counts_utf16_code_units(store: TranscriptStore) -> None:
+    """U+20000 (CJK Extension B) is a letter of two UTF-16 code units; a CJK run is one word,
+    so the snippet of a long run reaches the 300-unit cut."""
+    ext_b = "\U00020000"
+    whole = "needle " + ext_b * 146  # 299 code units (153 characters): shown whole
+    cut = "needle " + ext_b * 200  # 407 code units: cut at 300
+    add_session(store, "s1", OWN, [whole, cut])
+    snippets = {r["messageId"]: r["snippet"] for r in store.search(CALLER, "needle")["results"]}
+    assert snippets["m0"] == whole
+    assert snippets["m1"] == "needle " + ext_b * 146 + "…"  # 7 + 292 units; a 147th is 301
+
+
 @pytest.mark.parametrize("limit", [0, -1, 26, 2.5, "5", True, False, float("nan"), [3]])
 def test_bad_limit_is_rejected_with_openclaws_message(store: TranscriptStore, limit: Any) -> None:
     add_session(store, "s1", OWN, ["hello"])
@@ -940,10 +966,11 @@ def test_25_hits_of_300_character_cjk_snippets_fit_the_cap(store: TranscriptStor
 
 
 def test_results_over_the_byte_cap_are_cut_and_flagged(store: TranscriptStore) -> None:
-    # 300 four-byte characters (CJK Extension B) per snippet: 25 of them exceed 32 KiB.
-    text = "".join(chr(0x20000 + j) for j in range(300))
-    _cjk_sessions(store, 25, text, key_pad="p" * 40)
-    out = store.search(AGENT_CALLER, chr(0x20000 + 7), limit=25)
+    # 300 three-byte characters (CJK, one UTF-16 unit each) per snippet, the longest a snippet
+    # holds in bytes, and 300-character key padding: 25 hits exceed 32 KiB.
+    text = "".join(chr(CJK_BMP + j) for j in range(300))
+    _cjk_sessions(store, 25, text, key_pad="p" * 300)
+    out = store.search(AGENT_CALLER, chr(CJK_BMP + 7), limit=25)
     results = out["results"]
     assert out["truncated"] is True  # 25 hits, limit 25: only the byte cap cut them
     assert 0 < len(results) < 25
@@ -955,9 +982,14 @@ def test_results_over_the_byte_cap_are_cut_and_flagged(store: TranscriptStore) -
     # ... and the next hit (same item as the single result of its own session) would not fit.
     nxt = f"sid{24 - len(results):02d}"
     (following,) = store.search(
-        AGENT_CALLER, chr(0x20000 + 7), session_key=store_key(nxt, "p" * 40)
+        AGENT_CALLER, chr(CJK_BMP + 7), session_key=store_key(nxt, "p" * 300)
     )["results"]
     assert json_bytes([*results, following]) > CAP
+
+
+#: The first CJK ideograph of the Basic Multilingual Plane (U+4E00): one UTF-16 unit, three
+#: UTF-8 bytes.
+CJK_BMP = 0x4E00
 
 
 def store_key(session_id: str, key_pad: str) -> str:
@@ -967,8 +999,8 @@ def store_key(session_id: str, key_pad: str) -> str:
 def test_byte_cap_holds_for_pythons_default_json_at_the_edge(tmp_path: Path) -> None:
     """Size the items so the kept ones end a few bytes under the cap when counted with one byte
     per separator: ``json.dumps(results)`` (", " separators) must still be <= 32 KiB."""
-    text = "".join(chr(0x20000 + j) for j in range(300))
-    query = chr(0x20000 + 7)
+    text = "".join(chr(CJK_BMP + j) for j in range(300))
+    query = chr(CJK_BMP + 7)
 
     def build(name: str, pad: int) -> tuple[TranscriptStore, int]:
         s = TranscriptStore(f"sqlite:///{tmp_path / name}", background=False)

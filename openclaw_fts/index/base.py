@@ -1,19 +1,23 @@
 """What every index backend offers, and the registry that picks one per database dialect.
 
-Invariant: the rest of the plugin reaches the index only through the interfaces declared here
-(:class:`Reader` for search-side reads, :class:`Writer` for everything that writes transcripts,
-index rows, index state and branch records), obtained with :func:`reader` / :func:`writer` from
-a connection; each
-dialect's package under ``openclaw_fts/index/`` registers exactly one implementation, the way
-Alembic registers one ``Impl`` per dialect. An unregistered dialect is refused with
-:class:`~openclaw_fts.errors.UnsupportedDatabaseError`. This module holds no SQL and imports no
-backend (each registers itself when ``openclaw_fts.index`` is imported).
+Invariant: the rest of the plugin reaches the database's engine-specific side only through
+the :class:`Backend` registered for its dialect — one class per engine (``SqliteBackend``,
+``PostgresqlBackend``), the way Alembic has one ``Impl`` per dialect — obtained with
+:func:`backend_for` (a dialect name), :func:`backend` (a connection) or, for one side only,
+:func:`reader` / :func:`writer`. Reads and writes are separate interfaces: :class:`Reader`
+never changes a row (search, the trees and index rows the writers plan from, status and
+checks), :class:`Writer` holds every statement that writes; a :class:`Backend` is both, plus
+what the engine needs of its connections (settings, transaction starts, the reconcile lease,
+the composable search's match). An unregistered dialect is refused with
+:class:`~openclaw_fts.errors.UnsupportedDatabaseError`. This module holds no SQL and imports
+no backend (each registers itself when ``openclaw_fts.index`` is imported).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UnsupportedDatabaseError
 from ..rows import (
@@ -21,6 +25,7 @@ from ..rows import (
     EventRow,
     Finish,
     Hit,
+    LeaseWait,
     NewRow,
     SearchRequest,
     SessionContext,
@@ -29,16 +34,25 @@ from ..rows import (
 )
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
+    from sqlalchemy import ColumnElement, Connection, Engine, FromClause
+    from sqlalchemy.engine import URL
 
     from ..caller import Caller
+    from ..query import CompiledQuery
     from ..transcript import Tree, TreeNode
+
+#: Execution option of a connection whose transactions only read (SQLite: a deferred ``BEGIN``;
+#: it wins over :data:`WRITE` on the same connection).
+READ_ONLY = "openclaw_fts_read_only"
+#: Execution option of a connection whose transactions write (SQLite: ``BEGIN IMMEDIATE``).
+WRITE = "openclaw_fts_write"
 
 
 class Reader(Protocol):
-    """The search side of an index backend. Every method runs on the caller's connection and
-    transaction; none writes."""
+    """The read side of an index backend. Every method runs on the caller's connection and
+    transaction; none changes a row."""
 
+    # search
     #: Whether :meth:`any_pending` is cheap enough to ask before every search (SQLite: a memo
     #: keyed by ``PRAGMA data_version``); when not, search asks only :meth:`pending_visible`.
     GLOBAL_PENDING_PROBE: bool
@@ -100,39 +114,9 @@ class Reader(Protocol):
         word only in sessions the caller cannot see is never returned."""
         ...
 
-
-# --------------------------------------------------------------------------- the write side
-
-
-class Writer(Protocol):
-    """The write side of an index backend: every statement that writes, and the reads the
-    writers plan from. Every method runs on the caller's connection and transaction."""
-
-    # sessions and index state
+    # sessions and their events
     def session_context(self, conn: Connection, session_id: str) -> SessionContext | None: ...
-    def create_state(self, conn: Connection, session_id: str, *, clean: bool) -> StateRow: ...
-    def mark_dirty(self, conn: Connection, session_ids: Sequence[str]) -> None: ...
-    def session_token(self, state_id: int) -> str:
-        """What the session's index rows carry beside their text (``sess``)."""
-        ...
-
     def session_ids(self, conn: Connection, keys: Sequence[str] | None) -> list[str]: ...
-
-    # transcript events: the one write path of the store, the importer and bulk ORM inserts
-    def insert_events(self, conn: Connection, rows: Sequence[EventRow], last_seq: int) -> None:
-        """Insert one session's rows and raise its ``last_seq``; a taken event id or seq raises
-        ``sqlalchemy.exc.IntegrityError`` (whatever the driver)."""
-        ...
-
-    def unstorable(self, values: Iterable[object]) -> str | None:
-        """Why one of these text values cannot be stored on this engine (None: all can)."""
-        ...
-
-    def lock_session(self, conn: Connection, session_id: str) -> None:
-        """Serialise appends to one session until the transaction ends (before its
-        ``last_seq`` is read)."""
-        ...
-
     def last_seq(self, conn: Connection, session_id: str) -> int | None: ...
     def taken_event_ids(self, conn: Connection, session_id: str, ids: list[str]) -> set[str]: ...
     def unkeyed_events(self, conn: Connection, session_id: str) -> list[str]: ...
@@ -144,11 +128,7 @@ class Writer(Protocol):
         """``(agent_id, session_key)`` of a stored session (None: no such session)."""
         ...
 
-    def ensure_session(
-        self, conn: Connection, fields: Mapping[str, Any], *, rekey: bool
-    ) -> int | None: ...
-
-    # reading a session's tree
+    # a session's tree
     def load_tree(
         self, conn: Connection, session_id: str
     ) -> tuple[list[TreeNode], dict[int, dict[str, Any]]]: ...
@@ -167,9 +147,53 @@ class Writer(Protocol):
     ) -> tuple[int, str | None] | None: ...
     def has_event_type(self, conn: Connection, session_id: str, type_: str) -> bool: ...
 
-    # index rows
+    # index rows and index state
     def index_rows(self, conn: Connection, session_id: str) -> list[StoredRow]: ...
     def index_row_sizes(self, conn: Connection, session_id: str) -> list[tuple[int, int, int]]: ...
+    def snapshot(self, conn: Connection, session_id: str) -> tuple[int, int] | None: ...
+    def status(self, conn: Connection) -> dict[str, int]: ...
+    def pending_session_ids(self, conn: Connection) -> list[str]: ...
+    def clean_session_ids(self, conn: Connection) -> list[str]: ...
+    def orphan_index_rows(self, conn: Connection) -> int: ...
+
+    # checks
+    def integrity_check(self, conn: Connection) -> None:
+        """The engine's own check of the full-text index; raises on corruption."""
+        ...
+
+    def check_skipped(self, error: BaseException) -> str | None:
+        """Why :meth:`integrity_check` could not run, for a driver error that says nothing
+        about the index (a read-only database, a lock held elsewhere); None otherwise."""
+        ...
+
+
+class Writer(Protocol):
+    """The write side of an index backend: every statement that writes transcripts, index rows,
+    index state and branch records. Every method runs on the caller's connection and
+    transaction."""
+
+    # sessions, their events and index state
+    def create_state(self, conn: Connection, session_id: str, *, clean: bool) -> StateRow: ...
+    def mark_dirty(self, conn: Connection, session_ids: Sequence[str]) -> None: ...
+    def insert_events(self, conn: Connection, rows: Sequence[EventRow], last_seq: int) -> None:
+        """Insert one session's rows and raise its ``last_seq``; a taken event id or seq raises
+        ``sqlalchemy.exc.IntegrityError`` (whatever the driver)."""
+        ...
+
+    def unstorable(self, values: Iterable[object]) -> str | None:
+        """Why one of these text values cannot be stored on this engine (None: all can)."""
+        ...
+
+    def lock_session(self, conn: Connection, session_id: str) -> None:
+        """Serialise appends to one session until the transaction ends (before its
+        ``last_seq`` is read)."""
+        ...
+
+    def ensure_session(
+        self, conn: Connection, fields: Mapping[str, Any], *, rekey: bool
+    ) -> int | None: ...
+
+    # index rows and branch records
     def apply_changes(
         self, conn: Connection, deletes: Sequence[int], inserts: Sequence[NewRow]
     ) -> None: ...
@@ -186,9 +210,6 @@ class Writer(Protocol):
         self, conn: Connection, session_id: str, tree: Tree, seq_of_tip: Mapping[str, int]
     ) -> None: ...
     def bump_generation(self, conn: Connection, state_id: int) -> None: ...
-    def snapshot(self, conn: Connection, session_id: str) -> tuple[int, int] | None: ...
-
-    # branch records
     def advance_active_branch(
         self, conn: Connection, session_id: str, tip: str | None, tip_seq: int | None
     ) -> None: ...
@@ -196,52 +217,133 @@ class Writer(Protocol):
         self, conn: Connection, session_id: str, tips: Sequence[tuple[str, int, str | None]]
     ) -> None: ...
 
-    # the reconciler's view
-    def status(self, conn: Connection) -> dict[str, int]: ...
-    def pending_session_ids(self, conn: Connection) -> list[str]: ...
+    # maintenance
     def sweep_orphans(self, conn: Connection) -> None: ...
-
-    # maintenance and checks
     def rederive(self, conn: Connection, session_id: str) -> int: ...
     def rebuild_all(self, conn: Connection) -> None: ...
     def optimize(self, conn: Connection) -> None: ...
-    def integrity_check(self, conn: Connection) -> None: ...
-    def orphan_index_rows(self, conn: Connection) -> int: ...
-    def clean_session_ids(self, conn: Connection) -> list[str]: ...
 
 
-_FACTORIES: dict[tuple[str, str], Callable[[], object]] = {}
-_INSTANCES: dict[tuple[str, str], object] = {}
+class Lease(Protocol):
+    """The database-wide reconcile lease (one holder at a time)."""
+
+    #: Why the last :meth:`try_acquire` failed (None after a success).
+    blocked_by: LeaseWait | None
+
+    def try_acquire(self) -> bool: ...
+    def renew(self, conn: Connection) -> bool:
+        """Inside a write transaction: whether this lease still holds it."""
+        ...
+
+    def release(self) -> None: ...
 
 
-def register_reader(dialect: str, factory: Callable[[], Reader]) -> None:
-    """Called once by a backend package at import."""
-    _FACTORIES["read", dialect] = factory
+class Backend(Reader, Writer, Protocol):
+    """One database engine: its reads and writes, and what it needs of engines, connections
+    and transactions."""
+
+    #: The SQLAlchemy dialect name it serves.
+    name: str
+
+    def attach_ddl(self) -> None:
+        """Attach the engine's own DDL to the plugin's tables, so ``metadata.create_all()``
+        creates it (called once, when the backend is registered)."""
+        ...
+
+    def engine_url(self, url: URL, *, read_only: bool | None, kwargs: dict[str, Any]) -> URL:
+        """The URL to create an engine from (``kwargs``: ``create_engine`` arguments, completed
+        in place); ``read_only`` opens a database read-only where the engine can, ``None``
+        when it cannot be written."""
+        ...
+
+    def database_file(self, url: URL) -> Path | None:
+        """The database file of a URL naming a plain file (None: a server, memory, URIs)."""
+        ...
+
+    def in_memory(self, url: URL) -> bool:
+        """Whether the URL names a database that lives on one connection in this process."""
+        ...
+
+    def configure_engine(self, engine: Engine, *, busy_timeout_ms: int, wal: bool) -> None:
+        """Attach the engine's per-connection settings and transaction starts (once)."""
+        ...
+
+    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
+        """The settings that can still change on a connection whose transaction has begun but
+        run no statement (a host session met before its engine was configured)."""
+        ...
+
+    def begin_write(self, conn: Connection) -> None:
+        """Before a flush's first read of the plugin's tables: take whatever lock makes the
+        read-then-write safe (SQLite: the write lock)."""
+        ...
+
+    #: Whether a store may read from this engine's hot standbys (``TranscriptStore(read_url=)``).
+    hot_standbys: bool
+
+    #: Whether the index rows can be partitioned by agent (:meth:`partition_by_agent`).
+    partitions_by_agent: bool
+
+    def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
+        """Move the index rows into ``partitions`` partitions by agent (None: the engine's
+        default) in the caller's transaction; returns the rows moved."""
+        ...
+
+    def in_recovery(self, conn: Connection) -> bool:
+        """Whether ``conn`` is on a hot standby (it replays its primary and refuses writes)."""
+        ...
+
+    def snapshot_options(self, *, read_only: bool = False) -> dict[str, Any]:
+        """Execution options of a connection whose statements must all read one snapshot (a
+        search, a history read, a check); ``read_only``: and that may not write."""
+        ...
+
+    def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
+        """The reconcile lease of this engine, held as ``holder``."""
+        ...
+
+    def tables_at_head(self, conn: Connection) -> bool:
+        """On a database holding every plugin table: whether it also has what the revisions
+        after the last table change add (what a host's version table may not say)."""
+        ...
+
+    def match_parts(
+        self, mi: Any, compiled: CompiledQuery
+    ) -> tuple[FromClause | None, ColumnElement[bool], ColumnElement[bool], ColumnElement[float]]:
+        """The composable search's ``(extra table, join condition to index rows mi, match,
+        rank)`` as SQLAlchemy Core."""
+        ...
 
 
-def register_writer(dialect: str, factory: Callable[[], Writer]) -> None:
-    """Called once by a backend package at import."""
-    _FACTORIES["write", dialect] = factory
+_BACKENDS: dict[str, Backend] = {}
 
 
-def _backend(side: str, conn: Connection) -> object:
-    """One instance per (side, dialect), made on first use."""
-    key = (side, conn.dialect.name)
-    found = _INSTANCES.get(key)
+def register(found: Backend) -> None:
+    """Called once by each backend package at import, with its one instance."""
+    found.attach_ddl()
+    _BACKENDS[found.name] = found
+
+
+def backend_for(dialect: str) -> Backend:
+    """The backend of a dialect name (``engine.dialect.name``)."""
+    found = _BACKENDS.get(dialect)
     if found is None:
-        if key not in _FACTORIES:
-            raise UnsupportedDatabaseError(
-                f"openclaw-fts has no index backend for {key[1]!r} databases"
-            )
-        found = _INSTANCES[key] = _FACTORIES[key]()
+        raise UnsupportedDatabaseError(
+            f"openclaw-fts has no index backend for {dialect!r} databases"
+        )
     return found
 
 
+def backend(conn: Connection) -> Backend:
+    """The backend of ``conn``'s dialect."""
+    return backend_for(conn.dialect.name)
+
+
 def reader(conn: Connection) -> Reader:
-    """The read backend for ``conn``'s dialect."""
-    return cast("Reader", _backend("read", conn))
+    """The read side of ``conn``'s backend."""
+    return backend_for(conn.dialect.name)
 
 
 def writer(conn: Connection) -> Writer:
-    """The write backend for ``conn``'s dialect."""
-    return cast("Writer", _backend("write", conn))
+    """The write side of ``conn``'s backend."""
+    return backend_for(conn.dialect.name)

@@ -1,8 +1,8 @@
 """The composable search statement (``openclaw_fts.composable.search_select``): the hits of a
 compiled query as a SQLAlchemy Core ``Select``, the engine's match and rank taken from its
-backend package (``index/<dialect>/compose.py``).
+backend (``Backend.match_parts``, written in ``index/<dialect>/compose.py``).
 
-Invariant: the statement joins every hit to an exactly indexed session (:data:`.common.
+Invariant: the statement joins every hit to an exactly indexed session (:data:`.pending.
 EXACT_JOIN`, the one definition of pending) and puts the caller's visibility predicate
 (:func:`.visibility_sql.visible`) in its WHERE, so whatever a host adds can only narrow it;
 its order is ``rank`` (lower is better) then ``hit_id``.
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select, and_, column, false, literal_column, or_, select, table, text
 
 from ..query import CompiledQuery, compile_query
-from .common import EXACT_JOIN
+from .base import backend_for
+from .pending import EXACT_JOIN
 from .visibility_sql import visible
 
 if TYPE_CHECKING:
@@ -44,15 +45,11 @@ def hits_select(
     """Hits of ``compiled`` (None: a query without a searchable token, no rows) visible to
     ``caller`` on a database of ``dialect``; ``after``: ``(rank, hit_id)`` of the row a page
     ended at (keyset pagination)."""
-    if dialect == "postgresql":
-        from .postgresql.compose import match_parts
-    else:
-        from .sqlite.compose import match_parts
     empty = compiled is None
     # Any valid query when there is none: the statement keeps its columns and is emptied below.
     shape = compile_query("x") if compiled is None else compiled
     assert shape is not None
-    source, joined, match, rank_expr = match_parts(_mi, shape)
+    source, joined, match, rank_expr = backend_for(dialect).match_parts(_mi, shape)
     stmt = select(
         _mi.c.id.label("hit_id"),
         _mi.c.session_id,

@@ -220,7 +220,7 @@ def list_sessions(
     Visibility, every filter, the order and the limit are in the one statement, so hidden
     sessions never count against the limit. ``search``: a case-insensitive (ASCII) substring of
     the key or the session id."""
-    from .common import PENDING_CONDITION
+    from .pending import PENDING_CONDITION
 
     values = [agent_id, search]
     if any(v is not None and _unstorable(conn, v) for v in values):

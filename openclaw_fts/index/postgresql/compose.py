@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 
 from ...query import CompiledQuery
-from . import TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
+from .names import TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
 from .query import render
 from .read import RANK_NORMALIZATION
 

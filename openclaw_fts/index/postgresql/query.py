@@ -16,7 +16,7 @@ words where FTS5's ``unicode61`` does; what still differs is listed in docs/post
 from __future__ import annotations
 
 from ...query import CompiledQuery, Term
-from . import TEXT_SEARCH_CONFIG
+from .names import TEXT_SEARCH_CONFIG
 
 #: ASCII punctuation: the indexed text reads each as a space (frozen copy in revision 0002).
 PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"

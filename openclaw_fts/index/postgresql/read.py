@@ -1,4 +1,5 @@
-"""The search side of the PostgreSQL index: :class:`PostgresReader`.
+"""The search side of the PostgreSQL index: :class:`PostgresSearch`, the search part of
+:class:`~.backend.PostgresqlBackend`.
 
 Invariant: like the SQLite reader, visibility (``visibility.visible`` rendered for PostgreSQL),
 the pending filter and every user filter sit in the same statement as the ``@@`` match, before
@@ -21,9 +22,11 @@ from sqlalchemy import Connection, text
 
 from ...rows import Hit, SearchRequest
 from ...spelling import one_edit
-from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
+from ..hits import hit_texts, user_filters
+from ..pending import EXACT_JOIN, pending_probe_sql
 from ..visibility_sql import visible
-from . import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
+from .names import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
+from .partition import PARTITIONED_TABLE, agent_scope_sql, is_partitioned, visible_agents
 from .query import render
 
 if TYPE_CHECKING:
@@ -93,30 +96,42 @@ def _order_by(req: SearchRequest, *, rows: str, keys: str) -> str:
 
 
 def with_bodies_sql(
-    caller: Caller, req: SearchRequest, *, exact: bool
+    caller: Caller, req: SearchRequest, *, exact: bool, agents: list[str] | None = None
 ) -> tuple[str, dict[str, Any]]:
     """:func:`hits_sql` with each returned row's ``body`` joined on AFTER the limit (ranking
     never carries the bodies of the rows it drops), in the same order."""
-    ranked, params = hits_sql(caller, req, exact=exact)
+    ranked, params = hits_sql(caller, req, exact=exact, agents=agents)
     order = _order_by(req, rows="h.", keys="h.")
+    scope = "" if agents is None else f" AND {agent_scope_sql('b', agents)[0]}"
     sql = (
         f"SELECT h.*, b.body FROM ({ranked}) AS h "
-        f"JOIN {CONTENT_TABLE} AS b ON b.id = h.id ORDER BY {order}"
+        f"JOIN {CONTENT_TABLE} AS b ON b.id = h.id{scope} ORDER BY {order}"
     )
     return sql, params
 
 
 def hits_sql(
-    caller: Caller, req: SearchRequest, *, exact: bool, unordered: bool = False
+    caller: Caller,
+    req: SearchRequest,
+    *,
+    exact: bool,
+    agents: list[str] | None = None,
+    unordered: bool = False,
 ) -> tuple[str, dict[str, Any]]:
-    """The ranked statement and its parameters (``req.compiled`` must render); ``unordered``:
-    every visible match, without ORDER BY or LIMIT (what :func:`session_hits_sql` groups)."""
+    """The ranked statement and its parameters (``req.compiled`` must render). ``agents``: on
+    the partitioned layout (:mod:`.partition`), every agent whose sessions the caller can see;
+    only their partitions are read. ``unordered``: every visible match, without ORDER BY or
+    LIMIT (what :func:`session_hits_sql` groups)."""
     assert req.compiled is not None
     tsquery = render(req.compiled)
     assert tsquery is not None
     where, params = _visible_sql(caller, req.session_key)
     params.update(q=tsquery, lim=req.limit + 1)
     filters = user_filters(req, params)
+    if agents is not None:
+        scope, scope_params = agent_scope_sql("mi", agents)
+        filters = f"{filters} AND {scope}"
+        params.update(scope_params)
     pending = ""
     if not exact:
         pending = _CLEAN_JOIN
@@ -133,12 +148,12 @@ def hits_sql(
 
 
 def session_hits_sql(
-    caller: Caller, req: SearchRequest, *, exact: bool
+    caller: Caller, req: SearchRequest, *, exact: bool, agents: list[str] | None = None
 ) -> tuple[str, dict[str, Any]]:
     """Each session key's best match (in the request's order) with the key's number of
     visible matches, keys in result order, ``limit + 1`` at most: grouped, counted, ordered
     and limited in the one statement, after visibility and every filter."""
-    ranked, params = hits_sql(caller, req, exact=exact, unordered=True)
+    ranked, params = hits_sql(caller, req, exact=exact, agents=agents, unordered=True)
     inner = _order_by(req, rows="m.", keys="m.")
     outer = _order_by(req, rows="g.", keys="g.")
     sql = (
@@ -175,9 +190,10 @@ def _custom_plans(conn: Connection) -> None:
         _keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
 
 
-class PostgresReader:
-    """:class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one per process, shared by
-    threads: what it remembers lives on the pooled connection, never on the instance)."""
+class PostgresSearch:
+    """The search methods of :class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one
+    instance per process, shared by threads: what it remembers lives on the pooled connection,
+    never on the instance)."""
 
     #: No: any commit anywhere changes the snapshot its memo is keyed by, and the probe reads
     #: every session (docs/postgresql.md); search asks ``pending_visible`` only.
@@ -193,15 +209,7 @@ class PostgresReader:
         memo = conn.connection.info.get(_PENDING_MEMO)
         if wrote is None and memo is not None and memo[0] == key:
             return bool(memo[1])
-        found = bool(
-            conn.execute(
-                text(
-                    "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
-                    "openclaw_index_state AS st ON st.session_id = s.session_id "
-                    f"WHERE {PENDING_CONDITION})"
-                )
-            ).scalar()
-        )
+        found = bool(conn.execute(text(pending_probe_sql())).scalar())
         if wrote is None:
             conn.connection.info[_PENDING_MEMO] = (key, found)
         return found
@@ -219,16 +227,7 @@ class PostgresReader:
         memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
         if wrote is None and memo is not None and memo[0] == snapshot and key in memo[1]:
             return memo[1][key]
-        found = bool(
-            conn.execute(
-                text(
-                    "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
-                    "openclaw_index_state AS st ON st.session_id = s.session_id "
-                    f"WHERE {where} AND {PENDING_CONDITION})"
-                ),
-                params,
-            ).scalar()
-        )
+        found = bool(conn.execute(text(pending_probe_sql(where)), params).scalar())
         if wrote is None:  # this transaction's own rows are not in the snapshot's key
             if memo is None or memo[0] != snapshot or len(memo[1]) >= PENDING_MEMO_ENTRIES:
                 memo = (snapshot, {})
@@ -241,8 +240,9 @@ class PostgresReader:
     ) -> list[Hit]:
         if req.compiled is None or render(req.compiled) is None:
             return []
-        sql, params = with_bodies_sql(caller, req, exact=exact)
         _custom_plans(conn)
+        agents = visible_agents(conn, caller) if is_partitioned(conn) else None
+        sql, params = with_bodies_sql(caller, req, exact=exact, agents=agents)
         rows = conn.execute(text(sql), params).all()
         # for hit_texts, in this transaction (index rows never change)
         _keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in rows})
@@ -254,8 +254,9 @@ class PostgresReader:
         """One hit per session key with its visible match count (:func:`session_hits_sql`)."""
         if req.compiled is None or render(req.compiled) is None:
             return []
-        sql, params = session_hits_sql(caller, req, exact=exact)
         _custom_plans(conn)
+        agents = visible_agents(conn, caller) if is_partitioned(conn) else None
+        sql, params = session_hits_sql(caller, req, exact=exact, agents=agents)
         rows = conn.execute(text(sql), params).all()
         return [((r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])), int(r[8])) for r in rows]
 
@@ -392,9 +393,10 @@ def has_tsvector_statistics(conn: Connection) -> bool:
     at 0005: the two have the same tables)."""
     target = conn.execute(
         text(
-            "SELECT attstattarget FROM pg_attribute WHERE attrelid = to_regclass(:table) "
+            "SELECT max(attstattarget) FROM pg_attribute WHERE attrelid IN "
+            "(to_regclass(:table), to_regclass(:partitioned)) "
             "AND attname = :column AND NOT attisdropped"
         ),
-        {"table": CONTENT_TABLE, "column": TSVECTOR_COLUMN},
+        {"table": CONTENT_TABLE, "partitioned": PARTITIONED_TABLE, "column": TSVECTOR_COLUMN},
     ).scalar()
     return target == TSVECTOR_STATISTICS_TARGET

@@ -4,15 +4,24 @@ Invariant: every statement here only reads (a hot standby runs all of them), and
 write transaction. A WAL position (an LSN, ``'16/B374D848'``) is compared as the integer it
 writes in hex (:func:`parse_lsn`), never as text. ``pg_current_wal_insert_lsn()`` read AFTER a
 commit returned is at or past that commit's record, so a standby whose replay position reached
-it shows that commit to every snapshot it takes afterwards.
+it shows that commit to every snapshot it takes afterwards; a position just past a page header
+is taken back to the page boundary (:func:`records_end`), which is where the standby's replay
+position stops when no record follows.
 """
 
 from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-#: A primary's current WAL insert position (fails on a standby: there is none).
-_CURRENT_LSN_SQL = "SELECT pg_current_wal_insert_lsn()::text"
+#: A primary's current WAL insert position (fails on a standby: there is none), with the WAL
+#: page and segment sizes (:func:`records_end`).
+_CURRENT_LSN_SQL = (
+    "SELECT pg_current_wal_insert_lsn()::text, current_setting('wal_block_size')::int, "
+    "pg_size_bytes(current_setting('wal_segment_size'))"
+)
+#: Bytes of a WAL page's header: the short one, and the long one that opens a segment.
+SHORT_PAGE_HEADER = 24
+LONG_PAGE_HEADER = 40
 #: Whether the server is replaying WAL (a hot standby), and up to where it replayed.
 _REPLAY_SQL = "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text"
 
@@ -30,11 +39,26 @@ def in_recovery(conn: Connection) -> bool:
     return bool(conn.execute(text("SELECT pg_is_in_recovery()")).scalar())
 
 
+def records_end(lsn: int, page: int, segment: int) -> int:
+    """The end of the last WAL record before insert position ``lsn``. When the insert position
+    sits just after a page header (the previous record ended at the page boundary), it is past
+    anything a standby will ever report as replayed until more WAL is written; the boundary
+    itself is what the standby reaches."""
+    offset = lsn % page
+    if offset == SHORT_PAGE_HEADER and lsn % segment != SHORT_PAGE_HEADER:
+        return lsn - offset
+    if offset == LONG_PAGE_HEADER and lsn % segment == LONG_PAGE_HEADER:
+        return lsn - offset
+    return lsn
+
+
 def current_lsn(conn: Connection) -> int | None:
-    """The primary's WAL insert position; None on a standby."""
+    """Where the primary's last WAL record so far ends (every commit that returned is at or
+    before it); None on a standby."""
     if in_recovery(conn):
         return None
-    return parse_lsn(str(conn.execute(text(_CURRENT_LSN_SQL)).scalar_one()))
+    lsn, page, segment = conn.execute(text(_CURRENT_LSN_SQL)).one()
+    return records_end(parse_lsn(str(lsn)), int(page), int(segment))
 
 
 def replayed_lsn(conn: Connection) -> int | None:

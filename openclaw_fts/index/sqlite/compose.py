@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, FromClause, column, func, literal_column, table
 
 from ...query import CompiledQuery
-from . import BM25_WEIGHTS, FTS_TABLE
+from .fts import BM25_WEIGHTS, FTS_TABLE
 
 _fts = table(FTS_TABLE, column("rowid"))
 

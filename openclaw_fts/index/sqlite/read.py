@@ -1,5 +1,5 @@
-"""The search side of the SQLite FTS5 index: :class:`SqliteReader`, the :class:`~..base.Reader`
-of ``sqlite`` databases.
+"""The search side of the SQLite FTS5 index: :class:`SqliteSearch`, the search part of
+:class:`~.backend.SqliteBackend`.
 
 Invariant: hidden sessions never consume the limit and never appear. Either visibility, the
 pending filter and every user filter are in the same statement as the full-text MATCH, before
@@ -18,11 +18,12 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ...caller import Caller
-from ...rows import INDEX_VERSION, Hit, SearchRequest
+from ...rows import INDEX_VERSION, SESSION_TOKEN_PREFIX, Hit, SearchRequest, session_token
 from ...spelling import edit_distance
-from ..common import EXACT_JOIN, PENDING_CONDITION, hit_texts, user_filters
+from ..hits import hit_texts, user_filters
+from ..pending import EXACT_JOIN, pending_probe_sql
 from ..visibility_sql import Predicate, visible
-from . import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
+from .fts import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
 _PENDING_MEMO = "openclaw_fts_any_pending"
@@ -111,8 +112,9 @@ def group_by_session(hits: list[Hit], req: SearchRequest) -> list[tuple[Hit, int
     return [(hit, counts[hit[6]]) for hit in ordered]
 
 
-class SqliteReader:
-    """:class:`~openclaw_fts.index.base.Reader` over ``message_fts`` / ``message_index``."""
+class SqliteSearch:
+    """The search methods of :class:`~openclaw_fts.index.base.Reader` over ``message_fts`` /
+    ``message_index``."""
 
     #: Remembered per connection until the database changes.
     GLOBAL_PENDING_PROBE = True
@@ -133,23 +135,14 @@ class SqliteReader:
         memo = conn.connection.info.get(_PENDING_MEMO)
         if memo is not None and memo[0] == key and key[1] is not None:
             return bool(memo[1])
-        found = cur.execute(
-            "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s LEFT JOIN "
-            "openclaw_index_state st ON st.session_id = s.session_id "
-            f"WHERE {PENDING_CONDITION})"
-        ).fetchone()[0]
+        found = cur.execute(pending_probe_sql()).fetchone()[0]
         conn.connection.info[_PENDING_MEMO] = (key, bool(found))
         return bool(found)
 
     def pending_visible(self, conn: Connection, caller: Caller, session_key: str | None) -> bool:
         """Whether any session the caller may see is pending (not yet exactly indexed)."""
         where, params = _visible_sql(caller, session_key)
-        sql = (
-            "SELECT EXISTS (SELECT 1 FROM openclaw_sessions AS s "
-            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
-            f"WHERE {where} AND {PENDING_CONDITION})"
-        )
-        return bool(cursor(conn).execute(sql, params).fetchone()[0])
+        return bool(cursor(conn).execute(pending_probe_sql(where), params).fetchone()[0])
 
     def ranked_hits(
         self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
@@ -226,10 +219,10 @@ class SqliteReader:
             # only scores rows the caller may see (8 ms instead of 268 ms measured). The
             # subquery re-uses the visibility SQL: its own alias `s` shadows the outer one.
             match = (
-                "'(' || :q || ') AND sess : (' || coalesce((SELECT group_concat('s' || st2.id, "
-                "' OR ') FROM openclaw_sessions AS s JOIN openclaw_index_state AS st2 ON "
-                "st2.session_id = s.session_id "
-                f"WHERE {where}), 's0') || ')'"
+                "'(' || :q || ') AND sess : (' || coalesce((SELECT group_concat("
+                f"'{SESSION_TOKEN_PREFIX}' || st2.id, ' OR ') FROM openclaw_sessions AS s JOIN "
+                "openclaw_index_state AS st2 ON st2.session_id = s.session_id "
+                f"WHERE {where}), '{session_token(0)}') || ')'"
             )
         filters = user_filters(req, params)
         score = f"bm25({FTS_TABLE}, {BM25_WEIGHTS})"
@@ -427,8 +420,3 @@ class SqliteReader:
         if len(hits) < want or hits[want - 1][7] >= ranked[-1][1]:
             return None  # a row not fetched may rank (or tie) within the limit
         return hits[:want]
-
-
-#: One reader serves every connection (it holds no state; per-connection memos live on the
-#: DBAPI connection's ``info``).
-READER = SqliteReader()

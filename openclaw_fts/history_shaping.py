@@ -5,15 +5,17 @@ nothing the caller may not see survives — ``details``, ``usage`` and ``cost`` 
 signatures and other opaque replay payloads are gone, image data is replaced by its decoded
 size, and every text (string content, text/thinking blocks, tool-call arguments, tool results,
 nested blocks) has been redacted (:mod:`openclaw_fts.redact`) BEFORE being cut to
-:data:`MAX_HISTORY_TEXT_CHARS` characters, so a cut can never expose part of a secret. Any field
-not named here passes through unchanged (copied), except that a value nested deeper than
+:data:`MAX_HISTORY_TEXT_CHARS` UTF-16 code units, so a cut can never expose part of a secret.
+Any field not named here passes through unchanged (copied), except that a value nested deeper than
 :data:`MAX_CONTENT_DEPTH` levels is replaced by :data:`TOO_DEEP_PLACEHOLDER`.
 :func:`fit_to_budget` keeps a contiguous run of the given items whose JSON (as
 ``json.dumps(items, ensure_ascii=False)`` encodes it in UTF-8) fits the byte budget, or a single
 placeholder.
 
-Characters are counted as Python ``str`` characters (code points). A cut never splits a grapheme
-cluster (letter + combining marks, emoji ZWJ sequence, flag, CRLF) nor a surrogate pair.
+Lengths are counted as JavaScript counts them, in UTF-16 code units (:func:`tokens.utf16_len`:
+a character above U+FFFF, such as most emoji, counts 2), as OpenClaw's cut does. A cut never
+splits a grapheme cluster (letter + combining marks, emoji ZWJ sequence, flag, CRLF) nor a
+surrogate pair.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any, Final
 import regex  # type: ignore[import-untyped,unused-ignore]  # no stubs in the venv
 
 from .redact import DEFAULT_REDACTOR, Redactor, field_mask
-from .tokens import clean_text
+from .tokens import clean_text, utf16_fit, utf16_len
 
 __all__ = [
     "HISTORY_TRUNCATION_SUFFIX",
@@ -37,12 +39,14 @@ __all__ = [
     "base64_decoded_size",
     "cut_graphemes",
     "fit_to_budget",
+    "is_hidden_from_history",
     "is_tool_message",
     "json_size",
     "sanitize_message",
 ]
 
-#: Characters of one text kept in a history message (OpenClaw).
+#: UTF-16 code units of one text kept in a history message (OpenClaw's
+#: ``SESSIONS_HISTORY_TEXT_MAX_CHARS``, compared with JavaScript's ``length``).
 MAX_HISTORY_TEXT_CHARS: Final = 4000
 #: Appended to a text that was cut (OpenClaw).
 HISTORY_TRUNCATION_SUFFIX: Final = "\n…(truncated)…"
@@ -94,6 +98,21 @@ THINKING_BLOCK_TYPES: Final = frozenset({"thinking", "redacted_thinking", "reaso
 #: Roles of the messages history leaves out without ``includeTools`` (OpenClaw's
 #: ``stripToolMessages`` in chat-history-text.ts removes exactly these two).
 STRIPPED_TOOL_ROLES: Final = frozenset({"toolResult", "tool"})
+#: Whole texts of an assistant reply that is a silent control reply, hidden from history
+#: (OpenClaw's ``SUPPRESSED_CONTROL_REPLY_TOKENS``, src/gateway/control-reply-text.ts; matched
+#: exactly, case-sensitively, after trimming whitespace).
+SILENT_CONTROL_REPLY_TOKENS: Final = frozenset({"NO_REPLY", "ANNOUNCE_SKIP", "REPLY_SKIP"})
+#: Whole texts of a control acknowledgement, hidden too (matched without regard to case).
+SILENT_CONTROL_REPLY_PHRASES: Final = frozenset({"visible reply sent.", "visible reply sent"})
+#: Block types whose ``text`` is an assistant's visible text (OpenClaw's display projection).
+ASSISTANT_TEXT_BLOCK_TYPES: Final = frozenset({"text", "input_text", "output_text"})
+#: What JavaScript's ``trim()`` removes (``\s``: Unicode spaces, line terminators, BOM).
+JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+#: Message fields naming media attached to a user turn (a row with them is never empty).
+MEDIA_PATH_FIELDS: Final = ("MediaPaths", "MediaPath")
 #: Block types of an image.
 IMAGE_BLOCK_TYPES: Final = frozenset({"image", "input_image", "image_url"})
 #: Fields of an image block that may hold a URL (redacted: presigned URLs carry signatures).
@@ -139,16 +158,17 @@ def _resync_point(text: str, limit: int) -> int:
     return 0
 
 
-def cut_graphemes(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, only between grapheme clusters.
+def cut_graphemes(text: str, units: int) -> str:
+    """``text`` cut to at most ``units`` UTF-16 code units, only between grapheme clusters.
 
     A cluster straddling the limit is left out whole (so a text starting with one huge cluster
     can come back empty); a surrogate pair is never split.
     """
-    if len(text) <= limit:
+    if len(text) <= units and utf16_len(text) <= units:
         return text
-    if limit <= 0:
+    if units <= 0:
         return ""
+    limit = utf16_fit(text, units)  # the characters that fit
     start = _resync_point(text, limit)
     end = start
     for m in _GRAPHEME_RE.finditer(text, start, limit + 1):
@@ -220,7 +240,9 @@ class _Shaper:
         clean = self.redactor.redact(window)
         if clean != window:
             self.redacted = True
-        if windowed or len(clean) > MAX_HISTORY_TEXT_CHARS:
+        if windowed or (
+            len(clean) > MAX_HISTORY_TEXT_CHARS // 2 and utf16_len(clean) > MAX_HISTORY_TEXT_CHARS
+        ):
             self.truncated = True
             return cut_graphemes(clean, MAX_HISTORY_TEXT_CHARS) + HISTORY_TRUNCATION_SUFFIX
         return clean
@@ -372,6 +394,80 @@ def is_tool_message(message: dict[str, Any]) -> bool:
     whose role is :data:`STRIPPED_TOOL_ROLES` (OpenClaw's ``stripToolMessages``). Everything
     else stays, an assistant turn made only of tool calls included."""
     return message.get("role") in STRIPPED_TOOL_ROLES
+
+
+def _assistant_text(message: dict[str, Any]) -> str | None:
+    """The whole visible text of an assistant message made only of text, else None."""
+    text = message.get("text")
+    if isinstance(text, str):
+        return text
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list) or not content:
+        return None
+    texts = []
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") not in ASSISTANT_TEXT_BLOCK_TYPES:
+            return None
+        if not isinstance(block.get("text"), str):
+            return None
+        texts.append(block["text"])
+    return "\n".join(texts)
+
+
+def _has_non_text_block(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") not in ASSISTANT_TEXT_BLOCK_TYPES
+        for block in content
+    )
+
+
+def _is_blank_text_only(content: Any) -> bool:
+    """A blank string, an empty list, or only ``text`` blocks holding blank strings."""
+    if isinstance(content, str):
+        return not content.strip(JS_WHITESPACE)
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "text":
+            return False
+        text = block.get("text")
+        if not isinstance(text, str) or text.strip(JS_WHITESPACE):
+            return False
+    return True
+
+
+def _has_media_paths(message: dict[str, Any]) -> bool:
+    paths = message.get(MEDIA_PATH_FIELDS[0])
+    if not isinstance(paths, list):
+        one = message.get(MEDIA_PATH_FIELDS[1])
+        paths = [one] if isinstance(one, str) else []
+    return any(isinstance(p, str) and p.strip(JS_WHITESPACE) for p in paths)
+
+
+def is_hidden_from_history(message: dict[str, Any]) -> bool:
+    """Whether OpenClaw's chat display projection, which ``sessions_history`` reads through
+    (src/gateway/chat-display-projection.ts), leaves ``message`` out: an assistant reply whose
+    whole text is a silent control reply (:data:`SILENT_CONTROL_REPLY_TOKENS`, or a phrase of
+    :data:`SILENT_CONTROL_REPLY_PHRASES`) with nothing but text in it, and a user row whose
+    content (or ``text``) is blank text only and that names no media."""
+    role = message.get("role")
+    if role == "assistant":
+        text = _assistant_text(message)
+        if text is None or _has_non_text_block(message):
+            return False
+        trimmed = text.strip(JS_WHITESPACE)
+        return (
+            trimmed in SILENT_CONTROL_REPLY_TOKENS
+            or trimmed.lower() in SILENT_CONTROL_REPLY_PHRASES
+        )
+    if isinstance(role, str) and role.lower() == "user":
+        content = message.get("content")
+        shown = content if content is not None else message.get("text")
+        return _is_blank_text_only(shown) and not _has_media_paths(message)
+    return False
 
 
 def json_size(value: Any) -> int:

@@ -1,14 +1,15 @@
-"""The write side every SQL backend shares: each statement written once, in SQL both SQLite
-and PostgreSQL run, with the few dialect differences left to a subclass per dialect.
+"""The statements every backend shares (its reads besides search, and its writes): each
+written once, in SQL both SQLite and PostgreSQL run, with the few dialect differences left to
+each engine's backend class (a subclass of :class:`SqlBackend`).
 
 Invariant: statements run on the DBAPI cursor of the caller's connection (inside the caller's
 transaction; a handful per append, where SQLAlchemy's per-statement overhead would dominate),
 written with ``:name`` parameters (sqlite3 takes them as they are; PostgreSQL's writer runs
 them through SQLAlchemy ``text()``);
 booleans are written as ``TRUE`` / ``FALSE`` and bound as Python ``bool``. ``transcript_events``
-rows are inserted only by :meth:`SqlWriter.insert_events` (the store, the importer and bulk ORM
+rows are inserted only by :meth:`SqlBackend.insert_events` (the store, the importer and bulk ORM
 inserts) or by the ORM flush, with ``openclaw_sessions.last_seq`` raised in the same call; index
-rows only through a backend's ``insert_rows`` / ``delete_rows``. "Pending" is :mod:`.common`'s.
+rows only through a backend's ``insert_rows`` / ``delete_rows``. "Pending" is :mod:`.pending`'s.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ..rows import (
     StoredRow,
 )
 from ..transcript import Tree
-from .common import PENDING_CONDITION
+from .pending import PENDING_CONDITION
 
 #: The table of index rows (its full-text side is the backend's own).
 CONTENT_TABLE = "message_index"
@@ -65,9 +66,10 @@ def _state(row: Sequence[Any]) -> StateRow:
     return StateRow(row[0], row[1], row[2], bool(row[3]), row[4], row[5])
 
 
-class SqlWriter:
-    """:class:`~openclaw_fts.index.base.Writer` over plain SQL; a dialect's subclass supplies
-    the cursor (or its own ``run``), the full-text rows and the JSON probe."""
+class SqlBackend:
+    """:class:`~openclaw_fts.index.base.Reader` (all but search) and
+    :class:`~openclaw_fts.index.base.Writer` over plain SQL; an engine's backend class supplies
+    the cursor (or its own ``run``), the full-text rows, the JSON probe and search."""
 
     # ------------------------------------------------------------ what a dialect supplies
 
@@ -122,6 +124,10 @@ class SqlWriter:
     def integrity_check(self, conn: Connection) -> None:
         """The engine's own check of the full-text index; raises on corruption."""
 
+    def check_skipped(self, error: BaseException) -> str | None:
+        """Why :meth:`integrity_check` could not run (None: the error is about the index)."""
+        return None
+
     # ------------------------------------------------------------ helpers
 
     def run(self, conn: Connection, statement: str, params: Any = None) -> Any:
@@ -170,11 +176,6 @@ class SqlWriter:
             "WHERE session_id = :sid",
             [{"sid": sid} for sid in session_ids],
         )
-
-    def session_token(self, state_id: int) -> str:
-        """``s<state id>`` (SQLite's narrow searches intersect the text with these tokens;
-        PostgreSQL's reader joins on the session instead and ignores the column)."""
-        return f"s{state_id}"
 
     def session_ids(self, conn: Connection, keys: Sequence[str] | None) -> list[str]:
         if keys is None:

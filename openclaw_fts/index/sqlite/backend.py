@@ -1,0 +1,213 @@
+"""``SqliteBackend``: the SQLite engine of the index — FTS5 beside ``message_index``.
+
+Invariant: ``message_fts`` holds exactly the ``(body, sess)`` of every ``message_index`` row
+after every method returns (:mod:`.fts`); every connection of a configured engine has the
+settings of :mod:`.connect` and begins deferred, or with ``BEGIN IMMEDIATE`` when marked
+``WRITE`` (``openclaw_fts.engine.write_engine``); a flush takes the write lock before its first
+read. What SQLite does differently from the shared statements (:mod:`..sql`): the sqlite3
+cursor, IN-lists in bounded chunks, the FTS5 rows, ``json_type`` for the parent probe, FTS5's
+own maintenance and check; search is :class:`.read.SqliteSearch`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy import DDL, ColumnElement, Connection, Engine, FromClause, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import StaticPool
+
+from ...errors import UnsupportedDatabaseError
+from ...models import MessageIndex
+from ...query import CompiledQuery
+from ...rows import NewRow
+from ..base import READ_ONLY, WRITE, Lease
+from ..lease import TableLease
+from ..sql import SqlBackend
+from . import connect, edit_triggers
+from .compose import match_parts
+from .fts import (
+    CREATE_STATEMENTS,
+    DROP_STATEMENTS,
+    FTS_TABLE,
+    cursor,
+    delete_rows,
+    in_lists,
+    insert_rows,
+    read_row_sizes,
+)
+from .read import SqliteSearch
+
+#: How timestamps are bound (SQLite stores them as text in this shape).
+SQL_TIME = "%Y-%m-%d %H:%M:%S.%f"
+#: Where a pooled connection records that it has the plugin's settings.
+_RECORD_KEY = "openclaw_fts_settings"
+#: SQLite's primary result codes that say nothing about the index (sqlite3 names them from
+#: Python 3.11 on only).
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY = 5, 6, 8
+
+
+def read_only_url(path: Path) -> URL:
+    """A URL opening ``path`` read-only. ``immutable`` when nothing can write beside it (its
+    folder is read-only and it has no WAL file): SQLite could not create the WAL index a
+    read-only WAL database otherwise needs."""
+    folder_writable = os.access(path.parent, os.W_OK)
+    wal = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if folder_writable or wal.exists() else "immutable=1"
+    return make_url(f"sqlite:///file:{quote(str(path.resolve()))}?{mode}&uri=true")
+
+
+class SqliteBackend(SqliteSearch, SqlBackend):
+    """:class:`~openclaw_fts.index.base.Backend` of ``sqlite`` databases (FTS5 index)."""
+
+    name = "sqlite"
+    hot_standbys = False
+    partitions_by_agent = False
+    INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
+    #: SQLite tells a null ``parentId`` from a missing or malformed one without the JSON
+    #: reaching Python.
+    PARENT_PROBE = (
+        "CASE WHEN parent_id IS NULL AND json_valid(event) THEN json_type(event, '$.parentId') END"
+    )
+
+    # ------------------------------------------------------------ schema
+
+    def attach_ddl(self) -> None:
+        """``metadata.create_all()`` / ``drop_all()`` (hosts without Alembic, quick tests)
+        create and drop the FTS5 side and revision 0004's edit triggers with ``message_index``
+        on SQLite (the migrations carry frozen copies of the same statements)."""
+        table = MessageIndex.__table__
+        for when, statements in (
+            ("after_create", CREATE_STATEMENTS + edit_triggers.CREATE_STATEMENTS),
+            ("before_drop", edit_triggers.DROP_STATEMENTS + DROP_STATEMENTS),
+        ):
+            for statement in statements:
+                ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
+                event.listen(table, when, ddl)
+
+    def tables_at_head(self, conn: Connection) -> bool:
+        """Revision 0006 does nothing on SQLite: every table present is head."""
+        return True
+
+    # ------------------------------------------------------------ engines and connections
+
+    def in_memory(self, url: URL) -> bool:
+        return url.database in (None, "", ":memory:")
+
+    def database_file(self, url: URL) -> Path | None:
+        if self.in_memory(url):
+            return None
+        database = str(url.database)
+        if database.startswith("file:") or url.query.get("uri"):
+            return None
+        return Path(database)
+
+    def engine_url(self, url: URL, *, read_only: bool | None, kwargs: dict[str, Any]) -> URL:
+        """A file that cannot be written (or ``read_only``) is opened read-only; an in-memory
+        database lives on one shared connection; connections may move between threads."""
+        path = self.database_file(url)
+        if path is not None and path.exists():
+            writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+            if read_only or (read_only is None and not writable):
+                url = read_only_url(path)
+        if self.in_memory(url):
+            kwargs.setdefault("poolclass", StaticPool)
+        kwargs.setdefault("connect_args", {"check_same_thread": False})
+        return url
+
+    def configure_engine(self, engine: Engine, *, busy_timeout_ms: int, wal: bool) -> None:
+        memory = self.in_memory(engine.url)
+
+        @event.listens_for(engine, "checkout")
+        def _on_checkout(dbapi_connection: Any, connection_record: Any, proxy: Any) -> None:
+            if connection_record.info.get(_RECORD_KEY):
+                return
+            connect.apply_settings(
+                dbapi_connection, memory=memory, busy_timeout_ms=busy_timeout_ms, wal=wal
+            )
+            connection_record.info[_RECORD_KEY] = True
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            options = conn.get_execution_options()
+            immediate = options.get(WRITE, False) and not options.get(READ_ONLY, False)
+            connect.begin(conn.connection.dbapi_connection, immediate=immediate)
+
+    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
+        connect.apply_now(dbapi_connection, busy_timeout_ms=busy_timeout_ms)
+
+    def begin_write(self, conn: Connection) -> None:
+        connect.take_write_lock(conn)
+
+    def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
+        raise UnsupportedDatabaseError("openclaw-fts: SQLite has no partitioned layout")
+
+    def in_recovery(self, conn: Connection) -> bool:
+        return False
+
+    def snapshot_options(self, *, read_only: bool = False) -> dict[str, Any]:
+        """None needed: a deferred transaction reads one snapshot from its first read."""
+        return {}
+
+    def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
+        return TableLease(engine, holder, seconds)
+
+    def match_parts(
+        self, mi: Any, compiled: CompiledQuery
+    ) -> tuple[FromClause | None, ColumnElement[bool], ColumnElement[bool], ColumnElement[float]]:
+        return match_parts(mi, compiled)
+
+    # ------------------------------------------------------------ statements
+
+    def cursor(self, conn: Connection) -> Any:
+        return cursor(conn)
+
+    def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+        for chunk, _ in in_lists(values):
+            params = {f"in{i}": v for i, v in enumerate(chunk)}
+            yield f"{column} IN ({', '.join(':' + k for k in params)})", params
+
+    def time_param(self, value: datetime) -> Any:
+        return value.strftime(SQL_TIME)
+
+    def insert_rows(self, conn: Connection, rows: Sequence[NewRow]) -> None:
+        insert_rows(conn, rows)
+
+    def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
+        delete_rows(conn, ids)
+
+    def index_row_sizes(self, conn: Connection, session_id: str) -> list[tuple[int, int, int]]:
+        return read_row_sizes(conn, session_id)
+
+    def rebuild_all(self, conn: Connection) -> None:
+        """FTS5 re-reads its whole index from the content table."""
+        cursor(conn).execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+
+    def optimize(self, conn: Connection) -> None:
+        """Merge the FTS5 index's segments into one."""
+        cursor(conn).execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+
+    # ------------------------------------------------------------ checks
+
+    def integrity_check(self, conn: Connection) -> None:
+        """FTS5's own check of the index against the content table; raises on corruption. It
+        is an INSERT command: it needs the write lock."""
+        conn.execute(
+            text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
+        )
+
+    def check_skipped(self, error: BaseException) -> str | None:
+        code = getattr(error, "sqlite_errorcode", None)  # Python >= 3.11
+        primary = code & 0xFF if isinstance(code, int) else None
+        message = str(error)
+        if primary == SQLITE_READONLY or "readonly database" in message:
+            return "read-only database"
+        if primary in (SQLITE_BUSY, SQLITE_LOCKED) or "database is locked" in message:
+            return "another connection holds the write lock"
+        return None

@@ -1,0 +1,202 @@
+"""Generate tests/fixtures/redaction_heldout.jsonl: secrets from sources the rules were NOT
+tuned on, pasted in the forms users paste them (docs/redaction.md, "Figures").
+
+Invariant: the output depends only on this file and ``--seed`` (default 23). Every sample is
+random (from the alphabet and length a source describes), so no line is a live credential;
+what is taken from public code is the SHAPE of each family and, for trufflehog, the keyword
+that names it. Each line: ``{"split", "family", "source", "form", "text", "secret"}``.
+
+The split is fixed HERE, by source, before any result is looked at:
+
+* ``heldout`` (never used to tune a rule; report its leak rate separately):
+  trufflesecurity/trufflehog ``pkg/detectors/<vendor>/<vendor>.go`` (keyword-prefixed
+  detectors: the keyword, the alphabet and the length of the key), secretlint/secretlint
+  ``secretlint-rule-database-connection-string`` (MongoDB/MySQL/PostgreSQL URIs with a
+  password), Yelp/detect-secrets ``detect_secrets/plugins/*.py`` other than the keyword and
+  high-entropy plugins (Azure storage, Cloudant, IBM Cloud IAM and COS HMAC, SoftLayer, npm,
+  Twilio, Artifactory).
+* ``tuned`` (the families listed as leaking in the project's issue tracker, which the rules
+  were changed for): password flags, .netrc, plain YAML passwords, unnamed literals in code,
+  aligned values, values holding ``! = @ ] |``, vendor formats after ``.``/``_``.
+
+Run: ``python scripts/make_redaction_heldout.py`` (writes the file; ``--check`` compares).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import string
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "fixtures" / "redaction_heldout.jsonl"
+#: Random secrets drawn per family (each rendered in every form of its group).
+SAMPLES_PER_FAMILY = 3
+
+ALNUM = string.ascii_letters + string.digits
+LOWER_ALNUM = string.ascii_lowercase + string.digits
+UPPER_ALNUM = string.ascii_uppercase + string.digits
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+B64URL = ALNUM + "_-"
+PUNCT_PASSWORD = ALNUM + "!#%^*_-+="
+
+TRUFFLEHOG = "trufflesecurity/trufflehog pkg/detectors/{}/{}.go"
+# (detector, keyword, Vendor class name, alphabet, length, literal prefix)
+KEYWORD_DETECTORS: list[tuple[str, str, str, str, int, str]] = [
+    ("exchangerateapi", "exchangerate", "ExchangeRate", HEX, 24, ""),
+    ("salescookie", "salescookie", "SalesCookie", ALNUM, 32, ""),
+    ("accuweather", "accuweather", "AccuWeather", ALNUM, 32, ""),
+    ("sumologickey", "sumo", "SumoLogic", ALNUM, 64, ""),
+    ("hypertrack", "hypertrack", "HyperTrack", B64URL, 54, ""),
+    ("ritekit", "ritekit", "RiteKit", HEX, 44, ""),
+    ("clickuppersonaltoken", "clickup", "ClickUp", UPPER_ALNUM, 32, "pk_12345678_"),
+    ("sentrytoken", "sentry", "Sentry", HEX, 64, ""),
+    ("beamer", "beamer", "Beamer", ALNUM + "_+/", 45, ""),
+    ("api2cart", "api2cart", "Api2Cart", HEX, 32, ""),
+    ("signalwire", "signalwire", "SignalWire", ALNUM, 50, ""),
+    ("anypoint", "anypoint", "Anypoint", HEX, 32, ""),
+    ("bscscan", "bscscan", "BscScan", UPPER_ALNUM, 34, ""),
+    ("edamam", "edamam", "Edamam", LOWER_ALNUM, 32, ""),
+]
+# The forms a key of a keyword detector is pasted in ({v}: keyword, {V}: upper, {C}: class).
+KEYWORD_FORMS: dict[str, str] = {
+    "prose": "You can find a {v} secret {s} within",
+    "env": "{V}_API_KEY={s}",
+    "export": 'export {V}_TOKEN="{s}"',
+    "yaml": "{v}:\n  api_key: {s}",
+    "json-camel": '{{"{v}Key": "{s}"}}',
+    "python-client": '{v} = {C}Client("{s}")',
+    "js-new": "const client = new {C}('{s}');",
+    "go-new": 'client := {v}.NewClient("{s}")',
+    "java": '{C}Client client = new {C}Client("{s}");',
+    "curl-header": 'curl -H "X-Api-Key: {s}" https://api.{v}.example/v1/items',
+    "url-query": "https://api.{v}.example/v1/items?apikey={s}",
+    "docker": "docker run -e {V}_KEY={s} {v}/agent",
+    "terraform": '{v}_api_key = "{s}"',
+    "toml": '[{v}]\nkey = "{s}"',
+    "ini": "[{v}]\napi_key = {s}",
+}
+
+SECRETLINT_DB = "secretlint/secretlint secretlint-rule-database-connection-string"
+DB_FORMS: dict[str, str] = {
+    "mongodb-uri": "mongodb+srv://app:{s}@cluster0.example.net/prod?retryWrites=true",
+    "mysql-uri": "DATABASE_URL=mysql://app:{s}@db.internal:3306/shop",
+    "postgres-uri": 'engine = create_engine("postgresql://app:{s}@db:5432/app")',
+    "jdbc": "jdbc:mysql://db:3306/shop?user=app&password={s}",
+    "yaml-url": "database:\n  url: postgres://app:{s}@db/app",
+}
+
+DETECT_SECRETS = "Yelp/detect-secrets detect_secrets/plugins/{}.py"
+# (plugin file, family, template, alphabet, length, literal prefix)
+PLUGIN_FAMILIES: list[tuple[str, str, str, str, int, str]] = [
+    (
+        "azure_storage_key",
+        "azure-storage",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={s};EndpointSuffix=core",
+        B64,
+        86,
+        "",
+    ),
+    ("cloudant", "cloudant", "https://acct:{s}@acct.cloudant.com", HEX, 64, ""),
+    ("ibm_cloud_iam", "ibm-cloud-iam", 'ibm_cloud_iam_key = "{s}"', B64URL, 44, ""),
+    ("ibm_cos_hmac", "ibm-cos-hmac", "secret_access_key: {s}", HEX, 48, ""),
+    ("softlayer", "softlayer", "SOFTLAYER_API_KEY={s}", HEX, 64, ""),
+    ("npm", "npm-authtoken", "//registry.npmjs.org/:_authToken={s}", LOWER_ALNUM, 36, "npm_"),
+    ("twilio", "twilio-api-key", 'client = Client("{s}", auth)', HEX, 32, "SK"),
+    ("artifactory", "artifactory", "X-JFrog-Art-Api: {s}", ALNUM, 70, "AKCp"),
+]
+
+# --------------------------------------------------------------------------- tuned families
+TUNED: list[tuple[str, str, str, int]] = [
+    # (family, template, alphabet, length)
+    ("password-flag", "psexec \\\\srv01 -u admin -p {s} cmd.exe", PUNCT_PASSWORD, 14),
+    ("password-flag", "sshpass -p '{s}' ssh deploy@10.0.0.5", PUNCT_PASSWORD, 14),
+    ("password-flag", "mysql -h db -u root -p{s} shop", ALNUM, 14),
+    ("password-flag", "redis-cli -h cache -a {s} INFO", ALNUM, 20),
+    ("password-flag", "backup --password {s} --target s3://b", PUNCT_PASSWORD, 20),
+    ("netrc", "machine api.heroku.com\n  login me@example.com\n  password {s}\n", ALNUM, 24),
+    ("yaml-plain-password", "db:\n  user: app\n  password: {s}\n", string.ascii_lowercase, 12),
+    ("code-literal", "const client = new Client('{s}');", LOWER_ALNUM, 32),
+    ("code-literal", 'c := api.NewClient("{s}")', HEX, 40),
+    ("code-literal", 'key = "{s}"', LOWER_ALNUM, 28),
+    ("code-literal", "mvn sonar:sonar -Dsonar.login={s}", HEX, 40),
+    ("alignment", "password:                  {s}", PUNCT_PASSWORD, 12),
+    ("value-symbols", "Authorization: Bearer {s}", ALNUM + "!|@]=", 40),
+    ("vendor-after-dot", "vault token s.{s}", ALNUM, 24),
+    ("vendor-after-dot", "dp.audit.{s}", ALNUM, 40),
+]
+
+
+def draw(rng: random.Random, alphabet: str, length: int) -> str:
+    # a password/key with at least one digit and one letter (as generators make them)
+    while True:
+        value = "".join(rng.choice(alphabet) for _ in range(length))
+        has_digit = any(c.isdigit() for c in value) or not any(c.isdigit() for c in alphabet)
+        if has_digit and any(c.isalpha() for c in value):
+            return value
+
+
+def render(template: str, **fields: str) -> str:
+    out = template.replace("{{", "\x00").replace("}}", "\x01")
+    for key, value in fields.items():
+        out = out.replace("{" + key + "}", value)
+    return out.replace("\x00", "{").replace("\x01", "}")
+
+
+def build(seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    cases: list[dict[str, Any]] = []
+
+    def add(split: str, family: str, source: str, form: str, text: str, secret: str) -> None:
+        cases.append(
+            {"split": split, "family": family, "source": source, "form": form, "text": text,
+             "secret": secret}
+        )  # fmt: skip
+
+    for detector, keyword, cls, alphabet, length, prefix in KEYWORD_DETECTORS:
+        source = TRUFFLEHOG.format(detector, detector)
+        for _ in range(SAMPLES_PER_FAMILY):
+            secret = prefix + draw(rng, alphabet, length)
+            for form, template in KEYWORD_FORMS.items():
+                text = render(template, v=keyword, V=keyword.upper(), C=cls, s=secret)
+                add("heldout", f"trufflehog:{detector}", source, form, text, secret)
+    for _ in range(SAMPLES_PER_FAMILY * 2):
+        secret = draw(rng, PUNCT_PASSWORD.replace("=", ""), rng.randint(12, 20))
+        for form, template in DB_FORMS.items():
+            add("heldout", "secretlint:db-uri", SECRETLINT_DB, form, render(template, s=secret),
+                secret)  # fmt: skip
+    for plugin, family, template, alphabet, length, prefix in PLUGIN_FAMILIES:
+        source = DETECT_SECRETS.format(plugin)
+        for _ in range(SAMPLES_PER_FAMILY * 2):
+            secret = prefix + draw(rng, alphabet, length)
+            add("heldout", f"detect-secrets:{family}", source, "config", render(template, s=secret),
+                secret)  # fmt: skip
+    for family, template, alphabet, length in TUNED:
+        for _ in range(SAMPLES_PER_FAMILY * 2):
+            secret = draw(rng, alphabet, length)
+            add("tuned", f"issue:{family}", "openclaw-fts issue tracker (leaking families)",
+                template.split()[0], render(template, s=secret), secret)  # fmt: skip
+    return cases
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=23)
+    parser.add_argument("--check", action="store_true", help="compare, do not write")
+    args = parser.parse_args()
+    lines = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in build(args.seed))
+    if args.check:
+        same = OUT.exists() and OUT.read_text(encoding="utf-8") == lines
+        print("up to date" if same else f"{OUT} is stale: rerun without --check")
+        return 0 if same else 1
+    OUT.write_text(lines, encoding="utf-8")
+    print(f"wrote {lines.count(chr(10))} cases to {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
