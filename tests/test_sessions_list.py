@@ -5,6 +5,7 @@ and results valid against the tool's output schema."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,6 +16,7 @@ from factories import msg
 from jsonschema import Draft202012Validator
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, tools
+from openclaw_fts.aio import AsyncTranscriptStore
 from openclaw_fts.listing import MAX_LIST_MESSAGES
 
 pytestmark = pytest.mark.both_engines
@@ -188,3 +190,22 @@ def test_the_argument_schema_describes_what_the_adapter_reads() -> None:
     assert LIST_ARGS.is_valid({"kinds": ["main"], "limit": 5, "activeMinutes": 60})
     assert not LIST_ARGS.is_valid({"limit": 0})
     assert not LIST_ARGS.is_valid({"agentId": "x" * 65})
+
+
+def test_the_async_store_lists_groups_and_suggests(populated: TranscriptStore, db_url: str) -> None:
+    async def run() -> tuple[Any, Any, Any]:
+        async with await AsyncTranscriptStore.open(db_url, background=False) as aio:
+            caller = Caller("agent:main:main", visibility="agent")
+            return (
+                await aio.list_sessions(caller, kinds=["group"]),
+                await aio.search_by_session(caller, "question"),
+                await aio.suggest(caller, "questoin"),
+            )
+
+    listed_, grouped, near = asyncio.run(run())
+    assert [r["key"] for r in listed_["sessions"]] == ["agent:main:discord:channel:release"]
+    assert {h["sessionKey"] for h in grouped["results"]} == {
+        k for k, v in SESSIONS.items() if v[1] == "main"
+    }
+    assert all(h["sessionHits"] == 1 for h in grouped["results"])
+    assert near == ["question"]
