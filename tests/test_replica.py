@@ -165,8 +165,26 @@ def test_a_committed_message_becomes_searchable_on_the_standby(
     assert _on_standby(standby, database, "SELECT pg_is_in_recovery()") is True
 
 
+@pytest.fixture(params=["off", "on"])
+def synchronous_commit(pair: tuple[PgServer, PgServer], request: Any) -> Iterator[str]:
+    """The primary's ``synchronous_commit`` for one test (the fence reads the insert position
+    when it is off, the flush position when it is on)."""
+    primary, _ = pair
+
+    def set_to(value: str) -> None:
+        with psycopg.connect(_libpq(primary.url()), autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET synchronous_commit = {value}")
+            conn.execute("SELECT pg_reload_conf()")
+
+    set_to(str(request.param))
+    try:
+        yield str(request.param)
+    finally:
+        set_to("off")
+
+
 def test_the_stores_own_write_is_found_at_once(
-    pair: tuple[PgServer, PgServer], database: str, standby_engine: Counted
+    pair: tuple[PgServer, PgServer], database: str, standby_engine: Counted, synchronous_commit: str
 ) -> None:
     primary, _ = pair
     with TranscriptStore(

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-#: A primary's current WAL insert position (fails on a standby: there is none), with the WAL
-#: page and segment sizes (:func:`records_end`).
+#: A primary's current WAL insert and flush positions (both fail on a standby), its
+#: ``synchronous_commit`` setting, and the WAL page and segment sizes (:func:`records_end`).
 _CURRENT_LSN_SQL = (
-    "SELECT pg_current_wal_insert_lsn()::text, current_setting('wal_block_size')::int, "
+    "SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text, "
+    "current_setting('synchronous_commit'), current_setting('wal_block_size')::int, "
     "pg_size_bytes(current_setting('wal_segment_size'))"
 )
 #: Bytes of a WAL page's header: the short one, and the long one that opens a segment.
@@ -53,12 +54,19 @@ def records_end(lsn: int, page: int, segment: int) -> int:
 
 
 def current_lsn(conn: Connection) -> int | None:
-    """Where the primary's last WAL record so far ends (every commit that returned is at or
-    before it); None on a standby."""
+    """A WAL position at or past the commit record of every transaction that committed before
+    this call; None on a standby. With ``synchronous_commit`` on (any value but ``off``) a
+    commit returns only once its record is flushed, so the flush position is enough, and it is
+    what a standby receives: the insert position can run ahead of it with records no commit
+    waits for (``RUNNING_XACTS``), which a standby gets only at the next flush. With it off, a
+    commit may return before its record is flushed: the insert position
+    (:func:`records_end`)."""
     if in_recovery(conn):
         return None
-    lsn, page, segment = conn.execute(text(_CURRENT_LSN_SQL)).one()
-    return records_end(parse_lsn(str(lsn)), int(page), int(segment))
+    insert, flush, synchronous, page, segment = conn.execute(text(_CURRENT_LSN_SQL)).one()
+    if str(synchronous) != "off":
+        return parse_lsn(str(flush))
+    return records_end(parse_lsn(str(insert)), int(page), int(segment))
 
 
 def replayed_lsn(conn: Connection) -> int | None:
