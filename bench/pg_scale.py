@@ -45,7 +45,7 @@ from bench.pg_baseline import _pg_event_row, index_tuple
 from bench.pg_run import _load_pgserver
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate, transcript
 from openclaw_fts.engine import make_engine
-from openclaw_fts.index.common import INDEX_VERSION
+from openclaw_fts.rows import INDEX_VERSION
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Messages per session, agents, the share of sessions that are subagents of another.
