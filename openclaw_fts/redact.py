@@ -19,13 +19,22 @@ What is a credential span (the "families", all tested; docs/redaction.md states 
   ``$x = …``, Go/C#/Java/Kotlin/Python declarations, make's ``?= ::= :::= +=``, PHP ``.=``,
   CSV, ``setProperty("X", "…")``, YAML block scalars, XML elements, ``<add key value>``);
   a bare value runs to the next blank (a ``<``/``>``/quote inside does not end it);
-* the VALUE of a sensitive CLI flag, and the password of ``curl -u``/``--user``;
+* the VALUE of a sensitive CLI flag, the password of ``curl -u``/``--user``, of the short
+  password flags of well-known commands (``mysql -p…``, ``sshpass -p``, ``redis-cli -a``:
+  the table is :data:`openclaw_fts.redact_rules.CLI_PASSWORD_COMMANDS`), of ``.netrc``,
+  ``openssl … pass:`` and ``sqlplus user/…@db``;
 * the credential of ``Authorization:`` with ANY scheme (the scheme word stays) and of a bare
   ``Bearer <18+ chars>``;
 * the password of a URL's userinfo and the value of a sensitive URL query/fragment key;
-* vendor-prefixed keys (~120 families: OpenClaw's newest list and gitleaks' rules), JWTs,
-  Discord bot tokens, 40-character AWS secret keys, PEM private-key blocks;
+* vendor-prefixed keys and whole-pattern tokens (the rule DATA, each rule with its sample, is
+  :mod:`openclaw_fts.redact_rules`), Discord bot tokens, 40-character AWS secret keys, PEM
+  private-key blocks;
 * tokens with no known prefix that look random (:func:`is_opaque_token`);
+* quoted literals that look random (:func:`looks_random`) where code passes a key: an
+  argument of a constructor or client call, or the value of a name that is not an id, hash or
+  version; and the values of weak names (``stripe_key``, :func:`is_weak_secret_name`) that
+  look random. Checksums that are public by nature (go.sum ``h1:``, SRI, pip hashes), git
+  SHAs, UUIDs and the values of id/pagination fields are never masked by these rules;
 * whatever a host adds with ``extra_patterns`` (group 1 if the pattern has a group, else the
   whole match). Host patterns run on Python's backtracking engine: their cost is the host's.
 
@@ -76,6 +85,8 @@ __all__ = [
     "is_opaque_token",
     "is_password_name",
     "is_sensitive_name",
+    "is_weak_secret_name",
+    "looks_random",
     "mask_secret",
     "redact_text",
 ]
@@ -122,194 +133,7 @@ MAX_QUERY_NAME_CHARS: Final = 64
 MAX_PEM_LABEL_CHARS: Final = 40
 
 # --------------------------------------------------------------------------- sensitive names
-
-# Words that make a name sensitive wherever they occur in it (``*PASSWORD*``, ``*PASSWD*``).
-_ANYWHERE_WORDS: Final = ("password", "passwd", "passphrase")
-# Last words (or whole one-word names, lower-cased, separators removed) that are secrets.
-_SECRET_COMPOUNDS: Final = frozenset(
-    {
-        "apikey",
-        "apisecret",
-        "apitoken",
-        "accesskey",
-        "accesstoken",
-        "authkey",
-        "authtoken",
-        "bearertoken",
-        "clientsecret",
-        "encryptionkey",
-        "idtoken",
-        "masterkey",
-        "privatekey",
-        "refreshtoken",
-        "secretkey",
-        "sessiontoken",
-        "signingkey",
-        # payment credentials (OpenClaw): a card number, its CVC, a payment credential
-        "cardnumber",
-        "securitycode",
-        "paymentcredential",
-    }
-)
-# Compounds recognised at the end of one glued lower-case word (``theapikey``).
-_GLUED_COMPOUNDS: Final = ("apikey", "apitoken", "accesstoken", "authtoken", "secretkey")
-# Passwords glued to a word in one lower-case name (keytool's ``-storepass``, ``-srckeypass``).
-_GLUED_PASSWORDS: Final = ("storepass", "keypass")
-# "<word> token" is NOT a secret for these words (pagination and language-model vocabulary).
-_HARMLESS_TOKEN_PREFIXES: Final = frozenset(
-    {
-        "bos",
-        "cancel",
-        "cancellation",
-        "cls",
-        "continuation",
-        "change",
-        "end",
-        "eos",
-        "idempotency",
-        "pagination",
-        "request",
-        "resume",
-        "starting",
-        "mask",
-        "max",
-        "min",
-        "next",
-        "num",
-        "pad",
-        "page",
-        "prev",
-        "previous",
-        "sep",
-        "special",
-        "start",
-        "stop",
-        "unk",
-    }
-)
-# "<word> key" in lower/camel case (code, JSON) is a secret only after these words; a bare
-# ``key`` or ``sort_key``/``sessionKey``/``cacheKey`` is an ordinary identifier.
-_SECRET_KEY_PREFIXES: Final = frozenset(
-    {
-        "access",
-        "account",
-        "admin",
-        "api",
-        "app",
-        "application",
-        "auth",
-        "client",
-        "encryption",
-        "license",
-        "master",
-        "private",
-        "secret",
-        "service",
-        "signing",
-        "subscription",
-    }
-)
-# "<WORD>_KEY" in UPPER case (environment variables) is a secret unless after these words.
-_HARMLESS_ENV_KEY_PREFIXES: Final = frozenset(
-    {
-        "cache",
-        "foreign",
-        "hash",
-        "lookup",
-        "partition",
-        "primary",
-        "pub",
-        "public",
-        "routing",
-        "row",
-        "session",
-        "sort",
-    }
-)
-# First words of a name that is a flag about a secret (``HAS_API_TOKEN``, ``USE_PASSWORD``).
-_FLAG_FIRST_WORDS: Final = frozenset({"have", "has", "is", "use", "enable", "disable", "no"})
-# ``password_hint``, ``PASSWORD_MIN_LENGTH``: about a password, not one.
-_HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
-    {
-        "age",
-        "attempts",
-        "cmd",
-        "command",
-        "fd",
-        "pattern",
-        "changed",
-        "days",
-        "enabled",
-        "hours",
-        "minutes",
-        "seconds",
-        "timeout",
-        "ttl",
-        "expiry",
-        "expires",
-        "field",
-        "hint",
-        "label",
-        "len",
-        "length",
-        "policy",
-        "prompt",
-        "required",
-        "reset",
-        "rules",
-        "strength",
-    }
-)
-# Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``).
-_SECRET_LAST_WORDS: Final = frozenset({"secret", "credential", "credentials", "jwt", "cvc", "cvv"})
-# "<word> pass" that is not a password (``by pass``, ``first_pass``, ``boarding pass``).
-_HARMLESS_PASS_PREFIXES: Final = frozenset(
-    {"by", "first", "second", "third", "last", "one", "two", "multi", "single", "boarding"}
-)
-# Names whose value is masked WHOLE (``***``), never as first 6 + last 4: a password is often
-# short and human-chosen, so ten of its characters would give most of it away.
-_PASSWORD_LAST_WORDS: Final = frozenset({"pass", "pwd"})
-
-
-# URL query/fragment parameters whose value is a credential (besides sensitive names).
-_SECRET_QUERY_NAMES: Final = frozenset(
-    {
-        "access_token",
-        "api-key",
-        "api_key",
-        "apikey",
-        "auth",
-        "auth_token",
-        "client_secret",
-        "code",
-        "credential",
-        "authorization",
-        "security_code",
-        "cvc",
-        "cvv",
-        "x-api-key",
-        "x-access-token",
-        "x-auth-token",
-        "id_token",
-        "jwt",
-        "key",
-        "pass",
-        "passwd",
-        "password",
-        "private_token",
-        "pwd",
-        "refresh_token",
-        "secret",
-        "sig",
-        "signature",
-        "token",
-        "x-amz-credential",
-        "x-amz-security-token",
-        "x-amz-signature",
-        "x-goog-credential",
-        "x-goog-signature",
-    }
-)
+# The name words are data (redact_rules, "names"); these functions read them.
 
 _NAME_WORD_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: Distinct names whose verdict is remembered: a text repeats the same few names (``"token":``
@@ -331,31 +155,31 @@ def is_sensitive_name(name: str) -> bool:
     """
     lowered = name.lower()
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
-    if words and words[0] in _FLAG_FIRST_WORDS:
+    if words and words[0] in rules.FLAG_FIRST_WORDS:
         return False  # HAVE_STRUCT_PASSWD_PW_GECOS, HAS_API_KEY: a feature flag
-    if any(word in lowered for word in _ANYWHERE_WORDS):
-        return not words or words[-1] not in _HARMLESS_PASSWORD_SUFFIXES
+    if any(word in lowered for word in rules.ANYWHERE_WORDS):
+        return not words or words[-1] not in rules.HARMLESS_PASSWORD_SUFFIXES
     if not words:
         return False
     last = words[-1]
     previous = words[-2] if len(words) > 1 else ""
-    if last in _SECRET_COMPOUNDS or (previous + last) in _SECRET_COMPOUNDS:
+    if last in rules.SECRET_COMPOUNDS or (previous + last) in rules.SECRET_COMPOUNDS:
         return True
-    if len(words) == 1 and last.endswith(_GLUED_COMPOUNDS + _GLUED_PASSWORDS):
+    if len(words) == 1 and last.endswith(rules.GLUED_COMPOUNDS + rules.GLUED_PASSWORDS):
         return True  # ``theapikey``, ``myaccesstoken``, keytool's ``-storepass``
-    if last in _SECRET_LAST_WORDS:
+    if last in rules.SECRET_LAST_WORDS:
         return True
     if last == "token":
-        return previous not in _HARMLESS_TOKEN_PREFIXES
+        return previous not in rules.HARMLESS_TOKEN_PREFIXES
     if last == "pwd":
         return bool(previous)
     if last == "pass":
-        return not previous or previous not in _HARMLESS_PASS_PREFIXES
+        return not previous or previous not in rules.HARMLESS_PASS_PREFIXES
     if last == "key" and previous:
         letters = [c for c in name if c.isalpha()]
         if letters and all(c.isupper() for c in letters):
-            return previous not in _HARMLESS_ENV_KEY_PREFIXES
-        return previous in _SECRET_KEY_PREFIXES
+            return previous not in rules.HARMLESS_ENV_KEY_PREFIXES
+        return previous in rules.SECRET_KEY_PREFIXES
     return False
 
 
@@ -364,27 +188,15 @@ def is_password_name(name: str) -> bool:
     """Whether the value of ``name`` is a password (masked whole): ``*password*``,
     ``*passwd*``, ``*passphrase*``, ``db_pass``, ``DB_PWD``."""
     lowered = name.lower()
-    if any(word in lowered for word in _ANYWHERE_WORDS):
+    if any(word in lowered for word in rules.ANYWHERE_WORDS):
         return True
     words = _NAME_WORD_RE.findall(name)
     if not words:
         return False
     last = words[-1].lower()
-    if len(words) == 1 and last.endswith(_GLUED_PASSWORDS):
+    if len(words) == 1 and last.endswith(rules.GLUED_PASSWORDS):
         return True
-    return last in _PASSWORD_LAST_WORDS and is_sensitive_name(name)
-
-
-# Last words of a WEAK name: ``stripe_key``, ``sonar.login``, ``auth``. Such a name holds a
-# secret only when its value looks randomly generated (:func:`looks_random`): ``sort_key: name``
-# and ``login: alice`` stay.
-_WEAK_LAST_WORDS: Final = frozenset({"key", "login", "auth", "sig", "license", "pat"})
-# ``<word>_key`` names whose value is public or an identifier even when it looks random.
-_PUBLIC_KEY_PREFIXES: Final = frozenset(
-    {"public", "pub", "publishable", "primary", "foreign", "sort", "partition", "routing", "row",
-     "cache", "lookup", "idempotency", "dedup", "dedupe", "object", "item", "hash", "map",
-     "dict", "host", "ssh", "gpg", "pgp", "site", "recaptcha", "turnstile", "storage"}
-)  # fmt: skip
+    return last in rules.PASSWORD_LAST_WORDS and is_sensitive_name(name)
 
 
 @lru_cache(maxsize=NAME_CACHE_SIZE)
@@ -392,9 +204,9 @@ def is_weak_secret_name(name: str) -> bool:
     """Whether ``name`` may hold a secret although :func:`is_sensitive_name` says no: its last
     word is ``key``, ``login``, ``auth`` … (the value decides, :func:`looks_random`)."""
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
-    if not words or words[0] in _FLAG_FIRST_WORDS or words[-1] not in _WEAK_LAST_WORDS:
+    if not words or words[0] in rules.FLAG_FIRST_WORDS or words[-1] not in rules.WEAK_LAST_WORDS:
         return False
-    return len(words) == 1 or words[-2] not in _PUBLIC_KEY_PREFIXES
+    return len(words) == 1 or words[-2] not in rules.PUBLIC_KEY_PREFIXES
 
 
 # --------------------------------------------------------------------------- value checks
@@ -772,7 +584,7 @@ def _decode_name(name: str) -> str:
 def _query_name_is_secret(name: str) -> bool:
     if "%" in name or "+" in name:
         name = _decode_name(name)
-    if name.lower() in _SECRET_QUERY_NAMES or is_sensitive_name(name):
+    if name.lower() in rules.SECRET_QUERY_NAMES or is_sensitive_name(name):
         return True
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
     return (
@@ -955,8 +767,20 @@ MAX_RANDOM_MEAN_PIECE_CHARS: Final = 2.6
 #: For a literal in one case (``r2ofhhzv4t…``, hex): its pieces average fewer characters than
 #: this ...
 MAX_SINGLE_CASE_MEAN_PIECE_CHARS: Final = 4.0
-#: ... and it has at least this many runs of digits.
+#: ... and it has at least this many runs of digits ...
 MIN_SINGLE_CASE_DIGIT_RUNS: Final = 3
+#: ... and (when not hex) fewer vowels among its letters than this share.
+MAX_RANDOM_VOWEL_SHARE: Final = 0.35
+
+
+def _is_word(segment: str) -> bool:
+    """A segment of a name that is a word (``venv``, ``linux``): 3+ letters, vowels in it."""
+    if len(segment) < 3 or not segment.isalpha():
+        return False
+    vowels = sum(1 for c in segment.lower() if c in "aeiouy")
+    return vowels * 5 >= len(segment)
+
+
 _UUID_RE: Final = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
@@ -1017,10 +841,20 @@ def looks_random(value: str, hex_ok: bool = False) -> bool:
         # has digits all along it
         # has digits all along it, and no dots or word-separated segments (file and package
         # names, versions: ``python3-venv-x86_64``)
-        if "." in body or "/" in body or len(_SEGMENT_SPLIT_RE.split(body)) > 2:
+        if "." in body or "/" in body:
+            return False
+        segments = _SEGMENT_SPLIT_RE.split(body)
+        if len(segments) > 2 and any(_is_word(segment) for segment in segments):
             return False
         digit_runs = sum(1 for p in pieces if p[0].isdigit())
-        return mean < MAX_SINGLE_CASE_MEAN_PIECE_CHARS and digit_runs >= MIN_SINGLE_CASE_DIGIT_RUNS
+        if digit_runs < MIN_SINGLE_CASE_DIGIT_RUNS:
+            return False
+        if _HEX_RE.fullmatch(body):
+            return mean < MAX_SINGLE_CASE_MEAN_PIECE_CHARS
+        # random letters are vowels ~1 time in 5; words (and names made of them) ~2 in 5
+        letters = [c for c in body.lower() if c.isalpha()]
+        vowels = sum(1 for c in letters if c in "aeiou")
+        return vowels < MAX_RANDOM_VOWEL_SHARE * len(letters)
     return mean < MAX_RANDOM_MEAN_PIECE_CHARS
 
 
@@ -1041,6 +875,19 @@ MAX_LITERAL_CONTEXT_CHARS: Final = 160
 _CALLEE_RE: Final = re.compile(
     r"(?P<new>\bnew[ \t]+)?(?P<callee>[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)"
     r"[ \t]*(?:<[^<>\n]{0,64}>)?[ \t]*$"
+)
+# In prose, a secret's word and then the key (``the ritekit secret 3f9a…``, ``my API key is
+# q7vX…``): the word in its usual spellings, then an optional ``is``/``was``, then a token.
+_PROSE_KEY_WORDS: Final = tuple(
+    w
+    for base in ("secret", "key", "token", "password", "passwd", "apikey", "credential")
+    for w in (base, base.capitalize(), base.upper())
+)
+_PROSE_KEY_RE: Final = re.compile(
+    r"(?P<word>" + _by_first_character(sorted(_PROSE_KEY_WORDS, key=len, reverse=True)) + r")s?"
+    r"[ \t]{1,4}(?:(?:is|was|of|for|to|=|:)[ \t]{1,4})?"
+    rf"(?P<value>[A-Za-z0-9_+/=~\-]{{{MIN_RANDOM_LITERAL_CHARS},{MAX_RANDOM_LITERAL_CHARS}}})"
+    r"(?![A-Za-z0-9_+/=~\-])"
 )
 # The name before ``=``/``:``/``:=``/``=>`` (``key``, ``"key"``, ``cfg['key']``, ``$key``).
 _LITERAL_NAME_RE: Final = re.compile(
@@ -1603,7 +1450,7 @@ class _Scan:
                 continue
             last, previous = words[-1], (words[-2] if len(words) > 1 else "")
             if last in rules.PUBLIC_NAME_LAST_WORDS or (
-                last == "token" and previous in _HARMLESS_TOKEN_PREFIXES
+                last == "token" and previous in rules.HARMLESS_TOKEN_PREFIXES
             ):
                 value = _PUBLIC_VALUE_RE.match(text, m.end())
                 if value is not None:
@@ -1663,6 +1510,26 @@ class _Scan:
             else:
                 continue
             self.add(m.start("value"), m.end("value"))
+
+    def prose_keys(self) -> None:
+        """``the ritekit secret 3f9a…``: a secret's word, then a token that looks random."""
+        text = self.text
+        budget = MAX_CANDIDATES_PER_RULE
+        for m in _PROSE_KEY_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            start = m.start()
+            if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                continue  # inside a word (``monkey``, ``api_token``: a name, its own rules)
+            value = m.group("value")
+            # hex after "key" is a key id or a fingerprint (``signing key 1988…BE03``)
+            hex_ok = m.group("word").lower() != "key"
+            if looks_random(value, hex_ok=hex_ok) and not _is_public_run(
+                text, m.start("value"), value
+            ):
+                self.add(m.start("value"), m.end("value"))
 
     def extra(self, patterns: tuple[re.Pattern[str], ...]) -> None:
         for pattern in patterns:
@@ -1777,6 +1644,7 @@ class Redactor:
         scan.opaque()
         if "'" in text or '"' in text or "`" in text:
             scan.code_literals()
+        scan.prose_keys()
         scan.extra(self._extra)
         return scan
 

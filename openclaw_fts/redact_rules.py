@@ -5,7 +5,8 @@ built-in redactor must mask (the test suite checks each one, so a rule is added 
 here with its sample). :mod:`openclaw_fts.redact` compiles these rules into its
 scanner; docs/redaction.md describes the families in words.
 
-Kinds of rules:
+Kinds of rules (and, at the end, the NAME words: which variable, field, flag and URL
+parameter names hold a secret, which are harmless, which are weak):
 
 * :class:`VendorToken`: a fixed-width ``prefix`` (a regex that starts with a literal
   character: then the combined regex skips ahead to the possible first characters, which keeps
@@ -735,3 +736,217 @@ KEY_CONTEXT_WORDS: Final = frozenset(
 PUBLIC_NAME_LAST_WORDS: Final = frozenset(
     {"id", "ids", "arn", "url", "location", "marker", "cursor"}
 )
+
+# --------------------------------------------------------------------------- names
+# The words that make a name (a variable, a JSON field, a CLI flag, a URL parameter) hold a
+# secret, or not: :func:`openclaw_fts.redact.is_sensitive_name` and its siblings read them.
+
+# Words that make a name sensitive wherever they occur in it (``*PASSWORD*``, ``*PASSWD*``).
+ANYWHERE_WORDS: Final = ("password", "passwd", "passphrase")
+
+# Last words (or whole one-word names, lower-cased, separators removed) that are secrets.
+SECRET_COMPOUNDS: Final = frozenset(
+    {
+        "apikey",
+        "apisecret",
+        "apitoken",
+        "accesskey",
+        "accesstoken",
+        "authkey",
+        "authtoken",
+        "bearertoken",
+        "clientsecret",
+        "encryptionkey",
+        "idtoken",
+        "masterkey",
+        "privatekey",
+        "refreshtoken",
+        "secretkey",
+        "sessiontoken",
+        "signingkey",
+        # payment credentials (OpenClaw): a card number, its CVC, a payment credential
+        "cardnumber",
+        "securitycode",
+        "paymentcredential",
+    }
+)
+
+# Compounds recognised at the end of one glued lower-case word (``theapikey``).
+GLUED_COMPOUNDS: Final = ("apikey", "apitoken", "accesstoken", "authtoken", "secretkey")
+
+# Passwords glued to a word in one lower-case name (keytool's ``-storepass``, ``-srckeypass``).
+GLUED_PASSWORDS: Final = ("storepass", "keypass")
+
+# "<word> token" is NOT a secret for these words (pagination and language-model vocabulary).
+HARMLESS_TOKEN_PREFIXES: Final = frozenset(
+    {
+        "bos",
+        "cancel",
+        "cancellation",
+        "cls",
+        "continuation",
+        "change",
+        "end",
+        "eos",
+        "idempotency",
+        "pagination",
+        "request",
+        "resume",
+        "starting",
+        "mask",
+        "max",
+        "min",
+        "next",
+        "num",
+        "pad",
+        "page",
+        "prev",
+        "previous",
+        "sep",
+        "special",
+        "start",
+        "stop",
+        "unk",
+    }
+)
+
+# "<word> key" in lower/camel case (code, JSON) is a secret only after these words; a bare
+# ``key`` or ``sort_key``/``sessionKey``/``cacheKey`` is an ordinary identifier.
+SECRET_KEY_PREFIXES: Final = frozenset(
+    {
+        "access",
+        "account",
+        "admin",
+        "api",
+        "app",
+        "application",
+        "auth",
+        "client",
+        "encryption",
+        "license",
+        "master",
+        "private",
+        "secret",
+        "service",
+        "signing",
+        "subscription",
+    }
+)
+
+# "<WORD>_KEY" in UPPER case (environment variables) is a secret unless after these words.
+HARMLESS_ENV_KEY_PREFIXES: Final = frozenset(
+    {
+        "cache",
+        "foreign",
+        "hash",
+        "lookup",
+        "partition",
+        "primary",
+        "pub",
+        "public",
+        "routing",
+        "row",
+        "session",
+        "sort",
+    }
+)
+
+# First words of a name that is a flag about a secret (``HAS_API_TOKEN``, ``USE_PASSWORD``).
+FLAG_FIRST_WORDS: Final = frozenset({"have", "has", "is", "use", "enable", "disable", "no"})
+
+# ``password_hint``, ``PASSWORD_MIN_LENGTH``: about a password, not one.
+HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
+    {
+        "age",
+        "attempts",
+        "cmd",
+        "command",
+        "fd",
+        "pattern",
+        "changed",
+        "days",
+        "enabled",
+        "hours",
+        "minutes",
+        "seconds",
+        "timeout",
+        "ttl",
+        "expiry",
+        "expires",
+        "field",
+        "hint",
+        "label",
+        "len",
+        "length",
+        "policy",
+        "prompt",
+        "required",
+        "reset",
+        "rules",
+        "strength",
+    }
+)
+
+# Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``).
+SECRET_LAST_WORDS: Final = frozenset({"secret", "credential", "credentials", "jwt", "cvc", "cvv"})
+
+# "<word> pass" that is not a password (``by pass``, ``first_pass``, ``boarding pass``).
+HARMLESS_PASS_PREFIXES: Final = frozenset(
+    {"by", "first", "second", "third", "last", "one", "two", "multi", "single", "boarding"}
+)
+
+# Names whose value is masked WHOLE (``***``), never as first 6 + last 4: a password is often
+# short and human-chosen, so ten of its characters would give most of it away.
+PASSWORD_LAST_WORDS: Final = frozenset({"pass", "pwd"})
+
+# URL query/fragment parameters whose value is a credential (besides sensitive names).
+SECRET_QUERY_NAMES: Final = frozenset(
+    {
+        "access_token",
+        "api-key",
+        "api_key",
+        "apikey",
+        "auth",
+        "auth_token",
+        "client_secret",
+        "code",
+        "credential",
+        "authorization",
+        "security_code",
+        "cvc",
+        "cvv",
+        "x-api-key",
+        "x-access-token",
+        "x-auth-token",
+        "id_token",
+        "jwt",
+        "key",
+        "pass",
+        "passwd",
+        "password",
+        "private_token",
+        "pwd",
+        "refresh_token",
+        "secret",
+        "sig",
+        "signature",
+        "token",
+        "x-amz-credential",
+        "x-amz-security-token",
+        "x-amz-signature",
+        "x-goog-credential",
+        "x-goog-signature",
+    }
+)
+
+# Last words of a WEAK name: ``stripe_key``, ``sonar.login``, ``auth``. Such a name holds a
+# secret only when its value looks randomly generated (:func:`looks_random`): ``sort_key: name``
+# and ``login: alice`` stay.
+WEAK_LAST_WORDS: Final = frozenset({"key", "login", "auth", "sig", "license", "pat"})
+
+# ``<word>_key`` names whose value is public or an identifier even when it looks random.
+PUBLIC_KEY_PREFIXES: Final = frozenset(
+    {"public", "pub", "publishable", "primary", "foreign", "sort", "partition", "routing", "row",
+     "cache", "lookup", "idempotency", "dedup", "dedupe", "object", "item", "hash", "map",
+     "dict", "host", "ssh", "gpg", "pgp", "site", "recaptcha", "turnstile", "storage"}
+)  # fmt: skip

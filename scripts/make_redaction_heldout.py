@@ -18,6 +18,12 @@ The split is fixed HERE, by source, before any result is looked at:
 * ``tuned`` (the families listed as leaking in the project's issue tracker, which the rules
   were changed for): password flags, .netrc, plain YAML passwords, unnamed literals in code,
   aligned values, values holding ``! = @ ] |``, vendor formats after ``.``/``_``.
+* ``heldout2``: written after the first ``heldout`` measurement and before any rule was
+  changed in its light, measured once the rules were final: the forms of Yelp/detect-secrets
+  ``test_data/`` (``config.ini`` sections and continuation lines, nested ``config.yaml``
+  values and ``!!binary``, ``each_secret.py`` assignments) and of gitleaks'
+  ``cmd/generate/config/utils/generate.go`` semi-generic rules (``<vendor>_<word> = key``)
+  for vendors outside the tuned corpus, with keys of the alphabets those sources use.
 
 Run: ``python scripts/make_redaction_heldout.py`` (writes the file; ``--check`` compares).
 """
@@ -131,6 +137,65 @@ TUNED: list[tuple[str, str, str, int]] = [
 ]
 
 
+DETECT_SECRETS_DATA = "Yelp/detect-secrets test_data/{}"
+# (test_data file, form, template)
+TEST_DATA_FORMS: list[tuple[str, str, str]] = [
+    ("config.ini", "ini-section", "[credentials]\npassword = {s}\n"),
+    ("config.ini", "ini-nested", "[parent]\n    [child]\n    secretA = {s}\n"),
+    ("config.ini", "ini-continuation", "[service]\napi_key =\n    {s}\n"),
+    ("config.ini", "ini-aws", "[aws]\naws_secret_key = {s}\n"),
+    ("config.yaml", "yaml-nested", "credentials:\n    nested:\n        secret_value: {s}\n"),
+    ("config.yaml", "yaml-quoted", "service::api_key: '{s}'\n"),
+    ("config.yaml", "yaml-binary", "high_entropy_binary_secret: !!binary {s}\n"),
+    ("each_secret.py", "python-base64", "base64_secret = '{s}'\n"),
+    ("each_secret.py", "python-hex", "hex_secret = '{s}'\n"),
+    ("each_secret.py", "python-basic-auth", "basic_auth = 'http://username:{s}@example.com'\n"),
+    ("config.env", "env", "SECRET_TOKEN={s}\n"),
+    ("config.md", "markdown", "Set the key in your shell:\n\n    export API_SECRET='{s}'\n"),
+]
+# (alphabet, length) of the keys drawn for the test_data forms
+TEST_DATA_KEYS: list[tuple[str, int]] = [(B64, 44), (HEX, 40), (ALNUM, 32), (PUNCT_PASSWORD, 16)]
+GITLEAKS_GENERATE = "gitleaks/gitleaks cmd/generate/config/utils/generate.go"
+# vendors with semi-generic gitleaks rules that no corpus of this project used
+# (vendor keyword, alphabet, length)
+SEMI_GENERIC_VENDORS: list[tuple[str, str, int]] = [
+    ("asana", LOWER_ALNUM, 32),
+    ("bittrex", ALNUM, 32),
+    ("codecov", HEX, 32),
+    ("coinbase", B64URL, 64),
+    ("confluent", ALNUM, 64),
+    ("datadog", HEX, 40),
+    ("droneci", ALNUM, 32),
+    ("etsy", LOWER_ALNUM, 24),
+    ("finnhub", LOWER_ALNUM, 20),
+    ("flickr", LOWER_ALNUM, 32),
+    ("gitter", B64URL, 40),
+    ("kraken", B64 + "=", 88),
+    ("kucoin", HEX, 24),
+    ("launchdarkly", B64URL, 40),
+    ("mattermost", LOWER_ALNUM, 26),
+    ("messagebird", ALNUM, 25),
+    ("nytimes", B64URL, 32),
+    ("rapidapi", B64URL, 50),
+    ("sendbird", HEX, 40),
+    ("squarespace", LOWER_ALNUM + "-", 36),
+    ("travisci", ALNUM, 22),
+    ("zendesk", ALNUM, 40),
+]
+# the semi-generic rules' identifier forms: ``<vendor>`` then up to 20 characters, then the
+# assignment (generate.go renders each in these syntaxes)
+SEMI_GENERIC_FORMS: dict[str, str] = {
+    "go": '{v}Secret := "{s}"',
+    "python": "{v}_api_token = '{s}'",
+    "yaml": "{v}:\n  secret: {s}",
+    "env": "{V}_ACCESS_KEY={s}",
+    "json": '{{"{v}_key": "{s}"}}',
+    "ini": "{v}_client_secret = {s}",
+    "php": '${v}Token .= "{s}";',
+    "csharp": 'string {v}Key = "{s}";',
+}
+
+
 def draw(rng: random.Random, alphabet: str, length: int) -> str:
     # a password/key with at least one digit and one letter (as generators make them)
     while True:
@@ -174,6 +239,18 @@ def build(seed: int) -> list[dict[str, Any]]:
         for _ in range(SAMPLES_PER_FAMILY * 2):
             secret = prefix + draw(rng, alphabet, length)
             add("heldout", f"detect-secrets:{family}", source, "config", render(template, s=secret),
+                secret)  # fmt: skip
+    for test_file, form, template in TEST_DATA_FORMS:
+        for alphabet, length in TEST_DATA_KEYS:
+            secret = draw(rng, alphabet, length)
+            add("heldout2", f"detect-secrets-data:{test_file}",
+                DETECT_SECRETS_DATA.format(test_file), form, render(template, s=secret),
+                secret)  # fmt: skip
+    for vendor, alphabet, length in SEMI_GENERIC_VENDORS:
+        for form, template in SEMI_GENERIC_FORMS.items():
+            secret = draw(rng, alphabet, length)
+            text = render(template, v=vendor, V=vendor.upper(), s=secret)
+            add("heldout2", f"gitleaks-semi-generic:{vendor}", GITLEAKS_GENERATE, form, text,
                 secret)  # fmt: skip
     for family, template, alphabet, length in TUNED:
         for _ in range(SAMPLES_PER_FAMILY * 2):

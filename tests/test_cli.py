@@ -187,12 +187,13 @@ def test_history_text_and_json(shared: Shared) -> None:
     assert "subagent heartbeat" not in text  # side append
     assert "readiness probe failed" not in text  # a tool result, shown only on request
     assert "readiness probe failed" in ok(shared["history_tools"]).stdout
-    # Around m8, tool-only messages (m9, m10) left out: one older, one newer, one older.
+    # Around m8, the tool result m10 left out (the assistant turn m9, only a tool call, stays,
+    # as in OpenClaw): one older, one newer, one older.
     assert [m["__openclaw"]["id"] for m in history_json(shared["window"])["messages"]] == [
         "m5",
         "m7",
         "m8",
-        "m11",
+        "m9",
     ]
 
 

@@ -117,6 +117,9 @@ KEY_MIXED = "q7vXk2Lm9Qr4Tv7Wn3YsBc6"
         f'"license": "{KEY_MIXED}"',
         f"mvn sonar:sonar -Dsonar.login={KEY_HEX}",
         f'config = {{"foo": "{KEY_MIXED}"}}',
+        f"the vendor secret {KEY_LOWER} is rotated monthly",
+        f"my API token is {KEY_HEX}",
+        f"Password: {KEY_MIXED}",
     ],
 )
 def test_unnamed_literals_in_code_are_masked(text: str) -> None:
@@ -171,6 +174,8 @@ def test_values_are_masked_to_their_end(text: str) -> None:
         "login: alice",
         'publicKeyToken="XXXX"',
         'version = "1.2.3-rc1+build.20240101"',
+        "* Add new upstream signing key 19882D92DDA4C400C22C0D56CC2AF4472167BE03",
+        "the key difference is python3-venv-x86_64-linux",
     ],
 )
 def test_public_strings_and_labels_are_not_masked(text: str) -> None:

@@ -147,15 +147,20 @@ HELDOUT = Path(__file__).parent / "fixtures" / "redaction_heldout.jsonl"
 #: Highest leak rate of the tuned part of tests/fixtures/redaction_heldout.jsonl (the families
 #: the rules were changed for; the goal of docs/redaction.md).
 MAX_TUNED_LEAK_RATE = 0.02
-#: Highest leak rate of its held-out part. This is NOT the goal (3 %): it is the figure first
-#: measured (6.4 %, docs/redaction.md) plus a margin, so that a change that makes the rules
-#: generalise worse fails here; the held-out samples are never used to tune a rule.
+#: Highest leak rates of its held-out parts. These are NOT the goal (3 %): they are the figures
+#: first measured (6.4 % and 6.7 %, docs/redaction.md) plus a margin, so that a change that
+#: makes the rules generalise worse fails here.
 MAX_HELDOUT_LEAK_RATE = 0.07
+MAX_HELDOUT2_LEAK_RATE = 0.08
 
 
 def test_the_tuned_and_held_out_corpora_leak_within_their_bounds() -> None:
     cases = [json.loads(line) for line in HELDOUT.read_text(encoding="utf-8").splitlines()]
-    for split, bound in (("tuned", MAX_TUNED_LEAK_RATE), ("heldout", MAX_HELDOUT_LEAK_RATE)):
+    for split, bound in (
+        ("tuned", MAX_TUNED_LEAK_RATE),
+        ("heldout", MAX_HELDOUT_LEAK_RATE),
+        ("heldout2", MAX_HELDOUT2_LEAK_RATE),
+    ):
         part = [c for c in cases if c["split"] == split]
         leaks = Counter(c["family"] for c in part if leaked(c, redact_text(c["text"])))
         assert len(part) > 80, split

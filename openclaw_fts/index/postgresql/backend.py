@@ -25,7 +25,7 @@ from sqlalchemy.engine import URL
 
 from ...jsonsafe import stored_event
 from ...query import CompiledQuery
-from ...rows import NewRow
+from ...rows import EVENT_COLUMNS, EventRow, NewRow
 from ..base import Lease
 from ..sql import CONTENT_TABLE, SqlBackend
 from . import partition
@@ -77,6 +77,14 @@ def indexable_body(body: str) -> str:
     return raw[:MAX_INDEXED_BODY_BYTES].decode("utf-8", "ignore")
 
 
+#: :meth:`PostgresWriter.insert_events`' statement for one event (the ``AFTER INSERT`` trigger
+#: that raises ``last_seq`` runs after it and finds nothing left to raise).
+_INSERT_EVENT_AND_BUMP = (
+    "WITH bump AS (UPDATE openclaw_sessions SET last_seq = :last_seq, "
+    "updated_at = CURRENT_TIMESTAMP WHERE session_id = :session_id) "
+    f"INSERT INTO transcript_events ({', '.join(EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join(':' + c for c in EVENT_COLUMNS)})"
+)
 #: :meth:`PostgresWriter.extend_index`'s statement. The UPDATE runs whether or not any row is
 #: inserted (PostgreSQL runs every data-modifying CTE to completion).
 _EXTEND_INDEX = (
@@ -146,6 +154,16 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
                 for r in rows
             ],
         )
+
+    def insert_events(self, conn: Connection, rows: Sequence[EventRow], last_seq: int) -> None:
+        """One event (an append of one message, the common case) and the session's
+        ``last_seq`` in ONE statement; several go through the shared writer (an ``executemany``
+        and the ``UPDATE``). A taken event id or seq fails the whole statement, the ``UPDATE``
+        included, with SQLAlchemy's ``IntegrityError`` (statements run through ``text()``)."""
+        if len(rows) != 1:
+            super().insert_events(conn, rows, last_seq)
+            return
+        self.run(conn, _INSERT_EVENT_AND_BUMP, {**rows[0], "last_seq": last_seq})
 
     def extend_index(
         self,
