@@ -407,7 +407,7 @@ def write_goals(result: dict[str, Any]) -> list[str]:
     if live is not None and not is_postgresql(result):
         ok = live["ratio"] is not None and live["ratio"] >= 0.8
         out.append(
-            f"* SQLite ingest ≥ 0.8× raw FTS5: {ratio(live['ratio'])}× "
+            f"* SQLite ingest ≥ 0.8× raw FTS5: {live['ratio']:.3f}× "
             f"({'met' if ok else '**not met**'})"
         )
     searchable = details.get("sqlalchemySearchable")
