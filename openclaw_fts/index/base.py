@@ -302,6 +302,12 @@ class Backend(Reader, Writer, Protocol):
         """The reconcile lease of this engine, held as ``holder``."""
         ...
 
+    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
+        """Whether an object Alembic reflects (``type_``: ``table``, ``column``, ``index``…;
+        ``table``: a column's or an index's table) is this engine's own, which the ORM
+        metadata does not model, so autogenerate must not propose dropping it."""
+        ...
+
     def tables_at_head(self, conn: Connection) -> bool:
         """On a database holding every plugin table: whether it also has what the revisions
         after the last table change add (what a host's version table may not say)."""
@@ -332,6 +338,11 @@ def backend_for(dialect: str) -> Backend:
             f"openclaw-fts has no index backend for {dialect!r} databases"
         )
     return found
+
+
+def backends() -> tuple[Backend, ...]:
+    """Every registered backend."""
+    return tuple(_BACKENDS.values())
 
 
 def backend(conn: Connection) -> Backend:
