@@ -528,6 +528,16 @@ def docs_page(results_dir: Path = RESULTS) -> str:
             parts.append(f"## {engine}: every figure\n")
             for result in fulls:
                 parts.append(f"### {result['size']}\n\n{table(result)}\n")
+    scale = [json.loads(f.read_text(encoding="utf-8")) for f in results_dir.glob("pg-scale-*.json")]
+    if scale:
+        from bench.pg_scale import table as scale_table
+
+        newest = max(scale, key=lambda result: str(result["createdAt"]))
+        parts.append(
+            "## PostgreSQL past one server: a standby, the partitioned layout\n\n"
+            f"{scale_table(newest)}\n\nWhat these figures predict at 100m and 1b messages, and "
+            "what a 10m run needs: [scale.md](scale.md).\n"
+        )
     return _without_history("\n".join(parts))
 
 

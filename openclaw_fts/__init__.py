@@ -16,6 +16,7 @@ from .errors import (
     ImportFormatError,
     InvalidEventError,
     InvalidSessionError,
+    MissingDriverError,
     OpenClawFtsError,
     SessionExistsError,
     ToolInputError,
@@ -36,6 +37,7 @@ from .results import (
     SearchAnswer,
     SearchHit,
     SearchResult,
+    SessionsListResult,
     StatusResult,
 )
 from .store import TranscriptStore
@@ -58,6 +60,7 @@ __all__ = [
     "IndexStatus",
     "InvalidEventError",
     "InvalidSessionError",
+    "MissingDriverError",
     "OpenClawFtsError",
     "RebuildResult",
     "ReconcileResult",
@@ -65,6 +68,7 @@ __all__ = [
     "SearchHit",
     "SearchResult",
     "SessionExistsError",
+    "SessionsListResult",
     "StatusResult",
     "ToolInputError",
     "TranscriptEvent",

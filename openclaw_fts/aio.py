@@ -32,6 +32,7 @@ from .results import (
     RebuildResult,
     ReconcileResult,
     SearchAnswer,
+    SessionsListResult,
 )
 from .store import TranscriptStore
 
@@ -81,6 +82,15 @@ class AsyncTranscriptStore:
 
     async def search(self, caller: Caller, query: str | None, **kwargs: Any) -> SearchAnswer:
         return await self._run(self.store.search, caller, query, **kwargs)
+
+    async def search_by_session(self, caller: Caller, query: str, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.store.search_by_session, caller, query, **kwargs)
+
+    async def suggest(self, caller: Caller, query: str) -> list[str]:
+        return await self._run(self.store.suggest, caller, query)
+
+    async def list_sessions(self, caller: Caller, **kwargs: Any) -> SessionsListResult:
+        return await self._run(self.store.list_sessions, caller, **kwargs)
 
     async def history(self, caller: Caller, session_key: str, **kwargs: Any) -> HistoryAnswer:
         return await self._run(self.store.history, caller, session_key, **kwargs)

@@ -1,9 +1,9 @@
 """Helpers for hosts that run the plugin's migrations inside their own Alembic environment.
 
-Invariant: :func:`include_name` hides exactly the objects Alembic cannot model (the FTS5
-virtual table and its shadow tables on SQLite; the generated tsvector column and its GIN index
-on PostgreSQL) and the plugin's stand-alone version table, so autogenerate against a migrated
-database reports no changes on either.
+Invariant: :func:`include_name` hides exactly the objects Alembic cannot model (what each
+engine's backend names as its own: the FTS5 virtual table and its shadow tables on SQLite; the
+generated tsvector column and its GIN index on PostgreSQL) and the plugin's stand-alone version
+table, so autogenerate against a migrated database reports no changes on either.
 
 In a host's ``env.py``::
 
@@ -29,8 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .index.postgresql import is_search_object
-from .index.sqlite import is_fts_table
+from .index.base import backends
 
 #: Version table of the plugin's stand-alone migrations (``openclaw-fts upgrade``).
 VERSION_TABLE = "openclaw_fts_version"
@@ -41,7 +40,8 @@ def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
     index, and the plugin's version table."""
     if name is None:
         return True
-    if type_ == "table":
-        return not (is_fts_table(name) or name == VERSION_TABLE)
+    if type_ == "table" and name == VERSION_TABLE:
+        return False
     table = parent_names.get("table_name") if isinstance(parent_names, dict) else None
-    return not is_search_object(type_, name, table)
+    # The hook does not know the database's engine: what any engine's backend owns is skipped.
+    return not any(found.unmodelled(type_, name, table) for found in backends())

@@ -51,15 +51,25 @@ from .engine import database_file
 from .errors import (
     MAX_ERROR_CHARS,
     ImportFormatError,
+    MissingDriverError,
     OpenClawFtsError,
     ToolInputError,
     shorten,
 )
 from .history import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT
+from .listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, SESSION_KINDS
 from .reconcile import LeaseWait
 from .results import IndexStatus, RebuildResult, ReconcileResult
 from .search import DEFAULT_LIMIT, MAX_BATCH_QUERIES, MAX_LIMIT, ORDERS, ROLES
 from .store import TranscriptStore
+from .visibility import (
+    AGENT_TO_AGENT_ADVICE,
+    ALLOW_LIST_ADVICE,
+    CROSS_AGENT_ADVICE,
+    NOT_FOUND_ADVICE,
+    SELF_ADVICE,
+    TREE_ADVICE,
+)
 
 PROG_NAME = "openclaw-fts"
 #: Environment variable naming the database when ``--db`` is not given.
@@ -92,6 +102,9 @@ LINE_COUNT_CHUNK_BYTES = 1024 * 1024
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+#: ``search --fail-if-empty`` when nothing matched (as ``grep`` answers 1 for no match, but
+#: told apart from a failure, which is 1 here).
+EXIT_NO_MATCH = 3
 #: Exit code after Ctrl-C (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 130
 
@@ -161,9 +174,21 @@ def _describe(url: URL) -> str:
 
 
 #: How a command treats the database schema: ``auto`` migrates only when it is behind head (so
-#: an up-to-date database is opened without a write), ``require`` refuses a database without the
-#: plugin's schema and never migrates, ``any`` leaves it alone (the ``upgrade`` command).
-SchemaMode = Literal["auto", "require", "any"]
+#: an up-to-date database is opened without a write) and creates it in an empty database (the
+#: ``import`` and maintenance commands), ``read`` migrates one that is behind head but refuses
+#: a database without the plugin's schema (the read-only commands: reading never creates the
+#: schema), ``require`` refuses a database without the plugin's schema and never migrates,
+#: ``any`` leaves it alone (the ``upgrade`` command).
+SchemaMode = Literal["auto", "read", "require", "any"]
+
+
+def no_schema_message(name: str) -> str:
+    """What a read-only command says about a database that holds no openclaw-fts schema."""
+    return (
+        f"database {name} has no openclaw-fts schema: create it with `{PROG_NAME} upgrade`, "
+        f"or import transcripts with `{PROG_NAME} import PATH` (or choose another database "
+        f"with --db / ${DB_ENV_VAR})"
+    )
 
 
 def head_revisions() -> set[str]:
@@ -187,27 +212,31 @@ def open_store(
             )
         if path.exists() and not path.is_file():
             raise CliError(f"database {name} is not a file")
+        if schema in ("read", "require") and path.is_file() and path.stat().st_size == 0:
+            # An empty file is an empty database: refused before a connection writes to it.
+            raise CliError(no_schema_message(name))
     try:
         store = TranscriptStore(url, upgrade=False, background=False)
     except ArgumentError as exc:  # e.g. an unknown dialect in the URL
         raise click.BadParameter(_one_line(str(exc)), param_hint="'--db'") from None
-    except ImportError as exc:  # the URL's driver is not installed (e.g. psycopg)
+    except MissingDriverError as exc:  # the URL's driver is not installed: names the extra
+        raise CliError(f"cannot use database {name}: {_one_line(str(exc))}") from None
+    except ImportError as exc:
         raise CliError(
             f"cannot use database {name}: its driver is not installed ({_one_line(str(exc))})"
         ) from None
     try:
         try:
             revisions = set(migrate.current_revisions(store.engine))
-            if schema == "auto" and revisions != head_revisions():
+            behind = revisions != head_revisions()
+            if behind and (schema == "auto" or (schema == "read" and revisions)):
                 migrate.upgrade(store.engine)  # refuses a host-managed database behind head
         except DBAPIError as exc:
             raise CliError(f"cannot use database {name}: {_one_line(str(exc.orig))}") from None
         except CommandError as exc:
             raise CliError(f"cannot migrate database {name}: {_one_line(str(exc))}") from None
-        if schema == "require" and not revisions:
-            raise CliError(
-                f"database {name} has no openclaw-fts schema (run `{PROG_NAME} upgrade`)"
-            )
+        if schema in ("read", "require") and not revisions:
+            raise CliError(no_schema_message(name))
         yield store
     finally:
         store.close()
@@ -248,6 +277,41 @@ def handled(fn: Callable[P, R]) -> Callable[P, R]:
             ) from None
 
     return wrapper
+
+
+# -- the tools' refusals, said for the command line ------------------------------------------
+
+#: The advice in the tools' refusals (OpenClaw's, naming its configuration) -> what fixes it on
+#: the command line. Only the CLI translates; the tool results keep OpenClaw's exact text.
+CLI_ADVICE = {
+    NOT_FOUND_ADVICE: f"(list the sessions you may read with `{PROG_NAME} sessions`)",
+    CROSS_AGENT_ADVICE: (
+        "Run with --visibility all --agent-to-agent to allow cross-agent access "
+        "(--allow PATTERN restricts which agents)."
+    ),
+    AGENT_TO_AGENT_ADVICE: "Run with --agent-to-agent to allow cross-agent access.",
+    ALLOW_LIST_ADVICE: "denied by --allow (add the agent's id to --allow, or give none).",
+    SELF_ADVICE: "(--visibility self; widen it with --visibility tree, agent or all).",
+    TREE_ADVICE: "(--visibility tree; widen it with --visibility agent or all).",
+}
+
+
+def cli_message(message: str) -> str:
+    """A tool's refusal with its OpenClaw configuration advice replaced by the CLI's flags."""
+    for openclaw, cli_text in CLI_ADVICE.items():
+        message = message.replace(openclaw, cli_text)
+    return message
+
+
+def _refuse(result: Mapping[str, Any]) -> None:
+    """A ``status`` result (an invalid argument, a session that cannot be read): the CLI's
+    wording on stderr, exit :data:`EXIT_FAILURE`; with ``--json`` the tool's own result is
+    already on stdout and stays as the tool returned it."""
+    line = cli_message(str(result.get("error", result.get("status"))))
+    if _state().json:
+        click.echo(f"Error: {_one_line(line)}", err=True)
+        click.get_current_context().exit(EXIT_FAILURE)
+    raise CliError(line)
 
 
 # -- output helpers ---------------------------------------------------------------------------
@@ -523,8 +587,11 @@ def _import_items(
     "--session-key",
     metavar="KEY",
     help=(
-        f"Session key for lone .jsonl files [default: {importer.DEFAULT_SESSION_KEY}]; "
-        "sessions in a folder take theirs from its sessions.json."
+        "Session key for .jsonl files given on their own: each becomes that key's newest "
+        "incarnation (what `history KEY` reads). Without it a file goes under "
+        f"{importer.DEFAULT_SESSION_KEY} while no other session holds that key, else under "
+        "agent:main:orphan:<sessionId> (a re-import keeps the stored key). Sessions in a "
+        "folder take theirs from its sessions.json."
     ),
 )
 @click.option(
@@ -543,7 +610,9 @@ def import_cmd(paths: tuple[Path, ...], session_key: str | None, rekey: bool) ->
 
     A transcript under agents/<agentId>/sessions/ belongs to that agent: under the key its
     sessions.json entry gives, else under agent:<agentId>:orphan:<sessionId>; reset archives
-    become older incarnations of their key. Events are stored as they are (re-importing skips
+    become older incarnations of their key. A .jsonl file given on its own goes under
+    --session-key, else as that option says; the key used is printed for every file. Events
+    are stored as they are (re-importing skips
     events already stored); the sessions are left pending and get indexed by `reconcile` or the
     next `search`. Malformed lines are reported with file:line and skipped. Exit status 1 if a
     path could not be imported at all.
@@ -580,6 +649,15 @@ OUTCOME_WORDS = {
 }
 
 
+#: How the text report names what a lone .jsonl file became (``as``, ``matchedBy``).
+LONE_FILE_WORDS = {
+    ("current", importer.BY_GIVEN_KEY): "--session-key, its newest incarnation",
+    ("current", importer.BY_STORED_KEY): "the key it is stored under",
+    ("current", importer.BY_DEFAULT_KEY): "default key",
+    ("orphan", importer.BY_DEFAULT_KEY): "orphan key: the default key holds another session",
+}
+
+
 def _print_import(result: dict[str, Any]) -> None:
     out = _stdout()
     out.print(
@@ -588,12 +666,17 @@ def _print_import(result: dict[str, Any]) -> None:
         f"{_n(result['skippedDuplicates'], 'duplicate')} skipped."
     )
     for outcome in result["outcomes"]:
-        kind = OUTCOME_WORDS.get(outcome["as"], outcome["as"])
+        kind = LONE_FILE_WORDS.get(
+            (outcome["as"], outcome["matchedBy"]), OUTCOME_WORDS.get(outcome["as"], outcome["as"])
+        )
         out.print(
             f"  {Path(outcome['file']).name} → {outcome['sessionKey']} "
             f"({kind}, agent {outcome['agentId']})",
             markup=False,
+            soft_wrap=True,
         )
+        if outcome.get("note"):
+            out.print(f"    note: {outcome['note']}", markup=False, soft_wrap=True)
     errors: list[str] = result["errors"]
     if result["errorCount"]:
         out.print(f"{_n(result['errorCount'], 'line error')} (lines skipped):")
@@ -654,6 +737,17 @@ def _print_import(result: dict[str, Any]) -> None:
     is_flag=True,
     help="Always index pending sessions first, even with --no-reconcile.",
 )
+@click.option(
+    "--per-session",
+    is_flag=True,
+    help="One hit per session key (its best) with the session's number of matching messages "
+    "(Hits); --limit then counts sessions. Not with -q.",
+)
+@click.option(
+    "--fail-if-empty",
+    is_flag=True,
+    help=f"Exit with status {EXIT_NO_MATCH} when nothing matches (for scripts).",
+)
 @json_option
 @handled
 def search_cmd(
@@ -671,6 +765,8 @@ def search_cmd(
     session_key: str | None,
     reconcile: bool,
     wait: bool,
+    per_session: bool,
+    fail_if_empty: bool,
 ) -> None:
     """Full-text search of the transcripts (sessions_search).
 
@@ -681,66 +777,104 @@ def search_cmd(
     Pending sessions (fresh imports, rewinds) are indexed first unless --no-reconcile: then the
     results may be incomplete and a note says so. --session-key also takes current, main,
     global or a session id.
+
+    The table lists hits in rank order: # is the rank (1 = best match, or newest with --order
+    recent); Match is the hit's score as a share of the best hit's (100% is the best hit of the
+    query; - when the hits carry no score). Raw scores (--json "score") depend on the
+    engine and on which sessions the caller sees: compare them only within one query.
     """
     state = _state()
     caller = _caller(caller_key, visibility, agent_to_agent, allow)
-    with open_store(state, schema="auto") as store:
+    with open_store(state, schema="read") as store:
         if (reconcile or wait) and store.index_status()["pending"]:
             _reconcile_with_progress(store, "indexing")
-        result = store.search(
-            caller,
-            query,
-            limit=limit,
-            session_key=session_key,
-            role=role,
-            since=since,
-            until=until,
-            order=order,
-            queries=list(more_queries) if more_queries else None,
-        )
+        filters: dict[str, Any] = {
+            "limit": limit,
+            "session_key": session_key,
+            "role": role,
+            "since": since,
+            "until": until,
+            "order": order,
+        }
+        result: Mapping[str, Any]
+        if per_session:
+            if more_queries:
+                raise click.UsageError("--per-session takes one query (no -q)")
+            result = store.search_by_session(caller, query, **filters)
+        else:
+            result = store.search(
+                caller, query, queries=list(more_queries) if more_queries else None, **filters
+            )
         pending = store.index_status()["pending"] if result.get("indexing") else 0
+        near: list[str] = []
+        if not state.json and not result.get("results") and "status" not in result:
+            near = store.suggest(caller, query) if not more_queries else []
     if state.json:
         _emit_json(result)
     elif "status" not in result:
         _print_search(result, pending)
+        if near:
+            _stdout().print(f"Did you mean: {', '.join(near)}?")
     if "status" in result:
-        if not state.json:
-            raise CliError(str(result.get("error", result["status"])))
-        click.get_current_context().exit(EXIT_FAILURE)
+        _refuse(result)
+    if fail_if_empty and not result.get("results"):
+        click.get_current_context().exit(EXIT_NO_MATCH)
+
+
+def relative_scores(hits: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each hit's score as a share of the best score among ``hits`` (one query's results):
+    ``100%`` for the best, ``-`` when the query ranks nothing (newest-first order, or scores of
+    0). Raw scores depend on the engine, the caller and the corpus: only their order within
+    one query means anything, which the share keeps."""
+    best = max((float(h.get("score") or 0.0) for h in hits), default=0.0)
+    if best <= 0:
+        return ["-" for _ in hits]
+    return [f"{max(0.0, float(h.get('score') or 0.0)) / best:.0%}" for h in hits]
 
 
 def _hits_table(hits: list[dict[str, Any]], width: int) -> Table:
-    """Search hits as a table: one column per field when wide, two stacked columns when narrow."""
+    """Search hits as a table: one column per field when wide, two stacked columns when narrow.
+    ``#`` is the hit's place in the result order, ``Match`` its score relative to the best."""
     narrow = width < WIDE_TABLE_MIN_WIDTH
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, show_lines=narrow)
+    shares = relative_scores(hits)
+    grouped = any("sessionHits" in hit for hit in hits)
     if narrow:
+        table.add_column("#", justify="right", no_wrap=True)
         table.add_column("Hit", overflow="fold", ratio=2)
         table.add_column("Snippet", overflow="fold", ratio=3)
-        for hit in hits:
+        for place, (hit, share) in enumerate(zip(hits, shares, strict=True), start=1):
             head = Text(str(hit["sessionKey"]), style="bold")
+            count = f" · {_n(int(hit['sessionHits']), 'hit')}" if grouped else ""
             head.append(
-                f"\n{hit['messageId']} · {hit['role']} · {float(hit['score']):.2f}"
+                f"\n{hit['messageId']} · {hit['role']} · match {share}{count}"
                 f"\n{_iso(hit['timestamp'])}",
                 style="",
             )
-            table.add_row(head, Text(_flatten(str(hit["snippet"]))))
+            table.add_row(Text(str(place)), head, Text(_flatten(str(hit["snippet"]))))
         return table
     longest = max(len(str(hit["sessionKey"])) for hit in hits)
+    table.add_column("#", justify="right", no_wrap=True)
     table.add_column("Session key", overflow="fold", min_width=min(longest, KEY_COLUMN_MAX_WIDTH))
     table.add_column("Id", overflow="fold")
     table.add_column("Time (UTC)", no_wrap=True)
     table.add_column("Role", no_wrap=True)
-    table.add_column("Score", justify="right", no_wrap=True)
+    table.add_column("Match", justify="right", no_wrap=True)
+    if grouped:
+        table.add_column("Hits", justify="right", no_wrap=True)
     table.add_column("Snippet", overflow="fold", ratio=1, min_width=SNIPPET_MIN_WIDTH)
-    for hit in hits:
-        table.add_row(
+    for place, (hit, share) in enumerate(zip(hits, shares, strict=True), start=1):
+        cells = [
+            Text(str(place)),
             Text(str(hit["sessionKey"])),
             Text(str(hit["messageId"])),
             Text(_iso(hit["timestamp"])),
             Text(str(hit["role"])),
-            Text(f"{float(hit['score']):.2f}"),
-            Text(_flatten(str(hit["snippet"]))),
-        )
+            Text(share),
+        ]
+        if grouped:
+            cells.append(Text(str(hit["sessionHits"])))
+        table.add_row(*cells, Text(_flatten(str(hit["snippet"]))))
     return table
 
 
@@ -823,11 +957,13 @@ def history_cmd(
     (the newest one that does, e.g. an imported reset archive) unless --session-id names one.
 
     Texts are redacted and cut, images omitted; tool-only messages are left out unless
-    --include-tools.
+    --include-tools. Each message's #N is its position in the transcript (1 = the first
+    line of the session file): gaps are events not shown (tool results, other branches,
+    session metadata), so #N stays the same whatever page or window shows it.
     """
     state = _state()
     caller = _caller(caller_key, visibility, agent_to_agent, allow)
-    with open_store(state, schema="auto") as store:
+    with open_store(state, schema="read") as store:
         result = store.history(
             caller,
             key,
@@ -839,12 +975,10 @@ def history_cmd(
         )
     if state.json:
         _emit_json(result)
-        if "status" in result:
-            click.get_current_context().exit(EXIT_FAILURE)
-        return
     if "status" in result:
-        raise CliError(str(result.get("error", result["status"])))
-    _print_history(result, message_id)
+        _refuse(result)
+    if not state.json:
+        _print_history(result, message_id)
 
 
 def _block_text(block: Any) -> str:
@@ -879,7 +1013,10 @@ def _print_history(result: Mapping[str, Any], anchor: str | None) -> None:
     out = _stdout()
     messages: list[dict[str, Any]] = result["messages"]
     total = result.get("totalMessages", len(messages))
-    out.print(f"{result['sessionKey']}: {len(messages)} of {_n(total, 'message')}")
+    out.print(
+        f"{result['sessionKey']}: {len(messages)} of {_n(total, 'message')} "
+        "(#N: the message's position in the transcript)"
+    )
     if not messages:
         out.print("No messages." + (" (the anchor is not on the active branch)" if anchor else ""))
     for message in messages:
@@ -902,6 +1039,99 @@ def _print_history(result: Mapping[str, Any], anchor: str | None) -> None:
         out.print(f"Older messages: --offset {result.get('nextOffset')}")
     if result.get("droppedMessages"):
         out.print("Some messages were left out to fit the size budget.")
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+@cli.command("sessions", short_help="List the sessions the caller may see (sessions_list).")
+@caller_options
+@click.option("--agent", "agent_id", metavar="ID", help="Only sessions of this agent.")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(SESSION_KINDS),
+    help="Only sessions of this kind (repeatable).",
+)
+@click.option(
+    "--search", metavar="TEXT", help="Only keys or session ids containing TEXT (case ignored)."
+)
+@click.option(
+    "--active",
+    "active_minutes",
+    type=click.IntRange(min=1),
+    metavar="MINUTES",
+    help="Only sessions active in the last MINUTES.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help=f"Most sessions to list [default: {DEFAULT_LIST_LIMIT}; more than {MAX_LIST_LIMIT} "
+    f"lists {MAX_LIST_LIMIT}].",
+)
+@json_option
+@handled
+def sessions_cmd(
+    caller_key: str,
+    visibility: str,
+    agent_to_agent: bool,
+    allow: tuple[str, ...],
+    agent_id: str | None,
+    kinds: tuple[str, ...],
+    search: str | None,
+    active_minutes: int | None,
+    limit: int | None,
+) -> None:
+    """The session keys the caller may see, most recently active first (sessions_list): agent,
+    key, current session id, messages, last activity and indexing state.
+
+    Messages counts the message events of the current incarnation (every branch). Indexing is
+    indexed, pending (new events not yet in the full-text index: `search` or `reconcile`
+    indexes them) or never (an incognito session: never searchable). Pass a key to `history`
+    or `search --session-key`.
+    """
+    state = _state()
+    caller = _caller(caller_key, visibility, agent_to_agent, allow)
+    with open_store(state, schema="read") as store:
+        result = store.list_sessions(
+            caller,
+            limit=limit,
+            kinds=list(kinds) or None,
+            agent_id=agent_id,
+            search=search,
+            active_minutes=active_minutes,
+            details=True,
+        )
+    if state.json:
+        _emit_json(result)
+        return
+    out = _stdout()
+    rows = result["sessions"]
+    if not rows:
+        out.print("No sessions.")
+        return
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("Agent", overflow="fold")
+    table.add_column("Session key", overflow="fold")
+    table.add_column("Session id", overflow="fold")
+    table.add_column("Messages", justify="right", no_wrap=True)
+    table.add_column("Last activity (UTC)", no_wrap=True)
+    table.add_column("Index", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            Text(str(row["agentId"])),
+            Text(str(row["key"])),
+            Text(str(row["sessionId"])),
+            Text(str(row.get("messageCount", "-"))),
+            Text(_iso(row.get("updatedAt"))),
+            Text(str(row.get("indexing", "-"))),
+        )
+    out.print(table)
+    if result.get("truncated"):
+        out.print(f"More sessions exist: narrow the list or raise --limit (max {MAX_LIST_LIMIT}).")
 
 
 # -- reconcile / status / check / upgrade -----------------------------------------------------

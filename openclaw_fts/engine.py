@@ -23,6 +23,7 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import URL, make_url
 
 from .dialects import SCHEMA_DIALECTS, require_schema_dialect
+from .errors import MissingDriverError
 from .index.base import READ_ONLY as READ_ONLY
 from .index.base import WRITE as WRITE
 from .index.base import backend_for
@@ -72,6 +73,33 @@ def sync_driver_url(url: URL) -> URL:
     return url.set(drivername=driver)
 
 
+#: The package extra that installs each database driver the plugin works with (the module
+#: name SQLAlchemy fails to import -> the extra of ``pip install 'openclaw-fts[<extra>]'``).
+DRIVER_EXTRAS = {"psycopg": "postgresql", "asyncpg": "postgresql-async", "aiosqlite": "async"}
+#: The PyPI distribution of the project (what ``pip install`` names).
+DISTRIBUTION = "openclaw-fts"
+
+
+def missing_driver_error(url: URL, exc: ImportError) -> MissingDriverError:
+    """The error for ``url`` whose driver module could not be imported: it names the extra to
+    install (or, for a driver the plugin does not ship an extra for, the URL to use instead)."""
+    module = (exc.name or "").split(".")[0]
+    extra = DRIVER_EXTRAS.get(module)
+    shown = url.render_as_string(hide_password=True)
+    if extra is not None:
+        advice = f"install it with: pip install '{DISTRIBUTION}[{extra}]'"
+    elif url.get_backend_name() == "postgresql":
+        advice = (
+            "use a postgresql+psycopg:// URL and install its driver with: "
+            f"pip install '{DISTRIBUTION}[postgresql]'"
+        )
+    else:
+        advice = "install that module"
+    return MissingDriverError(
+        f"the database driver is not installed for {shown} (no module {module or '?'!r}): {advice}"
+    )
+
+
 def make_engine(
     url: str | URL,
     *,
@@ -87,7 +115,10 @@ def make_engine(
     name = parsed.get_backend_name()
     require_schema_dialect(name)  # before a missing driver's ImportError
     parsed = backend_for(name).engine_url(parsed, read_only=read_only, kwargs=kwargs)
-    engine = create_engine(parsed, **kwargs)
+    try:
+        engine = create_engine(parsed, **kwargs)
+    except ImportError as exc:  # the URL's driver is not installed
+        raise missing_driver_error(parsed, exc) from exc
     configure(engine, busy_timeout_ms=busy_timeout_ms)
     return engine
 

@@ -16,6 +16,8 @@ A message quotes caller input through :func:`quoted` / :func:`shorten`, cut to
     ├── ImportFormatError       a file that is not an OpenClaw transcript
     ├── HostManagedSchemaError  a migration asked of a database the host's Alembic owns
     └── UnsupportedDatabaseError a dialect (or server) the plugin cannot run on
+        └── MissingDriverError  a URL whose driver is not installed (also an ImportError);
+                                its message names the extra to install
 
 Database errors (``sqlalchemy.exc.OperationalError`` such as *database is locked*, or an
 ``IntegrityError`` carrying ``index.sqlite.edit_triggers.EDIT_REFUSED``) pass through as
@@ -90,3 +92,9 @@ class HostManagedSchemaError(OpenClawFtsError):
 class UnsupportedDatabaseError(OpenClawFtsError):
     """A database the plugin cannot run on: a dialect it does not support, one whose index
     backend does not exist yet, or a server missing an extension the schema needs."""
+
+
+class MissingDriverError(UnsupportedDatabaseError, ImportError):
+    """A database URL whose driver is not installed (``postgresql+psycopg://`` without psycopg):
+    the message names the extra that installs it. Also an :class:`ImportError`, what SQLAlchemy
+    raises for it."""

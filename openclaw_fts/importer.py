@@ -50,6 +50,7 @@ from .errors import (
     quoted,
     shorten,
 )
+from .index import sessions_sql
 from .index.base import backend, reader
 from .jsonsafe import UTF8_BOM, JsonLineError, loads_strict
 from .validation import EVENT_TEXT_COLUMNS, serialise_event, validate_session_fields
@@ -214,8 +215,12 @@ def import_jsonl(
         return report
     header_id = first.get("id") if first.get("type") == transcript.HEADER_TYPE else None
     sid = session_id or (header_id if isinstance(header_id, str) and header_id else path.stem)
+    lone = meta is None  # a file on its own (not planned from a folder): report its key
     meta = meta or SessionMeta()
     key = session_key or meta.session_key or DEFAULT_SESSION_KEY
+    if lone:
+        key, outcome = _lone_file_key(engine, path, sid, session_key)
+        report.outcomes.append(outcome)
     fields = {
         "session_id": sid,
         "session_key": key,
@@ -258,6 +263,60 @@ def import_jsonl(
         if progress and batch:
             progress(len(batch))
     return report
+
+
+#: ``matchedBy`` of a lone file's outcome: the key was given (``session_key`` /
+#: ``--session-key``), is the session's stored key (a re-import), or was chosen here.
+BY_GIVEN_KEY = "sessionKey"
+BY_STORED_KEY = "storedSession"
+BY_DEFAULT_KEY = "default"
+
+
+def _lone_file_key(
+    engine: Engine, path: Path, sid: str, given: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The key a transcript imported on its own goes under, with its report outcome.
+
+    A session already stored keeps its key (a re-import; a given other key is noted, never
+    applied). Else a given key is used as it is (the transcript becomes that key's newest
+    incarnation, which is what asking for it means); without one :data:`DEFAULT_SESSION_KEY`
+    while no session holds it, else the orphan key of the session id -- never silently a new
+    incarnation of a key another session holds (``history`` of that key would then show this
+    transcript instead)."""
+    note = None
+    with engine.connect() as conn:
+        stored = sessions_sql.stored_key(conn, sid)
+        holder = None
+        if stored is None and given is None:
+            holder = sessions_sql.newest_session_of_key(conn, DEFAULT_SESSION_KEY)
+    if stored is not None:
+        # A re-import: the session keeps its key (an import never moves a stored session).
+        key, kind, matched = stored, folders.AS_CURRENT, BY_STORED_KEY
+        if given is not None and given != stored:
+            note = f"session {sid} is already stored under {stored}; its key is kept"
+    elif given is not None:
+        key, kind, matched = given, folders.AS_CURRENT, BY_GIVEN_KEY
+    elif holder is None:
+        key, kind, matched = DEFAULT_SESSION_KEY, folders.AS_CURRENT, BY_DEFAULT_KEY
+    else:
+        agent = agent_id_from_key(DEFAULT_SESSION_KEY) or "main"
+        key, kind, matched = folders.orphan_key(agent, sid), folders.AS_ORPHAN, BY_DEFAULT_KEY
+        note = (
+            f"{DEFAULT_SESSION_KEY} already holds session {holder}; give the session key "
+            f"(--session-key {DEFAULT_SESSION_KEY}) to make this transcript its newest "
+            "incarnation"
+        )
+    outcome: dict[str, Any] = {
+        "file": str(path),
+        "agentId": agent_id_from_key(key) or "main",
+        "sessionKey": key,
+        "sessionId": sid,
+        "as": kind,
+        "matchedBy": matched,
+    }
+    if note is not None:
+        outcome["note"] = note
+    return key, outcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -816,6 +816,13 @@ def _is_public_run(text: str, start: int, token: str) -> bool:
     return False
 
 
+# A run of token characters long enough for a nameless token (opaque, AWS secret, Discord bot
+# token, quoted literal, prose key): without one, those rules cannot match.
+_LONG_RUN_RE: Final = re.compile(
+    rf"[A-Za-z0-9+/_=.~\-]{{{min(MIN_RANDOM_LITERAL_CHARS, MIN_OPAQUE_TOKEN_CHARS)}}}"
+)
+
+
 def looks_random(value: str, hex_ok: bool = False) -> bool:
     """Whether ``value`` looks randomly generated, for a literal with no sensitive name.
 
@@ -1641,10 +1648,12 @@ class Redactor:
         scan.headers()
         scan.urls()
         scan.tokens()
-        scan.opaque()
-        if "'" in text or '"' in text or "`" in text:
-            scan.code_literals()
-        scan.prose_keys()
+        if _LONG_RUN_RE.search(text) is not None:
+            # the rules for tokens with no prefix need a run of 20+ token characters
+            scan.opaque()
+            if "'" in text or '"' in text or "`" in text:
+                scan.code_literals()
+            scan.prose_keys()
         scan.extra(self._extra)
         return scan
 

@@ -36,6 +36,7 @@ __all__ = [
     "SearchAnswer",
     "SearchHit",
     "SearchResult",
+    "SessionsListResult",
     "StatusResult",
 ]
 
@@ -127,6 +128,17 @@ class HistoryResult(TypedDict):
     nextOffset: NotRequired[int]
     hasMore: NotRequired[bool]
     totalMessages: NotRequired[int]
+
+
+@final
+class SessionsListResult(TypedDict):
+    """``list_sessions`` / ``sessions_list``: the listed sessions (OpenClaw's row fields:
+    ``key``, ``agentId``, ``kind``, ``channel``, ``sessionId``, ``updatedAt``, ``spawnedBy``,
+    ``parentSessionKey``, ``messages``; docs/tools.md) and ``truncated`` when more matched."""
+
+    count: int
+    sessions: list[dict[str, Any]]
+    truncated: NotRequired[Literal[True]]
 
 
 #: What ``search`` / ``sessions_search`` may answer.

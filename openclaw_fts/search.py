@@ -27,6 +27,7 @@ from .query import compile_query
 from .redact import Redactor, redact_text
 from .rows import SearchRequest
 from .snippet import make_snippet
+from .suggest import suggestion_text, suggestions
 from .tokens import is_valid_unicode, utf16_len
 from .visibility import Caller, Target, resolve_target
 
@@ -181,6 +182,11 @@ def _search_time_mask(redactor: Redactor | None) -> Callable[[str], str]:
     return lambda text: redact_text(text, redactor)
 
 
+def add_warning(result: dict[str, Any], text: str) -> None:
+    """Append ``text`` to the result's ``warning`` (after what is already there)."""
+    result["warning"] = f"{result['warning']} {text}" if result.get("warning") else text
+
+
 def run_search(
     conn: Connection,
     caller: Caller,
@@ -201,12 +207,19 @@ def run_searches(
     batch: bool,
     redactor: Redactor | None = None,
     on_pending: Callable[[], None] | None = None,
+    per_session: bool = False,
+    suggest: bool = True,
 ) -> dict[str, Any]:
     """Run validated searches (one, or a batch sharing ``sessionKey``, filters and limit) in one
     snapshot. A batch answers ``batch: true``, ``queries``, and each hit's ``queryIndex``; the
     queries whose hits were cut are listed in ``truncatedQueries``, and while sessions are
     pending ``indexingQueries`` lists every query (each may miss hits). ``results`` holds each
-    query's hits in turn, and the byte cap applies to all of them together."""
+    query's hits in turn, and the byte cap applies to all of them together. ``per_session``:
+    one hit per session key (its best), each with ``sessionHits``, the key's number of
+    matching messages the caller may see (the backend's :meth:`session_hits`); the limit then
+    counts sessions. ``suggest``: a query that found nothing gets near words and a prefix form
+    the caller may search (:mod:`openclaw_fts.suggest`) in ``warning``, the one free-text
+    field of OpenClaw's output schema."""
     backend = reader(conn)
     # First: it starts the snapshot every later read sees. A backend without a cheap
     # database-wide probe asks only about the caller's sessions (below).
@@ -242,7 +255,13 @@ def run_searches(
     for query_index, req in enumerate(reqs):
         if req.compiled is None:
             continue
-        hits = backend.ranked_hits(conn, caller, req, exact=exact)
+        counts: dict[int, int] = {}
+        if per_session:
+            grouped = backend.session_hits(conn, caller, req, exact=exact)
+            hits = [hit for hit, _ in grouped]
+            counts = {hit[0]: n for hit, n in grouped}
+        else:
+            hits = backend.ranked_hits(conn, caller, req, exact=exact)
         truncated = len(hits) > req.limit
         hits = hits[: req.limit]
         if full:
@@ -264,6 +283,8 @@ def run_searches(
             }
             if batch:
                 item["queryIndex"] = query_index
+            if per_session:
+                item["sessionHits"] = counts[row_id]
             # Counted as json.dumps(results, ensure_ascii=False) writes it: ", " between items.
             # While the items' upper bounds fit, every item fits; exact sizes only near the cap.
             if exact_used is None:
@@ -282,6 +303,15 @@ def run_searches(
         if truncated:
             truncated_queries.append(query_index)
     out["results"] = results
+    if suggest:
+        found = {r.get("queryIndex", 0) for r in results}
+        for query_index, req in enumerate(reqs):
+            if query_index in found or (full and query_index in truncated_queries):
+                continue
+            words = suggestions(conn, caller, req.compiled)
+            if words:
+                head = f"Query {query_index + 1}: " if batch else ""
+                add_warning(out, head + suggestion_text(words))
     if truncated_queries:
         out["truncated"] = True
         if batch:

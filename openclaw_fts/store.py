@@ -54,6 +54,7 @@ from .results import (
     ReconcileResult,
     SearchAnswer,
     SearchResult,
+    SessionsListResult,
     StatusResult,
 )
 from .search import batch_queries, build_request, run_searches
@@ -388,6 +389,51 @@ class TranscriptStore:
             )
         return cast(SearchAnswer, result)
 
+    def search_by_session(
+        self,
+        caller: Caller,
+        query: str,
+        *,
+        limit: int | None = None,
+        session_key: str | None = None,
+        role: str | None = None,
+        since: int | str | None = None,
+        until: int | str | None = None,
+        order: str | None = None,
+    ) -> dict[str, Any]:
+        """``search`` with one hit per session key: each key's best hit, with
+        ``sessionHits`` (the key's matching messages the caller may see); ``limit`` counts
+        sessions. The shape is the plugin's own (docs/tools.md, "One hit per session"); the
+        ``sessions_search`` tool's ``group: "session"`` returns it in OpenClaw's shape."""
+        req = build_request(
+            query,
+            limit=limit,
+            session_key=session_key,
+            role=role,
+            since=since,
+            until=until,
+            order=order,
+        )
+        with self._read() as conn:
+            return run_searches(
+                conn,
+                caller,
+                [req],
+                batch=False,
+                redactor=self.redactor,
+                on_pending=self._on_pending,
+                per_session=True,
+            )
+
+    def suggest(self, caller: Caller, query: str) -> list[str]:
+        """For a query that finds nothing: near words and a prefix form (``word*``) the
+        caller may search (what ``search`` puts in ``warning``; docs/cli.md, "No matches")."""
+        from .suggest import suggestions
+
+        req = build_request(query)
+        with self._read() as conn:
+            return suggestions(conn, caller, req.compiled)
+
     def history(self, caller: Caller, session_key: str, **kwargs: Any) -> HistoryAnswer:
         """``sessions_history`` (docs/tools.md)."""
         from .history import run_history
@@ -395,6 +441,18 @@ class TranscriptStore:
         with self._read() as conn:
             result = run_history(conn, caller, session_key, redactor=self.redactor, **kwargs)
         return cast(HistoryAnswer, result)
+
+    def list_sessions(self, caller: Caller, **kwargs: Any) -> SessionsListResult:
+        """``sessions_list`` (docs/tools.md): the session keys ``caller`` may see, newest
+        activity first. Keyword arguments: ``limit``, ``kinds``, ``agent_id``, ``search``,
+        ``label``, ``active_minutes``, ``message_limit``, and ``details=True`` for the
+        store's own columns (message count, indexing state) that ``openclaw-fts sessions``
+        shows."""
+        from .listing import run_list
+
+        with self._read() as conn:
+            result = run_list(conn, caller, redactor=self.redactor, **kwargs)
+        return cast(SessionsListResult, result)
 
     def branches(self, session_id: str) -> list[dict[str, Any]]:
         """The session's branch tips, the active one flagged."""

@@ -1,4 +1,5 @@
-"""Tool adapters for agent hosts: OpenClaw's ``sessions_search`` / ``sessions_history``.
+"""Tool adapters for agent hosts: OpenClaw's ``sessions_search``, ``sessions_history`` and
+``sessions_list``.
 
 Invariant: each adapter reads the tool's JSON arguments the way OpenClaw's argument readers do
 (docs/tools.md): the camelCase name, else its snake_case alias (``session_key``,
@@ -6,8 +7,9 @@ Invariant: each adapter reads the tool's JSON arguments the way OpenClaw's argum
 (``"5"``) where a number is expected; an optional string that is not a non-blank string is
 absent; ``includeTools`` by JavaScript truthiness; unknown arguments ignored. It always returns
 a result that is valid against the tool's output schema (:data:`SESSIONS_SEARCH_OUTPUT_SCHEMA`,
-:data:`SESSIONS_HISTORY_OUTPUT_SCHEMA`): invalid arguments become
-``{"status": "error", "error": message}`` with OpenClaw's messages, never an exception.
+:data:`SESSIONS_HISTORY_OUTPUT_SCHEMA`, :data:`SESSIONS_LIST_OUTPUT_SCHEMA`): invalid
+arguments become ``{"status": "error", "error": message}`` with OpenClaw's messages, never an
+exception (``sessions_list``, like OpenClaw's, ignores what it cannot read).
 """
 
 from __future__ import annotations
@@ -15,22 +17,33 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ToolInputError
 from .history import CHAT_HISTORY_MAX_ENTRIES, DEFAULT_HISTORY_LIMIT
-from .results import HistoryAnswer, SearchAnswer, StatusResult
+from .listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, MAX_LIST_MESSAGES, SESSION_KINDS
+from .results import HistoryAnswer, SearchAnswer, SessionsListResult, StatusResult
 from .search import (
     DEFAULT_LIMIT,
     EMPTY_QUERY_ERROR,
     MAX_BATCH_QUERIES,
     MAX_LIMIT,
     MAX_QUERY_CHARS,
+    add_warning,
 )
 
 if TYPE_CHECKING:
     from .caller import Caller
     from .store import TranscriptStore
+
+#: The ``group`` value of ``sessions_search`` that returns one hit per session.
+GROUP_BY_SESSION = "session"
+GROUP_ERROR = f'group must be "{GROUP_BY_SESSION}"'
+GROUP_BATCH_ERROR = f'group "{GROUP_BY_SESSION}" takes query, not queries'
+#: Opens the ``warning`` of a grouped result (then the counts, in result order).
+GROUPED_WARNING = (
+    "One result per session (its best hit); matching messages per session, in result order: "
+)
 
 #: The largest integer a JavaScript number holds exactly (``Number.MAX_SAFE_INTEGER``): OpenClaw
 #: refuses integer arguments above it.
@@ -104,6 +117,15 @@ SESSIONS_SEARCH_SCHEMA: dict[str, Any] = {
             "default": "relevance",
             "description": "relevance: best match first; recent: newest first.",
         },
+        "group": {
+            "type": "string",
+            "enum": [GROUP_BY_SESSION],
+            "description": (
+                "session: one result per session (its best hit), so one long session does not "
+                "fill the limit; limit then counts sessions and warning lists each session's "
+                "number of matching messages. Only with query (not queries)."
+            ),
+        },
     },
 }
 
@@ -152,6 +174,94 @@ SESSIONS_HISTORY_SCHEMA: dict[str, Any] = {
         },
     },
     "required": ["sessionKey"],
+}
+
+SESSIONS_LIST_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "sessions_list",
+    "description": (
+        "List the sessions you may see, most recently active first: each with its sessionKey "
+        "(key), agent, kind and sessionId. Pass a key to sessions_history or sessions_search."
+    ),
+    "type": "object",
+    "properties": {
+        "kinds": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": f"Only these kinds ({', '.join(SESSION_KINDS)}).",
+        },
+        "limit": {
+            "type": "number",
+            "minimum": 1,
+            "description": f"Most sessions to list (default {DEFAULT_LIST_LIMIT}, at most "
+            f"{MAX_LIST_LIMIT}).",
+        },
+        "activeMinutes": {
+            "type": "number",
+            "minimum": 1,
+            "description": "Only sessions active in the last N minutes.",
+        },
+        "messageLimit": {
+            "type": "number",
+            "minimum": 0,
+            "description": f"Attach the last N messages of each session (at most "
+            f"{MAX_LIST_MESSAGES}).",
+        },
+        "label": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Only sessions with this label.",
+        },
+        "agentId": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 64,
+            "description": "Only sessions of this agent.",
+        },
+        "search": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Only sessions whose key or session id contains this text.",
+        },
+        "includeDerivedTitles": {"type": "boolean"},
+        "includeLastMessage": {"type": "boolean"},
+    },
+}
+
+#: The result of ``sessions_list``: OpenClaw's ``{count, sessions}`` with the row fields the
+#: store can fill (OpenClaw declares no output schema for it; this one is the plugin's own).
+SESSIONS_LIST_OUTPUT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "sessions_list result",
+    "type": "object",
+    "properties": {
+        "count": {"type": "integer", "minimum": 0},
+        "sessions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string"},
+                    "agentId": {"type": "string"},
+                    "kind": {"enum": list(SESSION_KINDS)},
+                    "channel": {"type": "string"},
+                    "sessionId": {"type": "string"},
+                    "updatedAt": {"type": "number"},
+                    "spawnedBy": {"type": "string"},
+                    "parentSessionKey": {"type": "string"},
+                    "messages": {"type": "array"},
+                    "messageCount": {"type": "integer", "minimum": 0},
+                    "indexing": {"enum": ["indexed", "pending", "never"]},
+                    "createdAt": {"type": "number"},
+                },
+                "required": ["key", "agentId", "kind", "channel", "sessionId"],
+                "additionalProperties": False,
+            },
+        },
+        "truncated": {"const": True},
+    },
+    "required": ["count", "sessions"],
+    "additionalProperties": False,
 }
 
 #: ``status`` results: invalid arguments, or a session the caller may not name.
@@ -402,6 +512,17 @@ def _given(args: Mapping[str, Any], name: str) -> Any:
     return None if raw is _MISSING else raw
 
 
+def grouped_answer(result: dict[str, Any]) -> SearchAnswer:
+    """``search_by_session``'s result in OpenClaw's ``sessions_search`` shape: a hit carries
+    exactly OpenClaw's fields, so each session's count moves to ``warning``."""
+    if "status" in result:
+        return cast(SearchAnswer, result)
+    counts = [str(hit.pop("sessionHits")) for hit in result["results"]]
+    if counts:
+        add_warning(result, GROUPED_WARNING + ", ".join(counts) + ".")
+    return cast(SearchAnswer, result)
+
+
 def sessions_search(store: TranscriptStore, caller: Caller, args: Any) -> SearchAnswer:
     """Run ``sessions_search`` from the tool's JSON arguments."""
     params = _params(args)
@@ -417,6 +538,15 @@ def sessions_search(store: TranscriptStore, caller: Caller, args: Any) -> Search
             "until": _given(params, "until"),
             "order": _given(params, "order"),
         }
+        group = read_string(params, "group")
+        if group is not None:
+            if group != GROUP_BY_SESSION:
+                raise ToolInputError(GROUP_ERROR)
+            if queries is not None:
+                raise ToolInputError(GROUP_BATCH_ERROR)
+            if query is None:
+                raise ToolInputError(EMPTY_QUERY_ERROR)
+            return grouped_answer(store.search_by_session(caller, query, **options))
         if queries is None:
             if query is None:
                 raise ToolInputError(EMPTY_QUERY_ERROR)
@@ -450,3 +580,36 @@ def sessions_history(store: TranscriptStore, caller: Caller, args: Any) -> Histo
         )
     except ToolInputError as exc:
         return _error(str(exc))
+
+
+def _js_number_floor(raw: Any, minimum: int) -> int | None:
+    """OpenClaw's ``typeof v === "number" && Number.isFinite(v) ? Math.max(min, floor(v))``:
+    anything but a finite number (strings included) is absent."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        return None
+    if isinstance(raw, float) and not math.isfinite(raw):
+        return None
+    return max(minimum, math.floor(raw))
+
+
+def sessions_list(store: TranscriptStore, caller: Caller, args: Any) -> SessionsListResult:
+    """Run ``sessions_list`` from the tool's JSON arguments, read as OpenClaw reads them:
+    numbers floored (``limit`` and ``activeMinutes`` at least 1, ``messageLimit`` 0 to
+    :data:`~openclaw_fts.listing.MAX_LIST_MESSAGES`), a non-number ignored; ``kinds``
+    lower-cased with unknown kinds dropped (none left: no kind filter); ``label``, ``agentId``
+    and ``search`` as trimmed non-blank strings. It never fails on its arguments."""
+    params = _params(args)
+    kinds = [k.lower() for k in read_string_list(params, "kinds") or []]
+    wanted = [k for k in kinds if k in SESSION_KINDS]
+    limit = _js_number_floor(read_raw(params, "limit"), 1)
+    message_limit = _js_number_floor(read_raw(params, "messageLimit"), 0)
+    return store.list_sessions(
+        caller,
+        limit=None if limit is None else min(limit, MAX_LIST_LIMIT),
+        kinds=wanted or None,
+        agent_id=read_string(params, "agentId"),
+        search=read_string(params, "search"),
+        label=read_string(params, "label"),
+        active_minutes=_js_number_floor(read_raw(params, "activeMinutes"), 1),
+        message_limit=None if message_limit is None else min(message_limit, MAX_LIST_MESSAGES),
+    )

@@ -70,11 +70,29 @@ def is_session_id_input(raw: str) -> bool:
     return SESSION_ID_RE.match(raw.strip()) is not None or not looks_like_session_key(raw)
 
 
+# OpenClaw's advice in its refusals names its own configuration; the command line, whose fix is
+# a flag or a command, translates exactly these texts (cli.py).
+#: After ``Session not found: <raw>``.
+NOT_FOUND_ADVICE = "(use the full sessionKey from sessions_list)"
+#: Another agent's session, under a visibility other than ``all``.
+CROSS_AGENT_ADVICE = (
+    "Set tools.sessions.visibility=all to allow cross-agent access; use tools.agentToAgent to "
+    "restrict permitted agent pairs."
+)
+#: Another agent's session, agent-to-agent off.
+AGENT_TO_AGENT_ADVICE = "Set tools.agentToAgent.enabled=true to allow cross-agent access."
+#: Another agent's session, not matched by the allow list.
+ALLOW_LIST_ADVICE = "denied by tools.agentToAgent.allow."
+#: Under ``self`` / ``tree``.
+SELF_ADVICE = "(tools.sessions.visibility=self)."
+TREE_ADVICE = "(tools.sessions.visibility=tree)."
+
+
 def not_found_error(raw: str) -> dict[str, Any]:
     """OpenClaw's answer for a session id (or id-shaped key) that names no session."""
     return {
         "status": "error",
-        "error": f"Session not found: {shorten(raw)} (use the full sessionKey from sessions_list)",
+        "error": f"Session not found: {shorten(raw)} {NOT_FOUND_ADVICE}",
     }
 
 
@@ -98,26 +116,13 @@ def denial_text(caller: Caller, action: Action, *, target_agent: str) -> str:
     if target_agent != caller.effective_agent_id:
         policy = caller.agent_to_agent
         if visibility != "all":
-            return (
-                f"Session {action} visibility is restricted. Set tools.sessions.visibility=all "
-                "to allow cross-agent access; use tools.agentToAgent to restrict permitted "
-                "agent pairs."
-            )
+            return f"Session {action} visibility is restricted. {CROSS_AGENT_ADVICE}"
         if not policy.enabled:
-            return (
-                f"Agent-to-agent {action} is disabled. Set tools.agentToAgent.enabled=true to "
-                "allow cross-agent access."
-            )
-        return f"Agent-to-agent {action} denied by tools.agentToAgent.allow."
+            return f"Agent-to-agent {action} is disabled. {AGENT_TO_AGENT_ADVICE}"
+        return f"Agent-to-agent {action} {ALLOW_LIST_ADVICE}"
     if visibility == "self":
-        return (
-            f"Session {action} visibility is restricted to the current session "
-            "(tools.sessions.visibility=self)."
-        )
-    return (
-        f"Session {action} visibility is restricted to the current session tree "
-        "(tools.sessions.visibility=tree)."
-    )
+        return f"Session {action} visibility is restricted to the current session {SELF_ADVICE}"
+    return f"Session {action} visibility is restricted to the current session tree {TREE_ADVICE}"
 
 
 @dataclass(frozen=True)

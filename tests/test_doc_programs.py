@@ -45,8 +45,11 @@ WORK_LOG_RE = re.compile(
     re.IGNORECASE,
 )
 #: A bare commit hash: 7-40 hex digits with at least one digit and one letter (so neither a
-#: number nor a word such as "deadbeef" or "facade" is taken for one).
-COMMIT_HASH_RE = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+#: number nor a word such as "deadbeef" or "facade" is taken for one), not part of a UUID or
+#: another hyphenated name (a session id such as ``e8b05d3c-7a21-…`` is not a commit).
+COMMIT_HASH_RE = re.compile(
+    r"(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])"
+)
 #: Module paths as pages name them: ``store.py``, ``index/sqlite/read.py``, ``index/sqlite/``.
 MODULE_PATH_RE = re.compile(r"(?<![\w/.-])((?:index/)?[a-z_]+(?:/[a-z_]+)*(?:\.py|/))(?![\w/])")
 

@@ -39,6 +39,8 @@ from openclaw_fts.reconcile import RECONCILE_LEASE_SECONDS, LeaseWait, holder_is
 INTERRUPT_EXAMPLES = 60
 #: Entries written per import transaction in these tests (small: many interruption points).
 SMALL_BATCH = 5
+#: The key the tests import under (given: without one, a second session goes under an orphan key).
+MAIN_KEY = "agent:main:main"
 
 ALL_CALLER = Caller("agent:main:main", visibility="all")
 
@@ -145,7 +147,9 @@ def test_interrupted_imports_end_as_a_clean_import(
     n = next(_example)
     path = folder / f"t{n}.jsonl"
     path.write_bytes(b"\n".join(transcript_lines(random.Random(seed), size)) + b"\n")
-    clean = store.import_jsonl(path, session_id=f"clean{n}", batch_events=SMALL_BATCH)
+    clean = store.import_jsonl(
+        path, session_key=MAIN_KEY, session_id=f"clean{n}", batch_events=SMALL_BATCH
+    )
     for stop_after in stops:
         batches = 0
 
@@ -156,16 +160,20 @@ def test_interrupted_imports_end_as_a_clean_import(
                 raise Interrupted
 
         try:
-            store.import_jsonl(path, session_id=f"retry{n}", progress=stop, batch_events=3)
+            store.import_jsonl(
+                path, session_key=MAIN_KEY, session_id=f"retry{n}", progress=stop, batch_events=3
+            )
         except Interrupted:
             TALLY["stopped"] += 1
-    final = store.import_jsonl(path, session_id=f"retry{n}", batch_events=SMALL_BATCH)
+    final = store.import_jsonl(
+        path, session_key=MAIN_KEY, session_id=f"retry{n}", batch_events=SMALL_BATCH
+    )
     assert stored_events(store.engine, f"retry{n}") == stored_events(store.engine, f"clean{n}")
     assert session_row(store.engine, f"retry{n}") == session_row(store.engine, f"clean{n}")
     assert final["errorCount"] == clean["errorCount"]
     TALLY["transcripts"] += 1
     TALLY["entries"] += clean["imported"]
-    again = store.import_jsonl(path, session_id=f"retry{n}")
+    again = store.import_jsonl(path, session_key=MAIN_KEY, session_id=f"retry{n}")
     assert again["imported"] == 0
     assert stored_events(store.engine, f"retry{n}") == stored_events(store.engine, f"clean{n}")
 
@@ -221,17 +229,21 @@ def test_imports_aborted_inside_a_statement_end_as_a_clean_import(
     n = next(_example)
     path = folder / f"t{n}.jsonl"
     path.write_bytes(b"\n".join(transcript_lines(random.Random(seed), size)) + b"\n")
-    clean = store.import_jsonl(path, session_id=f"clean{n}", batch_events=SMALL_BATCH)
+    clean = store.import_jsonl(
+        path, session_key=MAIN_KEY, session_id=f"clean{n}", batch_events=SMALL_BATCH
+    )
     TALLY["transcripts"] += 1
     TALLY["entries"] += clean["imported"]
     for calls in stops:
         try:
             with sqlite_interrupt_after(store.engine, calls):
-                store.import_jsonl(path, session_id=f"retry{n}", batch_events=SMALL_BATCH)
+                store.import_jsonl(
+                    path, session_key=MAIN_KEY, session_id=f"retry{n}", batch_events=SMALL_BATCH
+                )
         except (sqlite3.OperationalError, sqlalchemy.exc.OperationalError) as exc:
             assert "interrupted" in str(exc)
             TALLY["aborted"] += 1
-    store.import_jsonl(path, session_id=f"retry{n}", batch_events=SMALL_BATCH)
+    store.import_jsonl(path, session_key=MAIN_KEY, session_id=f"retry{n}", batch_events=SMALL_BATCH)
     assert stored_events(store.engine, f"retry{n}") == stored_events(store.engine, f"clean{n}")
     assert session_row(store.engine, f"retry{n}") == session_row(store.engine, f"clean{n}")
 
@@ -247,16 +259,18 @@ def test_reimport_without_ids_after_a_stop_is_complete(
         for i in range(21)
     ]
     path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
-    clean = store.import_jsonl(path, session_id="clean", batch_events=5)
+    clean = store.import_jsonl(path, session_key=MAIN_KEY, session_id="clean", batch_events=5)
     assert clean["imported"] == 21
 
     def stop(count: int) -> None:
         raise Interrupted
 
     with pytest.raises(Interrupted):
-        store.import_jsonl(path, session_id="retry", progress=stop, batch_events=5)
+        store.import_jsonl(
+            path, session_key=MAIN_KEY, session_id="retry", progress=stop, batch_events=5
+        )
     assert len(stored_events(store.engine, "retry")) == 5
-    retry = store.import_jsonl(path, session_id="retry", batch_events=5)
+    retry = store.import_jsonl(path, session_key=MAIN_KEY, session_id="retry", batch_events=5)
     assert retry["imported"] == 16 and retry["skippedDuplicates"] == 5
     assert stored_events(store.engine, "retry") == stored_events(store.engine, "clean")
     store.reconcile()
@@ -270,11 +284,11 @@ def test_a_grown_file_adds_only_its_new_entries(store: TranscriptStore, tmp_path
     same = {"type": "custom", "customType": "tick"}
     first = [same, msg("a", "first"), same]
     path.write_text("".join(json.dumps(e) + "\n" for e in first), encoding="utf-8")
-    assert store.import_jsonl(path, session_id="g")["imported"] == 3
+    assert store.import_jsonl(path, session_key=MAIN_KEY, session_id="g")["imported"] == 3
     with path.open("a", encoding="utf-8") as handle:
         for event in (same, msg("b", "second", parent="a")):
             handle.write(json.dumps(event) + "\n")
-    again = store.import_jsonl(path, session_id="g")
+    again = store.import_jsonl(path, session_key=MAIN_KEY, session_id="g")
     assert (again["imported"], again["skippedDuplicates"]) == (2, 3)
     assert [r[3] for r in stored_events(store.engine, "g")] == [
         "custom",
@@ -317,7 +331,7 @@ def test_imports_killed_with_sigkill_end_as_a_clean_import(tmp_path: Path) -> No
     try:
         clean: dict[str, list[tuple[Any, ...]]] = {}
         for path in files:
-            store.import_jsonl(path, session_id=f"clean-{path.stem}")
+            store.import_jsonl(path, session_key=MAIN_KEY, session_id=f"clean-{path.stem}")
             clean[path.stem] = stored_events(store.engine, f"clean-{path.stem}")
         # How long the worker's whole import takes on this machine, so the kills below land
         # inside it on a fast CI box as on a slow laptop (a fixed window once missed it).
@@ -336,7 +350,7 @@ def test_imports_killed_with_sigkill_end_as_a_clean_import(tmp_path: Path) -> No
             finished = any("done" in line for line in lines)
             mid_import += alive and not finished and any("batch" in line for line in lines)
             for path in files:  # the retry
-                store.import_jsonl(path, session_id=prefix + path.stem)
+                store.import_jsonl(path, session_key=MAIN_KEY, session_id=prefix + path.stem)
                 got = stored_events(store.engine, prefix + path.stem)
                 lost += len(clean[path.stem]) - len(got)
                 total += len(got)

@@ -33,6 +33,7 @@ SCHEMA_OBJECTS: list[tuple[type[Any], dict[str, Any]]] = [
     (results.StatusResult, _SEARCH[2]),
     (results.HistoryResult, _HISTORY[0]),
     (results.StatusResult, _HISTORY[1]),
+    (results.SessionsListResult, tools.SESSIONS_LIST_OUTPUT_SCHEMA),
 ]
 
 

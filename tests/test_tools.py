@@ -402,6 +402,7 @@ def test_search_schema_matches_openclaws_bounds() -> None:
         "since",
         "until",
         "order",
+        "group",  # the plugin's one-hit-per-session extension (docs/tools.md)
     }
     check = jsonschema.Draft202012Validator(tools.SESSIONS_SEARCH_SCHEMA)
     assert not check.is_valid({"query": ""})

@@ -75,8 +75,43 @@ class Reader(Protocol):
         skip the per-row pending filter."""
         ...
 
+    def session_hits(
+        self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
+    ) -> list[tuple[Hit, int]]:
+        """One hit per session key: each key's best hit (in the request's order) with the
+        number of its matching messages the caller may see, up to ``req.limit + 1`` keys in
+        result order; visibility and every filter applied before grouping, so the limit counts
+        visible sessions."""
+        ...
+
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
         """Each hit's searchable text (masked, clean), by index row id."""
+        ...
+
+    def near_words(
+        self, conn: Connection, caller: Caller, token: str, *, max_distance: int, want: int
+    ) -> list[tuple[str, int]]:
+        """Up to ``want`` indexed words within ``max_distance`` edits of ``token`` (a folded
+        index token) that occur in a message the caller may see, nearest and most frequent
+        first, each with how many indexed messages hold it (of any session: it only orders
+        suggestions and is never shown). Visibility is in the statement that proves each
+        word: a word only in sessions the caller cannot see is never returned."""
+        ...
+
+    def visible_words(
+        self,
+        conn: Connection,
+        caller: Caller,
+        words: Sequence[str],
+        *,
+        prefix: bool = False,
+        want: int = 1,
+    ) -> list[tuple[str, int]]:
+        """Up to ``want`` of ``words`` (folded index tokens) that occur as a word (``prefix``:
+        as the start of a word) in an indexed message the caller may see, with how many
+        indexed messages hold each (of any session: it only orders suggestions and is never
+        shown), most frequent first. Visibility is in the statement that proves each word: a
+        word only in sessions the caller cannot see is never returned."""
         ...
 
     # sessions and their events
@@ -267,6 +302,12 @@ class Backend(Reader, Writer, Protocol):
         """The reconcile lease of this engine, held as ``holder``."""
         ...
 
+    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
+        """Whether an object Alembic reflects (``type_``: ``table``, ``column``, ``index``…;
+        ``table``: a column's or an index's table) is this engine's own, which the ORM
+        metadata does not model, so autogenerate must not propose dropping it."""
+        ...
+
     def tables_at_head(self, conn: Connection) -> bool:
         """On a database holding every plugin table: whether it also has what the revisions
         after the last table change add (what a host's version table may not say)."""
@@ -297,6 +338,11 @@ def backend_for(dialect: str) -> Backend:
             f"openclaw-fts has no index backend for {dialect!r} databases"
         )
     return found
+
+
+def backends() -> tuple[Backend, ...]:
+    """Every registered backend."""
+    return tuple(_BACKENDS.values())
 
 
 def backend(conn: Connection) -> Backend:

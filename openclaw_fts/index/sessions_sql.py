@@ -134,3 +134,166 @@ def events(conn: Connection, session_id: str) -> list[tuple[int, dict[str, Any]]
         {"sid": session_id},
     )
     return [(int(seq), stored_event(raw)) for seq, raw in rows]
+
+
+def stored_key(conn: Connection, session_id: str) -> str | None:
+    """The key session ``session_id`` is stored under (None: no such session)."""
+    if _unstorable(conn, session_id):
+        return None
+    row = conn.execute(
+        text("SELECT session_key FROM openclaw_sessions WHERE session_id = :sid"),
+        {"sid": session_id},
+    ).first()
+    return None if row is None else str(row[0])
+
+
+def newest_session_of_key(conn: Connection, session_key: str) -> str | None:
+    """The current (newest) session id stored under ``session_key`` (None: the key is free)."""
+    if _unstorable(conn, session_key):
+        return None
+    row = conn.execute(
+        text(
+            "SELECT session_id FROM openclaw_sessions WHERE session_key = :k "
+            "ORDER BY created_at DESC, session_id DESC LIMIT 1"
+        ),
+        {"k": session_key},
+    ).first()
+    return None if row is None else str(row[0])
+
+
+#: ``sessions_list`` kinds (OpenClaw's ``classifySessionKind``) as SQL over ``s.session_key``,
+#: most specific first; each pattern is a bound parameter (a ``:`` in the statement text would
+#: read as one). ``main``: an agent's main key (``agent:<id>:main``); ``group``: a group or
+#: channel conversation.
+_KIND_PREFIXES = (("cron", "cron:"), ("hook", "hook:"), ("node", "node:"), ("node", "node-"))
+_KIND_INFIXES = (
+    ("cron", ":cron:"),
+    ("hook", ":hook:"),
+    ("group", ":group:"),
+    ("group", ":channel:"),
+)
+SESSION_KINDS = ("main", "group", "cron", "hook", "node", "other")
+
+
+def _contains(conn: Connection, haystack: str, needle: str) -> str:
+    """``needle`` occurs in ``haystack``, case-sensitively, on both dialects."""
+    if conn.dialect.name == "postgresql":
+        return f"strpos({haystack}, {needle}) > 0"
+    return f"instr({haystack}, {needle}) > 0"
+
+
+def _kind_sql(conn: Connection, params: dict[str, Any]) -> str:
+    # An agent's main key: agent:<id>:main (two colons), or the bare main / global keys.
+    params.update(kind_agent="agent:", kind_main_end=":main", kind_colon=":")
+    main = (
+        "substr(s.session_key, 1, 6) = :kind_agent AND length(s.session_key) > 11 "
+        "AND substr(s.session_key, length(s.session_key) - 4) = :kind_main_end "
+        "AND length(s.session_key) - length(replace(s.session_key, :kind_colon, '')) = 2"
+    )
+    whens = [f"WHEN s.session_key IN ('main', 'global') OR ({main}) THEN 'main'"]
+    for n, (kind, prefix) in enumerate(_KIND_PREFIXES):
+        params[f"kind_p{n}"] = prefix
+        whens.append(f"WHEN substr(s.session_key, 1, {len(prefix)}) = :kind_p{n} THEN '{kind}'")
+    for n, (kind, infix) in enumerate(_KIND_INFIXES):
+        params[f"kind_i{n}"] = infix
+        whens.append(f"WHEN {_contains(conn, 's.session_key', f':kind_i{n}')} THEN '{kind}'")
+    return "CASE " + " ".join(whens) + " ELSE 'other' END"
+
+
+def list_sessions(
+    conn: Connection,
+    caller: Caller,
+    *,
+    limit: int,
+    kinds: tuple[str, ...] | None = None,
+    agent_id: str | None = None,
+    search: str | None = None,
+    active_since_ms: int | None = None,
+    count_messages: bool = False,
+) -> list[dict[str, Any]]:
+    """The session keys the caller may see, newest activity first, each with its current
+    incarnation (the newest the caller may read): ``key``, ``sessionId``, ``agentId``,
+    ``kind``, ``spawnedBy``, ``parentSessionKey``, ``lastActivityMs`` (the last event's time),
+    ``createdAt``, ``pending`` (not yet exactly indexed), ``incognito`` and, with
+    ``count_messages``, ``messages`` (its message events, every branch).
+
+    Visibility, every filter, the order and the limit are in the one statement, so hidden
+    sessions never count against the limit. ``search``: a case-insensitive (ASCII) substring of
+    the key or the session id."""
+    from .pending import PENDING_CONDITION
+
+    values = [agent_id, search]
+    if any(v is not None and _unstorable(conn, v) for v in values):
+        return []
+    pred = visible(caller, "s", for_search=False, dialect=conn.dialect.name)
+    newer = visible(caller, "n", for_search=False, dialect=conn.dialect.name)
+    params: dict[str, Any] = {**pred.params, **newer.params, "lim": limit}
+    kind = _kind_sql(conn, params)
+    last = (
+        "coalesce((SELECT e.timestamp_ms FROM transcript_events AS e "
+        "WHERE e.session_id = s.session_id AND e.seq = s.last_seq), "
+        "(SELECT max(e.timestamp_ms) FROM transcript_events AS e "
+        "WHERE e.session_id = s.session_id))"
+    )
+    messages = (
+        "(SELECT count(*) FROM transcript_events AS e WHERE e.session_id = s.session_id "
+        "AND e.type = 'message')"
+        if count_messages
+        else "NULL"
+    )
+    where = [
+        pred.sql,
+        # The current incarnation: no newer one of the key that the caller may read.
+        "NOT EXISTS (SELECT 1 FROM openclaw_sessions AS n WHERE n.session_key = s.session_key "
+        "AND (n.created_at > s.created_at OR (n.created_at = s.created_at "
+        f"AND n.session_id > s.session_id)) AND {newer.sql})",
+    ]
+    if agent_id is not None:
+        where.append("s.agent_id = :agent")
+        params["agent"] = agent_id
+    if search is not None:
+        params["needle"] = search.lower()
+        where.append(
+            f"({_contains(conn, 'lower(s.session_key)', ':needle')} "
+            f"OR {_contains(conn, 'lower(s.session_id)', ':needle')})"
+        )
+    if kinds is not None:
+        marks = []
+        for n, wanted in enumerate(kinds):
+            params[f"want{n}"] = wanted
+            marks.append(f":want{n}")
+        where.append(f"({kind}) IN ({', '.join(marks)})")
+    if active_since_ms is not None:
+        params["since"] = active_since_ms
+        where.append(f"{last} >= :since")
+    sql = (
+        "SELECT * FROM ("
+        f"SELECT s.session_key, s.session_id, s.agent_id, {kind} AS kind, s.spawned_by, "
+        f"s.parent_session_key, {last} AS last_ms, s.created_at, "
+        f"CASE WHEN {PENDING_CONDITION} THEN 1 ELSE 0 END AS pending, "
+        "CASE WHEN s.incognito THEN 1 ELSE 0 END AS incognito, "
+        f"{messages} AS messages "
+        "FROM openclaw_sessions AS s "
+        "LEFT JOIN openclaw_index_state AS st ON st.session_id = s.session_id "
+        f"WHERE {' AND '.join(where)}) AS q "
+        # Newest activity first; sessions without a timed event last.
+        "ORDER BY CASE WHEN q.last_ms IS NULL THEN 1 ELSE 0 END, q.last_ms DESC, "
+        "q.created_at DESC, q.session_key LIMIT :lim"
+    )
+    rows = conn.execute(text(sql), params).all()
+    return [
+        {
+            "key": str(r[0]),
+            "sessionId": str(r[1]),
+            "agentId": str(r[2]),
+            "kind": str(r[3]),
+            "spawnedBy": r[4],
+            "parentSessionKey": r[5],
+            "lastActivityMs": None if r[6] is None else int(r[6]),
+            "createdAt": r[7],
+            "pending": bool(r[8]),
+            "incognito": bool(r[9]),
+            "messages": None if r[10] is None else int(r[10]),
+        }
+        for r in rows
+    ]

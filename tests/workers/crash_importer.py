@@ -25,6 +25,7 @@ def main() -> None:
         path = Path(name)
         store.import_jsonl(
             path,
+            session_key="agent:main:main",  # every file one key, as before lone files
             session_id=prefix + path.stem,
             batch_events=batch,
             progress=lambda n: emit(batch=n),

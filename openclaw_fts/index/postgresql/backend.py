@@ -31,6 +31,7 @@ from ..sql import CONTENT_TABLE, SqlBackend
 from . import partition
 from .compose import match_parts
 from .lease import AdvisoryLease
+from .names import is_search_object
 from .read import PostgresSearch, has_tsvector_statistics
 from .replica import in_recovery
 
@@ -229,6 +230,10 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     def attach_ddl(self) -> None:
         """None: the text-search objects are the migrations' (``metadata.create_all()`` makes
         the tables only)."""
+
+    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
+        """The generated ``tsvector`` column and its GIN index."""
+        return is_search_object(type_, name, table)
 
     def tables_at_head(self, conn: Connection) -> bool:
         """Revision 0006 set the ``tsvector`` statistics target (0005 and 0006 have the same

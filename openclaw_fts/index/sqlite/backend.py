@@ -40,6 +40,7 @@ from .fts import (
     delete_rows,
     in_lists,
     insert_rows,
+    is_fts_table,
     read_row_sizes,
 )
 from .read import SqliteSearch
@@ -90,6 +91,10 @@ class SqliteBackend(SqliteSearch, SqlBackend):
             for statement in statements:
                 ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
                 event.listen(table, when, ddl)
+
+    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
+        """The FTS5 virtual table and its shadow tables."""
+        return type_ == "table" and is_fts_table(name)
 
     def tables_at_head(self, conn: Connection) -> bool:
         """Revision 0006 does nothing on SQLite: every table present is head."""

@@ -12,12 +12,14 @@ one snapshot. Nothing here writes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection
 
 from ...caller import Caller
 from ...rows import INDEX_VERSION, SESSION_TOKEN_PREFIX, Hit, SearchRequest, session_token
+from ...spelling import edit_distance
 from ..hits import hit_texts, user_filters
 from ..pending import EXACT_JOIN, pending_probe_sql
 from ..visibility_sql import Predicate, visible
@@ -25,6 +27,15 @@ from .fts import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
 _PENDING_MEMO = "openclaw_fts_any_pending"
+
+#: The index's vocabulary: an ``fts5vocab`` table over ``message_fts`` (``col``: one row per
+#: term and column, with its document count). TEMP: created per connection on first use, never
+#: written to the database file (a read-only database can have it).
+VOCAB_TABLE = "temp.openclaw_fts_vocab"
+
+#: Near words share this many first letters with the misspelt word: the vocabulary is read
+#: over that range of terms only (a slip in the first two letters is not corrected).
+NEAR_PREFIX_CHARS = 2
 
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
 #: at the limit are all in hand (equal scores are common: short messages of equal length); a
@@ -81,6 +92,24 @@ def narrow_score(marked: str) -> float:
 
 def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
     return (hit[7] if hit[7] is not None else 0.0, -hit[5], hit[6], hit[3], hit[0])
+
+
+def _recent_key(hit: Hit) -> tuple[int, str, str, int]:
+    return (-hit[5], hit[6], hit[3], hit[0])
+
+
+def group_by_session(hits: list[Hit], req: SearchRequest) -> list[tuple[Hit, int]]:
+    """Every visible match grouped by session key: each key's first hit in the request's
+    order, with the key's count, keys in that order, ``req.limit + 1`` at most."""
+    key = _recent_key if req.order == "recent" else _order_key
+    best: dict[str, Hit] = {}
+    counts: dict[str, int] = {}
+    for hit in hits:
+        counts[hit[6]] = counts.get(hit[6], 0) + 1
+        if hit[6] not in best or key(hit) < key(best[hit[6]]):
+            best[hit[6]] = hit
+    ordered = sorted(best.values(), key=key)[: req.limit + 1]
+    return [(hit, counts[hit[6]]) for hit in ordered]
 
 
 class SqliteSearch:
@@ -171,10 +200,16 @@ class SqliteSearch:
 
     @staticmethod
     def _hits_sql(
-        caller: Caller, req: SearchRequest, *, exact: bool, pred: Predicate | None = None
+        caller: Caller,
+        req: SearchRequest,
+        *,
+        exact: bool,
+        pred: Predicate | None = None,
+        unordered: bool = False,
     ) -> tuple[str, dict[str, Any]]:
         """The ranked statement; ``exact`` (no session is pending in this snapshot) drops the
-        per-row pending filter, which then holds for every row."""
+        per-row pending filter, which then holds for every row. ``unordered``: every visible
+        match, without ORDER BY or LIMIT (what :meth:`session_hits` groups)."""
         where, params = _visible_sql(caller, req.session_key, pred)
         assert req.compiled is not None
         params.update(q=req.compiled.match, v=INDEX_VERSION, lim=req.limit + 1)
@@ -202,6 +237,8 @@ class SqliteSearch:
                 order = limit = ""
         elif req.order == "relevance":
             order = f"rank, {order}"
+        if unordered:
+            order = limit = ""
         pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
         sql = (
             f"SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
@@ -213,6 +250,105 @@ class SqliteSearch:
             f"{filters} {'ORDER BY ' + order if order else ''} {limit}"
         )
         return sql, params
+
+    def session_hits(
+        self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
+    ) -> list[tuple[Hit, int]]:
+        """One hit per session key with the key's visible match count (see the Reader
+        protocol). Wide callers: grouped, counted, ordered and limited in SQL over the ranked
+        matches (a MATERIALIZED CTE: FTS5's bm25() cannot run inside a window function).
+        Narrow callers: their matches are every visible match, ranked per message here
+        (:func:`narrow_score`), so they are grouped here from the same rows."""
+        sql, params = self._hits_sql(caller, req, exact=exact, unordered=True)
+        if caller.is_narrow:
+            rows = cursor(conn).execute(sql, params).fetchall()
+            hits: list[Hit] = [(*row[:7], -narrow_score(row[7])) for row in rows]
+            return group_by_session(hits, req)
+        tail = "timestamp_ms DESC, session_key, event_id, id"
+        order = tail if req.order == "recent" else f"rank, {tail}"
+        params["glim"] = req.limit + 1
+        grouped = (
+            f"WITH m AS MATERIALIZED ({sql}), g AS (SELECT m.*, row_number() OVER "
+            f"(PARTITION BY session_key ORDER BY {order}) AS rn, count(*) OVER "
+            "(PARTITION BY session_key) AS n FROM m) "
+            "SELECT id, session_id, seq, event_id, role, timestamp_ms, session_key, rank, n "
+            f"FROM g WHERE rn = 1 ORDER BY {order} LIMIT :glim"
+        )
+        return [(tuple(r[:8]), int(r[8])) for r in cursor(conn).execute(grouped, params)]
+
+    def near_words(
+        self, conn: Connection, caller: Caller, token: str, *, max_distance: int, want: int
+    ) -> list[tuple[str, int]]:
+        """See the Reader protocol. Candidates come from the index's vocabulary
+        (:data:`VOCAB_TABLE`, FTS5's ``fts5vocab`` over the body column): only the terms that
+        share the token's first :data:`NEAR_PREFIX_CHARS` letters (a range of the term
+        B-tree, not the whole vocabulary), of a length within ``max_distance``; the edit
+        distance is computed here, and the nearest, most frequent candidates are proved
+        visible one statement each until ``want`` are."""
+        if len(token) <= NEAR_PREFIX_CHARS:
+            return []
+        low = token[:NEAR_PREFIX_CHARS]
+        high = low[:-1] + chr(ord(low[-1]) + 1)
+        cur = cursor(conn)
+        cur.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_TABLE} "
+            f"USING fts5vocab(main, '{FTS_TABLE}', 'col')"
+        )
+        rows = cur.execute(
+            f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term >= ? AND term < ? "
+            "AND col = 'body' AND length(term) BETWEEN ? AND ?",
+            (low, high, len(token) - max_distance, len(token) + max_distance),
+        ).fetchall()
+        ranked = sorted(
+            (distance, -int(doc), str(term))
+            for term, doc in rows
+            if term != token
+            and (distance := edit_distance(token, str(term), max_distance)) <= max_distance
+        )
+        words = [(term, -doc) for _, doc, term in ranked]
+        return self._prove_visible(conn, caller, words, prefix=False, want=want)
+
+    def visible_words(
+        self,
+        conn: Connection,
+        caller: Caller,
+        words: Sequence[str],
+        *,
+        prefix: bool = False,
+        want: int = 1,
+    ) -> list[tuple[str, int]]:
+        """See the Reader protocol: each word proved by one statement, in the order given."""
+        return self._prove_visible(conn, caller, [(w, 0) for w in words], prefix=prefix, want=want)
+
+    @staticmethod
+    def _prove_visible(
+        conn: Connection,
+        caller: Caller,
+        words: Sequence[tuple[str, int]],
+        *,
+        prefix: bool,
+        want: int,
+    ) -> list[tuple[str, int]]:
+        """The first ``want`` of ``words`` that match a message the caller may search: one
+        statement each, the MATCH joined to the visibility predicate, stopping at the first
+        visible row."""
+        where, params = _visible_sql(caller, None)
+        cur = cursor(conn)
+        proved: list[tuple[str, int]] = []
+        for word, count in words:
+            if len(proved) >= want:
+                break
+            phrase = '"' + word.replace('"', '""') + '"' + (" *" if prefix else "")
+            params["m"] = f"body : {phrase}"
+            seen = cur.execute(
+                f"SELECT EXISTS (SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
+                f"ON mi.id = {FTS_TABLE}.rowid CROSS JOIN openclaw_sessions AS s "
+                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where})",
+                params,
+            ).fetchone()[0]
+            if seen:
+                proved.append((word, count))
+        return proved
 
     @staticmethod
     def _rank_all_bound(conn: Connection) -> int:

@@ -1,0 +1,76 @@
+"""Suggestions for a search that found nothing: near words from the index's own vocabulary,
+and the prefix form of a word.
+
+Invariant: every suggested word is proved, by the index backend's
+:meth:`~openclaw_fts.index.base.Reader.visible_words`, to occur in a message of a session the
+caller may search (the visibility predicate is in the statement that proves it), so a
+suggestion never reveals a word found only in sessions the caller cannot see. The work is
+bounded by named constants (:data:`MAX_CORRECTED_TOKENS` tokens, one edit each) and runs only
+when a query found nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Connection
+
+from .caller import Caller
+from .index.base import reader
+from .query import CompiledQuery
+
+#: Most suggestions for one query (near words and prefix forms together).
+MAX_SUGGESTIONS = 3
+#: Tokens shorter than this are not corrected (one edit of a 2-letter word is any word).
+MIN_CORRECTED_CHARS = 3
+#: Tokens longer than this are not corrected (no word is that long; it bounds the candidates).
+MAX_CORRECTED_CHARS = 32
+#: Tokens of one query looked at (the first ones not found), bounding the statements run.
+MAX_CORRECTED_TOKENS = 3
+#: Tokens up to this long are corrected by one edit; longer ones by up to
+#: :data:`MAX_EDIT_DISTANCE` (SQLite; PostgreSQL corrects one edit: docs/cli.md).
+SHORT_TOKEN_CHARS = 5
+MAX_EDIT_DISTANCE = 2
+
+
+def _tokens(compiled: CompiledQuery) -> list[str]:
+    """The whole-word tokens of the query worth correcting, in query order."""
+    out = []
+    for term in compiled.terms:
+        for n, token in enumerate(term.tokens):
+            if term.prefix and n == len(term.tokens) - 1:
+                continue  # already a prefix
+            if MIN_CORRECTED_CHARS <= len(token) <= MAX_CORRECTED_CHARS and token.isalnum():
+                out.append(token)
+    return list(dict.fromkeys(out))
+
+
+def suggestions(conn: Connection, caller: Caller, compiled: CompiledQuery | None) -> list[str]:
+    """For a query that found nothing: up to :data:`MAX_SUGGESTIONS` words one edit away
+    from a query word that no visible message holds (most frequent first), and that word's
+    prefix form (``word*``) when visible words start with it."""
+    if compiled is None:
+        return []
+    backend = reader(conn)
+    near: list[str] = []
+    prefixes: list[str] = []
+    looked = 0
+    for token in _tokens(compiled):
+        if looked >= MAX_CORRECTED_TOKENS or len(near) >= MAX_SUGGESTIONS:
+            break
+        if backend.visible_words(conn, caller, [token]):
+            continue  # this word is found: another one (or the combination) is not
+        looked += 1
+        distance = 1 if len(token) <= SHORT_TOKEN_CHARS else MAX_EDIT_DISTANCE
+        found = backend.near_words(conn, caller, token, max_distance=distance, want=MAX_SUGGESTIONS)
+        near.extend(word for word, _ in found)
+        if backend.visible_words(conn, caller, [token], prefix=True):
+            prefixes.append(f"{token}*")
+    near = list(dict.fromkeys(near))
+    kept = prefixes[:1]  # room for one prefix form among the suggestions
+    return near[: MAX_SUGGESTIONS - len(kept)] + kept
+
+
+def suggestion_text(words: Sequence[str]) -> str:
+    """The sentence a result's ``warning`` and the command line carry."""
+    return f"No matches. Did you mean: {', '.join(words)}?"

@@ -1,0 +1,90 @@
+"""Suggestions when nothing matches, on both engines: near words from the index's own
+vocabulary and a prefix form, in ``warning`` (the one free-text field of OpenClaw's output
+schema) and on the command line, never a word found only in sessions the caller cannot
+search; ``--fail-if-empty`` for scripts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import check_search_output
+from factories import msg
+from test_cli import loads, ok, run
+
+from openclaw_fts import AgentToAgent, Caller, TranscriptStore, tools
+from openclaw_fts.cli import EXIT_NO_MATCH
+
+pytestmark = pytest.mark.both_engines
+
+MAIN = Caller("agent:main:main", visibility="agent")
+EVERYONE = Caller("agent:main:main", visibility="all", agent_to_agent=AgentToAgent(enabled=True))
+SELF = Caller("agent:main:main", visibility="self")
+
+
+@pytest.fixture
+def populated(store: TranscriptStore) -> TranscriptStore:
+    texts = {
+        ("s-main", "agent:main:main", False): "please borrow the deployment notes",
+        ("s-side", "agent:main:side", False): "the walrus sleeps",
+        ("s-ops", "agent:ops:main", False): "the quokka eats the marmalade",
+        ("s-dark", "agent:main:private", True): "secret zeppelin plans",
+    }
+    for (sid, key, incognito), text in texts.items():
+        store.create_session(sid, key, incognito=incognito)
+        store.append(sid, msg(f"{sid}-1", text, parent=None))
+    return store
+
+
+def warning(store: TranscriptStore, caller: Caller, query: str) -> str:
+    out = check_search_output(tools.sessions_search(store, caller, {"query": query}))
+    assert out["results"] == []
+    return str(out.get("warning", ""))
+
+
+def test_near_words_and_the_prefix_form(populated: TranscriptStore) -> None:
+    assert warning(populated, MAIN, "borow") == "No matches. Did you mean: borrow?"
+    assert "deployment" in warning(populated, MAIN, "deploymnt")
+    assert "deploy*" in warning(populated, MAIN, "deploy")
+    assert populated.suggest(MAIN, "deploymnt") == ["deployment"]
+    # A word that is found, in a query that finds nothing: nothing to correct.
+    assert warning(populated, MAIN, "borrow walrus") == ""
+    assert warning(populated, MAIN, "xqzvvy") == ""
+    hits = populated.search(MAIN, "borrow")
+    assert hits["results"] and "warning" not in hits
+
+
+def test_never_a_word_the_caller_cannot_search(populated: TranscriptStore) -> None:
+    # quokka / marmalade are only in agent ops's session; zeppelin only in an incognito one.
+    for query in ("quoka", "marmelade", "quokka*x"):
+        assert "quokka" not in warning(populated, MAIN, query)
+        assert "marmalade" not in warning(populated, MAIN, query)
+    assert "quokka" in warning(populated, EVERYONE, "quoka")
+    assert "marmalade" in warning(populated, EVERYONE, "marmelade")
+    assert "zeppelin" not in warning(populated, EVERYONE, "zepelin")
+    assert "walrus" not in warning(populated, SELF, "walrsu")  # another key of main's agent
+    assert "walrus" in warning(populated, MAIN, "walrsu")
+    assert populated.suggest(SELF, "walrsu") == []
+
+
+def test_a_batch_names_the_query(populated: TranscriptStore) -> None:
+    out = check_search_output(
+        tools.sessions_search(populated, MAIN, {"queries": ["borrow", "borow"]})
+    )
+    assert out["warning"] == "Query 2: No matches. Did you mean: borrow?"
+
+
+def test_the_command_line(populated: TranscriptStore, db_url: str, tmp_path: Path) -> None:
+    populated.close()
+    db = ("--db", db_url)
+    agent = ("--visibility", "agent")
+    text = ok(run(tmp_path, *db, "search", "borow", *agent))
+    assert text.stdout.splitlines() == ["No matches.", "Did you mean: borrow?"]
+    as_json = loads(run(tmp_path, *db, "search", "borow", *agent, "--json"))
+    assert as_json["warning"] == "No matches. Did you mean: borrow?"
+    hidden = ok(run(tmp_path, *db, "search", "quoka", *agent))
+    assert hidden.stdout.splitlines() == ["No matches."]
+    empty = run(tmp_path, *db, "search", "borow", "--fail-if-empty")
+    assert empty.returncode == EXIT_NO_MATCH and empty.stderr == ""
+    found = ok(run(tmp_path, *db, "search", "borrow", "--fail-if-empty"))
+    assert "borrow" in found.stdout
