@@ -307,3 +307,35 @@ def test_the_readme_points_to_every_page() -> None:
         if f"* [docs/{page.name}](docs/{page.name})" not in text
     )
     assert not missing, f"README.md's documentation list does not point to {missing}"
+
+
+#: A file path a page cites: ``tests/test_crash.py``, ``openclaw_fts/folders.py``, ``env.py`` (a
+#: bare name other than a module, such as an example's ``hits.json``, is not taken for one).
+FILE_PATH_RE = re.compile(
+    r"(?<![\w/.<>*-])((?:[\w.-]+/)+[\w-]+\.(?:py|sh|md|toml|ini|json)|[\w-]+\.py)\b"
+)
+
+
+def _repository_files() -> list[str]:
+    skip = {".venv", ".git", "__pycache__", "node_modules", ".mypy_cache", ".ruff_cache"}
+    return [
+        str(p.relative_to(ROOT))
+        for p in ROOT.rglob("*")
+        if p.is_file() and not skip & set(p.relative_to(ROOT).parts)
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_files_the_pages_cite_exist(page: Path) -> None:
+    """A path a page names is a file of the repository (relative to it, or a package module)."""
+    files = _repository_files()
+    text = page.read_text(encoding="utf-8")
+    cited = {m.group(1) for m in FILE_PATH_RE.finditer(text)}
+    missing = sorted(
+        name
+        for name in cited
+        if not (ROOT / name).exists()
+        and not (page.parent / name).exists()
+        and not any(f == name or f.endswith("/" + name) for f in files)
+    )
+    assert not missing, f"{page.name} cites files the repository does not have: {missing}"
