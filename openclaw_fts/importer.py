@@ -218,9 +218,6 @@ def import_jsonl(
     lone = meta is None  # a file on its own (not planned from a folder): report its key
     meta = meta or SessionMeta()
     key = session_key or meta.session_key or DEFAULT_SESSION_KEY
-    if lone:
-        key, outcome = _lone_file_key(engine, path, sid, session_key)
-        report.outcomes.append(outcome)
     fields = {
         "session_id": sid,
         "session_key": key,
@@ -228,16 +225,14 @@ def import_jsonl(
         "parent_session_key": meta.parent_session_key,
         "owner_session_key": meta.owner_session_key,
     }
-    try:
-        validate_session_fields(fields)
-    except InvalidSessionError as exc:
-        raise ImportFormatError(f"{path}: {exc}") from None
-    for name, value in fields.items():
-        if isinstance(value, str) and NUL in value:
-            raise ImportFormatError(
-                f"{path}: {SESSION_FIELD_NAMES[name]} {quoted(value)} holds a NUL character "
-                "(U+0000), which no stored session id, key or link may hold: not imported"
-            )
+    # Checked before the id is looked up (a lone surrogate cannot even be bound), and again
+    # when a lone file's key is chosen below.
+    _check_session_fields(path, fields)
+    if lone:
+        key, outcome = _lone_file_key(engine, path, sid, session_key)
+        report.outcomes.append(outcome)
+        fields["session_key"] = key
+        _check_session_fields(path, fields)
     report.sessions.append(sid)
     target = _Target(path, sid, key, meta)
     if meta.agent_id is not None and meta.rekey and meta.may_take_other_agents:
@@ -263,6 +258,20 @@ def import_jsonl(
         if progress and batch:
             progress(len(batch))
     return report
+
+
+def _check_session_fields(path: Path, fields: dict[str, str | None]) -> None:
+    """Raise :class:`ImportFormatError` naming ``path`` when a session field cannot be stored."""
+    try:
+        validate_session_fields(fields)
+    except InvalidSessionError as exc:
+        raise ImportFormatError(f"{path}: {exc}") from None
+    for name, value in fields.items():
+        if isinstance(value, str) and NUL in value:
+            raise ImportFormatError(
+                f"{path}: {SESSION_FIELD_NAMES[name]} {quoted(value)} holds a NUL character "
+                "(U+0000), which no stored session id, key or link may hold: not imported"
+            )
 
 
 #: ``matchedBy`` of a lone file's outcome: the key was given (``session_key`` /
