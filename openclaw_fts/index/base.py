@@ -309,8 +309,8 @@ class Backend(Reader, Writer, Protocol):
         ...
 
     def tables_at_head(self, conn: Connection) -> bool:
-        """On a database holding every plugin table: whether it also has what the revisions
-        after the last table change add (what a host's version table may not say)."""
+        """On a database holding every plugin table of revision 0005 (and not 0007's): whether
+        it also has what revision 0006 adds (what a host's version table may not say)."""
         ...
 
     def match_parts(
