@@ -2,7 +2,7 @@
 refused where an engine enters the plugin — TranscriptStore, install(), make_engine — with an
 error naming the supported dialects, before anything connects; PostgreSQL, whose schema
 migrates but whose index backend does not exist yet, is refused by the store with an error
-saying exactly that (tests/test_migrations_postgresql.py shows the migrations running there)."""
+saying exactly that (tests/test_migrations.py shows the migrations running there)."""
 
 from __future__ import annotations
 
