@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import PARTITIONED
 from factories import chain
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate
 from openclaw_fts.check import check
@@ -184,4 +184,21 @@ def test_an_upgraded_database_gets_the_lists_of_its_frequent_words(
     assert not ({"message_impact", "message_impact_terms"} & set(inspect(engine).get_table_names()))
     migrate.upgrade(engine)  # the backfill tracks "alpha" and "beta" again
     engine.dispose()
+    _same_hits(corpus, monkeypatch, walks)
+
+
+def test_check_reports_a_list_that_disagrees_and_rebuild_repairs_it(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    assert check(corpus.engine).impact_drift == {}
+    with corpus.engine.begin() as conn:  # behind the plugin's back
+        conn.execute(text("DELETE FROM message_impact WHERE term = 'beta'"))
+    report = check(corpus.engine)
+    assert not report.ok
+    assert set(report.impact_drift) == {"beta"}
+    assert report.impact_drift["beta"]["missing"] >= LIST_MIN_ROWS
+    assert report.as_dict()["impactDrift"] == report.impact_drift
+    corpus.rebuild()
+    corpus.reconcile()
+    assert check(corpus.engine).ok
     _same_hits(corpus, monkeypatch, walks)

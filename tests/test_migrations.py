@@ -53,7 +53,7 @@ from openclaw_fts.alembic import VERSION_TABLE, include_name
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
 from openclaw_fts.index import postgresql as pg
-from openclaw_fts.models import INDEX_TABLES, TRANSCRIPT_TABLES
+from openclaw_fts.models import IMPACT_TABLES, INDEX_TABLES, TRANSCRIPT_TABLES
 
 pytestmark = pytest.mark.both_engines
 
@@ -66,7 +66,7 @@ HEAD_REVISION = "0007_impact_lists"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
-PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES)
+PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES) | set(IMPACT_TABLES)
 #: FTS5's virtual table and the shadow tables SQLite keeps for it.
 FTS_TABLES = {
     "message_fts",
@@ -89,6 +89,9 @@ PG_FUNCTIONS = {
     "openclaw_fts_events_last_seq",
     "openclaw_fts_events_deleted",
     "openclaw_fts_events_edited",
+    "openclaw_fts_impact_insert",
+    "openclaw_fts_impact_delete",
+    "openclaw_fts_impact_promote",
 }
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
@@ -832,7 +835,8 @@ def test_a_host_sessions_table_before_the_plugin_migrations(
     assert [(d[0], d[1].name) for d in diff] == [("remove_table", "sessions")]  # the host's
 
     migrate.downgrade(pg_engine, REVISION_4)  # "sessions" is taken: the names stay
-    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE, "sessions"}
+    revision_4 = PLUGIN_TABLES - set(IMPACT_TABLES)
+    assert tables(pg_engine) == revision_4 | {VERSION_TABLE, "sessions"}
     assert raw_writes_mark(pg_engine, 6) == (6, True)
     migrate.upgrade(pg_engine)
     assert raw_writes_mark(pg_engine, 7) == (7, True)

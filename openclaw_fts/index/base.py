@@ -171,6 +171,11 @@ class Reader(Protocol):
         about the index (a read-only database, a lock held elsewhere); None otherwise."""
         ...
 
+    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        """Each tracked word whose impact list (:mod:`.impact`) differs from the rows the index
+        says it should hold: ``{"missing": n, "extra": n}``."""
+        ...
+
 
 class Writer(Protocol):
     """The write side of an index backend: every statement that writes transcripts, index rows,

@@ -229,6 +229,9 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         self.run(conn, f"ANALYZE {target}")
         impact.promote(conn)
 
+    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        return impact.drift(conn)
+
     def rebuild_all(self, conn: Connection) -> None:
         """The ``tsvector`` column is generated: only the impact lists are rewritten."""
         impact.rebuild(conn)

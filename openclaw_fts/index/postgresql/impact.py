@@ -149,6 +149,27 @@ def rebuild(conn: Connection) -> None:
     )
 
 
+def drift(conn: Connection) -> dict[str, dict[str, int]]:
+    """Each tracked word whose list differs from the rows whose ``tsvector`` holds it with an
+    impact reaching its ``min_impact``."""
+    should = (
+        f"SELECT mi.id FROM {CONTENT_TABLE} AS mi WHERE mi.{TSVECTOR_COLUMN} @@ t.term::tsquery "
+        f"AND ts_rank(mi.{TSVECTOR_COLUMN}, t.term::tsquery, 1) >= t.min_impact"
+    )
+    has = f"SELECT i.row_id FROM {IMPACT_TABLE} AS i WHERE i.term = t.term"
+    rows = conn.execute(
+        text(
+            f"SELECT t.term, (SELECT count(*) FROM ({should} EXCEPT {has}) AS m), "
+            f"(SELECT count(*) FROM ({has} EXCEPT {should}) AS x) FROM {TERMS_TABLE} AS t"
+        )
+    ).all()
+    return {
+        str(term): {"missing": int(missing), "extra": int(extra)}
+        for term, missing, extra in rows
+        if missing or extra
+    }
+
+
 def top_sql(
     word: str,
     req: SearchRequest,

@@ -221,6 +221,9 @@ class SqliteBackend(SqliteSearch, SqlBackend):
             text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
         )
 
+    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        return impact.drift(cursor(conn))
+
     def check_skipped(self, error: BaseException) -> str | None:
         code = getattr(error, "sqlite_errorcode", None)  # Python >= 3.11
         primary = code & 0xFF if isinstance(code, int) else None

@@ -272,6 +272,42 @@ def track(cur: sqlite3.Cursor, term: str, docs: int, average: float) -> None:
     )
 
 
+def _expected(cur: sqlite3.Cursor, term: str, average: float, cut: float) -> set[int]:
+    """The rows ``term``'s list should hold, from FTS5's instances and row sizes."""
+    cur.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_INSTANCES} "
+        f"USING fts5vocab(main, '{FTS_TABLE}', 'instance')"
+    )
+    tfs = dict(
+        cur.execute(
+            f"SELECT doc, count(*) FROM {VOCAB_INSTANCES} WHERE term = ? AND col = 'body' "
+            "GROUP BY doc",
+            (term,),
+        ).fetchall()
+    )
+    lens = _doc_lens(cur, sorted(tfs))
+    return {
+        row_id
+        for row_id, tf in tfs.items()
+        if row_id in lens and bm25_factor(tf, lens[row_id], average) >= cut
+    }
+
+
+def drift(cur: sqlite3.Cursor) -> dict[str, dict[str, int]]:
+    """Each tracked word whose list differs from what FTS5 says it should hold."""
+    found: dict[str, dict[str, int]] = {}
+    terms = cur.execute(f"SELECT term, avg_len, min_impact FROM {TERMS_TABLE}").fetchall()
+    for term, average, cut in terms:
+        want = _expected(cur, str(term), float(average), float(cut))
+        have = {
+            int(r)
+            for (r,) in cur.execute(f"SELECT row_id FROM {IMPACT_TABLE} WHERE term = ?", (term,))
+        }
+        if want != have:
+            found[str(term)] = {"missing": len(want - have), "extra": len(have - want)}
+    return found
+
+
 def rebuild(cur: sqlite3.Cursor) -> None:
     """Rewrite every tracked word's list from FTS5 (after FTS5 was rebuilt from its content)."""
     average = avg_len(cur)
