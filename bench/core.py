@@ -326,18 +326,9 @@ class Bench:
         """Release what the run started (nothing on SQLite: the temp dir goes in main)."""
 
     def figure_steps(self) -> list[tuple[str, Callable[[], None]]]:
-        """The figures after live ingest, in run order."""
-        return [
-            ("size", self.fig_size),
-            ("cjk", self.fig_cjk_size),
-            ("search", self.fig_search),
-            ("append", self.fig_append),
-            ("hidden", self.fig_hidden),
-            ("rewind", self.fig_rewind),
-            ("backfill", self.fig_backfill),
-            ("upgrade", self.fig_upgrade),
-            ("memory", self.fig_memory),
-        ]
+        """The figures after live ingest, in :attr:`figures` order: figure ``x`` is the method
+        ``fig_x`` (a backend adds a figure by naming it in its tuple and writing the method)."""
+        return [(name, getattr(self, f"fig_{name}")) for name in self.figures if name != "live"]
 
     def run(self) -> None:
         started = time.perf_counter()
@@ -549,7 +540,7 @@ class Bench:
 
     # -- CJK index size ----------------------------------------------------------------------
 
-    def fig_cjk_size(self) -> None:
+    def fig_cjk(self) -> None:
         """Index size with CJK spacing (index_body) vs a second FTS table over the raw text."""
         from openclaw_fts import transcript
 

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine
 from .alembic import VERSION_TABLE
 from .engine import write_engine
 from .errors import HostManagedSchemaError, UnsupportedDatabaseError
-from .index.base import backend_for
+from .index.base import backend_of
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -130,7 +130,7 @@ def _run(bind: Engine | Connection, action: str, revision: str) -> None:
 
 def _refuse_standby(conn: Connection, action: str) -> None:
     """A hot standby replays its primary's schema and refuses writes: say so, before any."""
-    if backend_for(conn.dialect.name).in_recovery(conn):
+    if backend_of(conn).in_recovery(conn):
         raise UnsupportedDatabaseError(
             f"openclaw-fts: cannot {action} a hot standby (it replays its primary); run the "
             "migration on the primary, or open the store with upgrade=False"
@@ -154,7 +154,7 @@ def downgrade(bind: Engine | Connection, revision: str) -> None:
 
 
 def _refuse_partitioned(conn: Connection) -> None:
-    if backend_for(conn.dialect.name).partitioned_by_agent(conn):
+    if backend_of(conn).partitioned_by_agent(conn):
         raise UnsupportedDatabaseError(
             "openclaw-fts: cannot downgrade a database in the layout partitioned by agent (the "
             "revisions name message_index as a table): run migrate.unpartition_by_agent first "
@@ -195,7 +195,7 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
 
     present = set(inspect(bind).get_table_names()) & set(metadata.tables)
     if present == set(metadata.tables):
-        if not backend_for(bind.dialect.name).tables_at_head(bind):
+        if not backend_of(bind).tables_at_head(bind):
             return (TABLES_REVISION,)
         return tuple(sorted(head_revisions()))
     if present:
@@ -232,10 +232,10 @@ def partition_by_agent(bind: Engine | Connection, partitions: int | None = None)
     if isinstance(bind, Engine):
         with write_engine(bind).begin() as conn:
             return partition_by_agent(conn, partitions)
-    backend = backend_for(bind.dialect.name)
+    backend = backend_of(bind)
     if not backend.partitions_by_agent:
         raise UnsupportedDatabaseError(
-            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {bind.dialect.name})"
+            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {backend.name})"
         )
     if set(current_revisions(bind)) != set(head_revisions()):
         raise UnsupportedDatabaseError(
@@ -252,9 +252,9 @@ def unpartition_by_agent(bind: Engine | Connection) -> int:
     if isinstance(bind, Engine):
         with write_engine(bind).begin() as conn:
             return unpartition_by_agent(conn)
-    backend = backend_for(bind.dialect.name)
+    backend = backend_of(bind)
     if not backend.partitions_by_agent:
         raise UnsupportedDatabaseError(
-            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {bind.dialect.name})"
+            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {backend.name})"
         )
     return backend.unpartition_by_agent(bind)

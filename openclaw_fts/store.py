@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 from sqlalchemy import Engine, delete, event, select
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -39,7 +39,7 @@ from .errors import (
     quoted,
 )
 from .hooks import install
-from .index.base import backend, backend_for, writer
+from .index.base import backend, backend_of, dialect_of, known_backend, writer
 from .index.postgresql.pooling import use_transaction_pooler
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .models import AgentSession, Branch, TranscriptEvent
@@ -115,12 +115,11 @@ class TranscriptStore:
         the reconciler's lease is a ``reconcile_lease`` row instead of a session-level advisory
         lock (docs/scale.md)."""
         # Refused before anything connects or migrates.
-        dialect = url.dialect.name if isinstance(url, Engine) else make_url(url).get_backend_name()
-        require_index_dialect(dialect)
-        if transaction_pooler and not backend_for(dialect).transaction_poolers:
+        require_index_dialect(dialect_of(url))
+        if transaction_pooler and not backend_of(url).transaction_poolers:
             raise UnsupportedDatabaseError(
                 "openclaw-fts: transaction_pooler=True is for PostgreSQL behind a pooler in "
-                f"transaction mode (here: {dialect})"
+                f"transaction mode (here: {dialect_of(url)})"
             )
         if isinstance(url, Engine):
             self.engine = configure(url, busy_timeout_ms=busy_timeout_ms)
@@ -567,14 +566,11 @@ class TranscriptStore:
 
 def _standby_engine(read_url: str | URL | Engine, primary: Engine) -> tuple[Engine, bool]:
     """The engine of ``read_url`` and whether the store made it (so disposes of it)."""
-    if isinstance(read_url, Engine):
-        name = read_url.dialect.name
-    else:
-        name = make_url(read_url).get_backend_name()
-    if name != primary.dialect.name or not backend_for(name).hot_standbys:
+    serving = backend_of(primary)
+    if known_backend(read_url) is not serving or not serving.hot_standbys:
         raise UnsupportedDatabaseError(
             "openclaw-fts: read_url names a PostgreSQL hot standby of a PostgreSQL primary "
-            f"(here: {primary.dialect.name} primary, {name} read_url)"
+            f"(here: {serving.name} primary, {dialect_of(read_url)} read_url)"
         )
     if isinstance(read_url, Engine):
         return read_url, False

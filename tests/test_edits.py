@@ -117,7 +117,7 @@ def test_bulk_orm_update_makes_the_session_pending_then_reconcile_reindexes(
     assert check(seeded.engine).ok
 
 
-@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations_postgresql")
+@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations")
 def test_raw_sql_text_edit_is_reindexed_by_the_reconciler(
     seeded: TranscriptStore, db_url: str
 ) -> None:
@@ -136,7 +136,7 @@ def test_raw_sql_text_edit_is_reindexed_by_the_reconciler(
     assert check(seeded.engine).ok
 
 
-@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations_postgresql")
+@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations")
 def test_raw_sql_edit_of_what_the_tree_is_built_from_is_refused(
     seeded: TranscriptStore, engine: Engine
 ) -> None:
@@ -155,7 +155,7 @@ def test_raw_sql_edit_of_what_the_tree_is_built_from_is_refused(
     assert seeded.index_status()["pending"] == 0
 
 
-@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations_postgresql")
+@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations")
 def test_rebuild_rederives_columns_written_behind_the_plugin(
     seeded: TranscriptStore, db_url: str
 ) -> None:

@@ -112,6 +112,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     GIN index)."""
 
     name = "postgresql"
+    packaged_driver: tuple[str, str] | None = ("psycopg", "postgresql")
     hot_standbys = True
     transaction_poolers = True
     partitions_by_agent = True

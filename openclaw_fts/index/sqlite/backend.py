@@ -68,6 +68,7 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     """:class:`~openclaw_fts.index.base.Backend` of ``sqlite`` databases (FTS5 index)."""
 
     name = "sqlite"
+    packaged_driver: tuple[str, str] | None = None
     hot_standbys = False
     transaction_poolers = False
     partitions_by_agent = False
