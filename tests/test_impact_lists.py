@@ -202,3 +202,24 @@ def test_check_reports_a_list_that_disagrees_and_rebuild_repairs_it(
     corpus.reconcile()
     assert check(corpus.engine).ok
     _same_hits(corpus, monkeypatch, walks)
+
+
+def test_the_lists_survive_the_partitioned_layout_undone(
+    db_url: str,
+    db_engine: str,
+    corpus: TranscriptStore,
+    monkeypatch: pytest.MonkeyPatch,
+    walks: list[int],
+) -> None:
+    if db_engine != PARTITIONED:
+        pytest.skip("only the partitioned layout can be undone")
+    engine = create_engine(db_url)
+    migrate.unpartition_by_agent(engine)
+    engine.dispose()
+    corpus.engine.dispose()  # pooled connections remember the layout
+    short = ["alpha"] * 3
+    corpus.append_many("s1", chain(short, start=PER_SESSION, parent=f"m{PER_SESSION - 1}"))
+    _same_hits(corpus, monkeypatch, walks)
+    assert corpus.delete_session("s1")
+    assert check(corpus.engine).ok
+    _same_hits(corpus, monkeypatch, walks)

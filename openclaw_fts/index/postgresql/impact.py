@@ -127,6 +127,19 @@ def after_partitioning(conn: Connection, table: str) -> None:
         conn.execute(text(statement))
 
 
+def after_unpartitioning(conn: Connection) -> None:
+    """The plain ``message_index`` holds every index row again (same ids): its foreign key
+    from the lists and its insert trigger, as revision 0007 made them."""
+    conn.execute(
+        text(
+            f"ALTER TABLE {IMPACT_TABLE} ADD CONSTRAINT {ROW_FOREIGN_KEY} FOREIGN KEY (row_id) "
+            f"REFERENCES {CONTENT_TABLE} (id) ON DELETE CASCADE"
+        )
+    )
+    for statement in create_triggers_sql(CONTENT_TABLE):
+        conn.execute(text(statement))
+
+
 def promote(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
     """Track the newly frequent words the planner's statistics name (after ``ANALYZE``)."""
     return int(conn.execute(text(f"SELECT {PROMOTE_FUNCTION}(:n)"), {"n": min_docs}).scalar() or 0)

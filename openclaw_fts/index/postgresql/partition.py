@@ -218,6 +218,7 @@ def unpartition(conn: Connection) -> int:
         f"ALTER TABLE {VIEW} ALTER COLUMN {TSVECTOR_COLUMN} "
         f"SET STATISTICS {TSVECTOR_STATISTICS_TARGET}"
     )
+    impact.after_unpartitioning(conn)
     run(f"ANALYZE {VIEW}")
     return int(moved or 0)
 
