@@ -111,10 +111,10 @@ def fast_path_word(req: SearchRequest) -> str | None:
     return single_word(req.compiled)
 
 
-def promote_due(before: int, after: int) -> bool:
+def promote_due(before: int, after: int, every: int = PROMOTE_EVERY_ROWS) -> bool:
     """Whether index row ids growing from ``before`` to ``after`` crossed a multiple of
-    :data:`PROMOTE_EVERY_ROWS`."""
-    return after // PROMOTE_EVERY_ROWS > before // PROMOTE_EVERY_ROWS
+    ``every``."""
+    return after // every > before // every
 
 
 def overlap(fast: list[int], exact: list[int]) -> float:

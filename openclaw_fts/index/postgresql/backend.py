@@ -27,6 +27,7 @@ from ...jsonsafe import stored_event
 from ...query import CompiledQuery
 from ...rows import EVENT_COLUMNS, EventRow, NewRow
 from ..base import Lease
+from ..impact import IMPACT_TABLE
 from ..sql import CONTENT_TABLE, SqlBackend
 from . import impact, partition
 from .compose import match_parts
@@ -229,7 +230,8 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         became frequent (:mod:`.impact`)."""
         target = partition.PARTITIONED_TABLE if partition.is_partitioned(conn) else CONTENT_TABLE
         self.run(conn, f"ANALYZE {target}")
-        impact.promote(conn)
+        if impact.promote(conn):
+            self.run(conn, f"ANALYZE {IMPACT_TABLE}")
 
     def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
         return impact.drift(conn)

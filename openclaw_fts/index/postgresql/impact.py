@@ -20,7 +20,6 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from ...rows import SearchRequest
 from ..impact import (
     FREQUENT_TERM_MIN_DOCS,
     IMPACT_TABLE,
@@ -183,27 +182,58 @@ def drift(conn: Connection) -> dict[str, dict[str, int]]:
     }
 
 
-def top_sql(
+#: Rows beyond ``limit + 1`` a walk reads, so the rows tied on the impact at the limit are all
+#: in hand for the exact path's tie-break (a longer tie is read by a second statement).
+TIE_MARGIN_ROWS = 64
+
+
+def _walk_sql(where: str, scope: str, pending: str, *, tied: bool) -> str:
+    """The walk of a word's list, rows in descending impact only: the planner reads the list's
+    index backwards through nested loops and stops at the limit (a sort on the exact path's
+    whole key would read every row of the walk first)."""
+    extra = "AND impact = :impact_tie " if tied else ""
+    return (
+        "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
+        "s.session_key, -i.impact AS rank, mi.body "
+        f"FROM (SELECT row_id, impact FROM {IMPACT_TABLE} WHERE term = :impact_word {extra}"
+        "ORDER BY impact DESC LIMIT :impact_cap) AS i "
+        f"JOIN {CONTENT_TABLE} AS mi ON mi.id = i.row_id "
+        f"JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
+        f"WHERE {where}{scope} ORDER BY i.impact DESC LIMIT :impact_rows"
+    )
+
+
+def top_rows(
+    conn: Connection,
     word: str,
-    req: SearchRequest,
+    want: int,
     where: str,
     params: dict[str, Any],
     *,
     pending: str,
     scope: str,
-) -> tuple[str, dict[str, Any]]:
-    """The walk of ``word``'s list: its first :data:`WALK_CAP_ROWS` rows joined to their index
-    rows and sessions, visibility (``where``, ``scope``) and the pending join applied, in the
-    exact path's order and columns (with the body last), ``limit + 1`` rows."""
-    sql = (
-        "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
-        "s.session_key, -i.impact AS rank, mi.body "
-        f"FROM (SELECT row_id, impact FROM {IMPACT_TABLE} WHERE term = :impact_word "
-        "ORDER BY impact DESC LIMIT :impact_cap) AS i "
-        f"JOIN {CONTENT_TABLE} AS mi ON mi.id = i.row_id "
-        f"JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
-        f"WHERE {where}{scope} ORDER BY i.impact DESC, mi.timestamp_ms DESC, "
-        's.session_key COLLATE "C", mi.event_id COLLATE "C", mi.id LIMIT :lim'
-    )
-    bound = {**params, "impact_word": word, "impact_cap": WALK_CAP_ROWS, "lim": req.limit + 1}
-    return sql, bound
+) -> list[Any] | None:
+    """The first ``want`` visible rows of ``word``'s list in the exact path's order (impact,
+    then newest, session key, message id, row id: ``COLLATE "C"`` is code point order, as
+    Python compares strings), with their bodies; None when the list's first
+    :data:`WALK_CAP_ROWS` rows hold fewer than ``want`` visible ones (or the word is not
+    tracked: its list is empty). ``where``/``scope``: the visibility over sessions ``s`` and
+    index rows ``mi``; ``pending``: the join to exactly indexed sessions ('' when none is)."""
+    bound = {
+        **params,
+        "impact_word": word,
+        "impact_cap": WALK_CAP_ROWS,
+        "impact_rows": want + TIE_MARGIN_ROWS,
+    }
+    rows = list(conn.execute(text(_walk_sql(where, scope, pending, tied=False)), bound).all())
+    if len(rows) < want:
+        return None
+    if len(rows) == want + TIE_MARGIN_ROWS and rows[want - 1][7] == rows[-1][7]:
+        seen = {r[0] for r in rows}
+        ties = conn.execute(
+            text(_walk_sql(where, scope, pending, tied=True)),
+            {**bound, "impact_tie": -rows[-1][7], "impact_rows": WALK_CAP_ROWS},
+        ).all()
+        rows.extend(r for r in ties if r[0] not in seen)
+    rows.sort(key=lambda r: (r[7], -r[5], r[6], r[3], r[0]))
+    return rows[:want]

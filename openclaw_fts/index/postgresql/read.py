@@ -279,11 +279,15 @@ class PostgresSearch:
             scope_sql, scope_params = agent_scope_sql("mi", agents)
             scope = f" AND {scope_sql}"
             params.update(scope_params)
-        sql, params = impact.top_sql(
-            word, req, where, params, pending="" if exact else _CLEAN_JOIN, scope=scope
+        return impact.top_rows(
+            conn,
+            word,
+            req.limit + 1,
+            where,
+            params,
+            pending="" if exact else _CLEAN_JOIN,
+            scope=scope,
         )
-        rows = conn.execute(text(sql), params).all()
-        return rows if len(rows) == req.limit + 1 else None
 
     def session_hits(
         self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool

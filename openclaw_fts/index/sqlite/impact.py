@@ -1,8 +1,9 @@
 """The impact lists on SQLite (:mod:`..impact`): written beside FTS5, walked by search.
 
 Invariant: every tracked word's list holds exactly the ``message_index`` rows whose body FTS5
-indexes the word under (as the tokenizer mirror of :mod:`openclaw_fts.tokens` reads it: exact
-for ASCII text, and for other text up to the characters Unicode added after SQLite's tables)
+indexes the word under (as :func:`words` reads it: exact for ASCII text; in other text a
+combining mark inside a word, or a private-use or unassigned character, splits or joins words
+differently from FTS5 — a row may then miss a list, which only changes an order)
 and whose impact reaches the word's ``min_impact``; a row's ``tf`` is the word's occurrences in
 the body, ``doc_len`` the row's token count as bm25 reads it (FTS5's own ``docsize`` record:
 body and session token), ``impact`` the bm25 factor with the word's fixed average length
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...rows import Hit, NewRow
-from ...tokens import tokenize
+from ...tokens import fold
 from ..impact import (
     FREQUENT_TERM_MIN_DOCS,
     IMPACT_TABLE,
@@ -48,12 +49,22 @@ AVERAGES_ROWID = 1
 #: fts5vocab tables over the index (TEMP: never written to the database file).
 VOCAB_COLUMNS = "temp.openclaw_fts_vocab"
 VOCAB_INSTANCES = "temp.openclaw_fts_instances"
-#: Newest rows whose words a checkpoint reads to find the words that became frequent.
-SAMPLE_ROWS = 1024
+#: SQLite's checkpoint interval (index rows): a checkpoint costs ~0.1 s at 100k events (the
+#: sample's words, the candidates counted in FTS5), ~17 µs a row at this interval.
+CHECK_EVERY_ROWS = 8192
+#: Newest rows whose words a checkpoint reads to find the words that became frequent, and the
+#: share of the rate that would make a word frequent at which it is counted in FTS5 (a word's
+#: share of a sample varies; counting one costs ~0.3 ms).
+SAMPLE_ROWS = 512
+SAMPLE_MARGIN = 0.6
 #: Row ids bound per statement (as a JSON array).
 ID_CHUNK = 5000
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
+#: A run with a character from here on (past Latin Extended-B) cannot fold to ASCII.
+_FOLDS_BELOW = "\u0250"
+#: Runs of letters and digits (Python's word characters without ``_``).
+_WORD_RUN = re.compile(r"[^\W_]+")
 
 #: Removes a deleted index row's list rows even on a connection without ``PRAGMA
 #: foreign_keys`` (raw SQL), whose delete would not cascade: a later row may take its id.
@@ -107,11 +118,28 @@ def _doc_lens(cur: sqlite3.Cursor, ids: Sequence[int]) -> dict[int, int]:
     return found
 
 
-def word_counts(body: str) -> Counter[str]:
-    """The trackable words of an indexed body and their occurrences."""
-    if body.isascii():
-        return Counter(_ASCII_WORD.findall(body.lower()))
-    return Counter(t.norm for t in tokenize(body) if trackable(t.norm))
+def words(body: str) -> list[str]:
+    """The words of an indexed body as FTS5 folds them, for finding tracked (ASCII) words: runs
+    of letters and digits, lower-cased; a run with other than ASCII folded by the tokenizer
+    mirror's :func:`~openclaw_fts.tokens.fold` (``Café`` is ``cafe``). C-speed regular
+    expressions: the full mirror (:func:`~openclaw_fts.tokens.tokenize`) cost ~0.4 ms a message,
+    which tripled the writer's time."""
+    lowered = body.lower()
+    if lowered.isascii():
+        return _ASCII_WORD.findall(lowered)
+    return [
+        w if w.isascii() else fold(w)
+        for w in _WORD_RUN.findall(lowered)
+        if w.isascii() or max(w) < _FOLDS_BELOW
+    ]
+
+
+def _tracked(cur: sqlite3.Cursor) -> dict[str, tuple[float, float]]:
+    """Every tracked word with its fixed average length and ``min_impact``."""
+    return {
+        str(term): (float(avg), float(cut))
+        for term, avg, cut in cur.execute(f"SELECT term, avg_len, min_impact FROM {TERMS_TABLE}")
+    }
 
 
 def add_rows(cur: sqlite3.Cursor, first_id: int, rows: Sequence[NewRow]) -> None:
@@ -119,27 +147,19 @@ def add_rows(cur: sqlite3.Cursor, first_id: int, rows: Sequence[NewRow]) -> None
     entries), then look for newly frequent words when the ids crossed a checkpoint."""
     if not rows:
         return
-    counts = [word_counts(r.body) for r in rows]
-    words = sorted(set().union(*counts))
-    tracked: dict[str, tuple[float, float]] = {}
-    if words:
-        tracked = {
-            str(term): (float(avg), float(cut))
-            for term, avg, cut in cur.execute(
-                f"SELECT term, avg_len, min_impact FROM {TERMS_TABLE} "
-                "WHERE term IN (SELECT value FROM json_each(?))",
-                (json.dumps(words),),
-            )
-        }
+    tracked = _tracked(cur)
     if tracked:
-        ids = [first_id + k for k, c in enumerate(counts) if not tracked.keys().isdisjoint(c)]
+        counts = []
+        for r in rows:
+            seen = Counter(words(r.body))
+            counts.append({w: seen[w] for w in seen.keys() & tracked.keys()})
+        ids = [first_id + k for k, c in enumerate(counts) if c]
         lens = _doc_lens(cur, ids)
         found = (
             (row_id, term, bm25_factor(tf, lens[row_id], tracked[term][0]), tf, lens[row_id])
             for row_id in ids
             if row_id in lens
             for term, tf in counts[row_id - first_id].items()
-            if term in tracked
         )
         cur.executemany(
             f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
@@ -147,17 +167,18 @@ def add_rows(cur: sqlite3.Cursor, first_id: int, rows: Sequence[NewRow]) -> None
             [row for row in found if row[2] >= tracked[row[1]][1]],
         )
     last = first_id + len(rows) - 1
-    if promote_due(first_id - 1, last):
+    if promote_due(first_id - 1, last, CHECK_EVERY_ROWS):
         promote_recent(cur, last)
 
 
 def promote_recent(cur: sqlite3.Cursor, newest: int) -> list[str]:
-    """Track the words that became frequent, judged from the newest rows: the trackable words
-    of the last :data:`SAMPLE_ROWS` rows frequent enough there to be held by
-    ``FREQUENT_TERM_MIN_DOCS`` rows of the whole index at that rate (halved: a margin) are
-    counted in FTS5 (up to the threshold), and tracked when they reach it. A word that grew
-    frequent was written while it did, so a checkpoint meets it (the full vocabulary scan of
-    :func:`promote`, ~0.4 s at 100k events, is for the migration and ``optimize``)."""
+    """Track the words that became frequent (every :data:`CHECK_EVERY_ROWS` rows), judged
+    from the newest rows: the trackable words of the last :data:`SAMPLE_ROWS` rows frequent
+    enough there to be held by ``FREQUENT_TERM_MIN_DOCS`` rows of the whole index at that rate
+    (times :data:`SAMPLE_MARGIN`) are counted in FTS5 (up to the threshold), and tracked when
+    they reach it. A word that grew frequent was written while it did, so a checkpoint meets it
+    (the full vocabulary scan of :func:`promote`, ~0.4 s at 100k events, is for the migration
+    and ``optimize``)."""
     bodies = [
         str(body)
         for (body,) in cur.execute(
@@ -169,8 +190,8 @@ def promote_recent(cur: sqlite3.Cursor, newest: int) -> list[str]:
         return []
     seen: Counter[str] = Counter()
     for body in bodies:
-        seen.update(word_counts(body).keys())
-    bar = FREQUENT_TERM_MIN_DOCS * len(bodies) / (2 * max(newest, 1))
+        seen.update({w for w in words(body) if trackable(w)})
+    bar = FREQUENT_TERM_MIN_DOCS * len(bodies) * SAMPLE_MARGIN / max(newest, 1)
     candidates = sorted(word for word, n in seen.items() if n >= bar)
     if not candidates:
         return []
