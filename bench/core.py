@@ -36,6 +36,7 @@ from bench.corpus import (
     SessionInfo,
     describe,
     iso_ms,
+    message_event,
     parse_size,
 )
 from bench.peers import TANTIVY_AVAILABLE, Peer, PeerQuery, TantivyPeer
@@ -1086,13 +1087,12 @@ class Bench:
         clock = info.start_ms + 10**9
         for i in range(self.scale.single_appends):
             clock += 1000
-            event = {
-                "type": "message",
-                "id": f"single-{i:06d}",
-                "parentId": leaf,
-                "timestamp": iso_ms(clock),
-                "message": {"role": "user", "content": bodies[i % len(bodies)]},
-            }
+            event = message_event(
+                f"single-{i:06d}",
+                leaf,
+                iso_ms(clock),
+                {"role": "user", "content": bodies[i % len(bodies)]},
+            )
             leaf = event["id"]
             order = ["p", "b", *extra_ms]
             turn = i % len(order)
@@ -1780,25 +1780,17 @@ def add_hidden_sessions(store: Any, count: int, words: Sequence[str], corpus: Co
                 db.add(
                     TranscriptEvent(
                         session=session,
-                        event={
-                            "type": "message",
-                            "id": "h1",
-                            "parentId": None,
-                            "timestamp": ts,
-                            "message": {"role": "user", "content": f"{text} hidden {j}"},
-                        },
+                        event=message_event(
+                            "h1", None, ts, {"role": "user", "content": f"{text} hidden {j}"}
+                        ),
                     )
                 )
                 db.add(
                     TranscriptEvent(
                         session=session,
-                        event={
-                            "type": "message",
-                            "id": "h2",
-                            "parentId": "h1",
-                            "timestamp": ts,
-                            "message": {"role": "assistant", "content": f"About {text}."},
-                        },
+                        event=message_event(
+                            "h2", "h1", ts, {"role": "assistant", "content": f"About {text}."}
+                        ),
                     )
                 )
 

@@ -143,8 +143,23 @@ def upgrade(bind: Engine | Connection, revision: str = HEAD) -> None:
 
 
 def downgrade(bind: Engine | Connection, revision: str) -> None:
-    """Migrate down to ``revision`` (``"base"`` removes every plugin table)."""
+    """Migrate down to ``revision`` (``"base"`` removes every plugin table). A database in the
+    layout partitioned by agent is refused: :func:`unpartition_by_agent` first."""
+    if isinstance(bind, Engine):
+        with bind.connect() as conn:
+            _refuse_partitioned(conn)
+    else:
+        _refuse_partitioned(bind)
     _run(bind, "downgrade", revision)
+
+
+def _refuse_partitioned(conn: Connection) -> None:
+    if backend_of(conn).partitioned_by_agent(conn):
+        raise UnsupportedDatabaseError(
+            "openclaw-fts: cannot downgrade a database in the layout partitioned by agent (the "
+            "revisions name message_index as a table): run migrate.unpartition_by_agent first "
+            "(or `openclaw-fts unpartition`)"
+        )
 
 
 def _versions(conn: Connection, table: str) -> tuple[str, ...]:
@@ -227,3 +242,19 @@ def partition_by_agent(bind: Engine | Connection, partitions: int | None = None)
             "openclaw-fts: upgrade the database to the plugin's head before partitioning it"
         )
     return backend.partition_by_agent(bind, partitions)
+
+
+def unpartition_by_agent(bind: Engine | Connection) -> int:
+    """Undo :func:`partition_by_agent`: the index rows go back into the plain ``message_index``
+    table, exactly as the plugin's revisions make it, in one transaction that keeps every row
+    and id. Returns the rows moved. Needed before ``downgrade`` (which refuses the partitioned
+    layout); run it with no writer running, and reopen stores opened before it."""
+    if isinstance(bind, Engine):
+        with write_engine(bind).begin() as conn:
+            return unpartition_by_agent(conn)
+    backend = backend_of(bind)
+    if not backend.partitions_by_agent:
+        raise UnsupportedDatabaseError(
+            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {backend.name})"
+        )
+    return backend.unpartition_by_agent(bind)

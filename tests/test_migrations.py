@@ -44,7 +44,6 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
 from test_cli import run
 
 import openclaw_fts
@@ -668,37 +667,6 @@ def test_tsvector_folds_case_and_diacritics_and_keeps_every_word(pg_engine: Engi
         conn.execute(text("UPDATE message_index SET body = 'renamed' WHERE event_id = 'm1'"))
     assert matching(pg_engine, "cafe") == []
     assert matching(pg_engine, "renamed") == ["m1"]
-
-
-def test_raw_edits_mark_the_session_or_are_refused(pg_engine: Engine) -> None:
-    """Revision 0004's rules on PostgreSQL: a raw UPDATE of an event's content makes its session
-    pending; one that changes what a derived column is computed from while leaving the column
-    as it was is refused, as on SQLite."""
-    migrate.upgrade(pg_engine)
-    add_message(pg_engine, "s1", "m1", "first")
-    with pg_engine.begin() as conn:
-        conn.execute(
-            text("INSERT INTO openclaw_index_state (session_id, indexed_seq) VALUES ('s1', 0)")
-        )
-    edited = {"type": "message", "id": "m1", "message": {"role": "user", "content": "changed"}}
-    with pg_engine.begin() as conn:
-        conn.execute(text("UPDATE transcript_events SET event = :e"), {"e": json.dumps(edited)})
-        state = conn.execute(
-            text("SELECT needs_rebuild, generation FROM openclaw_index_state")
-        ).one()
-    assert tuple(state) == (True, 1)
-    moved = {**edited, "id": "m9"}
-    with (
-        pytest.raises(DBAPIError, match="derived columns change with it"),
-        pg_engine.begin() as conn,
-    ):
-        conn.execute(text("UPDATE transcript_events SET event = :e"), {"e": json.dumps(moved)})
-    with pg_engine.begin() as conn:  # with its column, the same change is accepted
-        conn.execute(
-            text("UPDATE transcript_events SET event = :e, event_id = 'm9'"),
-            {"e": json.dumps(moved)},
-        )
-        assert conn.execute(text("SELECT event_id FROM transcript_events")).scalar_one() == "m9"
 
 
 def test_namespaced_tables_upgrade_and_downgrade_keep_rows_and_triggers(

@@ -291,12 +291,25 @@ class Backend(Reader, Writer, Protocol):
     #: Whether a store may read from this engine's hot standbys (``TranscriptStore(read_url=)``).
     hot_standbys: bool
 
+    #: Whether a store may reach the server through a pooler in transaction mode
+    #: (``TranscriptStore(transaction_pooler=True)``).
+    transaction_poolers: bool
+
     #: Whether the index rows can be partitioned by agent (:meth:`partition_by_agent`).
     partitions_by_agent: bool
 
     def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
         """Move the index rows into ``partitions`` partitions by agent (None: the engine's
         default) in the caller's transaction; returns the rows moved."""
+        ...
+
+    def unpartition_by_agent(self, conn: Connection) -> int:
+        """Move the partitioned index rows back into the plain table, in the caller's
+        transaction; returns the rows moved."""
+        ...
+
+    def partitioned_by_agent(self, conn: Connection) -> bool:
+        """Whether the database has the layout partitioned by agent."""
         ...
 
     def in_recovery(self, conn: Connection) -> bool:

@@ -30,8 +30,9 @@ from ..base import Lease
 from ..sql import CONTENT_TABLE, SqlBackend
 from . import partition
 from .compose import match_parts
-from .lease import AdvisoryLease
+from .lease import AdvisoryLease, RowLease
 from .names import is_search_object
+from .pooling import is_transaction_pooled
 from .read import PostgresSearch, has_tsvector_statistics
 from .replica import in_recovery
 
@@ -113,6 +114,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     name = "postgresql"
     packaged_driver: tuple[str, str] | None = ("psycopg", "postgresql")
     hot_standbys = True
+    transaction_poolers = True
     partitions_by_agent = True
 
     #: The JSON of a row whose ``parent_id`` column is empty (few: roots and malformed rows);
@@ -270,6 +272,13 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         chosen = partition.DEFAULT_PARTITIONS if partitions is None else partitions
         return partition.partition_by_agent(conn, chosen)
 
+    def unpartition_by_agent(self, conn: Connection) -> int:
+        """The plain ``message_index`` table again (:func:`.partition.unpartition`)."""
+        return partition.unpartition(conn)
+
+    def partitioned_by_agent(self, conn: Connection) -> bool:
+        return partition.has_layout(conn)
+
     def in_recovery(self, conn: Connection) -> bool:
         return in_recovery(conn)
 
@@ -284,7 +293,10 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         """A session-level advisory lock: the server frees it when its holder's connection
-        dies (a SIGKILLed reconciler), so there is nothing to expire."""
+        dies (a SIGKILLed reconciler), so there is nothing to expire. Behind a transaction
+        pooler (:mod:`.pooling`), a ``reconcile_lease`` row that expires after ``seconds``."""
+        if is_transaction_pooled(engine):
+            return RowLease(engine, holder, seconds)
         return AdvisoryLease(engine, holder, seconds)
 
     def match_parts(
