@@ -942,7 +942,11 @@ def test_authorization_keeps_the_scheme_word() -> None:
 # not survive, a piece of the text that must stay)
 
 LITTLE_NAMES = [
-    ("[child]\n    secretA = 698d93cf34ef6ee75c685c1e97c6c1b550819f46\n", "34ef6ee75c685c1e", "secretA"),
+    (
+        "[child]\n    secretA = 698d93cf34ef6ee75c685c1e97c6c1b550819f46\n",
+        "34ef6ee75c685c1e",
+        "secretA",
+    ),
     ("credentials:\n  nested:\n    secret_value: dcb5cd1a409f118e1a5a\n", "1a409f118e", "nested:"),
     ("token_b64 = 'Zm9vYmFyYmF6cXV4MTIzNDU2'", "YmFyYmF6cXV4MTIz", "token_b64"),
     ("API_KEY_2=Q3egRPn7XkZl2M4tB8cD", "RPn7XkZl", "API_KEY_2="),
@@ -953,14 +957,22 @@ LITTLE_NAMES = [
     ('{"etsy_key": "qyhkacidou16l60meho59ne1"}', "cidou16l60meho", "etsy_key"),
     ('{"mattermost_key": "rwqh7r0qrcisbuydmpunvxperr"}', "0qrcisbuydmpun", "mattermost_key"),
     ('{"travisci_key": "MzuqpITiFt3DSThmyjbZPL"}', "ITiFt3DSTh", "travisci_key"),
-    ("const client = new Client('k07d6ap3buub2w6ba6xifaoapm9e6q7g');", "p3buub2w6ba6", "new Client"),
-    ('clickup = ClickUpClient("pk_12345678_V796L5XFNSUTSO0PCDEUZY0OF6KOM1H8")', "XFNSUTSO0PCD", "ClickUp"),
+    (
+        "const client = new Client('k07d6ap3buub2w6ba6xifaoapm9e6q7g');",
+        "p3buub2w6ba6",
+        "new Client",
+    ),
+    (
+        'clickup = ClickUpClient("pk_12345678_V796L5XFNSUTSO0PCDEUZY0OF6KOM1H8")',
+        "XFNSUTSO0PCD",
+        "ClickUp",
+    ),
     ("the clickup key pk_12345678_V796L5XFNSUTSO0PCDEUZY0OF6KOM1H8 here", "XFNSUTSO0PCD", "here"),
     ('client = Client("SK53b5455687c86704054d75f576aa5776", auth)', "5687c86704054d", "auth)"),
     ("I pasted the key SK6a8040f85687359d14979ad3340fc739 into it", "85687359d149", "into it"),
     ("mongodb+srv://app:#^_g86AG1uVkLlh*S@cluster0.example.net/prod", "g86AG1uVkLlh", "@cluster0"),
     ("jdbc:mysql://db:3306/shop?user=app&password=#^_g86AG1uVkLlh*S", "g86AG1uVkLlh", "user=app"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("text", "secret", "kept"), LITTLE_NAMES)
