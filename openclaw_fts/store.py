@@ -40,6 +40,7 @@ from .errors import (
 )
 from .hooks import install
 from .index.base import backend, backend_of, dialect_of, known_backend, writer
+from .index.postgresql.pooling import use_transaction_pooler
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .models import AgentSession, Branch, TranscriptEvent
 from .reconcile import RECONCILE_BATCH_ROWS, BackgroundReconciler, Reconciler, status
@@ -97,6 +98,7 @@ class TranscriptStore:
         inline_repair_max_text_bytes: int | None = None,
         read_url: str | URL | Engine | None = None,
         replica_wait_ms: int = REPLICA_WAIT_MS,
+        transaction_pooler: bool = False,
     ) -> None:
         """``busy_timeout_ms``: how long a write waits for SQLite's lock (applied when the
         store configures the engine: a URL, or an engine not configured yet).
@@ -107,15 +109,26 @@ class TranscriptStore:
         ``read_url``: a URL or engine of a hot standby of ``url``'s PostgreSQL server, for
         searches, history, branches and status (never migrated or written); a read waits up
         to ``replica_wait_ms`` for it to replay the store's last write, else reads from the
-        primary (docs/scale.md)."""
+        primary (docs/scale.md).
+        ``transaction_pooler``: ``url`` (and ``read_url``) reach PostgreSQL through a pooler in
+        transaction mode (PgBouncer ``pool_mode = transaction``): no prepared statements, and
+        the reconciler's lease is a ``reconcile_lease`` row instead of a session-level advisory
+        lock (docs/scale.md)."""
         # Refused before anything connects or migrates.
         require_index_dialect(dialect_of(url))
+        if transaction_pooler and not backend_of(url).transaction_poolers:
+            raise UnsupportedDatabaseError(
+                "openclaw-fts: transaction_pooler=True is for PostgreSQL behind a pooler in "
+                f"transaction mode (here: {dialect_of(url)})"
+            )
         if isinstance(url, Engine):
             self.engine = configure(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = False
         else:
             self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = True
+        if transaction_pooler:
+            use_transaction_pooler(self.engine)
         #: The same engine, for the store's own writes: they begin with BEGIN IMMEDIATE.
         self.write_engine = write_engine(self.engine)
         if inline_repair_max_events is not None or inline_repair_max_text_bytes is not None:
@@ -138,6 +151,8 @@ class TranscriptStore:
         if read_url is not None:
             try:
                 self.read_engine, self._owns_read_engine = _standby_engine(read_url, self.engine)
+                if transaction_pooler:
+                    use_transaction_pooler(self.read_engine)
                 self._router = ReadRouter(self.engine, self.read_engine, wait_ms=replica_wait_ms)
             except BaseException:
                 self._dispose_engines()

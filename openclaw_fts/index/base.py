@@ -171,6 +171,11 @@ class Reader(Protocol):
         about the index (a read-only database, a lock held elsewhere); None otherwise."""
         ...
 
+    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        """Each tracked word whose impact list (:mod:`.impact`) differs from the rows the index
+        says it should hold: ``{"missing": n, "extra": n}``."""
+        ...
+
 
 class Writer(Protocol):
     """The write side of an index backend: every statement that writes transcripts, index rows,
@@ -291,12 +296,25 @@ class Backend(Reader, Writer, Protocol):
     #: Whether a store may read from this engine's hot standbys (``TranscriptStore(read_url=)``).
     hot_standbys: bool
 
+    #: Whether a store may reach the server through a pooler in transaction mode
+    #: (``TranscriptStore(transaction_pooler=True)``).
+    transaction_poolers: bool
+
     #: Whether the index rows can be partitioned by agent (:meth:`partition_by_agent`).
     partitions_by_agent: bool
 
     def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
         """Move the index rows into ``partitions`` partitions by agent (None: the engine's
         default) in the caller's transaction; returns the rows moved."""
+        ...
+
+    def unpartition_by_agent(self, conn: Connection) -> int:
+        """Move the partitioned index rows back into the plain table, in the caller's
+        transaction; returns the rows moved."""
+        ...
+
+    def partitioned_by_agent(self, conn: Connection) -> bool:
+        """Whether the database has the layout partitioned by agent."""
         ...
 
     def in_recovery(self, conn: Connection) -> bool:
@@ -319,8 +337,8 @@ class Backend(Reader, Writer, Protocol):
         ...
 
     def tables_at_head(self, conn: Connection) -> bool:
-        """On a database holding every plugin table: whether it also has what the revisions
-        after the last table change add (what a host's version table may not say)."""
+        """On a database holding every plugin table of revision 0005 (and not 0007's): whether
+        it also has what revision 0006 adds (what a host's version table may not say)."""
         ...
 
     def match_parts(

@@ -28,10 +28,11 @@ from ...query import CompiledQuery
 from ...rows import EVENT_COLUMNS, EventRow, NewRow
 from ..base import Lease
 from ..sql import CONTENT_TABLE, SqlBackend
-from . import partition
+from . import impact, partition
 from .compose import match_parts
-from .lease import AdvisoryLease
+from .lease import AdvisoryLease, RowLease
 from .names import is_search_object
+from .pooling import is_transaction_pooled
 from .read import PostgresSearch, has_tsvector_statistics
 from .replica import in_recovery
 
@@ -113,6 +114,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     name = "postgresql"
     packaged_driver: tuple[str, str] | None = ("psycopg", "postgresql")
     hot_standbys = True
+    transaction_poolers = True
     partitions_by_agent = True
 
     #: The JSON of a row whose ``parent_id`` column is empty (few: roots and malformed rows);
@@ -223,8 +225,18 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     def optimize(self, conn: Connection) -> None:
         """Refresh the planner's statistics of the index rows (GIN merges its pending list on
-        its own; ``VACUUM`` cannot run inside a transaction)."""
-        self.run(conn, f"ANALYZE {CONTENT_TABLE}")
+        its own; ``VACUUM`` cannot run inside a transaction), then track the words they show
+        became frequent (:mod:`.impact`)."""
+        target = partition.PARTITIONED_TABLE if partition.is_partitioned(conn) else CONTENT_TABLE
+        self.run(conn, f"ANALYZE {target}")
+        impact.promote(conn)
+
+    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        return impact.drift(conn)
+
+    def rebuild_all(self, conn: Connection) -> None:
+        """The ``tsvector`` column is generated: only the impact lists are rewritten."""
+        impact.rebuild(conn)
 
     # ------------------------------------------------------------ schema
 
@@ -270,6 +282,13 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         chosen = partition.DEFAULT_PARTITIONS if partitions is None else partitions
         return partition.partition_by_agent(conn, chosen)
 
+    def unpartition_by_agent(self, conn: Connection) -> int:
+        """The plain ``message_index`` table again (:func:`.partition.unpartition`)."""
+        return partition.unpartition(conn)
+
+    def partitioned_by_agent(self, conn: Connection) -> bool:
+        return partition.has_layout(conn)
+
     def in_recovery(self, conn: Connection) -> bool:
         return in_recovery(conn)
 
@@ -284,7 +303,10 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         """A session-level advisory lock: the server frees it when its holder's connection
-        dies (a SIGKILLed reconciler), so there is nothing to expire."""
+        dies (a SIGKILLed reconciler), so there is nothing to expire. Behind a transaction
+        pooler (:mod:`.pooling`), a ``reconcile_lease`` row that expires after ``seconds``."""
+        if is_transaction_pooled(engine):
+            return RowLease(engine, holder, seconds)
         return AdvisoryLease(engine, holder, seconds)
 
     def match_parts(
