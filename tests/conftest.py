@@ -37,7 +37,9 @@ ENGINES = ("sqlite", "postgresql")
 #: :data:`PARTITIONED_MODULES` (the search, history, edit and reconcile behaviour), not for the
 #: whole suite (its PostgreSQL half already takes most of the run).
 PARTITIONED = "postgresql-partitioned"
-PARTITIONED_MODULES = frozenset({"test_search", "test_history", "test_edits", "test_reconcile"})
+PARTITIONED_MODULES = frozenset(
+    {"test_search", "test_history", "test_edits", "test_reconcile", "test_impact_lists"}
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -52,7 +52,7 @@ from openclaw_fts.alembic import VERSION_TABLE, include_name
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
 from openclaw_fts.index import postgresql as pg
-from openclaw_fts.models import INDEX_TABLES, TRANSCRIPT_TABLES
+from openclaw_fts.models import IMPACT_TABLES, INDEX_TABLES, TRANSCRIPT_TABLES
 
 pytestmark = pytest.mark.both_engines
 
@@ -60,11 +60,11 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0006_tsvector_statistics"
+HEAD_REVISION = "0007_impact_lists"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
-PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES)
+PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES) | set(IMPACT_TABLES)
 #: FTS5's virtual table and the shadow tables SQLite keeps for it.
 FTS_TABLES = {
     "message_fts",
@@ -87,6 +87,9 @@ PG_FUNCTIONS = {
     "openclaw_fts_events_last_seq",
     "openclaw_fts_events_deleted",
     "openclaw_fts_events_edited",
+    "openclaw_fts_impact_insert",
+    "openclaw_fts_impact_delete",
+    "openclaw_fts_impact_promote",
 }
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
@@ -732,6 +735,7 @@ def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(
     pg_engine: Engine,
 ) -> None:
     """A host revision that depends on 0005 hides it from the host's ``alembic_version``:
+    every table present is the head (0007 added the impact lists' tables); without those,
     0005 and 0006 have the same tables, so the statistics target tells them apart."""
     migrate.upgrade(pg_engine)
     with pg_engine.begin() as conn:
@@ -739,6 +743,9 @@ def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(
         conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
         conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
     assert migrate.host_revisions(pg_engine) == (HEAD_REVISION,)
+    with pg_engine.begin() as conn:
+        conn.execute(text("DROP TABLE message_impact, message_impact_terms"))
+    assert migrate.host_revisions(pg_engine) == (migrate.STATISTICS_REVISION,)
     with pg_engine.begin() as conn:
         conn.execute(text("ALTER TABLE message_index ALTER COLUMN body_tsv SET STATISTICS -1"))
     assert migrate.host_revisions(pg_engine) == (migrate.TABLES_REVISION,)
