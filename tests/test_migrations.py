@@ -44,7 +44,6 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
 from test_cli import run
 
 import openclaw_fts
@@ -53,7 +52,7 @@ from openclaw_fts.alembic import VERSION_TABLE, include_name
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
 from openclaw_fts.index import postgresql as pg
-from openclaw_fts.models import INDEX_TABLES, TRANSCRIPT_TABLES
+from openclaw_fts.models import IMPACT_TABLES, INDEX_TABLES, TRANSCRIPT_TABLES
 
 pytestmark = pytest.mark.both_engines
 
@@ -62,11 +61,11 @@ CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 REVISION_4 = "0004_host_guest"
 #: The plugin's newest revision.
-HEAD_REVISION = "0006_tsvector_statistics"
+HEAD_REVISION = "0007_impact_lists"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
-PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES)
+PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES) | set(IMPACT_TABLES)
 #: FTS5's virtual table and the shadow tables SQLite keeps for it.
 FTS_TABLES = {
     "message_fts",
@@ -89,6 +88,9 @@ PG_FUNCTIONS = {
     "openclaw_fts_events_last_seq",
     "openclaw_fts_events_deleted",
     "openclaw_fts_events_edited",
+    "openclaw_fts_impact_insert",
+    "openclaw_fts_impact_delete",
+    "openclaw_fts_impact_promote",
 }
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
@@ -670,37 +672,6 @@ def test_tsvector_folds_case_and_diacritics_and_keeps_every_word(pg_engine: Engi
     assert matching(pg_engine, "renamed") == ["m1"]
 
 
-def test_raw_edits_mark_the_session_or_are_refused(pg_engine: Engine) -> None:
-    """Revision 0004's rules on PostgreSQL: a raw UPDATE of an event's content makes its session
-    pending; one that changes what a derived column is computed from while leaving the column
-    as it was is refused, as on SQLite."""
-    migrate.upgrade(pg_engine)
-    add_message(pg_engine, "s1", "m1", "first")
-    with pg_engine.begin() as conn:
-        conn.execute(
-            text("INSERT INTO openclaw_index_state (session_id, indexed_seq) VALUES ('s1', 0)")
-        )
-    edited = {"type": "message", "id": "m1", "message": {"role": "user", "content": "changed"}}
-    with pg_engine.begin() as conn:
-        conn.execute(text("UPDATE transcript_events SET event = :e"), {"e": json.dumps(edited)})
-        state = conn.execute(
-            text("SELECT needs_rebuild, generation FROM openclaw_index_state")
-        ).one()
-    assert tuple(state) == (True, 1)
-    moved = {**edited, "id": "m9"}
-    with (
-        pytest.raises(DBAPIError, match="derived columns change with it"),
-        pg_engine.begin() as conn,
-    ):
-        conn.execute(text("UPDATE transcript_events SET event = :e"), {"e": json.dumps(moved)})
-    with pg_engine.begin() as conn:  # with its column, the same change is accepted
-        conn.execute(
-            text("UPDATE transcript_events SET event = :e, event_id = 'm9'"),
-            {"e": json.dumps(moved)},
-        )
-        assert conn.execute(text("SELECT event_id FROM transcript_events")).scalar_one() == "m9"
-
-
 def test_namespaced_tables_upgrade_and_downgrade_keep_rows_and_triggers(
     pg_engine: Engine,
 ) -> None:
@@ -832,7 +803,8 @@ def test_a_host_sessions_table_before_the_plugin_migrations(
     assert [(d[0], d[1].name) for d in diff] == [("remove_table", "sessions")]  # the host's
 
     migrate.downgrade(pg_engine, REVISION_4)  # "sessions" is taken: the names stay
-    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE, "sessions"}
+    revision_4 = PLUGIN_TABLES - set(IMPACT_TABLES)
+    assert tables(pg_engine) == revision_4 | {VERSION_TABLE, "sessions"}
     assert raw_writes_mark(pg_engine, 6) == (6, True)
     migrate.upgrade(pg_engine)
     assert raw_writes_mark(pg_engine, 7) == (7, True)
@@ -910,6 +882,7 @@ def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(
     pg_engine: Engine,
 ) -> None:
     """A host revision that depends on 0005 hides it from the host's ``alembic_version``:
+    every table present is the head (0007 added the impact lists' tables); without those,
     0005 and 0006 have the same tables, so the statistics target tells them apart."""
     migrate.upgrade(pg_engine)
     with pg_engine.begin() as conn:
@@ -917,6 +890,9 @@ def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(
         conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
         conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
     assert migrate.host_revisions(pg_engine) == (HEAD_REVISION,)
+    with pg_engine.begin() as conn:
+        conn.execute(text("DROP TABLE message_impact, message_impact_terms"))
+    assert migrate.host_revisions(pg_engine) == (migrate.STATISTICS_REVISION,)
     with pg_engine.begin() as conn:
         conn.execute(text("ALTER TABLE message_index ALTER COLUMN body_tsv SET STATISTICS -1"))
     assert migrate.host_revisions(pg_engine) == (migrate.TABLES_REVISION,)

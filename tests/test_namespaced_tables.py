@@ -29,7 +29,7 @@ from openclaw_fts.engine import make_engine
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_2 = "0002_index"
 REVISION_4 = "0004_host_guest"
-HEAD = "0006_tsvector_statistics"
+HEAD = "0007_impact_lists"
 OLD_NAMES = {"sessions", "branches", "index_state"}
 NEW_NAMES = {"openclaw_sessions", "openclaw_branches", "openclaw_index_state"}
 
