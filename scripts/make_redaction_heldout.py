@@ -25,6 +25,14 @@ The split is fixed HERE, by source, before any result is looked at:
   ``cmd/generate/config/utils/generate.go`` semi-generic rules (``<vendor>_<word> = key``)
   for vendors outside the tuned corpus, with keys of the alphabets those sources use.
 
+* ``heldout3``: written before the rules were changed for ``heldout2``'s leaks (which made
+  ``heldout2`` a tuned split), from a project no corpus of this project had used:
+  praetorian-inc/noseyparker ``crates/noseyparker/data/default/rules/*.yml`` (the contexts its
+  rules describe: generic passwords in Ruby/Perl hashes, JS objects, Python keyword arguments,
+  Gradle ``credentials {}`` blocks and DSN parameter strings; ODBC and Azure connection
+  strings; Jenkins, New Relic and Heroku keys in the forms its examples show), with keys of
+  the alphabets and lengths those rules give. Measured once, with the final rules.
+
 Run: ``python scripts/make_redaction_heldout.py`` (writes the file; ``--check`` compares).
 """
 
@@ -33,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -196,6 +205,62 @@ SEMI_GENERIC_FORMS: dict[str, str] = {
 }
 
 
+NOSEY_PARKER = "praetorian-inc/noseyparker crates/noseyparker/data/default/rules/{}.yml"
+UUID_SHAPE = "8-4-4-4-12"
+# (rules file, family, form, template, alphabet, length; alphabet "uuid": a random UUID)
+NOSEY_PARKER_FORMS: list[tuple[str, str, str, str, str, int]] = [
+    ("generic", "password", "ruby-hash", ":password       => '{s}',", PUNCT_PASSWORD, 12),
+    ("generic", "password", "perl-hash", "beta => {\n  user => 'joe',\n  password => '{s}',\n}",
+     PUNCT_PASSWORD, 14),
+    ("generic", "password", "js-object", "login({{username: 'geronimo', password: '{s}'}});",
+     ALNUM, 16),
+    ("generic", "password", "python-kwargs",
+     "cred = UsernamePasswordCredential(\n    username='jdoe',\n    password='{s}',\n"
+     "    tenant_id='{u}')", PUNCT_PASSWORD, 12),
+    ("generic", "password", "gradle-credentials",
+     'credentials {{\n    username "deploy"\n    password "{s}"\n}}', ALNUM, 16),
+    ("generic", "password", "dsn-params",
+     ":authn_dbd_params => 'host=db port=3306 user=apache password={s} dbname=auth',",
+     ALNUM, 12),
+    ("generic", "password", "unquoted-pair", "user = alice\npassword = {s}", ALNUM + "_", 14),
+    ("generic", "password", "aligned-prose", "Ldap password               ----   {s}",
+     PUNCT_PASSWORD, 12),
+    ("generic", "api-key", "gradle-build-config",
+     "buildConfigField 'String', 'API_KEY', '\"{s}\"'", HEX, 32),
+    ("generic", "secret", "java-constant", 'private static String CLIENT_SECRET = "{s}";', HEX, 40),
+    ("odbc", "odbc", "user-id", "Server=host;Port=5432;User Id=app;Password={s};Database=shop;",
+     PUNCT_PASSWORD.replace("=", ""), 14),
+    ("odbc", "odbc", "uid-pwd", "Provider=SQLNCLI;Server=srv,1433;Database=db;Uid=app;Pwd={s};",
+     ALNUM, 14),
+    ("odbc", "odbc", "concatenated",
+     'adoConn.Open("Provider=SQLOLEDB.1;User ID=bill; " & "Password ={s};Initial Catalog=P;")',
+     ALNUM, 14),
+    ("azure", "azure", "iot-hub",
+     '"value": "HostName=hub.azure-devices.net;SharedAccessKeyName=rw;SharedAccessKey={s}="',
+     B64, 43),
+    ("azure", "azure", "app-configuration",
+     "Endpoint=https://cfg.azconfig.io;Id=ABCD-E6-s0:tl6ABcdefGHi7kLMno/p;Secret={s}=", B64, 43),
+    ("jenkins", "jenkins", "python", "jenkins_passwd = '{s}'   # Dev Token", HEX, 34),
+    ("jenkins", "jenkins", "export", "export JENKINS_TOKEN={s}", HEX, 34),
+    ("jenkins", "jenkins", "crumb-header",
+     "curl -X POST http://ci/job/x/build -H 'Jenkins-Crumb:{s}'", HEX, 32),
+    ("newrelic", "newrelic", "license-yaml", "# New Relic license\nlicense_key: {s}NRAL", HEX, 36),
+    ("newrelic", "newrelic", "insights-insert", 'insertKey: "NRII-{s}")', B64URL, 32),
+    ("newrelic", "newrelic", "insights-query", '"querykey": "NRIQ-{s}",', B64URL, 32),
+    ("newrelic", "newrelic", "rest-header", 'curl -H "X-Api-Key:NRRA-{s}" https://api.newrelic.com',
+     HEX, 42),
+    ("newrelic", "newrelic", "admin-colon", "admin_access:NRAA-{s}", HEX, 27),
+    ("newrelic", "newrelic", "powershell", "PS> Get-NR1Catalog -PersonalAPIKey 'NRAK-{s}'",
+     UPPER_ALNUM, 27),
+    ("newrelic", "newrelic", "pixie", "MW_PX_API_KEY=px-api-{s}", "uuid", 36),
+    ("heroku", "heroku", "yaml", "  HEROKU_API_KEY: {s}", "uuid", 36),
+]  # fmt: skip
+
+
+def uuid(rng: random.Random) -> str:
+    return "-".join("".join(rng.choice(HEX) for _ in range(int(n))) for n in UUID_SHAPE.split("-"))
+
+
 def draw(rng: random.Random, alphabet: str, length: int) -> str:
     # a password/key with at least one digit and one letter (as generators make them)
     while True:
@@ -257,6 +322,18 @@ def build(seed: int) -> list[dict[str, Any]]:
             secret = draw(rng, alphabet, length)
             add("tuned", f"issue:{family}", "openclaw-fts issue tracker (leaking families)",
                 template.split()[0], render(template, s=secret), secret)  # fmt: skip
+    for rules_file, family, form, template, alphabet, length in NOSEY_PARKER_FORMS:
+        for _ in range(SAMPLES_PER_FAMILY + 1):
+            secret = uuid(rng) if alphabet == "uuid" else draw(rng, alphabet, length)
+            # a literal prefix in the template (``NRII-``, ``px-api-``) belongs to the secret
+            at = template.index("{s}")
+            head = re.search(r"[A-Za-z0-9_\-]*$", template[:at])
+            prefix = head.group() if head and template[:at].endswith("-") else ""
+            tail = re.match(r"[A-Za-z0-9=]*", template[at + 3 :])
+            suffix = tail.group() if tail else ""
+            text = render(template, s=secret, u=uuid(rng))
+            add("heldout3", f"noseyparker:{family}", NOSEY_PARKER.format(rules_file), form, text,
+                prefix + secret + suffix)  # fmt: skip
     return cases
 
 
