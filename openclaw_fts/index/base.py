@@ -199,6 +199,11 @@ class Writer(Protocol):
         ``last_seq`` is read)."""
         ...
 
+    def locked_context(self, conn: Connection, session_id: str) -> SessionContext | None:
+        """:meth:`lock_session`, then the session's context as ``Reader.session_context``
+        reads it (in one statement where the engine can); None: no such session."""
+        ...
+
     def ensure_session(
         self, conn: Connection, fields: Mapping[str, Any], *, rekey: bool
     ) -> int | None: ...

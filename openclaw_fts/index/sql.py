@@ -39,6 +39,13 @@ from .pending import PENDING_CONDITION
 
 #: The table of index rows (its full-text side is the backend's own).
 CONTENT_TABLE = "message_index"
+#: A session's ``last_seq``, incognito flag and index state (``SessionContext``).
+SESSION_CONTEXT = (
+    "SELECT s.last_seq, s.incognito, st.id, st.indexed_seq, st.indexed_leaf, "
+    "st.needs_rebuild, st.generation, st.index_version FROM openclaw_sessions s "
+    "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
+    "WHERE s.session_id = :sid"
+)
 _INSERT_EVENTS = (
     f"INSERT INTO transcript_events ({', '.join(EVENT_COLUMNS)}) "
     f"VALUES ({', '.join(':' + c for c in EVENT_COLUMNS)})"
@@ -79,6 +86,10 @@ class SqlBackend:
     #: SQL giving, for a row whose ``parent_id`` column is empty, what tells a null
     #: ``parentId`` from a missing or malformed one (NULL otherwise); see :meth:`parent_type`.
     PARENT_PROBE = "NULL"
+
+    #: :data:`SESSION_CONTEXT` taking the session's append lock too (None: the engine's
+    #: write transactions serialise appends already, or it locks with a statement of its own).
+    CONTEXT_FOR_APPEND: str | None = None
 
     def cursor(self, conn: Connection) -> Any:
         """A DBAPI cursor on the connection's current transaction."""
@@ -142,14 +153,18 @@ class SqlBackend:
     # ------------------------------------------------------------ sessions and index state
 
     def session_context(self, conn: Connection, session_id: str) -> SessionContext | None:
-        row = self.run(
-            conn,
-            "SELECT s.last_seq, s.incognito, st.id, st.indexed_seq, st.indexed_leaf, "
-            "st.needs_rebuild, st.generation, st.index_version FROM openclaw_sessions s "
-            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
-            "WHERE s.session_id = :sid",
-            {"sid": session_id},
-        ).fetchone()
+        return self._context(conn, session_id, SESSION_CONTEXT)
+
+    def locked_context(self, conn: Connection, session_id: str) -> SessionContext | None:
+        """:meth:`lock_session` and :meth:`session_context` in one statement where the engine
+        locks a row it reads (:data:`CONTEXT_FOR_APPEND`)."""
+        if self.CONTEXT_FOR_APPEND is None:
+            self.lock_session(conn, session_id)
+            return self.session_context(conn, session_id)
+        return self._context(conn, session_id, self.CONTEXT_FOR_APPEND)
+
+    def _context(self, conn: Connection, session_id: str, statement: str) -> SessionContext | None:
+        row = self.run(conn, statement, {"sid": session_id}).fetchone()
         if row is None:
             return None
         state = _state(row[2:]) if row[2] is not None else None

@@ -27,7 +27,7 @@ from ...jsonsafe import stored_event
 from ...query import CompiledQuery
 from ...rows import EVENT_COLUMNS, EventRow, NewRow
 from ..base import Lease
-from ..sql import CONTENT_TABLE, SqlBackend
+from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend
 from . import impact, partition
 from .compose import match_parts
 from .lease import AdvisoryLease, RowLease
@@ -215,6 +215,9 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         if any(isinstance(v, str) and "\x00" in v for v in values):
             return "PostgreSQL text cannot hold a NUL character (U+0000)"
         return None
+
+    #: The append's lock is taken by the statement that reads the session (one round trip).
+    CONTEXT_FOR_APPEND = SESSION_CONTEXT + " FOR UPDATE OF s"
 
     def lock_session(self, conn: Connection, session_id: str) -> None:
         self.run(
