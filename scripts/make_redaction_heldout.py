@@ -31,7 +31,7 @@ The split is fixed HERE, by source, before any result is looked at:
   rules describe: generic passwords in Ruby/Perl hashes, JS objects, Python keyword arguments,
   Gradle ``credentials {}`` blocks and DSN parameter strings; ODBC and Azure connection
   strings; Jenkins, New Relic and Heroku keys in the forms its examples show), with keys of
-  the alphabets and lengths those rules give. Measured once, with the final rules.
+  the alphabets and lengths those rules give. Measured once (21/104 leaked), then tuned on.
 
 * ``heldout4``: written after ``heldout3``'s one measurement and before any rule was changed
   for it, from semgrep/semgrep-rules ``generic/secrets/security/detected-*.yaml`` (the rules'
