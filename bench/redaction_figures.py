@@ -27,6 +27,9 @@ default plugins in the same process (``scan_line`` per line, no eager search); a
 ``time.process_time`` in :data:`ROUNDS` interleaved rounds (ours, ours per message,
 detect-secrets, then again); the ratio reported is the MEDIAN of the per-round ratios, with the
 lowest and highest round beside it (a busy shared machine slows single rounds, not the median).
+
+The leak measure (docs/redaction.md, "Measuring a leak"), the case reader and detect-secrets'
+scan are :mod:`bench.redaction`'s, so the two commands count alike.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ import collections
 import glob
 import gzip
 import hashlib
-import json
 import statistics
 import sys
 import sysconfig
@@ -46,18 +48,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from openclaw_fts.redact import (
-    KEEP_END_CHARS,
-    KEEP_START_CHARS,
-    MIN_PARTIAL_MASK_CHARS,
-    redact_text,
+from bench.redaction import (
+    CORPUS,
+    ROOT,
+    detect_secrets_findings,
+    leak_table,
+    leaked,
+    load_cases,
 )
+from openclaw_fts.redact import redact_text
 
-ROOT = Path(__file__).resolve().parent.parent
-PUBLIC_CORPUS = ROOT / "tests" / "fixtures" / "redaction_corpus.jsonl"
+PUBLIC_CORPUS = CORPUS
 HELDOUT_CORPUS = ROOT / "tests" / "fixtures" / "redaction_heldout.jsonl"
-#: Characters of a masked-away middle that count as a leak when they survive.
-LEAK_WINDOW_CHARS = 8
 #: Ordinary lines measured by default.
 DEFAULT_LINES = 200_000
 #: Lines taken from one package (top folder under site-packages, or one stdlib module): keeps
@@ -71,28 +73,8 @@ THROUGHPUT_LINES = 20_000
 ROUNDS = 7
 
 
-def leaked(case: dict[str, Any], out: str) -> bool:
-    secret: str = case["secret"]
-    if case["family"].startswith("openclaw"):
-        return secret in out
-    if len(secret) < MIN_PARTIAL_MASK_CHARS:
-        return secret in out
-    middle = secret[KEEP_START_CHARS:-KEEP_END_CHARS]
-    return any(
-        middle[i : i + LEAK_WINDOW_CHARS] in out
-        for i in range(max(1, len(middle) - LEAK_WINDOW_CHARS + 1))
-    )
-
-
-def load(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
 def leak_rate(cases: list[dict[str, Any]]) -> tuple[int, int, collections.Counter[str]]:
-    bad: collections.Counter[str] = collections.Counter()
-    for case in cases:
-        if leaked(case, redact_text(case["text"])):
-            bad[case["family"]] += 1
+    bad = collections.Counter(leak_table(cases, redact_text)["leaked"])
     return sum(bad.values()), len(cases), bad
 
 
@@ -245,41 +227,13 @@ def take_round_robin(sources: dict[str, Iterator[str]], total: int) -> dict[str,
 
 
 def detect_secrets_scanner() -> Callable[[str], bool] | None:
+    """Whether detect-secrets flags a line (:func:`bench.redaction.detect_secrets_findings`);
+    None when it is not installed."""
     try:
-        from detect_secrets.core.scan import _is_filtered_out, _scan_line
-        from detect_secrets.settings import default_settings, get_plugins
-        from detect_secrets.util.code_snippet import get_code_snippet
+        findings = detect_secrets_findings()
     except ImportError:
         return None
-    settings = default_settings()
-    settings.__enter__()  # kept for the process: the plugins read the global settings
-    plugins = list(get_plugins())
-
-    def scan(line: str) -> bool:
-        # as its ``scan_line`` does (default plugins and filters), without the "eager" search
-        # it turns on for ad-hoc strings (which flags almost every line of ordinary text)
-        context = get_code_snippet(lines=[line], line_number=1)
-        return any(
-            not _is_filtered_out(
-                required_filter_parameters=["context"],
-                filename=found.filename,
-                secret=found.secret_value,
-                plugin=plugin,
-                line=line,
-                context=context,
-            )
-            for plugin in plugins
-            for found in _scan_line(
-                plugin=plugin,
-                filename="message.txt",
-                line=line,
-                line_number=0,
-                context=context,
-                enable_eager_search=False,
-            )
-        )
-
-    return scan
+    return lambda line: any(True for _ in findings(line))
 
 
 #: Lines per message when our redaction is given whole messages (its unit: one message).
@@ -322,14 +276,14 @@ def main() -> int:
     for text in differ:
         print(f"  differs: {text!r}")
 
-    public = load(PUBLIC_CORPUS)
+    public = load_cases(PUBLIC_CORPUS)
     generated = [c for c in public if not c["family"].startswith("openclaw")]
     bad, n, fams = leak_rate(generated)
     print(f"public rule samples (gitleaks, detect-secrets): {bad}/{n} leak ({100 * bad / n:.2f} %)")
     if fams:
         print("  " + ", ".join(f"{f} {k}" for f, k in fams.most_common(12)))
-    heldout = load(HELDOUT_CORPUS)
-    for split in ("tuned", "heldout", "heldout2", "heldout3"):
+    heldout = load_cases(HELDOUT_CORPUS)
+    for split in ("tuned", "heldout", "heldout2", "heldout3", "heldout4"):
         cases = [c for c in heldout if c["split"] == split]
         bad, n, fams = leak_rate(cases)
         print(f"{split}: {bad}/{n} leak ({100 * bad / n:.2f} %)")

@@ -538,6 +538,12 @@ VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
     VendorToken(
         "lob-test", "test_pub_", "[a-f0-9]", 31, "test_pub_a3c4e56789210bdfa3c4e56789210bdfa3c"
     ),
+    VendorToken("newrelic-admin", "NRAA-", "[a-f0-9]", 27, "NRAA-3f9a0c4d3f9a0c4d6b2e7f186b2"),
+    VendorToken("newrelic-user", "NRAK-", "[A-Z0-9]", 27, "NRAK-Q3EGRPN7XKZL2M4TB8CD5EF6GH9"),
+    VendorToken("newrelic-rest", "NRRA-", "[a-f0-9]", 42, "NRRA-" + "3f9a0c4d6b" * 4 + "2e"),
+    VendorToken(
+        "newrelic-insights", "NRI[IQ]-", TOKEN_CHARS, 32, "NRII-aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0x"
+    ),
     VendorToken("twilio-api-key", "SK", "[0-9a-f]", 32, "SK3f9a0c4d3f9a0c4d6b2e7f186b2e7f18"),
     VendorToken(
         "bittensor", "bt_", "[A-Za-z0-9]", 40, "bt_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF"
@@ -903,8 +909,14 @@ HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
     }
 )
 
-# Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``).
-SECRET_LAST_WORDS: Final = frozenset({"secret", "credential", "credentials", "jwt", "cvc", "cvv"})
+# Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``,
+# Jenkins' CSRF ``Jenkins-Crumb``).
+SECRET_LAST_WORDS: Final = frozenset(
+    {"secret", "credential", "credentials", "jwt", "cvc", "cvv", "crumb"}
+)
+
+# Names that hold a password after a ``;`` of a connection string (ODBC ``Uid=app;Pwd=…;``).
+CONNECTION_PASSWORD_NAMES: Final = frozenset({"pwd", "pass"})
 
 # "<word> pass" that is not a password (``by pass``, ``first_pass``, ``boarding pass``).
 HARMLESS_PASS_PREFIXES: Final = frozenset(

@@ -31,7 +31,14 @@ The split is fixed HERE, by source, before any result is looked at:
   rules describe: generic passwords in Ruby/Perl hashes, JS objects, Python keyword arguments,
   Gradle ``credentials {}`` blocks and DSN parameter strings; ODBC and Azure connection
   strings; Jenkins, New Relic and Heroku keys in the forms its examples show), with keys of
-  the alphabets and lengths those rules give. Measured once, with the final rules.
+  the alphabets and lengths those rules give. Measured once (21/104 leaked), then tuned on.
+
+* ``heldout4``: written after ``heldout3``'s one measurement and before any rule was changed
+  for it, from semgrep/semgrep-rules ``generic/secrets/security/detected-*.yaml`` (the rules'
+  patterns: which names, separators, quotes, lengths and alphabets each expects around a
+  key; AWS session tokens, sshpass, generic API keys later on a line, Artifactory, Kolide,
+  HockeyApp, Onfido, Composio, Sauce Labs, Picatic), rendered in forms of this file's own.
+  Measured once, with the final rules.
 
 Run: ``python scripts/make_redaction_heldout.py`` (writes the file; ``--check`` compares).
 """
@@ -257,6 +264,46 @@ NOSEY_PARKER_FORMS: list[tuple[str, str, str, str, str, int]] = [
 ]  # fmt: skip
 
 
+SEMGREP = "semgrep/semgrep-rules generic/secrets/security/detected-{}.yaml"
+B64_SESSION = ALNUM + "/+"
+# (rule, family, form, template, alphabet, length; "uuid": a random UUID)
+SEMGREP_FORMS: list[tuple[str, str, str, str, str, int]] = [
+    ("aws-session-token", "aws-session", "ini", "aws_session_token = {s}", B64_SESSION, 120),
+    ("aws-session-token", "aws-session", "json", '{{"SessionToken": "{s}"}}', B64_SESSION, 120),
+    ("aws-session-token", "aws-session", "ruby", ":aws_session_token => '{s}',", B64_SESSION, 96),
+    ("aws-session-token", "aws-session", "aligned",
+     "AWS_SESSION_TOKEN:" + " " * 30 + "{s}", B64_SESSION, 96),
+    ("ssh-password", "sshpass", "double-quoted", 'sshpass -p "{s}" ssh deploy@10.0.0.5',
+     PUNCT_PASSWORD, 14),
+    ("ssh-password", "sshpass", "attached", "sshpass -p'{s}' scp backup.tar host:/srv",
+     PUNCT_PASSWORD, 14),
+    ("generic-api-key", "generic-api-key", "comment", "// apiKey for the staging tenant: {s}",
+     ALNUM, 40),
+    ("generic-api-key", "generic-api-key", "html-meta", '<meta name="api-key" content="{s}">',
+     ALNUM, 32),
+    ("generic-api-key", "generic-api-key", "arrow", 'API_KEY(prod) -> "{s}"', ALNUM, 36),
+    ("artifactory-password", "artifactory", "yaml", "artifactory_password: AP6{s}", ALNUM, 40),
+    ("artifactory-password", "artifactory", "curl-user",
+     "curl -u admin:AP6{s} https://repo.example/artifactory/api/repos", ALNUM, 40),
+    ("kolide-api-key", "kolide", "env", "KOLIDE_TOKEN=k2sk_v1_{s}", ALNUM, 24),
+    ("kolide-api-key", "kolide", "header", 'curl -H "Authorization: k2sk_v1_{s}" https://k2',
+     ALNUM, 24),
+    ("hockeyapp", "hockeyapp", "swift",
+     'BITHockeyManager.shared().configure(withIdentifier: "{s}")', HEX, 32),
+    ("hockeyapp", "hockeyapp", "yaml", "hockeyapp_token: {s}", HEX, 32),
+    ("onfido-live-api-token", "onfido", "env", "ONFIDO_API_TOKEN=api_live.{s}", B64URL, 44),
+    ("onfido-live-api-token", "onfido", "header",
+     "Authorization: Token token=api_live_us.{s}", B64URL, 44),
+    ("composio-api-key", "composio", "env", "COMPOSIO_API_KEY=ak_{s}", B64URL, 20),
+    ("composio-api-key", "composio", "json", '{{"key": "uak_{s}"}}', B64URL, 43),
+    ("composio-api-key", "composio", "prose", "use oak_{s} for the org", B64URL, 20),
+    ("sauce-token", "sauce", "env", "SAUCE_ACCESS_KEY={s}", "uuid", 36),
+    ("sauce-token", "sauce", "yaml", 'sauce_key: "{s}"', "uuid", 36),
+    ("sauce-token", "sauce", "url", "https://alice:{s}@ondemand.saucelabs.com/wd/hub", "uuid", 36),
+    ("picatic-api-key", "picatic", "ruby", 'Picatic.api_key = "sk_live_{s}"', LOWER_ALNUM, 32),
+]  # fmt: skip
+
+
 def uuid(rng: random.Random) -> str:
     return "-".join("".join(rng.choice(HEX) for _ in range(int(n))) for n in UUID_SHAPE.split("-"))
 
@@ -334,6 +381,22 @@ def build(seed: int) -> list[dict[str, Any]]:
             text = render(template, s=secret, u=uuid(rng))
             add("heldout3", f"noseyparker:{family}", NOSEY_PARKER.format(rules_file), form, text,
                 prefix + secret + suffix)  # fmt: skip
+    for rule, family, form, template, alphabet, length in SEMGREP_FORMS:
+        for _ in range(SAMPLES_PER_FAMILY + 1):
+            body = uuid(rng) if alphabet == "uuid" else draw(rng, alphabet, length)
+            if family == "onfido":  # an 11-character id, ``.``, a 32-character secret
+                body = body[:11] + "." + body[11:43]
+            at = template.index("{s}")
+            head = re.search(r"[A-Za-z0-9_.]*$", template[:at])
+            prefix = (
+                head.group() if head and head.group()[:1].islower() and "_" in head.group() else ""
+            )  # ``k2sk_v1_``, ``api_live.``: part of the secret
+            prefix = prefix if prefix.startswith(("k2sk_", "api_live", "ak_", "uak_", "oak_",
+                                                  "sk_live_")) else ""  # fmt: skip
+            if template[:at].endswith("AP6"):
+                prefix = "AP6"
+            text = render(template, s=body)
+            add("heldout4", f"semgrep:{family}", SEMGREP.format(rule), form, text, prefix + body)
     return cases
 
 

@@ -223,6 +223,11 @@ NEW_FAMILIES = [
     ("yamlbin", "secret: !!binary gxHdyN8PveDdzWjpN3u2cZHR\n", "8PveDdzWjpN3u2cZ"),
     ("nestval", "creds:\n  nested:\n    secret_value: dcb5cd1a409f118e1a5a\n", "1a409f118e"),
     ("etsykey", '{"etsy_key": "rwqh7r0qrcisbuydmpunvxpe"}', "0qrcisbuydmpun"),
+    ("gradlecred", 'credentials {\n    password "houi1gQm5m3Da3j9"\n}', "houi1gQm5m3Da3j9"),
+    ("odbcpwd", "Server=srv;Uid=app;Pwd=k7w5JqOEudKaHV;", "k7w5JqOEudKaHV"),
+    ("jenkinscrumb", "-H 'Jenkins-Crumb:47ecc2220810d7939da41fd810de92f9'", "2220810d7939da41"),
+    ("ruledpass", "Ldap password ---- Y9zH1cImool7", "Y9zH1cImool7"),
+    ("newrelicadmin", "admin_access:NRAA-5b73376be08025530e60d3250ac", "76be08025530e60d"),
 ]
 
 

@@ -972,6 +972,28 @@ LITTLE_NAMES = [
     ("I pasted the key SK6a8040f85687359d14979ad3340fc739 into it", "85687359d149", "into it"),
     ("mongodb+srv://app:#^_g86AG1uVkLlh*S@cluster0.example.net/prod", "g86AG1uVkLlh", "@cluster0"),
     ("jdbc:mysql://db:3306/shop?user=app&password=#^_g86AG1uVkLlh*S", "g86AG1uVkLlh", "user=app"),
+    (
+        'credentials {\n    username "deploy"\n    password "houi1gQm5m3D"\n}',
+        "houi1gQm5m3D",
+        "deploy",
+    ),
+    ("Ldap password               ----   Y%=H1cImool!", "Y%=H1cImool!", "Ldap password"),
+    (
+        "buildConfigField 'String', 'API_KEY', '\"a2591cf96638bcea4fc8950bb45726b8\"'",
+        "cf96638bcea4",
+        "API_KEY",
+    ),
+    (
+        "Provider=SQLNCLI;Server=srv,1433;Database=db;Uid=app;Pwd=k7w5JqOEudKaHV;",
+        "k7w5JqOEudKaHV",
+        "Uid=app",
+    ),
+    (
+        "curl -H 'Jenkins-Crumb:47ecc2220810d7939da41fd810de92f9' http://ci",
+        "2220810d7939da",
+        "http://ci",
+    ),
+    ("admin_access:NRAA-5b73376be08025530e60d3250ac", "76be08025530e6", "admin_access:"),
 ]
 
 
@@ -995,6 +1017,10 @@ STILL_PUBLIC = [
     'ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"',  # an alphabet written out
     'charset_key = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"',
     "https://example.com/docs#section@anchor",
+    "PWD=/home/alice/src",  # the shell's current directory
+    "cd $PWD && pwd",
+    "the password -> see the docs",
+    '  label "Password"',
 ]
 
 

@@ -158,7 +158,7 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         connect.apply_now(dbapi_connection, busy_timeout_ms=busy_timeout_ms)
 
     def begin_write(self, conn: Connection) -> None:
-        connect.take_write_lock(conn)
+        connect.take_write_lock(cursor(conn))
 
     def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
         raise UnsupportedDatabaseError("openclaw-fts: SQLite has no partitioned layout")
