@@ -40,6 +40,14 @@ The split is fixed HERE, by source, before any result is looked at:
   HockeyApp, Onfido, Composio, Sauce Labs, Picatic), rendered in forms of this file's own.
   Measured once, with the final rules.
 
+* ``heldout5``: written after ``heldout4``'s one measurement and before any rule was changed
+  for it, from a project no corpus of this project had used: mongodb/kingfisher
+  ``data/rules/*.yml`` (each rule's pattern, examples and validation request: the names,
+  alphabets and lengths around age identities, Buildkite, Aiven, Atera, Better Stack, Azure
+  Search, CircleCI, Bitbucket, Cloudflare and Blynk keys, and the headers a key is sent in),
+  rendered in forms of this file's own. Measured once, after the rules changed for
+  ``heldout4``; never tuned on.
+
 Run: ``python scripts/make_redaction_heldout.py`` (writes the file; ``--check`` compares).
 """
 
@@ -304,6 +312,51 @@ SEMGREP_FORMS: list[tuple[str, str, str, str, str, int]] = [
 ]  # fmt: skip
 
 
+KINGFISHER = "mongodb/kingfisher data/rules/{}.yml"
+BECH32_UPPER = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+# (rules file, family, form, template, literal prefix of the secret, alphabet, length);
+# alphabet "ccipat" and "cfca" are the two composite shapes built in ``kingfisher_body``
+KINGFISHER_FORMS: list[tuple[str, str, str, str, str, str, int]] = [
+    ("age", "age", "key-file",
+     "# created: 2026-03-02T10:11:12Z\n# public key: age1{u}\n{s}", "AGE-SECRET-KEY-1",
+     BECH32_UPPER, 58),
+    ("age", "age", "env", "export SOPS_AGE_KEY={s}", "AGE-SECRET-KEY-1", BECH32_UPPER, 58),
+    ("buildkite", "buildkite", "export", "export BUILDKITE_API_TOKEN={s}", "bkua_",
+     LOWER_ALNUM, 40),
+    ("buildkite", "buildkite", "curl-bearer",
+     'curl -H "Authorization: Bearer {s}" https://api.buildkite.com/v2/user', "bkua_",
+     LOWER_ALNUM, 40),
+    ("aiven", "aiven", "python", 'FLASK_APP_AIVEN_API_KEY = "{s}"', "", B64, 372),
+    ("aiven", "aiven", "auth-scheme", "Authorization: aivenv1 {s}", "", B64, 372),
+    ("atera", "atera", "python", "atera_key = {s}", "", LOWER_ALNUM, 32),
+    ("atera", "atera", "curl-header",
+     'curl -H "X-API-KEY: {s}" https://app.atera.com/api/v3/alerts', "", LOWER_ALNUM, 32),
+    ("betterstack", "betterstack", "prose", "betterstack SECRET={s}", "", ALNUM, 24),
+    ("betterstack", "betterstack", "yaml", "  BETTERSTACK_TOKEN: {s}", "", ALNUM, 24),
+    ("azuresearchquery", "azure-search", "python", "azure_search_key = {s}", "", ALNUM, 52),
+    ("azuresearchquery", "azure-search", "curl-header",
+     "curl -H 'api-key: {s}' https://svc.search.windows.net/indexes/docs/docs", "", ALNUM, 52),
+    ("circleci", "circleci", "export", "export CIRCLECI_TOKEN={s}", "CCIPAT_", "ccipat", 63),
+    ("circleci", "circleci", "curl-header",
+     "curl -H 'Circle-Token: {s}' https://circleci.com/api/v2/me", "CCIPAT_", "ccipat", 63),
+    ("circleci", "circleci-project", "python", "circleci_project_secret = '{s}'", "", HEX, 40),
+    ("circleci", "circleci-project", "yaml", "CIRCLECI_API_TOKEN: {s}", "", HEX, 40),
+    ("bitbucket", "bitbucket", "env", "bitbucket_secret={s}", "", LOWER_ALNUM + "_-", 44),
+    ("cloudflare", "cloudflare", "camel", "cloudflareAPIKey = {s}", "", UPPER_ALNUM, 40),
+    ("cloudflare", "cloudflare", "yaml", "CLOUDFLARE_API_TOKEN: '{s}'", "", LOWER_ALNUM + "_-", 40),
+    ("cloudflare", "cloudflare-ca", "header", "X-Auth-User-Service-Key = {s}", "v1.0-", "cfca",
+     258),
+    ("blynk", "blynk", "url", 'curl "https://blynk.cloud/external/api/get?token={s}&V1"', "",
+     B64URL, 32),
+    ("blynk", "blynk", "bearer",
+     'curl https://fra1.blynk.cloud/api/organization/profile -H "Authorization: Bearer {s}"', "",
+     B64URL, 40),
+    ("blynk", "blynk", "client-credentials",
+     "curl -X POST -u oa2-client-id_{u}:{s} https://fra1.blynk.cloud/oauth2/token", "",
+     B64URL, 40),
+]  # fmt: skip
+
+
 def uuid(rng: random.Random) -> str:
     return "-".join("".join(rng.choice(HEX) for _ in range(int(n))) for n in UUID_SHAPE.split("-"))
 
@@ -315,6 +368,14 @@ def draw(rng: random.Random, alphabet: str, length: int) -> str:
         has_digit = any(c.isdigit() for c in value) or not any(c.isdigit() for c in alphabet)
         if has_digit and any(c.isalpha() for c in value):
             return value
+
+
+def kingfisher_body(rng: random.Random, alphabet: str, length: int) -> str:
+    if alphabet == "ccipat":  # CircleCI: 22 mixed characters, ``_``, 40 lower-case ones
+        return draw(rng, ALNUM, 22) + "_" + draw(rng, LOWER_ALNUM, 40)
+    if alphabet == "cfca":  # Cloudflare origin CA key: three hex runs joined by ``-``
+        return "-".join(draw(rng, HEX, n) for n in (64, 128, 64))
+    return draw(rng, alphabet, length)
 
 
 def render(template: str, **fields: str) -> str:
@@ -397,6 +458,15 @@ def build(seed: int) -> list[dict[str, Any]]:
                 prefix = "AP6"
             text = render(template, s=body)
             add("heldout4", f"semgrep:{family}", SEMGREP.format(rule), form, text, prefix + body)
+    krng = random.Random(seed + 5)  # its own stream: the earlier splits stay byte for byte
+    for rules_file, family, form, template, prefix, alphabet, length in KINGFISHER_FORMS:
+        for _ in range(SAMPLES_PER_FAMILY + 1):
+            secret = prefix + kingfisher_body(krng, alphabet, length)
+            other = draw(krng, BECH32_UPPER.lower() if family == "age" else B64URL, 58 if
+                         family == "age" else 32)  # fmt: skip
+            text = render(template, s=secret, u=other)
+            add("heldout5", f"kingfisher:{family}", KINGFISHER.format(rules_file), form, text,
+                secret)  # fmt: skip
     return cases
 
 
