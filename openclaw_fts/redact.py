@@ -869,6 +869,7 @@ _UUID_RE: Final = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
 _HEX_RE: Final = re.compile(r"[0-9a-fA-F]+")
+_CSS_COLOUR_RE: Final = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 _SEGMENT_SPLIT_RE: Final = re.compile(r"[-_+]")
 # Checksums that are public by nature: go.sum ``h1:``, SRI ``sha512-…`` (npm ``integrity``),
 # pip ``sha256:…``, OpenShift-style ``sha256~``.
@@ -1022,6 +1023,29 @@ def _callee_takes_keys(callee: str, constructed: bool) -> bool:
     if words & rules.PUBLIC_VALUE_WORDS:
         return False
     return constructed or last[:1].isupper() or bool(words & rules.KEY_CONTEXT_WORDS)
+
+
+def _is_uuid_key(name: str, value: str) -> bool:
+    """A UUID under a weak name whose last word says key (``sauce_key: "<uuid>"``): Sauce Labs
+    and Heroku keys are UUIDs (:data:`rules.UUID_KEY_LAST_WORDS`)."""
+    words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
+    return (
+        len(words) >= 2
+        and words[-1] in rules.UUID_KEY_LAST_WORDS
+        and _UUID_RE.fullmatch(value.strip("\"'")) is not None
+    )
+
+
+def _is_sdk_key_argument(before: str, label: str) -> bool:
+    """``configure(withIdentifier: `` before a literal: a labelled argument of an SDK start-up
+    call (:data:`rules.SDK_SETUP_CALLS`) whose label names the key."""
+    paren = before.rfind("(")
+    if paren < 0 or ")" in before[paren:]:
+        return False
+    call = _CALLEE_RE.search(before, 0, paren)
+    if call is None or call.group("callee").rsplit(".", 1)[-1] not in rules.SDK_SETUP_CALLS:
+        return False
+    return bool({w.lower() for w in _NAME_WORD_RE.findall(label)} & rules.SDK_KEY_LABEL_WORDS)
 
 
 def _literal_name_kind(name: str) -> str:
@@ -1321,8 +1345,10 @@ class _Scan:
                 continue  # too short to look random (``key=value``): skips the checks below
             if not value.strip() or _is_reference(value, name):
                 continue
+            if not whole and _CSS_COLOUR_RE.fullmatch(value.strip("\"'")):
+                continue  # Pygments' ``Token: "#cccccc"``: a colour (a password may be one)
             if weak:
-                if looks_random(value, hex_ok=True):
+                if looks_random(value, hex_ok=True) or _is_uuid_key(name, value):
                     self.add(start, end)
                 continue
             if (
@@ -1771,7 +1797,9 @@ class _Scan:
                 if named is None:
                     continue
                 kind = _literal_name_kind(named.group("name"))
-                if kind == "public" or (hex_value and kind != "key"):
+                if (kind == "public" or (hex_value and kind != "key")) and not (
+                    last == ":" and _is_sdk_key_argument(before, named.group("name"))
+                ):
                     continue
             else:
                 continue

@@ -70,6 +70,16 @@ VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
     VendorToken(
         "sk", "sk-", r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]", 16, "sk-aB3cD4eF5gH6jK7mN8pQ"
     ),
+    # Composio organisation and user API keys (``oak_…``, ``uak_…``; a digit in the body, so
+    # an identifier such as ``oak_tree_planting_guide`` is not one)
+    VendorToken(
+        "composio-org", "oak_", r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]", 20,
+        "oak_q7vXb2Rk9LmZp4TnW8yC",
+    ),
+    VendorToken(
+        "composio-user", "uak_", r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]", 20,
+        "uak_Hf3kQ9zVn2LwX7pRt5Ym",
+    ),
     VendorToken(
         "stripe-secret", "sk_(?:live|test)_", "[A-Za-z0-9]", 16, "sk_live_aB3cD4eF5gH6jK7mN8pQ"
     ),
@@ -984,3 +994,19 @@ PUBLIC_KEY_PREFIXES: Final = frozenset(
      "cache", "lookup", "idempotency", "dedup", "dedupe", "object", "item", "hash", "map",
      "dict", "host", "ssh", "gpg", "pgp", "site", "recaptcha", "turnstile", "storage"}
 )  # fmt: skip
+
+# Last words of a weak name under which a UUID is a credential, not an identifier: Sauce Labs
+# access keys and Heroku API keys are UUIDs (``sauce_key: "<uuid>"``). The name needs a word
+# before it (a bare ``key`` is a React list key or a map key as often as a secret); names in
+# :data:`PUBLIC_KEY_PREFIXES` (``cache_key``, ``idempotency_key``) stay public.
+UUID_KEY_LAST_WORDS: Final = frozenset({"key"})
+
+# SDK start-up calls whose labelled argument is the app's key even when the label calls it an
+# identifier (HockeyApp's ``configure(withIdentifier: "<hex>")``, App Center's
+# ``start(withAppSecret: "…")``, Instabug's ``start(withToken: "…")``): a random-looking
+# literal there is masked, a hex one included.
+SDK_SETUP_CALLS: Final = frozenset(
+    {"configure", "start", "startSession", "initialize", "initWithAppId", "setup", "init"}
+)
+# Words of such a label that name the key (``withIdentifier``, ``appKey``, ``withAppSecret``).
+SDK_KEY_LABEL_WORDS: Final = frozenset({"identifier", "key", "secret", "token"})

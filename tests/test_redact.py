@@ -994,6 +994,22 @@ LITTLE_NAMES = [
         "http://ci",
     ),
     ("admin_access:NRAA-5b73376be08025530e60d3250ac", "76be08025530e6", "admin_access:"),
+    # a UUID under a name whose last word says key: Sauce Labs and Heroku keys are UUIDs
+    ('sauce_key: "e125d81f-8fb0-ac4b-7cb3-711c509dbd44"', "81f-8fb0-ac4b-7cb3", "sauce_key"),
+    ("heroku_key = '3b1c2a4f-5d6e-4f70-8a9b-0c1d2e3f4a5b'", "a4f-5d6e-4f70-8a9b", "heroku_key"),
+    # a labelled argument of an SDK start-up call that names the key, hex or not
+    (
+        'BITHockeyManager.shared().configure(withIdentifier: "40d47967e0e741c46a902d6712f5a23f")',
+        "67e0e741c46a902d",
+        "configure(withIdentifier:",
+    ),
+    (
+        "Instabug.start(withToken: '9f3e1b7c2d4a6e8f0a1b3c5d7e9f1a2b', invocationEvents: [.shake])",
+        "1b7c2d4a6e8f0a1b",
+        "invocationEvents",
+    ),
+    # Composio organisation keys in prose (a vendor prefix)
+    ("use oak_brhnjbzZFyofKYVlRxv9 for the org", "hnjbzZFyofKYVl", "for the org"),
 ]
 
 
@@ -1021,6 +1037,17 @@ STILL_PUBLIC = [
     "cd $PWD && pwd",
     "the password -> see the docs",
     '  label "Password"',
+    # UUIDs stay identifiers under a bare ``key``, a public ``*_key`` and other names
+    'key: "e125d81f-8fb0-ac4b-7cb3-711c509dbd44"',
+    'cache_key: "e125d81f-8fb0-ac4b-7cb3-711c509dbd44"',
+    "object_key: e125d81f-8fb0-ac4b-7cb3-711c509dbd44",
+    'request_id = "e125d81f-8fb0-ac4b-7cb3-711c509dbd44"',
+    # a hex literal under an identifier label outside an SDK start-up call, or a public label
+    'lookup(withIdentifier: "40d47967e0e741c46a902d6712f5a23f")',
+    'configure(withName: "40d47967e0e741c46a902d6712f5a23f")',
+    "the oak_tree_planting_guide_for_schools",  # a prefix without a digit in its body
+    '        Token:                     "#cccccc",',  # a Pygments style: a colour
+    "token_colour: '#ff00aa'",
 ]
 
 
