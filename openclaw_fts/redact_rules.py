@@ -73,11 +73,17 @@ VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
     # Composio organisation and user API keys (``oak_…``, ``uak_…``; a digit in the body, so
     # an identifier such as ``oak_tree_planting_guide`` is not one)
     VendorToken(
-        "composio-org", "oak_", r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]", 20,
+        "composio-org",
+        "oak_",
+        r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]",
+        20,
         "oak_q7vXb2Rk9LmZp4TnW8yC",
     ),
     VendorToken(
-        "composio-user", "uak_", r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]", 20,
+        "composio-user",
+        "uak_",
+        r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]",
+        20,
         "uak_Hf3kQ9zVn2LwX7pRt5Ym",
     ),
     VendorToken(
