@@ -32,9 +32,12 @@ What is a credential span (the "families", all tested; docs/redaction.md states 
 * tokens with no known prefix that look random (:func:`is_opaque_token`);
 * quoted literals that look random (:func:`looks_random`) where code passes a key: an
   argument of a constructor or client call, or the value of a name that is not an id, hash or
-  version; and the values of weak names (``stripe_key``, :func:`is_weak_secret_name`) that
-  look random. Checksums that are public by nature (go.sum ``h1:``, SRI, pip hashes), git
-  SHAs, UUIDs and the values of id/pagination fields are never masked by these rules;
+  version, or a labelled argument naming the key of an SDK start-up call
+  (``configure(withIdentifier: "…")``); and the values of weak names (``stripe_key``,
+  :func:`is_weak_secret_name`) that look random, or are a UUID under a ``<word>_key`` name
+  (Sauce Labs and Heroku keys are UUIDs). Checksums that are public by nature (go.sum ``h1:``,
+  SRI, pip hashes), git SHAs, other UUIDs and the values of id/pagination fields are never
+  masked by these rules;
 * whatever a host adds with ``extra_patterns`` (group 1 if the pattern has a group, else the
   whole match). Host patterns run on Python's backtracking engine: their cost is the host's.
 
