@@ -81,8 +81,7 @@ def append_events(
     backend = writer(conn)
     if backend.unstorable([session_id]) is not None:
         raise UnknownSessionError(f"unknown session {quoted(session_id)}")  # none can hold it
-    backend.lock_session(conn, session_id)
-    context = indexer.read_context(conn, session_id)
+    context = backend.locked_context(conn, session_id)
     if context is None:
         raise UnknownSessionError(f"unknown session {quoted(session_id)}")
     numbered = number_events(session_id, context.last_seq, events)
