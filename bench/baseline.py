@@ -214,18 +214,28 @@ def read_folder(folder: Path) -> Iterator[SessionFile]:
         yield SessionFile(sid, key, entry, lines, events)
 
 
-class Baseline:
-    """Plain-``sqlite3`` writer and reader over its own database file."""
+@dataclass(frozen=True)
+class Write:
+    """One raw write transaction: the session row (when given: a file's backfill), the event
+    rows, the index rows (text through ``index_body``; ``now_ms`` where an event has no
+    timestamp), and the session's new ``last_seq``."""
 
-    def __init__(self, path: Path, *, create: bool = True) -> None:
-        self.path = path
-        self.conn = connect(path)
-        if create:
-            create_schema(self.conn)
+    session_id: str
+    session_row: tuple[Any, ...] | None
+    event_rows: Sequence[tuple[Any, ...]]
+    index_rows: Sequence[transcript.IndexRow]
+    last_seq: int
+    now_ms: int = 0
+
+
+class RawBaseline:
+    """What both raw baselines (this module's ``sqlite3`` one and :mod:`bench.pg_baseline`'s
+    psycopg one) do alike, written once: the per-session ``sess`` tokens, the event and index
+    rows of a live append or of a sessions folder's file (``read_folder``), the watermark, the
+    counts. An engine gives only its connection and :meth:`write`, one transaction."""
+
+    def __init__(self) -> None:
         self.tokens: dict[str, str] = {}
-
-    def close(self) -> None:
-        self.conn.close()
 
     def token(self, session_id: str) -> str:
         found = self.tokens.get(session_id)
@@ -233,12 +243,15 @@ class Baseline:
             found = self.tokens[session_id] = f"s{len(self.tokens) + 1}"
         return found
 
-    def create_sessions(self, rows: Iterable[Sequence[Any]]) -> None:
-        """``(session_id, session_key, agent_id, spawned_by, parent_key, owner_key)`` rows."""
-        c = self.conn
-        c.execute("BEGIN IMMEDIATE")
-        c.executemany(INSERT_SESSION, rows)
-        c.execute("COMMIT")
+    def event_row(
+        self, session_id: str, seq: int, event: Mapping[str, Any], dumped: str
+    ) -> tuple[Any, ...]:
+        """``INSERT_EVENT``'s parameters in the engine's types."""
+        return event_row(session_id, seq, event, dumped)
+
+    def write(self, w: Write) -> None:
+        """:class:`Write`'s rows in one transaction of the engine."""
+        raise NotImplementedError
 
     def append(
         self,
@@ -251,61 +264,79 @@ class Baseline:
         """One live append transaction: event rows, their index rows (for the seqs in
         ``indexed``, the events that end on the active branch), the session watermark.
         Returns the number of index rows written."""
-        c = self.conn
         wanted = set(indexed)
         event_rows = []
         pending: list[transcript.IndexRow] = []
         seq = first_seq - 1
         for event in events:
             seq += 1
-            event_rows.append(event_row(session_id, seq, event, dump(event)))
+            event_rows.append(self.event_row(session_id, seq, event, dump(event)))
             if seq in wanted:
                 row = transcript.index_row(seq, event)
                 if row is not None:
                     pending.append(row)
-        token = self.token(session_id)
-        c.execute("BEGIN IMMEDIATE")
-        c.executemany(INSERT_EVENT, event_rows)
-        if pending:
-            start = c.execute(MAX_ID).fetchone()[0]
-            rows = [
-                index_tuple(start + i + 1, session_id, r, token, now_ms)
-                for i, r in enumerate(pending)
-            ]
-            c.executemany(INSERT_INDEX, rows)
-            c.executemany(INSERT_FTS, [(r[0], r[6], r[7]) for r in rows])
-        c.execute(BUMP_SESSION, (seq, session_id))
-        c.execute("COMMIT")
+        self.write(Write(session_id, None, event_rows, pending, seq, now_ms))
         return len(pending)
 
     def import_dir(self, folder: Path, *, index: bool = True) -> tuple[int, int]:
-        """Backfill a sessions folder: per file, events and (with ``index``) index rows in one
-        transaction. Returns ``(events, index rows)``."""
+        """Backfill a sessions folder: per file, session, events and (with ``index``) index rows
+        in one transaction. Returns ``(events, index rows)``."""
         n_events = n_rows = 0
-        c = self.conn
         for f in read_folder(folder):
             event_rows = [
-                event_row(f.session_id, seq, e, line)
+                self.event_row(f.session_id, seq, e, line)
                 for seq, (e, line) in enumerate(zip(f.events, f.lines, strict=True))
             ]
             wanted = transcript.index_rows(list(enumerate(f.events))) if index else []
-            token = self.token(f.session_id)
-            c.execute("BEGIN IMMEDIATE")
-            c.execute(INSERT_SESSION, f.session_row)
-            c.executemany(INSERT_EVENT, event_rows)
-            if wanted:
-                start = c.execute(MAX_ID).fetchone()[0]
-                rows = [
-                    index_tuple(start + i + 1, f.session_id, r, token, 0)
-                    for i, r in enumerate(wanted)
-                ]
-                c.executemany(INSERT_INDEX, rows)
-                c.executemany(INSERT_FTS, [(r[0], r[6], r[7]) for r in rows])
-            c.execute(BUMP_SESSION, (len(f.events) - 1, f.session_id))
-            c.execute("COMMIT")
+            self.write(Write(f.session_id, f.session_row, event_rows, wanted, len(f.events) - 1))
             n_events += len(f.events)
             n_rows += len(wanted)
         return n_events, n_rows
+
+
+class Baseline(RawBaseline):
+    """Plain-``sqlite3`` writer and reader over its own database file."""
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        super().__init__()
+        self.path = path
+        self.conn = connect(path)
+        if create:
+            create_schema(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def create_sessions(self, rows: Iterable[Sequence[Any]]) -> None:
+        """``(session_id, session_key, agent_id, spawned_by, parent_key, owner_key)`` rows."""
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        c.executemany(INSERT_SESSION, rows)
+        c.execute("COMMIT")
+
+    def write(self, w: Write) -> None:
+        c = self.conn
+        token = self.token(w.session_id)
+        c.execute("BEGIN IMMEDIATE")
+        if w.session_row is not None:
+            c.execute(INSERT_SESSION, w.session_row)
+        c.executemany(INSERT_EVENT, w.event_rows)
+        if w.index_rows:
+            self._insert_index(w.session_id, w.index_rows, token, w.now_ms)
+        c.execute(BUMP_SESSION, (w.last_seq, w.session_id))
+        c.execute("COMMIT")
+
+    def _insert_index(
+        self, session_id: str, rows: Sequence[transcript.IndexRow], token: str, now_ms: int
+    ) -> None:
+        """``message_index`` rows with the next ids, and their FTS5 rows (inside a transaction)."""
+        c = self.conn
+        start = c.execute(MAX_ID).fetchone()[0]
+        tuples = [
+            index_tuple(start + i + 1, session_id, r, token, now_ms) for i, r in enumerate(rows)
+        ]
+        c.executemany(INSERT_INDEX, tuples)
+        c.executemany(INSERT_FTS, [(r[0], r[6], r[7]) for r in tuples])
 
     def rebuild_session(self, session_id: str, rows: Sequence[transcript.IndexRow]) -> None:
         """The full rebuild the rewind repair is compared with: delete all the session's index
@@ -314,10 +345,7 @@ class Baseline:
         token = self.token(session_id)
         c.execute("BEGIN IMMEDIATE")
         c.execute("DELETE FROM message_index WHERE session_id = ?", (session_id,))
-        start = c.execute(MAX_ID).fetchone()[0]
-        tuples = [index_tuple(start + i + 1, session_id, r, token, 0) for i, r in enumerate(rows)]
-        c.executemany(INSERT_INDEX, tuples)
-        c.executemany(INSERT_FTS, [(r[0], r[6], r[7]) for r in tuples])
+        self._insert_index(session_id, rows, token, 0)
         c.execute("COMMIT")
 
     def checkpoint(self) -> None:

@@ -36,6 +36,7 @@ from bench.corpus import (
     SessionInfo,
     describe,
     iso_ms,
+    message_event,
     parse_size,
 )
 from bench.peers import TANTIVY_AVAILABLE, Peer, PeerQuery, TantivyPeer
@@ -326,18 +327,9 @@ class Bench:
         """Release what the run started (nothing on SQLite: the temp dir goes in main)."""
 
     def figure_steps(self) -> list[tuple[str, Callable[[], None]]]:
-        """The figures after live ingest, in run order."""
-        return [
-            ("size", self.fig_size),
-            ("cjk", self.fig_cjk_size),
-            ("search", self.fig_search),
-            ("append", self.fig_append),
-            ("hidden", self.fig_hidden),
-            ("rewind", self.fig_rewind),
-            ("backfill", self.fig_backfill),
-            ("upgrade", self.fig_upgrade),
-            ("memory", self.fig_memory),
-        ]
+        """The figures after live ingest, in :attr:`figures` order: figure ``x`` is the method
+        ``fig_x`` (a backend adds a figure by naming it in its tuple and writing the method)."""
+        return [(name, getattr(self, f"fig_{name}")) for name in self.figures if name != "live"]
 
     def run(self) -> None:
         started = time.perf_counter()
@@ -549,7 +541,7 @@ class Bench:
 
     # -- CJK index size ----------------------------------------------------------------------
 
-    def fig_cjk_size(self) -> None:
+    def fig_cjk(self) -> None:
         """Index size with CJK spacing (index_body) vs a second FTS table over the raw text."""
         from openclaw_fts import transcript
 
@@ -1095,13 +1087,12 @@ class Bench:
         clock = info.start_ms + 10**9
         for i in range(self.scale.single_appends):
             clock += 1000
-            event = {
-                "type": "message",
-                "id": f"single-{i:06d}",
-                "parentId": leaf,
-                "timestamp": iso_ms(clock),
-                "message": {"role": "user", "content": bodies[i % len(bodies)]},
-            }
+            event = message_event(
+                f"single-{i:06d}",
+                leaf,
+                iso_ms(clock),
+                {"role": "user", "content": bodies[i % len(bodies)]},
+            )
             leaf = event["id"]
             order = ["p", "b", *extra_ms]
             turn = i % len(order)
@@ -1789,25 +1780,17 @@ def add_hidden_sessions(store: Any, count: int, words: Sequence[str], corpus: Co
                 db.add(
                     TranscriptEvent(
                         session=session,
-                        event={
-                            "type": "message",
-                            "id": "h1",
-                            "parentId": None,
-                            "timestamp": ts,
-                            "message": {"role": "user", "content": f"{text} hidden {j}"},
-                        },
+                        event=message_event(
+                            "h1", None, ts, {"role": "user", "content": f"{text} hidden {j}"}
+                        ),
                     )
                 )
                 db.add(
                     TranscriptEvent(
                         session=session,
-                        event={
-                            "type": "message",
-                            "id": "h2",
-                            "parentId": "h1",
-                            "timestamp": ts,
-                            "message": {"role": "assistant", "content": f"About {text}."},
-                        },
+                        event=message_event(
+                            "h2", "h1", ts, {"role": "assistant", "content": f"About {text}."}
+                        ),
                     )
                 )
 

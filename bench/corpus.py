@@ -166,6 +166,31 @@ def _zipf_cum_weights(n: int, exponent: float) -> list[float]:
     return list(itertools.accumulate(1.0 / (rank**exponent) for rank in range(1, n + 1)))
 
 
+class ZipfWords:
+    """Words drawn by Zipf's law over a ranked list (the first the most frequent): the text
+    model of both generators, this module's :class:`Corpus` and ``bench.pg_scale``'s."""
+
+    def __init__(self, words: list[str], exponent: float) -> None:
+        self.words = words
+        self._cum = _zipf_cum_weights(len(words), exponent)
+
+    def draw(self, rng: random.Random, k: int) -> list[str]:
+        return rng.choices(self.words, cum_weights=self._cum, k=k)
+
+
+def message_event(
+    event_id: str, parent_id: str | None, timestamp: int | str, message: dict[str, Any]
+) -> dict[str, Any]:
+    """An OpenClaw ``message`` entry (keys in the order OpenClaw writes them)."""
+    return {
+        "type": "message",
+        "id": event_id,
+        "parentId": parent_id,
+        "timestamp": timestamp,
+        "message": message,
+    }
+
+
 def _pseudo_words(rng: random.Random, count: int, reserved: set[str]) -> list[str]:
     words: set[str] = set()
     while len(words) < count:
@@ -233,14 +258,13 @@ class Corpus:
         for i in rng.sample(range(200, len(vocab)), int(len(vocab) * DIACRITIC_SHARE)):
             vocab[i] = _accent(rng, vocab[i])
         self.vocabulary: list[str] = vocab
-        self._cum = _zipf_cum_weights(len(vocab), ZIPF_EXPONENT)
+        self._latin = ZipfWords(vocab, ZIPF_EXPONENT)
         cjk = _cjk_words(rng, CJK_VOCAB_SIZE)
         self.cjk_vocabulary: dict[str, list[str]] = {
             lang: [w for lg, w in cjk if lg == lang] for lang in ("zh", "ja", "ko")
         }
-        self._cjk_cum = {
-            lang: _zipf_cum_weights(len(words), ZIPF_EXPONENT)
-            for lang, words in self.cjk_vocabulary.items()
+        self._cjk = {
+            lang: ZipfWords(words, ZIPF_EXPONENT) for lang, words in self.cjk_vocabulary.items()
         }
         self.sessions: list[SessionInfo] = self._plan(sessions or default_sessions(size))
 
@@ -330,7 +354,7 @@ class Corpus:
     # -- text --------------------------------------------------------------------------------
 
     def latin_words(self, rng: random.Random, k: int) -> list[str]:
-        return rng.choices(self.vocabulary, cum_weights=self._cum, k=k)
+        return self._latin.draw(rng, k)
 
     def latin_text(self, rng: random.Random, k: int) -> str:
         words = self.latin_words(rng, k)
@@ -345,7 +369,7 @@ class Corpus:
 
     def cjk_text(self, rng: random.Random, k: int) -> str:
         lang = rng.choices(("zh", "ja", "ko"), weights=(5, 3, 2))[0]
-        words = rng.choices(self.cjk_vocabulary[lang], cum_weights=self._cjk_cum[lang], k=k)
+        words = self._cjk[lang].draw(rng, k)
         parts: list[str] = []
         for i, word in enumerate(words):
             if rng.random() < 0.06:  # Latin technical words inside CJK text
@@ -470,13 +494,7 @@ class Corpus:
                 text = f"{text} {self.secret(rng)}"
             mid = new_id()
             content: Any = text if rng.random() < 0.5 else [{"type": "text", "text": text}]
-            yield {
-                "type": "message",
-                "id": mid,
-                "parentId": parent,
-                "timestamp": stamp(),
-                "message": {"role": "user", "content": content},
-            }
+            yield message_event(mid, parent, stamp(), {"role": "user", "content": content})
             path.append(mid)
             parent = mid
             for _ in range(rng.choice((1, 1, 1, 2))):
@@ -504,35 +522,28 @@ class Corpus:
                         }
                     )
                 aid = new_id()
-                yield {
-                    "type": "message",
-                    "id": aid,
-                    "parentId": parent,
-                    "timestamp": stamp(),
-                    "message": {
-                        "role": "assistant",
-                        "content": blocks,
-                        "usage": {"input": rng.randint(100, 9000), "output": rng.randint(5, 900)},
-                    },
-                }
+                ts = stamp()  # before the usage: the draws stay in the corpus' order
+                usage = {"input": rng.randint(100, 9000), "output": rng.randint(5, 900)}
+                yield message_event(
+                    aid, parent, ts, {"role": "assistant", "content": blocks, "usage": usage}
+                )
                 path.append(aid)
                 parent = aid
                 if not call:
                     break
                 rid = new_id()
-                yield {
-                    "type": "message",
-                    "id": rid,
-                    "parentId": parent,
-                    "timestamp": stamp(),
-                    "message": {
+                yield message_event(
+                    rid,
+                    parent,
+                    stamp(),
+                    {
                         "role": "toolResult",
                         "toolCallId": call_id,
                         "toolName": "exec",
                         "isError": rng.random() < 0.1,
                         "content": [{"type": "text", "text": self.latin_text(rng, 30)}],
                     },
-                }
+                )
                 path.append(rid)
                 parent = rid
 

@@ -1,5 +1,8 @@
 """The PostgreSQL baseline: raw psycopg 3 (no SQLAlchemy, no plugin) doing the same logical work
-on the same data. Sibling of :mod:`bench.baseline` (plain ``sqlite3``).
+on the same data. Sibling of :mod:`bench.baseline` (plain ``sqlite3``), whose
+:class:`~bench.baseline.RawBaseline` keeps the bookkeeping both share (the sessions folder
+read once, the rows of an append or a file, the ``sess`` tokens); this module gives the
+psycopg connection and the one write transaction.
 
 Invariant: the baseline database has the plugin's tables, indexes, generated ``tsvector``
 column and GIN index, because its schema is created by the plugin's own migrations (setup, not
@@ -17,12 +20,11 @@ visibility predicate on ``openclaw_sessions`` in the same statement, ``ORDER BY`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from bench.baseline import dump, event_row, read_folder
+from bench.baseline import RawBaseline, Write, event_row
 from openclaw_fts import transcript
 from openclaw_fts.index.postgresql import TEXT_SEARCH_CONFIG
 from openclaw_fts.tokens import index_body
@@ -79,13 +81,13 @@ def _pg_event_row(
     return (*r[:7], bool(r[7]), *r[8:])
 
 
-class Baseline:
+class Baseline(RawBaseline):
     """Raw psycopg writer over its own database (schema already created)."""
 
     def __init__(self, url: str) -> None:
+        super().__init__()
         self.url = url
         self.conn = connect(url)
-        self.tokens: dict[str, str] = {}
 
     def close(self) -> None:
         self.conn.close()
@@ -93,73 +95,25 @@ class Baseline:
     def checkpoint(self) -> None:
         """Nothing to do (kept for :class:`bench.baseline.Baseline`'s interface)."""
 
-    def token(self, session_id: str) -> str:
-        found = self.tokens.get(session_id)
-        if found is None:
-            found = self.tokens[session_id] = f"s{len(self.tokens) + 1}"
-        return found
-
     def create_sessions(self, rows: Iterable[Sequence[Any]]) -> None:
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.executemany(INSERT_SESSION, list(rows))
 
-    def append(
-        self,
-        session_id: str,
-        first_seq: int,
-        events: Sequence[Mapping[str, Any]],
-        indexed: Iterable[int],
-        now_ms: int = 0,
-    ) -> int:
-        """One live append transaction: event rows, their index rows (the seqs in ``indexed``),
-        the session watermark. Returns the number of index rows written."""
-        wanted = set(indexed)
-        event_rows = []
-        pending: list[transcript.IndexRow] = []
-        seq = first_seq - 1
-        for event in events:
-            seq += 1
-            event_rows.append(_pg_event_row(session_id, seq, event, dump(event)))
-            if seq in wanted:
-                row = transcript.index_row(seq, event)
-                if row is not None:
-                    pending.append(row)
-        token = self.token(session_id)
-        with self.conn.transaction(), self.conn.cursor() as cur:
-            cur.executemany(INSERT_EVENT, event_rows)
-            if pending:
-                cur.executemany(
-                    INSERT_INDEX, [index_tuple(session_id, r, token, now_ms) for r in pending]
-                )
-            cur.execute(BUMP_SESSION, (seq, session_id))
-        return len(pending)
+    def event_row(
+        self, session_id: str, seq: int, event: Mapping[str, Any], dumped: str
+    ) -> tuple[Any, ...]:
+        return _pg_event_row(session_id, seq, event, dumped)
 
-    def import_dir(
-        self, folder: Path, *, index: bool = True, sessions_table: str = "openclaw_sessions"
-    ) -> tuple[int, int]:
-        """Backfill a sessions folder: per file, session, events and (with ``index``) index rows
-        in one transaction. Returns ``(events, index rows)``."""
-        insert_session = INSERT_SESSION.replace("openclaw_sessions", sessions_table)
-        bump = BUMP_SESSION.replace("openclaw_sessions", sessions_table)
-        n_events = n_rows = 0
-        for f in read_folder(folder):
-            event_rows = [
-                _pg_event_row(f.session_id, seq, e, line)
-                for seq, (e, line) in enumerate(zip(f.events, f.lines, strict=True))
-            ]
-            wanted = transcript.index_rows(list(enumerate(f.events))) if index else []
-            token = self.token(f.session_id)
-            with self.conn.transaction(), self.conn.cursor() as cur:
-                cur.execute(insert_session, f.session_row)
-                cur.executemany(INSERT_EVENT, event_rows)
-                if wanted:
-                    cur.executemany(
-                        INSERT_INDEX, [index_tuple(f.session_id, r, token, 0) for r in wanted]
-                    )
-                cur.execute(bump, (len(f.events) - 1, f.session_id))
-            n_events += len(f.events)
-            n_rows += len(wanted)
-        return n_events, n_rows
+    def write(self, w: Write) -> None:
+        token = self.token(w.session_id)
+        rows = [index_tuple(w.session_id, r, token, w.now_ms) for r in w.index_rows]
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            if w.session_row is not None:
+                cur.execute(INSERT_SESSION, w.session_row)
+            cur.executemany(INSERT_EVENT, w.event_rows)
+            if rows:
+                cur.executemany(INSERT_INDEX, rows)
+            cur.execute(BUMP_SESSION, (w.last_seq, w.session_id))
 
     def rebuild_session(self, session_id: str, rows: Sequence[transcript.IndexRow]) -> None:
         """The full rebuild the rewind repair is compared with: delete all the session's index

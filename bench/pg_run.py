@@ -267,18 +267,6 @@ class PgBench(Bench):
         )  # fmt: skip
         return [peer]
 
-    def figure_steps(self) -> list[tuple[str, Callable[[], None]]]:
-        return [
-            ("size", self.fig_size),
-            ("search", self.fig_search),
-            ("append", self.fig_append),
-            ("hidden", self.fig_hidden),
-            ("pending", self.fig_pending),
-            ("rewind", self.fig_rewind),
-            ("backfill", self.fig_backfill),
-            ("upgrade", self.fig_upgrade),
-        ]
-
     # -- size ------------------------------------------------------------------------------
 
     def table_sizes(self, url: str) -> dict[str, int]:

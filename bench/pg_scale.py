@@ -40,7 +40,7 @@ from typing import Any
 import psycopg
 
 from bench.baseline import dump
-from bench.corpus import _pseudo_words, _zipf_cum_weights, parse_size
+from bench.corpus import ZipfWords, _pseudo_words, message_event, parse_size
 from bench.pg_baseline import _pg_event_row, index_tuple
 from bench.pg_run import _load_pgserver
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate, transcript
@@ -106,12 +106,14 @@ def rss_mb() -> float:
 
 class Corpus:
     """Agents, sessions (10 % subagents of another session of the same agent) and messages of
-    Zipf-distributed pseudo-words, generated from one seed."""
+    Zipf-distributed pseudo-words (:class:`bench.corpus.ZipfWords`, the text model of the main
+    corpus too), generated from one seed. Plainer than :class:`bench.corpus.Corpus` (text
+    messages only, no rewinds, CJK or tool calls) so that millions of rows load quickly."""
 
     def __init__(self, messages: int, seed: int) -> None:
         self.rng = random.Random(seed)
-        self.words = _pseudo_words(self.rng, VOCABULARY, set())
-        self.cum = _zipf_cum_weights(VOCABULARY, ZIPF_EXPONENT)
+        self.vocabulary = ZipfWords(_pseudo_words(self.rng, VOCABULARY, set()), ZIPF_EXPONENT)
+        self.words = self.vocabulary.words
         n_sessions = max(AGENTS, messages // MESSAGES_PER_SESSION)
         self.messages = messages
         self.sessions: list[tuple[str, str, str, str | None]] = []  # id, key, agent, spawner
@@ -128,25 +130,16 @@ class Corpus:
 
     def text(self) -> str:
         k = self.rng.randint(*WORDS_PER_MESSAGE)
-        return " ".join(self.rng.choices(self.words, cum_weights=self.cum, k=k))
+        return " ".join(self.vocabulary.draw(self.rng, k))
 
     def events(self, count: int, prefix: str = "m") -> list[dict[str, Any]]:
         out = []
         parent: str | None = None
         for i in range(count):
             event_id = f"{prefix}{i}"
-            out.append(
-                {
-                    "type": "message",
-                    "id": event_id,
-                    "parentId": parent,
-                    "timestamp": T0_MS + i * 1000,
-                    "message": {
-                        "role": "user" if i % 2 == 0 else "assistant",
-                        "content": self.text(),
-                    },
-                }
-            )
+            role = "user" if i % 2 == 0 else "assistant"
+            message = {"role": role, "content": self.text()}
+            out.append(message_event(event_id, parent, T0_MS + i * 1000, message))
             parent = event_id
         return out
 

@@ -22,7 +22,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from . import indexer
-from .index.base import READ_ONLY, Reader, backend_for
+from .index.base import READ_ONLY, Reader, backend_of
 
 
 @dataclass
@@ -58,7 +58,7 @@ class CheckReport:
 def check(engine: Engine) -> CheckReport:
     """Run every check; see :class:`CheckReport`."""
     report = CheckReport()
-    found = backend_for(engine.dialect.name)
+    found = backend_of(engine)
     conn = engine.connect().execution_options(
         **{READ_ONLY: True}, **found.snapshot_options(read_only=True)
     )

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ from .errors import (
     shorten,
 )
 from .history import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT
+from .index.postgresql.partition import DEFAULT_PARTITIONS, MAX_PARTITIONS
 from .listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, SESSION_KINDS
 from .reconcile import LeaseWait
 from .results import IndexStatus, RebuildResult, ReconcileResult
@@ -1290,6 +1292,50 @@ def upgrade_cmd() -> None:
         _stdout().print(
             f"{name}: schema upgraded from {', '.join(before) or '(none)'} to {', '.join(after)}."
         )
+
+
+# -- the layout partitioned by agent (PostgreSQL) ---------------------------------------------
+
+
+@cli.command("partition", short_help="PostgreSQL: partition the index by agent.")
+@click.option(
+    "--partitions",
+    type=click.IntRange(1, MAX_PARTITIONS),
+    default=DEFAULT_PARTITIONS,
+    show_default=True,
+    help="Hash partitions of the index rows.",
+)
+@json_option
+@handled
+def partition_cmd(partitions: int) -> None:
+    """Move the index rows into hash partitions by agent, in one transaction that keeps every
+    row (docs/scale.md). Stop the writers first: it locks the index table throughout."""
+    _convert(lambda store: migrate.partition_by_agent(store.engine, partitions), "partitioned")
+
+
+@cli.command("unpartition", short_help="PostgreSQL: back to the plain index table.")
+@json_option
+@handled
+def unpartition_cmd() -> None:
+    """Move the index rows back into the plain table, in one transaction that keeps every row
+    (before a schema downgrade). Stop the writers first, and restart stores opened before."""
+    _convert(lambda store: migrate.unpartition_by_agent(store.engine), "unpartitioned")
+
+
+def _convert(run: Callable[[TranscriptStore], int], done: str) -> None:
+    state = _state()
+    with open_store(state, schema="require") as store:
+        name = _describe(store.engine.url)
+        started = time.perf_counter()
+        try:
+            rows = run(store)
+        except ValueError as exc:  # the layout is already what was asked for
+            raise CliError(f"{name}: {_one_line(str(exc))}") from None
+        seconds = time.perf_counter() - started
+    if state.json:
+        _emit_json({"database": name, "rows": rows, "seconds": round(seconds, 3)})
+        return
+    _stdout().print(f"{name}: {done}, {_n(rows, 'index row')} moved in {seconds:.1f} s.")
 
 
 # -- entry point ------------------------------------------------------------------------------

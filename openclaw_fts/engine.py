@@ -22,11 +22,11 @@ from typing import Any
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import URL, make_url
 
-from .dialects import SCHEMA_DIALECTS, require_schema_dialect
+from .dialects import require_schema_dialect
 from .errors import MissingDriverError
 from .index.base import READ_ONLY as READ_ONLY
 from .index.base import WRITE as WRITE
-from .index.base import backend_for
+from .index.base import backend_of, dialect_of, known_backend
 
 #: How long a writer waits for the lock before ``database is locked`` (ms).
 BUSY_TIMEOUT_MS = 30_000
@@ -36,13 +36,13 @@ _CONFIGURED = "_openclaw_fts_configured"
 def database_file(url: URL) -> Path | None:
     """The database file of a URL naming a plain file (None: a server, memory, URI filenames,
     or a dialect the plugin does not support)."""
-    name = url.get_backend_name()
-    return backend_for(name).database_file(url) if name in SCHEMA_DIALECTS else None
+    found = known_backend(url)
+    return found.database_file(url) if found is not None else None
 
 
 def is_memory_url(url: URL) -> bool:
     """Whether ``url`` names a database that lives on one connection in this process."""
-    return backend_for(url.get_backend_name()).in_memory(url)
+    return backend_of(url).in_memory(url)
 
 
 #: Async drivers whose URL maps to the synchronous driver of the same database.
@@ -86,12 +86,15 @@ def missing_driver_error(url: URL, exc: ImportError) -> MissingDriverError:
     module = (exc.name or "").split(".")[0]
     extra = DRIVER_EXTRAS.get(module)
     shown = url.render_as_string(hide_password=True)
+    found = known_backend(url)
+    packaged = found.packaged_driver if found is not None else None
     if extra is not None:
         advice = f"install it with: pip install '{DISTRIBUTION}[{extra}]'"
-    elif url.get_backend_name() == "postgresql":
+    elif packaged is not None:
+        driver, driver_extra = packaged
         advice = (
-            "use a postgresql+psycopg:// URL and install its driver with: "
-            f"pip install '{DISTRIBUTION}[postgresql]'"
+            f"use a {dialect_of(url)}+{driver}:// URL and install its driver with: "
+            f"pip install '{DISTRIBUTION}[{driver_extra}]'"
         )
     else:
         advice = "install that module"
@@ -112,14 +115,13 @@ def make_engine(
     An async driver's URL (``sqlite+aiosqlite``, ``postgresql+asyncpg``) opens the same
     database through the synchronous driver (:func:`sync_driver_url`)."""
     parsed = sync_driver_url(make_url(url))
-    name = parsed.get_backend_name()
-    require_schema_dialect(name)  # before a missing driver's ImportError
-    parsed = backend_for(name).engine_url(parsed, read_only=read_only, kwargs=kwargs)
+    require_schema_dialect(dialect_of(parsed))  # before a missing driver's ImportError
+    parsed = backend_of(parsed).engine_url(parsed, read_only=read_only, kwargs=kwargs)
     try:
         engine = create_engine(parsed, **kwargs)
     except ImportError as exc:  # the URL's driver is not installed
         raise missing_driver_error(parsed, exc) from exc
-    backend_for(name).own_engine(engine)
+    backend_of(parsed).own_engine(engine)
     configure(engine, busy_timeout_ms=busy_timeout_ms)
     return engine
 
@@ -138,14 +140,12 @@ def configure(
     Settings are applied when a connection is checked out of the pool for the first time since,
     so connections pooled before this call get them too. ``wal=False`` leaves the journal mode
     and ``synchronous`` alone."""
-    require_schema_dialect(engine.dialect.name)
+    require_schema_dialect(dialect_of(engine))
     if is_configured(engine):
         return engine
     # Marked on the pool: engine.execution_options() copies share it (and the listeners).
     setattr(engine.pool, _CONFIGURED, True)
-    backend_for(engine.dialect.name).configure_engine(
-        engine, busy_timeout_ms=busy_timeout_ms, wal=wal
-    )
+    backend_of(engine).configure_engine(engine, busy_timeout_ms=busy_timeout_ms, wal=wal)
     return engine
 
 

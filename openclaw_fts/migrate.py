@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine
 from .alembic import VERSION_TABLE
 from .engine import write_engine
 from .errors import HostManagedSchemaError, UnsupportedDatabaseError
-from .index.base import backend_for
+from .index.base import backend_of
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -130,7 +130,7 @@ def _run(bind: Engine | Connection, action: str, revision: str) -> None:
 
 def _refuse_standby(conn: Connection, action: str) -> None:
     """A hot standby replays its primary's schema and refuses writes: say so, before any."""
-    if backend_for(conn.dialect.name).in_recovery(conn):
+    if backend_of(conn).in_recovery(conn):
         raise UnsupportedDatabaseError(
             f"openclaw-fts: cannot {action} a hot standby (it replays its primary); run the "
             "migration on the primary, or open the store with upgrade=False"
@@ -143,8 +143,23 @@ def upgrade(bind: Engine | Connection, revision: str = HEAD) -> None:
 
 
 def downgrade(bind: Engine | Connection, revision: str) -> None:
-    """Migrate down to ``revision`` (``"base"`` removes every plugin table)."""
+    """Migrate down to ``revision`` (``"base"`` removes every plugin table). A database in the
+    layout partitioned by agent is refused: :func:`unpartition_by_agent` first."""
+    if isinstance(bind, Engine):
+        with bind.connect() as conn:
+            _refuse_partitioned(conn)
+    else:
+        _refuse_partitioned(bind)
     _run(bind, "downgrade", revision)
+
+
+def _refuse_partitioned(conn: Connection) -> None:
+    if backend_of(conn).partitioned_by_agent(conn):
+        raise UnsupportedDatabaseError(
+            "openclaw-fts: cannot downgrade a database in the layout partitioned by agent (the "
+            "revisions name message_index as a table): run migrate.unpartition_by_agent first "
+            "(or `openclaw-fts unpartition`)"
+        )
 
 
 def _versions(conn: Connection, table: str) -> tuple[str, ...]:
@@ -180,7 +195,7 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
 
     present = set(inspect(bind).get_table_names()) & set(metadata.tables)
     if present == set(metadata.tables):
-        if not backend_for(bind.dialect.name).tables_at_head(bind):
+        if not backend_of(bind).tables_at_head(bind):
             return (TABLES_REVISION,)
         return tuple(sorted(head_revisions()))
     if present:
@@ -217,13 +232,29 @@ def partition_by_agent(bind: Engine | Connection, partitions: int | None = None)
     if isinstance(bind, Engine):
         with write_engine(bind).begin() as conn:
             return partition_by_agent(conn, partitions)
-    backend = backend_for(bind.dialect.name)
+    backend = backend_of(bind)
     if not backend.partitions_by_agent:
         raise UnsupportedDatabaseError(
-            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {bind.dialect.name})"
+            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {backend.name})"
         )
     if set(current_revisions(bind)) != set(head_revisions()):
         raise UnsupportedDatabaseError(
             "openclaw-fts: upgrade the database to the plugin's head before partitioning it"
         )
     return backend.partition_by_agent(bind, partitions)
+
+
+def unpartition_by_agent(bind: Engine | Connection) -> int:
+    """Undo :func:`partition_by_agent`: the index rows go back into the plain ``message_index``
+    table, exactly as the plugin's revisions make it, in one transaction that keeps every row
+    and id. Returns the rows moved. Needed before ``downgrade`` (which refuses the partitioned
+    layout); run it with no writer running, and reopen stores opened before it."""
+    if isinstance(bind, Engine):
+        with write_engine(bind).begin() as conn:
+            return unpartition_by_agent(conn)
+    backend = backend_of(bind)
+    if not backend.partitions_by_agent:
+        raise UnsupportedDatabaseError(
+            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {backend.name})"
+        )
+    return backend.unpartition_by_agent(bind)

@@ -28,7 +28,7 @@ from sqlalchemy import Connection, Engine
 
 from . import indexer
 from .engine import write_engine
-from .index.base import READ_ONLY, Lease, backend, backend_for, reader
+from .index.base import READ_ONLY, Lease, backend, backend_of, reader
 from .index.lease import holder_is_dead as holder_is_dead
 from .index.lease import new_holder_name as new_holder_name
 from .rows import LeaseWait as LeaseWait
@@ -86,9 +86,7 @@ class Reconciler:
         batch_rows: int = RECONCILE_BATCH_ROWS,
     ) -> None:
         self.engine = write_engine(engine)  # its transactions write: BEGIN IMMEDIATE
-        self.lease: Lease = backend_for(engine.dialect.name).lease(
-            self.engine, new_holder_name(), lease_seconds
-        )
+        self.lease: Lease = backend_of(engine).lease(self.engine, new_holder_name(), lease_seconds)
         self.batch_rows = batch_rows
         self.stats = {"sessions": 0, "inserted": 0, "deleted": 0, "retried": 0}
 

@@ -51,7 +51,8 @@ computations (``computeToken()``) and, in code, variables (``token = nextchar``)
 commit hashes, UUIDs and other bare hex strings without a vendor prefix or a sensitive name
 (a hash is not a credential, and masking them would make commits unsearchable).
 
-A hostile text with more than :data:`MAX_CANDIDATES_PER_RULE` candidates for one rule is
+A hostile text with more than :data:`MAX_CANDIDATES_PER_RULE` candidates for one rule (plus
+one per :data:`CHARS_PER_EXTRA_CANDIDATE` characters of the text) is
 masked from the first candidate that rule did not examine to its end (:data:`OVERFLOW_MASK`):
 bounded work, nothing leaks.
 
@@ -67,7 +68,8 @@ from __future__ import annotations
 import bisect
 import re
 import sys
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Final
 
@@ -417,13 +419,13 @@ _TYPE_ANNOTATION: Final = (
 # (:data:`_REVERSED_NAME_RE`): anchoring on the keyword keeps the scan fast on prose, where
 # almost every word starts a name but few names are sensitive.
 _ASSIGN_TAIL_RE: Final = re.compile(
-    r"(?P<kw>[KkTtSsPpCcJjNnLlAa](?:(?<=[Kk])(?i:ey)|(?<=[Tt])(?i:oken)|(?<=[Ss])(?i:ecret)"
-    r"|(?<=[Ll])(?i:ogin|icense)|(?<=[Aa])(?i:uth)|(?<=[Ss])(?i:ig)|(?<=[Pp])(?i:at)"
-    r"|(?<=[Cc])(?i:redentials?|v[cv]|ode)|(?<=[Jj])(?i:wt)|(?<=[Nn])(?i:umber)"
-    r"|(?<=[Pp])(?i:wd)|(?<=[Pp])(?i:ass)(?i:word|wd|phrase)?"
+    # matched on the LOWER-CASED text (:meth:`_Scan.lowered`): a literal alternation runs ~8x
+    # faster than case-insensitive groups, and lower-casing keeps every position
+    r"(?P<kw>key|token|secret|sig|login|license|auth|credentials?|cv[cv]|code|jwt|number|pat|pwd"
+    r"|pass(?:word|wd|phrase)?"
     # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
-    rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest)))"
-    r"(?P<quote>\\?[\"'])?(?:\[\]|\])?" + _TYPE_ANNOTATION + _BLANKS + _SEPARATOR
+    rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest))"
+    r"(?P<quote>\\?[\"'])?(?:\[\]|\])?" + _TYPE_ANNOTATION.lower() + _BLANKS + _SEPARATOR
 )
 # A whole name, read backwards from its end: at most MAX_NAME_CHARS name characters, and the
 # run must end there (a longer run is not a name).
@@ -603,6 +605,7 @@ _XML_ELEMENT_RE: Final = re.compile(
     rf"<(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{{0,{MAX_XML_NAME_CHARS - 1}}})(?:[ \t][^<>]{{0,256}})?>"
     rf"(?P<value>[^<]{{1,{MAX_XML_VALUE_CHARS}}})</(?P=name)>"
 )
+_XML_VALUE_ATTRIBUTE_RE: Final = re.compile(r"value[ \t]*=[ \t]*[\"']")
 _XML_KEY_VALUE_RE: Final = re.compile(
     r"\b(?:key|name)[ \t]*=[ \t]*(?P<q>[\"'])"
     rf"(?P<name>[A-Za-z_][A-Za-z0-9_.:\-]{{0,{MAX_XML_NAME_CHARS - 1}}})(?P=q)"
@@ -683,6 +686,32 @@ _B64_CHAR_SET: Final = frozenset(
 _WORD_CHAR_SET: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
+#: Characters of a token run: every vendor prefix and body is made of them (checked when the
+#: module loads), so a vendor token, an opaque token or an AWS secret lies inside one run.
+_ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+_RUN_CLASS: Final = r"A-Za-z0-9_\-./+=@~:"
+_RUN_CHAR_SET: Final = frozenset(c for c in map(chr, range(128)) if re.match(f"[{_RUN_CLASS}]", c))
+
+
+def _check_runs() -> None:
+    for rule in rules.VENDOR_TOKENS:
+        assert set(rule.sample) <= _RUN_CHAR_SET, rule.family
+        outside = [c for c in map(chr, range(32, 128)) if c not in _RUN_CHAR_SET]
+        assert not any(re.fullmatch(rule.body, c) for c in outside), rule.family
+        literal = set(re.sub(r"\\(.)", r"\1", rule.prefix)) - set("[]()?|")
+        assert literal <= _RUN_CHAR_SET, rule.family
+
+
+_check_runs()
+#: Shortest vendor token (prefix and minimum body): the vendor rule looks only at runs of
+#: token characters at least this long.
+MIN_VENDOR_RUN_CHARS: Final = min(
+    re._parser.parse(r.prefix).getwidth()[0] + r.minimum  # type: ignore[attr-defined]
+    for r in rules.VENDOR_TOKENS
+)
+_RUN_RE: Final = re.compile(f"[{_RUN_CLASS}]{{{MIN_VENDOR_RUN_CHARS},}}")
+
+
 _TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
     (rule.anchor, re.compile(rule.pattern)) for rule in rules.PATTERN_TOKENS
 )
@@ -720,6 +749,10 @@ _PIECE_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _DISCORD_BOT_RE: Final = re.compile(
     r"(?<![A-Za-z0-9_\-.])[A-Za-z0-9_\-]{24,28}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}"
 )
+MIN_DISCORD_BOT_CHARS: Final = 24 + 1 + 6 + 1 + 27
+
+
+_DIGIT_RE: Final = re.compile(r"[0-9]")
 
 
 def is_opaque_token(token: str) -> bool:
@@ -727,21 +760,26 @@ def is_opaque_token(token: str) -> bool:
     body = token.rstrip("=")
     if len(body) < MIN_OPAQUE_TOKEN_CHARS:
         return False
-    has_upper = has_lower = has_digit = False
-    for c in body:
-        if c.isdigit():
-            has_digit = True
-        elif c.isupper():
-            has_upper = True
-        elif c.islower():
-            has_lower = True
-    if not (has_upper and has_lower and has_digit) or len(set(body)) < MIN_OPAQUE_DISTINCT_CHARS:
-        return False
-    pieces = _PIECE_RE.findall(body)
-    if "_" in body and _has_word_pieces(pieces):
+    if (
+        body.lower() == body
+        or body.upper() == body
+        or _DIGIT_RE.search(body) is None
+        or len(set(body)) < MIN_OPAQUE_DISTINCT_CHARS
+    ):
+        return False  # a random key mixes upper case, lower case and digits
+    if "_" in body and _has_word_pieces(_PIECE_RE.findall(body)):
         return False  # ``NID_pbeWithSHA1AndRC2_CBC``: an identifier made of words
-    letters = sum(len(p) for p in pieces)
-    return letters / max(1, len(pieces)) < MAX_OPAQUE_MEAN_WORD_CHARS
+    return _mean_piece_chars(body) < MAX_OPAQUE_MEAN_WORD_CHARS
+
+
+_SYMBOL_RE: Final = re.compile(r"[^A-Za-z0-9]")
+
+
+def _mean_piece_chars(token: str) -> float:
+    """Mean length of the camelCase/digit pieces of an ASCII token (the pieces cover every
+    letter and digit, so their total length is the number of letters and digits)."""
+    pieces = len(_PIECE_RE.findall(token))
+    return (len(token) - len(_SYMBOL_RE.findall(token))) / max(1, pieces)
 
 
 #: An identifier with ``_`` whose pieces are words (3+ letters) at least this often is a name.
@@ -818,9 +856,7 @@ def _is_public_run(text: str, start: int, token: str) -> bool:
 
 # A run of token characters long enough for a nameless token (opaque, AWS secret, Discord bot
 # token, quoted literal, prose key): without one, those rules cannot match.
-_LONG_RUN_RE: Final = re.compile(
-    rf"[A-Za-z0-9+/_=.~\-]{{{min(MIN_RANDOM_LITERAL_CHARS, MIN_OPAQUE_TOKEN_CHARS)}}}"
-)
+_LONG_RUN_CHARS: Final = min(MIN_RANDOM_LITERAL_CHARS, MIN_OPAQUE_TOKEN_CHARS)
 
 
 def looks_random(value: str, hex_ok: bool = False) -> bool:
@@ -933,15 +969,17 @@ _PUBLIC_VALUE_RE: Final = re.compile(r"[^\s\"',;]{1,2048}")
 
 def _is_aws_secret(token: str) -> bool:
     """40 base64 characters with upper and lower case and a digit or ``/``/``+``, not words."""
-    if not (
-        any(c.isupper() for c in token)
-        and any(c.islower() for c in token)
-        and any(c.isdigit() or c in "/+" for c in token)
-        and len(set(token)) >= 3
+    if (
+        token.lower() == token
+        or token.upper() == token
+        or _DIGIT_OR_SLASH_RE.search(token) is None
+        or len(set(token)) < 3
     ):
         return False
-    pieces = _PIECE_RE.findall(token)
-    return sum(len(p) for p in pieces) / max(1, len(pieces)) < MAX_AWS_SECRET_MEAN_PIECE_CHARS
+    return _mean_piece_chars(token) < MAX_AWS_SECRET_MEAN_PIECE_CHARS
+
+
+_DIGIT_OR_SLASH_RE: Final = re.compile(r"[0-9/+]")
 
 
 # Telegram bot token ``123456789:AA…``, alone or as ``/bot<token>/`` in an API URL. Where it
@@ -975,6 +1013,11 @@ _BLOCK_LINE_RE: Final = re.compile(r"[ \t]{1,64}(?P<value>[^\s][^\r\n]*?)[ \t]*(
 #: stops and the text from its first unexamined candidate to the end is replaced by
 #: :data:`OVERFLOW_MASK`: nothing leaks, and a 1 MB hostile text costs a bounded ~0.1 s/rule.
 MAX_CANDIDATES_PER_RULE: Final = 10_000
+#: ... plus one for every this many characters of the text: a log of a million lines with a
+#: ``key=`` on each is examined whole (a few microseconds per candidate, linear), while a
+#: megabyte of ``token: token: …`` or ``?key=v`` lines (a candidate every few characters:
+#: generated or hostile text) still stops at the budget.
+CHARS_PER_EXTRA_CANDIDATE: Final = 64
 #: Replaces the tail of a text that exceeded :data:`MAX_CANDIDATES_PER_RULE`.
 OVERFLOW_MASK: Final = "…(redacted: too many credential-like values)…"
 
@@ -989,7 +1032,7 @@ def mask_secret(secret: str) -> str:
 class _Scan:
     """The credential spans of one text, rule by rule."""
 
-    __slots__ = ("cutoff", "pems", "public", "spans", "text")
+    __slots__ = ("_longest_run", "_runs", "budget", "cutoff", "pems", "public", "spans", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -999,6 +1042,11 @@ class _Scan:
         # the rules for tokens with no name (opaque, code literals) leave them alone
         self.public: list[tuple[int, int]] | None = None  # found on first use
         self.cutoff = len(text)  # from here on, everything is masked (candidate budget)
+        self._runs: array[int] | None = None  # found on first use
+        self._longest_run = 0
+        # candidates one rule may examine: a budget for the text and a share of its length, so
+        # a long log with a ``key=`` on every line is examined whole, a hostile text is not
+        self.budget = MAX_CANDIDATES_PER_RULE + len(text) // CHARS_PER_EXTRA_CANDIDATE
 
     def _over_budget(self, position: int) -> None:
         if position < self.cutoff:
@@ -1046,8 +1094,8 @@ class _Scan:
         size = len(text)
         reversed_text = ""
         resume = 0  # inside a value already taken, a "name=" is part of that value
-        budget = MAX_CANDIDATES_PER_RULE
-        for m in _ASSIGN_TAIL_RE.finditer(text):
+        budget = self.budget
+        for m in _ASSIGN_TAIL_RE.finditer(self.lowered()):
             if m.start() < resume:
                 continue
             budget -= 1
@@ -1111,6 +1159,8 @@ class _Scan:
                 if block is not None and (whole or "…" not in text[block[0] : block[1]]):
                     self.add(block[0], block[1], whole)
                 continue
+            if weak and len(value) < MIN_RANDOM_LITERAL_CHARS:
+                continue  # too short to look random (``key=value``): skips the checks below
             if not value.strip() or _is_reference(value, name):
                 continue
             if weak:
@@ -1147,8 +1197,11 @@ class _Scan:
 
     def markup(self) -> None:
         text = self.text
-        budget = MAX_CANDIDATES_PER_RULE
-        for pattern in (_XML_ELEMENT_RE, _XML_KEY_VALUE_RE):
+        budget = self.budget
+        patterns = [_XML_ELEMENT_RE] if "<" in text else []
+        if _XML_VALUE_ATTRIBUTE_RE.search(text) is not None:
+            patterns.append(_XML_KEY_VALUE_RE)
+        for pattern in patterns:
             for m in pattern.finditer(text):
                 budget -= 1
                 if budget < 0:
@@ -1170,7 +1223,7 @@ class _Scan:
 
     def cli_flags(self) -> None:
         text = self.text
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         for m in _CLI_FLAG_RE.finditer(text):
             budget -= 1
             if budget < 0:
@@ -1210,7 +1263,7 @@ class _Scan:
         """``mysql -pSECRET``, ``sshpass -p x``, ``redis-cli -a x`` … (the command decides which
         short flag is a password): the value of the first such flag after the command word."""
         text = self.text
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         for m in _PASSWORD_COMMAND_RE.finditer(text):
             budget -= 1
             if budget < 0:
@@ -1240,7 +1293,7 @@ class _Scan:
 
     def _values(self, pattern: re.Pattern[str], whole: bool = False) -> None:
         """Every ``value`` (or ``quoted``) group of ``pattern``."""
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         quoted = "quoted" in pattern.groupindex
         for m in pattern.finditer(self.text):
             budget -= 1
@@ -1254,7 +1307,7 @@ class _Scan:
 
     def headers(self) -> None:
         text = self.text
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         for m in _AUTHORIZATION_RE.finditer(text):
             budget -= 1
             if budget < 0:
@@ -1292,7 +1345,7 @@ class _Scan:
     def urls(self) -> None:
         if "://" in self.text:
             self._values(_URL_USERINFO_RE, whole=True)
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         for m in _URL_PARAM_RE.finditer(self.text):
             budget -= 1
             if budget < 0:
@@ -1308,7 +1361,7 @@ class _Scan:
     def pem_blocks(self) -> None:
         text = self.text
         pos = 0
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         while (m := _PEM_BEGIN_RE.search(text, pos)) is not None:
             budget -= 1
             if budget < 0:
@@ -1338,11 +1391,52 @@ class _Scan:
                 self.spans.append((m.start(), stop, len(self.pems)))
                 self.pems.append((m.group(), None))
 
+    def lowered(self) -> str:
+        """The text in lower case, character for character (ASCII letters only when a
+        character would lower-case to several: positions must stay the same)."""
+        lowered = self.text.lower()
+        if len(lowered) != len(self.text):
+            lowered = self.text.translate(_ASCII_LOWER)
+        return lowered
+
+    def runs(self) -> array[int]:
+        """Starts and ends (flat: start, end, start, end …) of the runs of token characters
+        long enough for a vendor token. At most one run per :data:`MIN_VENDOR_RUN_CHARS` + 1
+        characters, so looking at each run costs linear time."""
+        if self._runs is None:
+            runs = self._runs = array("q")
+            longest = 0
+            for m in _RUN_RE.finditer(self.text):
+                start, end = m.span()
+                longest = max(longest, end - start)
+                runs.extend((start, end))
+            self._longest_run = longest
+        return self._runs
+
+    def has_run(self, minimum: int) -> bool:
+        """Whether one run of token characters is at least ``minimum`` long."""
+        self.runs()
+        return self._longest_run >= minimum
+
+    def _in_runs(
+        self, pattern: re.Pattern[str], minimum: int = MIN_VENDOR_RUN_CHARS
+    ) -> Iterator[re.Match[str]]:
+        """Every match of ``pattern``, whose matches lie inside one run of token characters at
+        least ``minimum`` long: the pattern runs on those runs only, not on the prose between
+        (found on the whole text, the matches would be the same: the run's ends are characters
+        the pattern cannot take, and a lookbehind still sees the character before the run)."""
+        text = self.text
+        runs = self.runs()
+        for i in range(0, len(runs), 2):
+            start, end = runs[i], runs[i + 1]
+            if end - start >= minimum:
+                yield from pattern.finditer(text, start, end)
+
     def tokens(self) -> None:
         text = self.text
         spans = self.spans
-        budget = MAX_CANDIDATES_PER_RULE
-        for m in _VENDOR_RE.finditer(text):
+        budget = self.budget
+        for m in self._in_runs(_VENDOR_RE):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -1360,7 +1454,7 @@ class _Scan:
             ):
                 continue  # a Fernet shape inside a base64 blob or a data URL
             spans.append((start, m.end(), _PLAIN))
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         for anchor, pattern in _TOKEN_RULES:
             if anchor and anchor not in text:
                 continue
@@ -1370,7 +1464,7 @@ class _Scan:
                     self._over_budget(m.start())
                     break
                 spans.append((m.start("value"), m.end("value"), _PLAIN))
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         for m in _TELEGRAM_RE.finditer(text):
             budget -= 1
             if budget < 0:
@@ -1402,9 +1496,12 @@ class _Scan:
         text = self.text
         spans = self.spans
         public = self.public_pem_ranges() if "-----BEGIN" in text else []
-        budget = MAX_CANDIDATES_PER_RULE
-        for pattern in (_OPAQUE_RE, _AWS_SECRET_RE):
-            for m in pattern.finditer(text):
+        budget = self.budget
+        for pattern, minimum in (
+            (_OPAQUE_RE, MIN_OPAQUE_TOKEN_CHARS),
+            (_AWS_SECRET_RE, AWS_SECRET_KEY_CHARS),
+        ):
+            for m in self._in_runs(pattern, minimum):
                 budget -= 1
                 if budget < 0:
                     self._over_budget(m.start())
@@ -1423,7 +1520,7 @@ class _Scan:
                     continue  # SRI ``sha512-…`` (npm ``integrity``): a public checksum
                 if is_opaque_token(token) if pattern is _OPAQUE_RE else _is_aws_secret(token):
                     spans.append((start, m.end(), _PLAIN))
-        for m in _DISCORD_BOT_RE.finditer(text):
+        for m in self._in_runs(_DISCORD_BOT_RE, MIN_DISCORD_BOT_CHARS):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -1435,7 +1532,7 @@ class _Scan:
         text = self.text
         size = len(text)
         reversed_text = ""
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         self.public = public = []
         for m in _PUBLIC_NAME_TAIL_RE.finditer(text):
             budget -= 1
@@ -1478,7 +1575,7 @@ class _Scan:
         an argument of a constructor or client call (``new Client('…')``, ``NewClient("…")``)
         or the value of a name that is not an id, hash or version (``key = "…"``)."""
         text = self.text
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         for m in _QUOTED_LITERAL_RE.finditer(text):
             budget -= 1
             if budget < 0:
@@ -1521,7 +1618,7 @@ class _Scan:
     def prose_keys(self) -> None:
         """``the ritekit secret 3f9a…``: a secret's word, then a token that looks random."""
         text = self.text
-        budget = MAX_CANDIDATES_PER_RULE
+        budget = self.budget
         for m in _PROSE_KEY_RE.finditer(text):
             budget -= 1
             if budget < 0:
@@ -1540,7 +1637,7 @@ class _Scan:
 
     def extra(self, patterns: tuple[re.Pattern[str], ...]) -> None:
         for pattern in patterns:
-            budget = MAX_CANDIDATES_PER_RULE
+            budget = self.budget
             for m in pattern.finditer(self.text):
                 budget -= 1
                 if budget < 0:
@@ -1648,7 +1745,7 @@ class Redactor:
         scan.headers()
         scan.urls()
         scan.tokens()
-        if _LONG_RUN_RE.search(text) is not None:
+        if scan.has_run(_LONG_RUN_CHARS):
             # the rules for tokens with no prefix need a run of 20+ token characters
             scan.opaque()
             if "'" in text or '"' in text or "`" in text:

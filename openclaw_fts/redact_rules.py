@@ -190,7 +190,6 @@ VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
         "hubspot", "pat-(?:na|eu)[12]-", r"[A-Za-z0-9\-]", 20, "pat-na1-aB3cD4eF5gH6jK7mN8pQ9rS2"
     ),
     VendorToken("apify", "apify_api_", "[A-Za-z0-9]", 20, "apify_api_aB3cD4eF5gH6jK7mN8pQ9rS2"),
-    VendorToken("flyio", "FlyV1 fm", r"[A-Za-z0-9+/=_\-]", 20, "FlyV1 fmaB3cD4eF5gH6jK7mN8pQ9rS2"),
     VendorToken("frameio", "fio-u-", TOKEN_CHARS, 20, "fio-u-aB3cD4eF5gH6jK7mN8pQ9rS2"),
     VendorToken("agentmail", "am_", "[A-Za-z0-9]", 20, "am_aB3cD4eF5gH6jK7mN8pQ9rS2"),
     VendorToken("tavily", "tvly-", TOKEN_CHARS, 20, "tvly-aB3cD4eF5gH6jK7mN8pQ9rS2"),
@@ -635,6 +634,14 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>(?<![A-Za-z0-9])[a-zA-Z0-9]{14}\.atlasv1\.[A-Za-z0-9\-_=]{60,70})",
         "aB3cD4eF5gH6jK.atlasv1." + "aB3cD4eF5gH6jK7mN8pQ9r" * 3,
         anchor=".atlasv1.",
+    ),
+    # Fly.io: ``FlyV1 fm…`` (the only prefix with a blank, so a pattern rather than a prefix:
+    # every vendor prefix and body is one run of token characters, which the scan relies on).
+    PatternToken(
+        "flyio",
+        r"(?P<value>FlyV1 fm(?<![A-Za-z0-9_]FlyV1 fm)[A-Za-z0-9+/=_\-]{20,})",
+        "FlyV1 fmaB3cD4eF5gH6jK7mN8pQ9rS2",
+        anchor="FlyV1 fm",
     ),
     # Ansible Vault: the hex lines after the ``$ANSIBLE_VAULT`` header.
     PatternToken(

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 from sqlalchemy import Connection, Engine, delete, event, select
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -39,7 +39,8 @@ from .errors import (
     quoted,
 )
 from .hooks import install
-from .index.base import backend, backend_for, writer
+from .index.base import backend, backend_of, dialect_of, known_backend, writer
+from .index.postgresql.pooling import use_transaction_pooler
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .models import AgentSession, Branch, TranscriptEvent
 from .reconcile import RECONCILE_BATCH_ROWS, BackgroundReconciler, Reconciler, status
@@ -100,6 +101,7 @@ class TranscriptStore:
         inline_repair_max_text_bytes: int | None = None,
         read_url: str | URL | Engine | None = None,
         replica_wait_ms: int = REPLICA_WAIT_MS,
+        transaction_pooler: bool = False,
     ) -> None:
         """``busy_timeout_ms``: how long a write waits for SQLite's lock (applied when the
         store configures the engine: a URL, or an engine not configured yet).
@@ -110,17 +112,26 @@ class TranscriptStore:
         ``read_url``: a URL or engine of a hot standby of ``url``'s PostgreSQL server, for
         searches, history, branches and status (never migrated or written); a read waits up
         to ``replica_wait_ms`` for it to replay the store's last write, else reads from the
-        primary (docs/scale.md)."""
+        primary (docs/scale.md).
+        ``transaction_pooler``: ``url`` (and ``read_url``) reach PostgreSQL through a pooler in
+        transaction mode (PgBouncer ``pool_mode = transaction``): no prepared statements, and
+        the reconciler's lease is a ``reconcile_lease`` row instead of a session-level advisory
+        lock (docs/scale.md)."""
         # Refused before anything connects or migrates.
-        require_index_dialect(
-            url.dialect.name if isinstance(url, Engine) else make_url(url).get_backend_name()
-        )
+        require_index_dialect(dialect_of(url))
+        if transaction_pooler and not backend_of(url).transaction_poolers:
+            raise UnsupportedDatabaseError(
+                "openclaw-fts: transaction_pooler=True is for PostgreSQL behind a pooler in "
+                f"transaction mode (here: {dialect_of(url)})"
+            )
         if isinstance(url, Engine):
             self.engine = configure(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = False
         else:
             self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = True
+        if transaction_pooler:
+            use_transaction_pooler(self.engine)
         #: The same engine, for the store's own writes: they begin with BEGIN IMMEDIATE.
         self.write_engine = write_engine(self.engine)
         if inline_repair_max_events is not None or inline_repair_max_text_bytes is not None:
@@ -143,6 +154,8 @@ class TranscriptStore:
         if read_url is not None:
             try:
                 self.read_engine, self._owns_read_engine = _standby_engine(read_url, self.engine)
+                if transaction_pooler:
+                    use_transaction_pooler(self.read_engine)
                 self._router = ReadRouter(self.engine, self.read_engine, wait_ms=replica_wait_ms)
             except BaseException:
                 self._dispose_engines()
@@ -574,14 +587,11 @@ class TranscriptStore:
 
 def _standby_engine(read_url: str | URL | Engine, primary: Engine) -> tuple[Engine, bool]:
     """The engine of ``read_url`` and whether the store made it (so disposes of it)."""
-    if isinstance(read_url, Engine):
-        name = read_url.dialect.name
-    else:
-        name = make_url(read_url).get_backend_name()
-    if name != primary.dialect.name or not backend_for(name).hot_standbys:
+    serving = backend_of(primary)
+    if known_backend(read_url) is not serving or not serving.hot_standbys:
         raise UnsupportedDatabaseError(
             "openclaw-fts: read_url names a PostgreSQL hot standby of a PostgreSQL primary "
-            f"(here: {primary.dialect.name} primary, {name} read_url)"
+            f"(here: {serving.name} primary, {dialect_of(read_url)} read_url)"
         )
     if isinstance(read_url, Engine):
         return read_url, False

@@ -50,12 +50,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "db_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_engines"):
+    names = metafunc.fixturenames
+    wants_db = "db_url" in names or "module_db_url" in names
+    if wants_db and metafunc.definition.get_closest_marker("both_engines"):
         only = metafunc.definition.get_closest_marker("sqlite_only")
         engines = ENGINES[:1] if only else ENGINES
         if not only and metafunc.module.__name__.rpartition(".")[2] in PARTITIONED_MODULES:
             engines = (*engines, PARTITIONED)
-        metafunc.parametrize("db_engine", engines)
+        # A module's shared database (module_db_url) needs the engine fixed for the module: the
+        # tests are then grouped by engine, each group on its own database.
+        scope = "module" if "module_db_url" in names else "function"
+        metafunc.parametrize("db_engine", engines, scope=scope)
 
 
 @pytest.fixture
@@ -71,6 +76,19 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, db_engine: str) -> st
     if db_engine == PARTITIONED:
         return str(request.getfixturevalue("pg_partitioned_url"))
     return f"sqlite:///{tmp_path / 'test.sqlite'}"
+
+
+@pytest.fixture(scope="module")
+def module_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, db_engine: str
+) -> str:
+    """Like :func:`db_url`, one database for all the tests of a ``both_engines`` module on an
+    engine (for modules whose tests read what one costly setup wrote, e.g. CLI runs)."""
+    if db_engine == "postgresql":
+        return str(request.getfixturevalue("pg_module_url"))
+    if db_engine != "sqlite":
+        pytest.fail(f"module_db_url has no shared database for {db_engine}")
+    return f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.sqlite'}"
 
 
 @pytest.fixture

@@ -91,6 +91,12 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
     yield from _database(pg_server, "template1")
 
 
+@pytest.fixture(scope="module")
+def pg_module_url(pg_server: PgServer) -> Iterator[str]:
+    """Like :func:`pg_url`, one database for a whole test module (dropped after it)."""
+    yield from _database(pg_server, "template1")
+
+
 def _database(pg_server: PgServer, template: str) -> Iterator[str]:
     name = f"{DATABASE_PREFIX}{os.getpid()}_{next(_counter)}"
     admin = pg_server.url().replace("postgresql+psycopg://", "postgresql://")

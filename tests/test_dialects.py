@@ -2,10 +2,11 @@
 refused where an engine enters the plugin — TranscriptStore, install(), make_engine — with an
 error naming the supported dialects, before anything connects; PostgreSQL, whose schema
 migrates but whose index backend does not exist yet, is refused by the store with an error
-saying exactly that (tests/test_migrations_postgresql.py shows the migrations running there)."""
+saying exactly that (tests/test_migrations.py shows the migrations running there)."""
 
 from __future__ import annotations
 
+import ast
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,3 +93,40 @@ def test_cli_refuses_an_unsupported_database_in_one_line(tmp_path: Path) -> None
     assert proc.stderr.strip().splitlines() == [
         "Error: openclaw-fts does not support 'mysql' databases; supported: sqlite, postgresql"
     ]
+
+
+def _dialect_name_reads(source: str) -> list[int]:
+    """Lines of ``source`` that read ``<x>.dialect.name``, call ``get_backend_name()`` or look a
+    backend up by name (``backend_for``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "name"
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "dialect"
+        ) or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and getattr(node.func, "attr", getattr(node.func, "id", None))
+            in ("get_backend_name", "backend_for")
+        ):
+            found.append(node.lineno)
+    return found
+
+
+def test_only_the_index_reads_a_dialect_name() -> None:
+    """Every engine-specific choice is a backend's: outside ``openclaw_fts/index/`` no module
+    reads a bind's or a URL's dialect name or looks a backend up by name (they ask
+    ``index.base.backend_of`` for the backend, ``dialect_of`` for a message)."""
+    package = Path(openclaw_fts.__file__).parent
+    index = package / "index"
+    readers = [
+        f"{path.relative_to(package)}:{line}"
+        for path in sorted(package.rglob("*.py"))
+        if index not in path.parents and "migrations" not in path.parts
+        for line in _dialect_name_reads(path.read_text(encoding="utf-8"))
+    ]
+    assert readers == []
+    # The check itself sees them: the index reads dialect names.
+    assert _dialect_name_reads((index / "base.py").read_text(encoding="utf-8"))

@@ -5,7 +5,6 @@ with a clear error; ``rebuild`` / ``optimize``; bulk ``insert(TranscriptEvent)``
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 from factories import chain, msg
 from sqlalchemy import Engine, insert, select, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from openclaw_fts import (
@@ -117,17 +116,47 @@ def test_bulk_orm_update_makes_the_session_pending_then_reconcile_reindexes(
     assert check(seeded.engine).ok
 
 
-@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations_postgresql")
+#: What a refused raw UPDATE raises: SQLite's RAISE(ABORT) is a constraint failure, PostgreSQL's
+#: plpgsql RAISE EXCEPTION (SQLSTATE P0001) a programming error; both carry EDIT_REFUSED.
+REFUSED_ERROR: dict[str, type[DBAPIError]] = {
+    "sqlite": IntegrityError,
+    "postgresql": ProgrammingError,
+}
+
+
+def raw_edit(engine: Engine, seq: int, change: dict[str, Any], **columns: Any) -> None:
+    """A raw SQL UPDATE of session s1's event ``seq``, as a migration script or an operator
+    writes one: the JSON with ``change`` merged in (``message`` merged one level down), and
+    the derived ``columns`` given; no ORM, no plugin code."""
+    with engine.begin() as conn:
+        stored = conn.execute(
+            text("SELECT event FROM transcript_events WHERE session_id = 's1' AND seq = :q"),
+            {"q": seq},
+        ).scalar_one()
+        event = json.loads(stored)
+        message = {**event.get("message", {}), **change.pop("message", {})}
+        event = {**event, **change, "message": message}
+        sets = ", ".join(["event = :event", *(f"{name} = :{name}" for name in columns)])
+        conn.execute(
+            text(f"UPDATE transcript_events SET {sets} WHERE session_id = 's1' AND seq = :q"),
+            {"q": seq, "event": json.dumps(event), **columns},
+        )
+
+
+def index_state(engine: Engine) -> tuple[bool, int]:
+    with engine.connect() as conn:
+        marked, generation = conn.execute(
+            text("SELECT needs_rebuild, generation FROM openclaw_index_state")
+        ).one()
+    return bool(marked), int(generation)
+
+
 def test_raw_sql_text_edit_is_reindexed_by_the_reconciler(
-    seeded: TranscriptStore, db_url: str
+    seeded: TranscriptStore, engine: Engine
 ) -> None:
-    con = sqlite3.connect(db_url.removeprefix("sqlite:///"))
-    con.execute(
-        "UPDATE transcript_events SET event = json_set(event, '$.message.content', "
-        "'hotel raw text') WHERE session_id = 's1' AND seq = 2"
-    )
-    con.commit()
-    con.close()
+    _, generation = index_state(engine)
+    raw_edit(engine, 2, {"message": {"content": "hotel raw text"}})
+    assert index_state(engine) == (True, generation + 1)  # the trigger marks the session
     assert found(seeded, "charlie") == []
     report = check(seeded.engine)
     assert report.ok and report.status["pending"] == 1  # pending is not drift
@@ -136,38 +165,31 @@ def test_raw_sql_text_edit_is_reindexed_by_the_reconciler(
     assert check(seeded.engine).ok
 
 
-@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations_postgresql")
 def test_raw_sql_edit_of_what_the_tree_is_built_from_is_refused(
     seeded: TranscriptStore, engine: Engine
 ) -> None:
-    with (
-        pytest.raises(IntegrityError, match="may change the content of an event") as info,
-        engine.begin() as conn,
-    ):
-        conn.execute(
-            text(
-                "UPDATE transcript_events SET event = json_set(event, '$.parentId', NULL) "
-                "WHERE session_id = 's1' AND seq = 2"
-            )
-        )
+    refused = REFUSED_ERROR[engine.dialect.name]
+    with pytest.raises(refused, match="may change the content of an event") as info:
+        raw_edit(engine, 2, {"parentId": None})
     assert EDIT_REFUSED in str(info.value)
     assert found(seeded, "charlie") == ["m2"]
     assert seeded.index_status()["pending"] == 0
+    # With its column, the same change is accepted (and marks the session).
+    raw_edit(engine, 2, {"id": "m9"}, event_id="m9")
+    with engine.connect() as conn:
+        event_id = conn.execute(
+            text("SELECT event_id FROM transcript_events WHERE seq = 2")
+        ).scalar_one()
+    assert event_id == "m9"
+    assert seeded.index_status()["pending"] == 1
 
 
-@pytest.mark.sqlite_only("raw SQLite JSON edits; PostgreSQL's: test_migrations_postgresql")
 def test_rebuild_rederives_columns_written_behind_the_plugin(
-    seeded: TranscriptStore, db_url: str
+    seeded: TranscriptStore, engine: Engine
 ) -> None:
-    con = sqlite3.connect(db_url.removeprefix("sqlite:///"))
     # Both the JSON and the derived column, as a careless migration script might: allowed by
     # the guard (the column changed too) but the column is wrong.
-    con.execute(
-        "UPDATE transcript_events SET event = json_set(event, '$.message.role', 'user'), "
-        "role = 'bogus' WHERE session_id = 's1' AND seq = 1"
-    )
-    con.commit()
-    con.close()
+    raw_edit(engine, 1, {"message": {"role": "user"}}, role="bogus")
     result = seeded.rebuild(["agent:main:main"])
     assert result["rebuilt"] == ["s1"]
     assert seeded.index_status() == {"pending": 0, "indexed": 1, "total": 1}

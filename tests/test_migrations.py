@@ -1,6 +1,18 @@
-"""Schema migrations (docs/alembic.md, docs/host.md): a populated revision-1
-database upgrades in well under a second and is backfilled by the reconciler, autogenerate sees
-no drift, downgrade removes everything, and the built wheel carries working migrations."""
+"""Schema migrations on each engine (docs/alembic.md, docs/host.md, docs/postgresql.md): a
+populated revision-1 database upgrades in well under a second and is backfilled by the
+reconciler, a fresh one is migrated by the store, autogenerate sees no drift, downgrade removes
+everything, raw SQL behind the plugin's back leaves its sessions pending, and the built wheel
+carries working migrations.
+
+A ``both_engines`` module: every test that takes ``db_url`` runs on SQLite and on PostgreSQL;
+where the engines really differ (the full-text objects each creates, and removes again: FTS5's
+table and trigger, PostgreSQL's text search configuration, ``tsvector`` column, GIN index and
+trigger functions) the difference is an expectation per engine, not a second test. The tests
+that take ``pg_engine`` are about PostgreSQL's own objects (``unaccent``, the ``tsvector``
+folding, the plpgsql trigger functions, the statistics target) and run there only; the wheel
+and ``include_name`` tests need no database of the suite's. What both engines share across
+revisions (an idempotent upgrade, a downgrade to revision 1 keeping transcripts) is
+tests/test_migration_round_trips.py."""
 
 from __future__ import annotations
 
@@ -12,6 +24,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,36 +32,102 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from earlier_release import earlier_release_database
-from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, text
+from sqlalchemy import (
+    Column,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    inspect,
+    text,
+)
+from sqlalchemy.engine import make_url
+from test_cli import run
 
 import openclaw_fts
 from openclaw_fts import Caller, TranscriptStore, migrate
 from openclaw_fts.alembic import VERSION_TABLE, include_name
-from openclaw_fts.engine import READ_ONLY, make_engine
+from openclaw_fts.engine import make_engine
+from openclaw_fts.errors import UnsupportedDatabaseError
+from openclaw_fts.index import postgresql as pg
+from openclaw_fts.models import INDEX_TABLES, TRANSCRIPT_TABLES
+
+pytestmark = pytest.mark.both_engines
 
 REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
+REVISION_4 = "0004_host_guest"
 #: The plugin's newest revision.
 HEAD_REVISION = "0006_tsvector_statistics"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
-INDEX_TABLES = {"openclaw_index_state", "message_index", "reconcile_lease", "message_fts"}
-#: The plugin's tables at head.
-PLUGIN_TABLES = {"openclaw_sessions", "transcript_events", "openclaw_branches"} | INDEX_TABLES
+#: The plugin's tables at head, on every engine.
+PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES)
+#: FTS5's virtual table and the shadow tables SQLite keeps for it.
+FTS_TABLES = {
+    "message_fts",
+    "message_fts_config",
+    "message_fts_data",
+    "message_fts_docsize",
+    "message_fts_idx",
+}
+#: The tables an engine's full-text index adds to :data:`PLUGIN_TABLES` (PostgreSQL's is a
+#: column and an index of ``message_index``).
+SEARCH_TABLES = {"sqlite": FTS_TABLES, "postgresql": set()}
+#: What autogenerate would report without ``include_name`` on a database at head, besides the
+#: version table: the search objects the models do not declare.
+UNFILTERED_DIFF = {
+    "sqlite": {("remove_table", name) for name in FTS_TABLES},
+    "postgresql": {("remove_index", pg.GIN_INDEX), ("remove_column", pg.TSVECTOR_COLUMN)},
+}
+#: PostgreSQL's plpgsql trigger functions (SQLite's triggers carry their bodies inline).
+PG_FUNCTIONS = {
+    "openclaw_fts_events_last_seq",
+    "openclaw_fts_events_deleted",
+    "openclaw_fts_events_edited",
+}
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
 WARNING = (
     "Transcript indexing is in progress; results may be incomplete. Retry sessions_search shortly."
 )
+#: A role that may create tables in ``public`` but not extensions (a typical application role).
+APP_ROLE = "openclaw_app"
 
 
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def schema(engine: Engine) -> dict[str, set[str]]:
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    """An engine on this test's empty, unmigrated database."""
+    e = make_engine(db_url)
+    try:
+        yield e
+    finally:
+        e.dispose()
+
+
+@pytest.fixture
+def pg_engine(pg_url: str) -> Iterator[Engine]:
+    """The same on PostgreSQL only (the tests of PostgreSQL's own objects)."""
+    e = make_engine(pg_url)
+    try:
+        yield e
+    finally:
+        e.dispose()
+
+
+def tables(engine: Engine) -> set[str]:
+    return set(inspect(engine).get_table_names())
+
+
+def sqlite_objects(engine: Engine) -> dict[str, set[str]]:
     """Names in sqlite_master by type (SQLite's own objects left out)."""
-    with engine.connect().execution_options(**{READ_ONLY: True}) as conn:
+    with engine.connect() as conn:
         rows = conn.execute(
             text("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
         ).all()
@@ -58,8 +137,88 @@ def schema(engine: Engine) -> dict[str, set[str]]:
     return out
 
 
-def tables(engine: Engine) -> set[str]:
-    return schema(engine).get("table", set())
+def pg_search_objects(engine: Engine) -> dict[str, Any]:
+    """What the index's PostgreSQL side consists of, read from the catalogs."""
+    with engine.connect() as conn:
+        config = conn.execute(
+            text("SELECT count(*) FROM pg_ts_config WHERE cfgname = :n"),
+            {"n": pg.TEXT_SEARCH_CONFIG},
+        ).scalar_one()
+        extension = conn.execute(
+            text("SELECT count(*) FROM pg_extension WHERE extname = :n"),
+            {"n": pg.UNACCENT_EXTENSION},
+        ).scalar_one()
+        column = conn.execute(
+            text(
+                "SELECT data_type, is_generated, generation_expression "
+                "FROM information_schema.columns "
+                "WHERE table_name = 'message_index' AND column_name = :c"
+            ),
+            {"c": pg.TSVECTOR_COLUMN},
+        ).first()
+        gin = conn.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": pg.GIN_INDEX}
+        ).scalar()
+    return {"config": config, "extension": extension, "column": column, "gin": gin}
+
+
+def add_message(engine: Engine, session_id: str, event_id: str, body: str) -> None:
+    """One session, event and index row in plain SQL (what a backend's writer does; PostgreSQL
+    computes the row's ``tsvector`` itself, SQLite is given its FTS5 row)."""
+    event = {"type": "message", "id": event_id, "message": {"role": "user", "content": body}}
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO openclaw_sessions (session_id, session_key, agent_id) "
+                "VALUES (:s, 'agent:main:main', 'main') ON CONFLICT DO NOTHING"
+            ),
+            {"s": session_id},
+        )
+        seq = conn.execute(
+            text("SELECT count(*) FROM transcript_events WHERE session_id = :s"), {"s": session_id}
+        ).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
+                "VALUES (:s, :q, :e, 'message', 'user', :j)"
+            ),
+            {"s": session_id, "q": seq, "e": event_id, "j": json.dumps(event)},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO message_index (session_id, seq, event_id, role, timestamp_ms, body, "
+                "sess) VALUES (:s, :q, :e, 'user', 0, :b, 's1')"
+            ),
+            {"s": session_id, "q": seq, "e": event_id, "b": body},
+        )
+        if conn.dialect.name == "sqlite":  # FTS5's external content: its row is written too
+            conn.execute(
+                text(
+                    "INSERT INTO message_fts (rowid, body, sess) SELECT id, body, sess "
+                    "FROM message_index WHERE session_id = :s AND seq = :q"
+                ),
+                {"s": session_id, "q": seq},
+            )
+
+
+def matching(engine: Engine, query: str) -> list[str]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                f"SELECT event_id FROM message_index WHERE {pg.TSVECTOR_COLUMN} @@ "
+                f"to_tsquery('{pg.TEXT_SEARCH_CONFIG}', :q) ORDER BY id"
+            ),
+            {"q": query},
+        ).all()
+    return [r[0] for r in rows]
+
+
+def plugin_functions(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT proname FROM pg_proc WHERE proname LIKE 'openclaw_fts%'")
+        ).all()
+    return {r[0] for r in rows}
 
 
 def found(store: TranscriptStore, query: str) -> set[tuple[str, str]]:
@@ -109,7 +268,7 @@ def revision_1_rows(session: int) -> tuple[dict[str, Any], list[tuple[Any, ...]]
                 "message",
                 role,
                 None,
-                0,
+                False,
                 1_790_000_000_000 + seq,
                 json.dumps(body),
             )
@@ -127,7 +286,7 @@ def revision_1_rows(session: int) -> tuple[dict[str, Any], list[tuple[Any, ...]]
             "leaf",
             None,
             "e50",
-            0,
+            False,
             None,
             json.dumps(leaf),
         )
@@ -141,42 +300,49 @@ def revision_1_rows(session: int) -> tuple[dict[str, Any], list[tuple[Any, ...]]
     return session_row, events
 
 
+#: transcript_events' columns, in the order of :func:`revision_1_rows`' tuples.
+EVENT_COLUMNS = (
+    "session_id",
+    "seq",
+    "event_id",
+    "parent_id",
+    "type",
+    "role",
+    "target_id",
+    "side",
+    "timestamp_ms",
+    "event",
+)
+
+
 def populate_revision_1(engine: Engine) -> None:
-    session_rows = []
-    event_rows: list[tuple[Any, ...]] = []
+    session_rows: list[dict[str, Any]] = []
+    event_rows: list[dict[str, Any]] = []
     for i in range(SESSIONS):
         s, evs = revision_1_rows(i)
-        session_rows.append((s["session_id"], s["session_key"], s["agent_id"], s["last_seq"]))
-        event_rows.extend(evs)
+        session_rows.append(s)
+        event_rows.extend(dict(zip(EVENT_COLUMNS, e, strict=True)) for e in evs)
     with engine.begin() as conn:
-        conn.exec_driver_sql(
-            "INSERT INTO sessions (session_id, session_key, agent_id, last_seq) "
-            "VALUES (?, ?, ?, ?)",
+        conn.execute(
+            text(
+                "INSERT INTO sessions (session_id, session_key, agent_id, last_seq) "
+                "VALUES (:session_id, :session_key, :agent_id, :last_seq)"
+            ),
             session_rows,
         )
-        conn.exec_driver_sql(
-            "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, role, "
-            "target_id, side, timestamp_ms, event) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        conn.execute(
+            text(
+                f"INSERT INTO transcript_events ({', '.join(EVENT_COLUMNS)}) "
+                f"VALUES ({', '.join(':' + c for c in EVENT_COLUMNS)})"
+            ),
             event_rows,
         )
 
 
-@pytest.fixture
-def url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'host.sqlite'}"
+# -- upgrade -----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def engine(url: str) -> Any:
-    e = make_engine(url)
-    yield e
-    e.dispose()
-
-
-# -- upgrade of a populated database -----------------------------------------------------------
-
-
-def test_populated_revision_1_upgrades_fast_then_reconciles(engine: Engine, url: str) -> None:
+def test_populated_revision_1_upgrades_fast_then_reconciles(engine: Engine, db_url: str) -> None:
     earlier_release_database(engine, REVISION_1)
     assert migrate.current_revisions(engine) == (REVISION_1,)
     assert tables(engine) == REVISION_1_TABLES | {VERSION_TABLE}
@@ -197,7 +363,7 @@ def test_populated_revision_1_upgrades_fast_then_reconciles(engine: Engine, url:
         assert conn.execute(text("SELECT count(*) FROM message_index")).scalar_one() == 0
         assert conn.execute(text("SELECT count(*) FROM openclaw_index_state")).scalar_one() == 0
 
-    store = TranscriptStore(url, background=False)
+    store = TranscriptStore(db_url, background=False)
     try:
         assert store.index_status() == {"pending": SESSIONS, "indexed": 0, "total": SESSIONS}
         out = store.search(CALLER, "legacyword")
@@ -233,10 +399,10 @@ def test_populated_revision_1_upgrades_fast_then_reconciles(engine: Engine, url:
         store.close()
 
 
-def test_store_opens_and_upgrades_a_revision_1_database(engine: Engine, url: str) -> None:
+def test_store_opens_and_upgrades_a_revision_1_database(engine: Engine, db_url: str) -> None:
     earlier_release_database(engine, REVISION_1)
     populate_revision_1_small(engine)
-    store = TranscriptStore(url, background=False)  # upgrade=True by default
+    store = TranscriptStore(db_url, background=False)  # upgrade=True by default
     try:
         assert migrate.current_revisions(engine) == (HEAD_REVISION,)
         assert store.index_status() == {"pending": 1, "indexed": 0, "total": 1}
@@ -253,48 +419,132 @@ def populate_revision_1_small(engine: Engine) -> None:
             "VALUES ('tiny', 'agent:main:main', 'main')"
         )
         event = {"type": "message", "id": "t1", "message": {"role": "user", "content": "tinyword"}}
-        conn.exec_driver_sql(
-            "INSERT INTO transcript_events (session_id, seq, event_id, event) "
-            "VALUES ('tiny', 0, 't1', ?)",
-            (json.dumps(event),),
+        conn.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, event) "
+                "VALUES ('tiny', 0, 't1', :event)"
+            ),
+            {"event": json.dumps(event)},
         )
 
 
-def test_upgrade_without_upgrade_flag_leaves_schema_alone(engine: Engine, url: str) -> None:
+def test_the_store_migrates_a_fresh_database_and_indexes_on_it(db_url: str) -> None:
+    """``TranscriptStore`` on a fresh database migrates it to head and indexes."""
+    engine = make_engine(db_url)
+    try:
+        assert tables(engine) == set()
+        with openclaw_fts.TranscriptStore(engine, background=False) as store:
+            search_tables = SEARCH_TABLES[engine.dialect.name]
+            assert tables(engine) == PLUGIN_TABLES | {VERSION_TABLE} | search_tables
+            store.create_session("s1", "agent:main:main")
+            store.append(
+                "s1",
+                {
+                    "type": "message",
+                    "id": "m1",
+                    "message": {"role": "user", "content": "a fresh database on any engine"},
+                },
+            )
+            caller = openclaw_fts.Caller("agent:main:main")
+            assert [h["messageId"] for h in store.search(caller, "engine")["results"]] == ["m1"]
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_without_upgrade_flag_leaves_schema_alone(engine: Engine, db_url: str) -> None:
     migrate.upgrade(engine, REVISION_1)
-    store = TranscriptStore(url, upgrade=False, background=False)
+    store = TranscriptStore(db_url, upgrade=False, background=False)
     store.close()
     assert migrate.current_revisions(engine) == (REVISION_1,)
-    assert not (INDEX_TABLES & tables(engine))
+    index_tables = set(INDEX_TABLES) | SEARCH_TABLES[engine.dialect.name]
+    assert not (index_tables & tables(engine))
+
+
+def test_raw_inserts_keep_last_seq_and_deleted_events_mark_the_session_dirty(
+    engine: Engine,
+) -> None:
+    """The two transcript triggers, on each engine: events written behind the plugin's back
+    leave their session pending instead of looking clean."""
+    migrate.upgrade(engine)
+    add_message(engine, "s1", "m1", "first")
+    add_message(engine, "s1", "m2", "second")
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT last_seq FROM openclaw_sessions")).scalar_one() == 1
+        conn.execute(
+            text("INSERT INTO openclaw_index_state (session_id, indexed_seq) VALUES ('s1', 1)")
+        )
+        conn.execute(text("DELETE FROM transcript_events WHERE event_id = 'm2'"))
+        state = conn.execute(
+            text("SELECT needs_rebuild, generation FROM openclaw_index_state")
+        ).one()
+    assert tuple(state) == (True, 1)
+    with engine.begin() as conn:  # the cascade from openclaw_sessions runs through the trigger
+        conn.execute(text("DELETE FROM openclaw_sessions WHERE session_id = 's1'"))
+    with engine.connect() as conn:
+        for table in ("transcript_events", "openclaw_index_state", "message_index"):
+            assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 0
+
+
+def test_cli_on_an_unmigrated_database_says_to_upgrade(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    with engine.begin() as conn:  # a database that exists, with a table of the host's only
+        conn.execute(text("CREATE TABLE host_notes (id INTEGER PRIMARY KEY)"))
+    proc = run(tmp_path, "--db", db_url, "status")
+    assert proc.returncode != 0
+    (line,) = proc.stderr.strip().splitlines()
+    assert "no openclaw-fts schema" in line and "upgrade" in line
 
 
 # -- the schema itself -------------------------------------------------------------------------
 
 
-def test_fts5_table_and_trigger_exist_after_upgrade(engine: Engine) -> None:
+def test_upgrade_creates_every_table_and_the_engines_search_objects(engine: Engine) -> None:
+    """Every table at head, their foreign keys cascading from ``openclaw_sessions`` and a
+    working full-text index: FTS5's external-content table and its delete trigger on SQLite;
+    the text search configuration, ``unaccent``, the generated ``tsvector`` column, its GIN
+    index and the plpgsql trigger functions on PostgreSQL."""
     migrate.upgrade(engine)
-    objects = schema(engine)
-    assert objects["table"] >= PLUGIN_TABLES
-    assert "message_index_fts_delete" in objects.get("trigger", set())
-    with engine.connect() as conn:
-        sql = conn.execute(
-            text("SELECT sql FROM sqlite_master WHERE name = 'message_fts'")
+    assert migrate.current_revisions(engine) == (HEAD_REVISION,)
+    dialect = engine.dialect.name
+    assert tables(engine) == PLUGIN_TABLES | {VERSION_TABLE} | SEARCH_TABLES[dialect]
+    inspector = inspect(engine)
+    for table in (
+        "transcript_events",
+        "openclaw_branches",
+        "openclaw_index_state",
+        "message_index",
+    ):
+        fks = inspector.get_foreign_keys(table)
+        assert [
+            (fk["referred_table"], fk["constrained_columns"], fk["referred_columns"], fk["options"])
+            for fk in fks
+        ] == [("openclaw_sessions", ["session_id"], ["session_id"], {"ondelete": "CASCADE"})], table
+    if dialect == "sqlite":
+        assert "message_index_fts_delete" in sqlite_objects(engine).get("trigger", set())
+        with engine.connect() as conn:
+            sql = conn.execute(
+                text("SELECT sql FROM sqlite_master WHERE name = 'message_fts'")
+            ).scalar_one()
+            assert "fts5" in sql.lower() and "remove_diacritics 2" in sql
+            # it is a working FTS5 table
+            conn.execute(text("SELECT count(*) FROM message_fts WHERE message_fts MATCH 'x'")).all()
+        return
+    objects = pg_search_objects(engine)
+    assert objects["config"] == 1 and objects["extension"] == 1
+    data_type, generated, expression = objects["column"]
+    assert (data_type, generated) == ("tsvector", "ALWAYS")
+    assert pg.TEXT_SEARCH_CONFIG in expression and "body" in expression
+    assert "USING gin" in objects["gin"] and pg.TSVECTOR_COLUMN in objects["gin"]
+    assert plugin_functions(engine) == PG_FUNCTIONS
+    with engine.connect() as conn:  # booleans default to false, not to an integer
+        default = conn.execute(
+            text(
+                "SELECT column_default FROM information_schema.columns "
+                "WHERE table_name = 'openclaw_sessions' AND column_name = 'archived'"
+            )
         ).scalar_one()
-        assert "fts5" in sql.lower() and "remove_diacritics 2" in sql
-        # it is a working FTS5 table
-        conn.execute(text("SELECT count(*) FROM message_fts WHERE message_fts MATCH 'x'")).all()
-    # foreign keys cascade from openclaw_sessions
-    with engine.connect() as conn:
-        for table in (
-            "transcript_events",
-            "openclaw_branches",
-            "openclaw_index_state",
-            "message_index",
-        ):
-            fks = conn.exec_driver_sql(f"PRAGMA foreign_key_list({table})").all()
-            assert [(fk[2], fk[3], fk[4], fk[6]) for fk in fks] == [
-                ("openclaw_sessions", "session_id", "session_id", "CASCADE")
-            ], table
+    assert default == "false"
 
 
 def test_autogenerate_beside_host_metadata(engine: Engine) -> None:
@@ -306,6 +556,19 @@ def test_autogenerate_beside_host_metadata(engine: Engine) -> None:
         ctx = MigrationContext.configure(conn, opts={"include_name": include_name})
         diff = compare_metadata(ctx, [host, openclaw_fts.metadata])
     assert [(d[0], d[1].name) for d in diff] == [("add_table", "host_users")]
+
+
+def test_without_include_name_the_search_objects_would_show(engine: Engine) -> None:
+    """The filter is what hides them (and hides nothing else): on SQLite FTS5's tables, on
+    PostgreSQL the ``tsvector`` column and its GIN index; the version table on both."""
+    migrate.upgrade(engine)
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(conn)
+        diff = compare_metadata(ctx, openclaw_fts.metadata)
+    shown = {(d[0], d[-1].name if hasattr(d[-1], "name") else d[3]) for d in diff}
+    expected = {("remove_table", VERSION_TABLE)} | UNFILTERED_DIFF[engine.dialect.name]
+    assert shown == expected, shown
+    assert len(diff) == len(expected)
 
 
 def test_include_name_hides_only_fts_and_version_tables() -> None:
@@ -324,9 +587,14 @@ def test_include_name_hides_only_fts_and_version_tables() -> None:
     assert include_name("ix_anything", "index", {}) is True
 
 
-def test_downgrade_to_base_removes_every_plugin_table(engine: Engine, url: str) -> None:
+# -- downgrade and the version table -----------------------------------------------------------
+
+
+def test_downgrade_to_base_removes_every_plugin_object_and_upgrades_again(
+    engine: Engine, db_url: str
+) -> None:
     migrate.upgrade(engine)
-    store = TranscriptStore(url, background=False)
+    store = TranscriptStore(db_url, background=False)
     try:
         store.create_session("s1", "agent:main:main")
         store.append(
@@ -337,13 +605,19 @@ def test_downgrade_to_base_removes_every_plugin_table(engine: Engine, url: str) 
         store.close()
     migrate.downgrade(engine, "base")
     assert migrate.current_revisions(engine) == ()
-    left = schema(engine)
-    assert left.get("table", set()) <= {VERSION_TABLE}
-    assert not left.get("trigger") and not left.get("index") and not left.get("view")
+    assert tables(engine) <= {VERSION_TABLE}
+    if engine.dialect.name == "sqlite":
+        left = sqlite_objects(engine)
+        assert not left.get("trigger") and not left.get("index") and not left.get("view")
+    else:
+        objects = pg_search_objects(engine)
+        assert objects["config"] == 0 and objects["column"] is None and objects["gin"] is None
+        assert objects["extension"] == 1  # server-wide: left for whoever else uses it
+        assert plugin_functions(engine) == set()
     # and up again: a working, empty store
     migrate.upgrade(engine)
-    assert tables(engine) >= PLUGIN_TABLES
-    store = TranscriptStore(url, background=False)
+    assert tables(engine) == PLUGIN_TABLES | {VERSION_TABLE} | SEARCH_TABLES[engine.dialect.name]
+    store = TranscriptStore(db_url, background=False)
     try:
         assert store.index_status() == {"pending": 0, "indexed": 0, "total": 0}
         store.create_session("s2", "agent:main:main")
@@ -374,6 +648,246 @@ def test_migrations_use_their_own_version_table(engine: Engine) -> None:
 def test_version_location_holds_the_revisions() -> None:
     names = {p.name for p in migrate.version_location().glob("*.py")}
     assert {"0001_transcripts.py", "0002_index.py", f"{HEAD_REVISION}.py"} <= names
+
+
+# -- PostgreSQL's own objects ------------------------------------------------------------------
+
+
+def test_tsvector_folds_case_and_diacritics_and_keeps_every_word(pg_engine: Engine) -> None:
+    migrate.upgrade(pg_engine)
+    add_message(pg_engine, "s1", "m1", "Café Crème at the Zürich office")
+    add_message(pg_engine, "s1", "m2", "我 们 的 数 据 库 很 好")  # index_body spaces CJK
+    add_message(pg_engine, "s1", "m3", "the deployment of node.js")
+    assert matching(pg_engine, "cafe & creme") == ["m1"]
+    assert matching(pg_engine, "ZURICH") == ["m1"]
+    assert matching(pg_engine, "the") == ["m1", "m3"]  # simple: no stop words dropped
+    assert matching(pg_engine, "数 <-> 据") == ["m2"]
+    assert matching(pg_engine, "deplo:*") == ["m3"]
+    with pg_engine.begin() as conn:  # the column follows an update of the text
+        conn.execute(text("UPDATE message_index SET body = 'renamed' WHERE event_id = 'm1'"))
+    assert matching(pg_engine, "cafe") == []
+    assert matching(pg_engine, "renamed") == ["m1"]
+
+
+def test_namespaced_tables_upgrade_and_downgrade_keep_rows_and_triggers(
+    pg_engine: Engine,
+) -> None:
+    """0005 on PostgreSQL: rows survive both ways, and the plpgsql trigger functions name the
+    tables of the revision the database is at (raw inserts bump ``last_seq``, raw edits and
+    deletes mark the session) — after the upgrade and again after the downgrade."""
+    earlier_release_database(pg_engine, REVISION_4)
+    event = {"type": "message", "id": "m0", "message": {"role": "user", "content": "old"}}
+    with pg_engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO sessions (session_id, session_key, agent_id) "
+                "VALUES ('s1', 'agent:main:main', 'main')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
+                "VALUES ('s1', 0, 'm0', 'message', 'user', :j)"
+            ),
+            {"j": json.dumps(event)},
+        )
+        conn.execute(text("INSERT INTO index_state (session_id, indexed_seq) VALUES ('s1', 0)"))
+        conn.execute(
+            text("INSERT INTO branches (session_id, tip_id, is_active) VALUES ('s1', 'm0', true)")
+        )
+    migrate.upgrade(pg_engine)
+    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE}
+
+    def exercise(sessions: str, state: str, seq: int) -> tuple[int, bool, int]:
+        edited = {**event, "message": {"role": "user", "content": f"edit{seq}"}}
+        with pg_engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
+                    f"VALUES ('s1', {seq}, 'm{seq}', 'message', 'user', :j)"
+                ),
+                {"j": json.dumps({**event, "id": f"m{seq}"})},
+            )
+            conn.execute(text(f"UPDATE {state} SET needs_rebuild = false"))
+            conn.execute(
+                text("UPDATE transcript_events SET event = :e WHERE seq = 0"),
+                {"e": json.dumps(edited)},
+            )
+            last_seq = conn.execute(text(f"SELECT last_seq FROM {sessions}")).scalar_one()
+            marked, generation = conn.execute(
+                text(f"SELECT needs_rebuild, generation FROM {state}")
+            ).one()
+        return last_seq, marked, generation
+
+    assert exercise("openclaw_sessions", "openclaw_index_state", 1) == (1, True, 1)
+    with pg_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM openclaw_branches")).scalar_one() == 1
+    migrate.downgrade(pg_engine, REVISION_4)
+    assert tables(pg_engine) >= REVISION_1_TABLES | {"index_state"}
+    assert exercise("sessions", "index_state", 2) == (2, True, 2)
+    with pg_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM transcript_events")).scalar_one() == 3
+        assert conn.execute(text("SELECT count(*) FROM branches")).scalar_one() == 1
+    migrate.upgrade(pg_engine)
+    assert exercise("openclaw_sessions", "openclaw_index_state", 3) == (3, True, 3)
+
+
+# -- host tables beside the plugin's (PostgreSQL) ---------------------------------------------
+
+
+def test_a_host_sessions_table_beside_the_plugin(pg_engine: Engine) -> None:
+    """The host's own ``sessions`` table and the plugin's live side by side."""
+    migrate.upgrade(pg_engine)
+    with pg_engine.begin() as conn:
+        conn.execute(text("CREATE TABLE sessions (token TEXT PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO sessions VALUES ('host-cookie')"))
+    add_message(pg_engine, "s1", "m1", "guestword")
+    assert matching(pg_engine, "guestword") == ["m1"]
+    with pg_engine.connect() as conn:
+        assert conn.execute(text("SELECT token FROM sessions")).scalar_one() == "host-cookie"
+
+
+def raw_writes_mark(engine: Engine, seq: int) -> tuple[int, bool]:
+    """Raw SQL on session ``s1`` (made by :func:`add_message`): an insert bumps ``last_seq``,
+    an edit marks the session — the plpgsql bodies name the namespaced tables."""
+    event = {"type": "message", "id": f"r{seq}", "message": {"role": "user", "content": "raw"}}
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO openclaw_index_state (session_id, indexed_seq) VALUES ('s1', 0) "
+                "ON CONFLICT (session_id) DO UPDATE SET needs_rebuild = false"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
+                "VALUES ('s1', :q, :e, 'message', 'user', :j)"
+            ),
+            {"q": seq, "e": f"r{seq}", "j": json.dumps(event)},
+        )
+        edited = {**event, "message": {"role": "user", "content": "edited"}}
+        conn.execute(
+            text("UPDATE transcript_events SET event = :j WHERE seq = :q"),
+            {"q": seq, "j": json.dumps(edited)},
+        )
+        last_seq = conn.execute(text("SELECT last_seq FROM openclaw_sessions")).scalar_one()
+        marked = conn.execute(text("SELECT needs_rebuild FROM openclaw_index_state")).scalar_one()
+    return last_seq, marked
+
+
+@pytest.mark.parametrize("host_first", [None, REVISION_1])
+def test_a_host_sessions_table_before_the_plugin_migrations(
+    pg_engine: Engine, host_first: str | None
+) -> None:
+    """Issue #16 on PostgreSQL: the host's ``sessions`` table exists before the plugin's
+    revisions run (or appears between two of them): they install, the index and the trigger
+    functions work, autogenerate sees only the host's table, and no downgrade renames the
+    plugin's table onto the host's name — down to base, where the host's row is left."""
+    if host_first is not None:
+        migrate.upgrade(pg_engine, host_first)
+    with pg_engine.begin() as conn:
+        conn.execute(text("CREATE TABLE sessions (token TEXT PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO sessions VALUES ('host-cookie')"))
+    migrate.upgrade(pg_engine)
+    assert migrate.current_revisions(pg_engine) == (HEAD_REVISION,)
+    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE, "sessions"}
+    add_message(pg_engine, "s1", "m1", "hostfirstword")
+    assert matching(pg_engine, "hostfirstword") == ["m1"]
+    assert raw_writes_mark(pg_engine, 5) == (5, True)
+    with pg_engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"include_name": include_name})
+        diff = compare_metadata(ctx, openclaw_fts.metadata)
+    assert [(d[0], d[1].name) for d in diff] == [("remove_table", "sessions")]  # the host's
+
+    migrate.downgrade(pg_engine, REVISION_4)  # "sessions" is taken: the names stay
+    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE, "sessions"}
+    assert raw_writes_mark(pg_engine, 6) == (6, True)
+    migrate.upgrade(pg_engine)
+    assert raw_writes_mark(pg_engine, 7) == (7, True)
+    migrate.downgrade(pg_engine, "base")
+    assert tables(pg_engine) == {VERSION_TABLE, "sessions"}
+    with pg_engine.connect() as conn:
+        assert conn.execute(text("SELECT token FROM sessions")).scalar_one() == "host-cookie"
+        functions = conn.execute(
+            text("SELECT count(*) FROM pg_proc WHERE proname LIKE 'openclaw_fts_%'")
+        ).scalar_one()
+    assert functions == 0
+
+
+# -- the unaccent extension ------------------------------------------------------------------
+
+
+def test_a_role_that_cannot_create_unaccent_gets_an_error_naming_it(pg_url: str) -> None:
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    database = make_url(pg_url).database
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE ROLE {APP_ROLE} LOGIN")
+            conn.exec_driver_sql(f'REVOKE CREATE ON DATABASE "{database}" FROM {APP_ROLE}')
+            conn.exec_driver_sql(f"GRANT CREATE ON SCHEMA public TO {APP_ROLE}")
+        app_url = make_url(pg_url).set(username=APP_ROLE)
+        app = make_engine(app_url)
+        try:
+            with pytest.raises(UnsupportedDatabaseError) as info:
+                migrate.upgrade(app)
+            message = str(info.value)
+            assert "'unaccent'" in message and "CREATE EXTENSION unaccent" in message
+            assert "permission denied" in message
+            assert tables(app) == set()  # one transaction: revision 1 rolled back too
+            with admin.connect() as conn:  # a superuser installs it once
+                conn.exec_driver_sql("CREATE EXTENSION unaccent")
+            migrate.upgrade(app)
+            assert tables(app) == PLUGIN_TABLES | {VERSION_TABLE}
+            assert pg_search_objects(app)["config"] == 1
+        finally:
+            app.dispose()
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP OWNED BY {APP_ROLE} CASCADE")
+            conn.exec_driver_sql(f"DROP ROLE IF EXISTS {APP_ROLE}")
+        admin.dispose()
+
+
+# -- 0006: the tsvector column's statistics target ---------------------------------------------
+
+
+def stat_target(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                text(
+                    "SELECT attstattarget FROM pg_attribute WHERE attrelid = "
+                    "'message_index'::regclass AND attname = 'body_tsv'"
+                )
+            ).scalar_one()
+        )
+
+
+def test_0006_sets_the_statistics_target_and_downgrade_restores_the_default(
+    pg_engine: Engine,
+) -> None:
+    migrate.upgrade(pg_engine)
+    assert stat_target(pg_engine) == pg.TSVECTOR_STATISTICS_TARGET
+    migrate.downgrade(pg_engine, migrate.TABLES_REVISION)
+    assert stat_target(pg_engine) == -1  # the server's default
+    migrate.upgrade(pg_engine)
+    assert stat_target(pg_engine) == pg.TSVECTOR_STATISTICS_TARGET
+
+
+def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(
+    pg_engine: Engine,
+) -> None:
+    """A host revision that depends on 0005 hides it from the host's ``alembic_version``:
+    0005 and 0006 have the same tables, so the statistics target tells them apart."""
+    migrate.upgrade(pg_engine)
+    with pg_engine.begin() as conn:
+        conn.execute(text(f"DROP TABLE {VERSION_TABLE}"))
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    assert migrate.host_revisions(pg_engine) == (HEAD_REVISION,)
+    with pg_engine.begin() as conn:
+        conn.execute(text("ALTER TABLE message_index ALTER COLUMN body_tsv SET STATISTICS -1"))
+    assert migrate.host_revisions(pg_engine) == (migrate.TABLES_REVISION,)
 
 
 # -- the built wheel -----------------------------------------------------------------------------

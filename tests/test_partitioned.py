@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 from factories import chain
 from sqlalchemy import Engine, event, text
+from test_cli import loads, ok, one_line_error, run
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate
+from openclaw_fts.cli import EXIT_FAILURE, EXIT_USAGE
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
 
@@ -196,3 +198,111 @@ def test_partitioning_is_refused_clearly(pg_url: str, engine: Engine, tmp_path: 
             migrate.partition_by_agent(sqlite)
     finally:
         sqlite.dispose()
+
+
+def _schema(engine: Engine) -> dict[str, Any]:
+    """What the plugin's revisions make of ``message_index`` (and what the layout adds beside
+    it), read from the catalog."""
+    with engine.connect() as conn:
+
+        def rows(sql: str) -> list[tuple[Any, ...]]:
+            return sorted(tuple(r) for r in conn.execute(text(sql)).all())
+
+        return {
+            "kind": rows("SELECT relkind FROM pg_class WHERE oid = 'message_index'::regclass"),
+            "columns": rows(
+                "SELECT a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
+                "a.attgenerated, pg_get_expr(d.adbin, d.adrelid), a.attstattarget "
+                "FROM pg_attribute AS a LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid "
+                "AND d.adnum = a.attnum WHERE a.attrelid = 'message_index'::regclass "
+                "AND a.attnum > 0"
+            ),
+            "constraints": rows(
+                "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE conrelid = 'message_index'::regclass"
+            ),
+            "indexes": rows(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'message_index'"
+            ),
+            "sequence owner": rows(
+                "SELECT d.refobjid::regclass::text FROM pg_depend AS d "
+                "WHERE d.objid = 'message_index_id_seq'::regclass AND d.deptype = 'a'"
+            ),
+            "triggers": rows(
+                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgrelid IN "
+                "('openclaw_sessions'::regclass, 'message_index'::regclass)"
+            ),
+            "functions": rows(
+                "SELECT proname FROM pg_proc WHERE proname LIKE 'openclaw_fts_message_index%'"
+            ),
+            "other tables": rows(
+                "SELECT relname FROM pg_class WHERE relname LIKE 'message_index_by_agent%'"
+            ),
+        }
+
+
+def test_unpartitioning_restores_the_plain_table_with_every_row(
+    pg_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Partitioned, then back with the CLI: the same catalog as the plugin's revisions made,
+    the same rows and ids, the id sequence going on where it was; a store opened while the
+    layout existed (its pooled connection remembers it) answers as a fresh one; and the
+    database downgrades to base and upgrades again."""
+    with TranscriptStore(pg_url, background=False) as store:
+        _populate(store)
+        before = _answers(store)
+    plain = _schema(engine)
+    select_rows = text("SELECT id, session_id, event_id, body FROM message_index")
+    with engine.connect() as conn:
+        rows = set(conn.execute(select_rows).all())
+    db = ("--db", pg_url)
+    parted = loads(run(tmp_path, *db, "partition", "--partitions", str(PARTITIONS), "--json"))
+    assert parted["rows"] == len(rows)
+    assert _schema(engine) != plain
+    with TranscriptStore(pg_url, background=False) as opened_before:
+        assert _answers(opened_before) == before  # its connection remembers the layout now
+        opened_before.append_many("alpha-0", chain(["lantern meanwhile"], start=2, parent="m1"))
+        unparted = loads(run(tmp_path, *db, "unpartition", "--json"))
+        assert unparted["rows"] == len(rows) + 1
+        assert _schema(engine) == plain
+        with engine.connect() as conn:
+            after = set(conn.execute(select_rows).all())
+        assert rows < after and len(after) == len(rows) + 1
+        stale = _answers(opened_before)
+        assert stale["self"] == before["self"]
+        opened_before.append_many("alpha-0", chain(["lantern after"], start=3, parent="m2"))
+        with engine.connect() as conn:
+            newest = conn.execute(
+                text(
+                    "SELECT id FROM message_index WHERE session_id = 'alpha-0' AND event_id = 'm3'"
+                )
+            ).scalar_one()
+        assert newest > max(r[0] for r in after)
+        stale = _answers(opened_before)
+    with TranscriptStore(pg_url, background=False) as fresh:
+        assert _answers(fresh) == stale
+    migrate.downgrade(engine, "base")
+    migrate.upgrade(engine)
+    assert _schema(engine) == plain
+
+
+def test_a_partitioned_database_is_not_downgraded_and_converts_once(
+    pg_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    TranscriptStore(pg_url, background=False).close()
+    db = ("--db", pg_url)
+    error = one_line_error(run(tmp_path, *db, "unpartition"), EXIT_FAILURE)
+    assert "does not have the partitioned layout" in error
+    said = ok(run(tmp_path, *db, "partition", "--partitions", "2")).stdout
+    assert ": partitioned, 0 index rows moved in " in said
+    error = one_line_error(run(tmp_path, *db, "partition"), EXIT_FAILURE)
+    assert "already has the partitioned layout" in error
+    one_line_error(run(tmp_path, *db, "partition", "--partitions", "0"), EXIT_USAGE)
+    with pytest.raises(UnsupportedDatabaseError, match="unpartition"):
+        migrate.downgrade(engine, "base")
+    assert migrate.unpartition_by_agent(engine) == 0
+    migrate.downgrade(engine, "base")
+    sqlite = f"sqlite:///{tmp_path / 'a.sqlite'}"
+    TranscriptStore(sqlite, background=False).close()
+    error = one_line_error(run(tmp_path, "--db", sqlite, "unpartition"), EXIT_FAILURE)
+    assert "PostgreSQL" in error

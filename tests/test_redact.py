@@ -570,6 +570,29 @@ def test_too_many_candidates_mask_the_rest_of_the_text(monkeypatch: pytest.Monke
         assert s[6:-4] not in out
 
 
+def test_a_long_log_with_a_candidate_on_every_line_is_examined_whole() -> None:
+    # more lines holding a ``name=`` than MAX_CANDIDATES_PER_RULE: each line adds its share
+    lines = [
+        f"2026-01-01T12:00:{i % 60:02d}Z GET /api/v1/items?page={i} status=200 key=value{i % 7}"
+        for i in range(3 * 10_000)
+    ]
+    lines.append("then TOKEN=q7vXk2Lm9Qr4Tv7Wn3Ys and the end")
+    out = redact_text("\n".join(lines))
+    assert OVERFLOW_MASK not in out
+    assert out.splitlines()[:-1] == lines[:-1]
+    assert out.splitlines()[-1] == "then TOKEN=q7vXk2…n3Ys and the end"
+
+
+def test_a_dense_hostile_text_still_stops_at_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redact, "MAX_CANDIDATES_PER_RULE", 3)
+    monkeypatch.setattr(redact, "CHARS_PER_EXTRA_CANDIDATE", 100)
+    text = "a" * 200 + " " + " ".join(f"TOKEN=tok{i}abcdefghijklmnopq" for i in range(8))
+    out = redact_text(text)
+    assert out.endswith(OVERFLOW_MASK)  # 7 candidates examined: 3 + 425 // 100
+    assert out.count("…nopq") == 7
+    assert not any(f"tok{i}abcdefghijklmnopq"[6:-4] in out for i in range(8))
+
+
 # --------------------------------------------------------------------------- the invariant
 
 
@@ -840,6 +863,10 @@ HOSTILE = {
     "digits": _repeat("1234567890"),
     "digits-colons": _repeat("1234567890:"),
     "mix": _mix(),
+    # one candidate per short line: every line gets its share of the budget
+    "colon-lines": _repeat("token: 7\n"),
+    "query-lines": _repeat("?key=v\n"),
+    "opaque-lines": _repeat("q7vXk2Lm9Qr4Tv7Wn3YsB8cD5eF6gH\n"),
 }
 
 

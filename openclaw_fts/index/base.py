@@ -3,14 +3,17 @@
 Invariant: the rest of the plugin reaches the database's engine-specific side only through
 the :class:`Backend` registered for its dialect — one class per engine (``SqliteBackend``,
 ``PostgresqlBackend``), the way Alembic has one ``Impl`` per dialect — obtained with
-:func:`backend_for` (a dialect name), :func:`backend` (a connection) or, for one side only,
-:func:`reader` / :func:`writer`. Reads and writes are separate interfaces: :class:`Reader`
-never changes a row (search, the trees and index rows the writers plan from, status and
-checks), :class:`Writer` holds every statement that writes; a :class:`Backend` is both, plus
-what the engine needs of its connections (settings, transaction starts, the reconcile lease,
-the composable search's match). An unregistered dialect is refused with
-:class:`~openclaw_fts.errors.UnsupportedDatabaseError`. This module holds no SQL and imports
-no backend (each registers itself when ``openclaw_fts.index`` is imported).
+:func:`backend_of` (an engine, a connection, an ORM session or a URL), :func:`backend_for`
+(a dialect name, for the index's own modules) or, for one side only, :func:`reader` /
+:func:`writer`; no module outside ``openclaw_fts.index`` reads a dialect name to pick what to
+do (:func:`dialect_of` is only for messages and the supported-dialect checks). Reads and
+writes are separate interfaces: :class:`Reader` never changes a row (search, the trees and
+index rows the writers plan from, status and checks), :class:`Writer` holds every statement
+that writes; a :class:`Backend` is both, plus what the engine needs of its connections
+(settings, transaction starts, the reconcile lease, the composable search's match). An
+unregistered dialect is refused with :class:`~openclaw_fts.errors.UnsupportedDatabaseError`.
+This module holds no SQL and imports no backend (each registers itself when
+``openclaw_fts.index`` is imported).
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session
 
 from ..errors import UnsupportedDatabaseError
 from ..rows import (
@@ -35,7 +41,6 @@ from ..rows import (
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement, Connection, Engine, FromClause
-    from sqlalchemy.engine import URL
 
     from ..caller import Caller
     from ..query import CompiledQuery
@@ -298,8 +303,17 @@ class Backend(Reader, Writer, Protocol):
         read-then-write safe (SQLite: the write lock)."""
         ...
 
+    #: ``(driver module, package extra)``: the driver the plugin works with on this engine and
+    #: the extra of ``pip install 'openclaw-fts[<extra>]'`` that installs it; None when the
+    #: engine's driver ships with Python.
+    packaged_driver: tuple[str, str] | None
+
     #: Whether a store may read from this engine's hot standbys (``TranscriptStore(read_url=)``).
     hot_standbys: bool
+
+    #: Whether a store may reach the server through a pooler in transaction mode
+    #: (``TranscriptStore(transaction_pooler=True)``).
+    transaction_poolers: bool
 
     #: Whether the index rows can be partitioned by agent (:meth:`partition_by_agent`).
     partitions_by_agent: bool
@@ -307,6 +321,15 @@ class Backend(Reader, Writer, Protocol):
     def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
         """Move the index rows into ``partitions`` partitions by agent (None: the engine's
         default) in the caller's transaction; returns the rows moved."""
+        ...
+
+    def unpartition_by_agent(self, conn: Connection) -> int:
+        """Move the partitioned index rows back into the plain table, in the caller's
+        transaction; returns the rows moved."""
+        ...
+
+    def partitioned_by_agent(self, conn: Connection) -> bool:
+        """Whether the database has the layout partitioned by agent."""
         ...
 
     def in_recovery(self, conn: Connection) -> bool:
@@ -372,6 +395,26 @@ def backend_for(dialect: str) -> Backend:
 def backends() -> tuple[Backend, ...]:
     """Every registered backend."""
     return tuple(_BACKENDS.values())
+
+
+def dialect_of(target: Engine | Connection | Session | URL | str) -> str:
+    """The SQLAlchemy dialect name of an engine, a connection, an ORM session's bind or a URL
+    (for messages and the supported-dialect checks; to act on it, use :func:`backend_of`)."""
+    if isinstance(target, (str, URL)):
+        return make_url(target).get_backend_name()
+    if isinstance(target, Session):
+        return target.get_bind().dialect.name
+    return target.dialect.name
+
+
+def backend_of(target: Engine | Connection | Session | URL | str) -> Backend:
+    """The backend of an engine's, a connection's, an ORM session's or a URL's dialect."""
+    return backend_for(dialect_of(target))
+
+
+def known_backend(target: Engine | Connection | Session | URL | str) -> Backend | None:
+    """:func:`backend_of`, or None for a dialect without a backend."""
+    return _BACKENDS.get(dialect_of(target))
 
 
 def backend(conn: Connection) -> Backend:

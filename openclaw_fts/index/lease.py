@@ -110,20 +110,26 @@ class TableLease:
     blocked_by: LeaseWait | None = None
 
     def try_acquire(self) -> bool:
-        now = time.time()
         with self.engine.begin() as conn:
-            row = read_lease(conn, LEASE_NAME)
-            if row is not None and row[0] != self.holder and row[1] > now:
-                if not holder_is_dead(row[0]):
-                    self.blocked_by = LeaseWait(row[0], float(row[1]) - now)
-                    return False
-                log.warning(
-                    "openclaw-fts: reconcile lease holder %s is gone (no such process on this "
-                    "host); taking the lease over",
-                    shorten(row[0]),
-                )
-            self.blocked_by = None
-            take_lease(conn, LEASE_NAME, self.holder, now + self.seconds)
+            return self.acquire_in(conn)
+
+    def acquire_in(self, conn: Connection) -> bool:
+        """Take the lease inside ``conn``'s transaction, which must keep every other acquirer
+        out until it ends (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a transaction-scoped
+        advisory lock, ``postgresql/lease.py``)."""
+        now = time.time()
+        row = read_lease(conn, LEASE_NAME)
+        if row is not None and row[0] != self.holder and row[1] > now:
+            if not holder_is_dead(row[0]):
+                self.blocked_by = LeaseWait(row[0], float(row[1]) - now)
+                return False
+            log.warning(
+                "openclaw-fts: reconcile lease holder %s is gone (no such process on this "
+                "host); taking the lease over",
+                shorten(row[0]),
+            )
+        self.blocked_by = None
+        take_lease(conn, LEASE_NAME, self.holder, now + self.seconds)
         return True
 
     def renew(self, conn: Connection) -> bool:

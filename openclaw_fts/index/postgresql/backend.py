@@ -33,8 +33,9 @@ from ..base import Lease
 from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
 from . import partition
 from .compose import match_parts
-from .lease import AdvisoryLease
+from .lease import AdvisoryLease, RowLease
 from .names import is_search_object
+from .pooling import is_transaction_pooled
 from .read import (
     ONE_STATEMENT,
     SESSION_CUSTOM_PLANS,
@@ -224,7 +225,9 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     GIN index)."""
 
     name = "postgresql"
+    packaged_driver: tuple[str, str] | None = ("psycopg", "postgresql")
     hot_standbys = True
+    transaction_poolers = True
     partitions_by_agent = True
 
     #: The JSON of a row whose ``parent_id`` column is empty (few: roots and malformed rows);
@@ -388,7 +391,14 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         (:func:`_alive_or_discard`)."""
         if engine.dialect.driver != PSYCOPG:
             return
-        event.listen(engine, "connect", _session_settings)
+
+        def session_settings(dbapi_connection: Any, record: Any) -> None:
+            # Behind a transaction pooler a SET would stay in a server session other clients
+            # get; nothing is prepared there, so every plan is custom anyway.
+            if not is_transaction_pooled(engine):
+                _session_settings(dbapi_connection, record)
+
+        event.listen(engine, "connect", session_settings)
         event.listen(engine, "checkout", _alive_or_discard)
 
     def configure_engine(self, engine: Engine, *, busy_timeout_ms: int, wal: bool) -> None:
@@ -404,6 +414,13 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         """Hash partitions of the index rows by agent (:mod:`.partition`)."""
         chosen = partition.DEFAULT_PARTITIONS if partitions is None else partitions
         return partition.partition_by_agent(conn, chosen)
+
+    def unpartition_by_agent(self, conn: Connection) -> int:
+        """The plain ``message_index`` table again (:func:`.partition.unpartition`)."""
+        return partition.unpartition(conn)
+
+    def partitioned_by_agent(self, conn: Connection) -> bool:
+        return partition.has_layout(conn)
 
     def in_recovery(self, conn: Connection) -> bool:
         return in_recovery(conn)
@@ -426,7 +443,10 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         """A session-level advisory lock: the server frees it when its holder's connection
-        dies (a SIGKILLed reconciler), so there is nothing to expire."""
+        dies (a SIGKILLed reconciler), so there is nothing to expire. Behind a transaction
+        pooler (:mod:`.pooling`), a ``reconcile_lease`` row that expires after ``seconds``."""
+        if is_transaction_pooled(engine):
+            return RowLease(engine, holder, seconds)
         return AdvisoryLease(engine, holder, seconds)
 
     def match_parts(

@@ -11,6 +11,8 @@ nothing) and keeps every row and id. A search whose caller can only see a known 
 reads that set first (:func:`visible_agents`, same snapshot) and adds
 ``mi.agent_id = ANY(:scope_agents)`` (:func:`agent_scope_sql`), from which the planner prunes
 every other partition; a caller of ``all`` under an agent-to-agent policy reads them all.
+:func:`unpartition` is the way back, in one transaction too: the plain table exactly as the
+plugin's revisions make it, with every row and id.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ _LAYOUT_MEMO = "openclaw_fts_pg_partitioned"
 
 def is_partitioned(conn: Connection) -> bool:
     """Whether the database has the partitioned layout (read once per pooled connection: a
-    connection pooled before a conversion searches correctly, only without pruning)."""
+    connection pooled before a conversion searches correctly, only without pruning; one pooled
+    before :func:`unpartition` finds out in :func:`visible_agents`)."""
     info = conn.connection.info
     found = info.get(_LAYOUT_MEMO)
     if found is None:
@@ -153,6 +156,79 @@ def partition_by_agent(conn: Connection, partitions: int = DEFAULT_PARTITIONS) -
     return int(moved or 0)
 
 
+def has_layout(conn: Connection) -> bool:
+    """Whether the database has the partitioned layout now (no memo)."""
+    return bool(
+        conn.execute(text("SELECT to_regclass(:t) IS NOT NULL"), {"t": PARTITIONED_TABLE}).scalar()
+    )
+
+
+def unpartition(conn: Connection) -> int:
+    """Convert the partitioned layout back to the plain ``message_index`` table, in the
+    caller's transaction; returns the rows moved. Every row keeps its id and the sequence its
+    position; the table, its constraints, indexes and statistics target are made exactly as
+    the plugin's revisions make them (the generated column's expression copied from the
+    partitioned table, which copied it from the original). Refused when the database does not
+    have the layout."""
+    if not has_layout(conn):
+        raise ValueError("the database does not have the partitioned layout")
+
+    def run(sql: str) -> None:
+        conn.execute(text(sql))
+
+    run("DROP TRIGGER openclaw_sessions_agent_moves_index ON openclaw_sessions")
+    run(f"DROP VIEW {VIEW}")  # its INSTEAD OF triggers with it
+    for function in (_INSERT_FUNCTION, _DELETE_FUNCTION, _MOVE_FUNCTION):
+        run(f"DROP FUNCTION {function}()")
+    run(f"ALTER SEQUENCE {_SEQUENCE} OWNED BY NONE")  # kept when the partitioned table goes
+    definitions = []
+    for name, type_, default, generated, not_null in conn.execute(
+        text(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), "
+            "pg_get_expr(d.adbin, d.adrelid), a.attgenerated, a.attnotnull FROM pg_attribute AS a "
+            "LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+            "WHERE a.attrelid = to_regclass(:t) AND a.attnum > 0 AND NOT a.attisdropped "
+            "AND a.attname <> 'agent_id' ORDER BY a.attnum"
+        ),
+        {"t": PARTITIONED_TABLE},
+    ):
+        definition = f"{name} {type_}"
+        if generated == "s":
+            definition += f" GENERATED ALWAYS AS ({default}) STORED"
+        elif default is not None:
+            definition += f" DEFAULT {default}"
+        if not_null:
+            definition += " NOT NULL"
+        definitions.append(definition)
+    run(f"CREATE TABLE {VIEW} ({', '.join(definitions)})")
+    columns = ", ".join(_COLUMNS)
+    moved = conn.execute(
+        text(f"INSERT INTO {VIEW} ({columns}) SELECT {columns} FROM {PARTITIONED_TABLE}")
+    ).rowcount
+    run(f"ALTER SEQUENCE {_SEQUENCE} OWNED BY {VIEW}.id")
+    run(f"DROP TABLE {PARTITIONED_TABLE}")  # its partitions, indexes and constraints with it
+    for statement in _FLAT_CONSTRAINTS:
+        run(statement)
+    run(f"CREATE INDEX {GIN_INDEX} ON {VIEW} USING gin ({TSVECTOR_COLUMN})")
+    run(
+        f"ALTER TABLE {VIEW} ALTER COLUMN {TSVECTOR_COLUMN} "
+        f"SET STATISTICS {TSVECTOR_STATISTICS_TARGET}"
+    )
+    run(f"ANALYZE {VIEW}")
+    return int(moved or 0)
+
+
+#: The plain table's keys, named as the plugin's revisions name them (the metadata's naming
+#: convention): what :func:`unpartition` makes again.
+_FLAT_CONSTRAINTS = (
+    f"ALTER TABLE {VIEW} ADD CONSTRAINT pk_{VIEW} PRIMARY KEY (id)",
+    f"ALTER TABLE {VIEW} ADD CONSTRAINT uq_{VIEW}_session_id_event_id "
+    "UNIQUE (session_id, event_id)",
+    f"ALTER TABLE {VIEW} ADD CONSTRAINT fk_{VIEW}_session_id_openclaw_sessions "
+    "FOREIGN KEY (session_id) REFERENCES openclaw_sessions (session_id) ON DELETE CASCADE",
+)
+
+
 def agent_scope(caller: Caller) -> tuple[Caller, bool] | None:
     """Which agents ``caller`` can see, as (a caller whose visible sessions name the other
     agents, whether the caller's own agent is one): None when no such set is known (``all``
@@ -178,13 +254,19 @@ def visible_agents(conn: Connection, caller: Caller) -> list[str] | None:
         return None
     narrow, own_agent = scope
     pred = visible(narrow, "sc", for_search=False, dialect="postgresql")
-    agents = {
-        str(a)
-        for a in conn.execute(
-            text(f"SELECT DISTINCT sc.agent_id FROM openclaw_sessions AS sc WHERE {pred.sql}"),
-            pred.params,
-        ).scalars()
-    }
+    # The layout is read again in the same statement: a connection pooled before
+    # :func:`unpartition` remembers a layout that is gone (no agent set then: no agent_id).
+    layout, found = conn.execute(
+        text(
+            "SELECT to_regclass(:layout_table) IS NOT NULL, ARRAY(SELECT DISTINCT sc.agent_id "
+            f"FROM openclaw_sessions AS sc WHERE {pred.sql})"
+        ),
+        {**pred.params, "layout_table": PARTITIONED_TABLE},
+    ).one()
+    if not layout:
+        conn.connection.info[_LAYOUT_MEMO] = False
+        return None
+    agents = {str(a) for a in found}
     if own_agent and "\x00" not in caller.effective_agent_id:  # no stored agent holds a NUL
         agents.add(caller.effective_agent_id)
     return sorted(agents)

@@ -242,9 +242,14 @@ def _kept_for_transaction(conn: Connection, key: str, *, pop: bool = False) -> A
 
 
 def _session_plans(conn: Connection) -> bool:
-    """Whether the connection has custom plans for its whole session (a connection of an
-    engine the plugin made: ``PostgresqlBackend.own_engine``)."""
-    return bool(conn.info.get(SESSION_CUSTOM_PLANS))
+    """Whether every plan on this connection is custom without a setting per transaction: it
+    has ``plan_cache_mode`` for its whole session (a connection of an engine the plugin made:
+    ``PostgresqlBackend.own_engine``), or psycopg never prepares a statement on it
+    (``prepare_threshold`` None: behind a transaction pooler, ``pooling.py``)."""
+    if conn.info.get(SESSION_CUSTOM_PLANS):
+        return True
+    driver: Any = conn.connection.driver_connection
+    return hasattr(driver, "prepare_threshold") and driver.prepare_threshold is None
 
 
 #: The isolation level of a connection opened for one statement

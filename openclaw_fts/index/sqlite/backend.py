@@ -68,7 +68,9 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     """:class:`~openclaw_fts.index.base.Backend` of ``sqlite`` databases (FTS5 index)."""
 
     name = "sqlite"
+    packaged_driver: tuple[str, str] | None = None
     hot_standbys = False
+    transaction_poolers = False
     partitions_by_agent = False
     INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
     #: SQLite tells a null ``parentId`` from a missing or malformed one without the JSON
@@ -152,6 +154,12 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
         raise UnsupportedDatabaseError("openclaw-fts: SQLite has no partitioned layout")
+
+    def unpartition_by_agent(self, conn: Connection) -> int:
+        raise UnsupportedDatabaseError("openclaw-fts: SQLite has no partitioned layout")
+
+    def partitioned_by_agent(self, conn: Connection) -> bool:
+        return False
 
     def in_recovery(self, conn: Connection) -> bool:
         return False
