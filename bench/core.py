@@ -126,6 +126,33 @@ def scale_for(events: int) -> Scale:
 # -- results ---------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _attribute(owner: Any, name: str, value: Any) -> Iterator[None]:
+    """``owner.name`` set to ``value`` for the block."""
+    before = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, before)
+
+
+#: Visibilities whose one-word searches may walk an impact list (the others are narrow).
+WIDE = ("all", "agent")
+#: Goal: the share of the exact top 10 an impact-list search returns.
+GOAL_TOP10_OVERLAP = 0.95
+
+
+def _top10_overlap(fast: Mapping[str, Any], exact: Mapping[str, Any]) -> float:
+    """The share of the exact answer's hits (session, message) the plugin's answer holds."""
+
+    def hits(out: Mapping[str, Any]) -> set[tuple[str, str]]:
+        return {(h["sessionId"], h["messageId"]) for h in out.get("results", [])}
+
+    want = hits(exact)
+    return len(hits(fast) & want) / len(want) if want else 1.0
+
+
 @dataclass
 class Row:
     """One line of the table (``plugin``/``baseline`` in ``unit``; ratio = plugin / baseline;
@@ -270,6 +297,13 @@ class Bench:
             f"  {row.figure}: {fmt(row.plugin, row.unit)} vs {fmt(row.baseline, row.unit)} "
             f"({fmt_ratio(row.ratio)}){peer}{met}"
         )
+
+    def exact_ranking(self, store: Any) -> contextlib.AbstractContextManager[None]:
+        """The plugin with its impact lists off: every search ranks every match (what the
+        lists' top 10 is compared with)."""
+        from openclaw_fts.index.base import backend_for
+
+        return _attribute(type(backend_for(store.engine.dialect.name)), "IMPACT_LISTS", False)
 
     @contextlib.contextmanager
     def plugin_call(self) -> Iterator[None]:
@@ -731,13 +765,18 @@ class Bench:
         with_raw: bool = True,
         peers: Sequence[Peer] = (),
         cpu: dict[str, list[float]] | None = None,
+        exact: list[float] | None = None,
+        overlaps: list[float] | None = None,
     ) -> tuple[list[float], list[float], dict[str, list[float]]]:
         """Timings (ms) of the queries, ``reps`` rounds or the budget: plugin, raw SQL and each
         peer, rotating which goes first so all see the same load. With ``cpu``, each call's CPU
         time (ms) is appended to ``cpu[side]`` (``plugin``, ``raw``, a peer's label): on a
         loaded machine a longer call is preempted more often, which wall time charges to it and
         CPU time does not. Before timing, checks that each peer matches the same rows as the raw
-        SQL (of the peer's :meth:`~bench.peers.Peer.reference` expression)."""
+        SQL (of the peer's :meth:`~bench.peers.Peer.reference` expression). With ``exact``,
+        the plugin with its impact lists off is a side too (its times appended there), and on
+        the first round ``overlaps`` gets, per query, the share of its top 10 the plugin
+        returned."""
         sql = self.search_sql(vis)
         plugin_ms: list[float] = []
         raw_ms: list[float] = []
@@ -760,10 +799,13 @@ class Bench:
                 self._check_peer(q, vis, conn, peer, scope)
         by_label = {p.label: p for p in peers}
         sides = ["plugin"] + (["raw"] if with_raw else []) + list(by_label)
+        if exact is not None:
+            sides.append("exact")
         started = time.perf_counter()
         for rep in range(reps):
             for i, q in enumerate(queries):
                 out: dict[str, Any] = {}
+                exact_out: dict[str, Any] = {}
                 rows: list[Any] = []
                 turn = (rep + i) % len(sides)
                 for side in sides[turn:] + sides[:turn]:
@@ -777,6 +819,11 @@ class Bench:
                         t0 = time.perf_counter()
                         rows = conn.execute(sql, params(q)).fetchall()
                         raw_ms.append(ms(time.perf_counter() - t0))
+                    elif side == "exact" and exact is not None:
+                        with self.exact_ranking(store):
+                            t0 = time.perf_counter()
+                            exact_out = store.search(caller, q.text)
+                            exact.append(ms(time.perf_counter() - t0))
                     else:
                         peer = by_label[side]
                         t0 = time.perf_counter()
@@ -788,6 +835,8 @@ class Bench:
                     self.warn(f"search {q.text!r} ({vis}) reported pending sessions")
                 if rep == 0 and with_raw:
                     self._check_hits(q, vis, out, rows)
+                if rep == 0 and overlaps is not None and exact is not None:
+                    overlaps.append(_top10_overlap(out, exact_out))
             if time.perf_counter() - started > budget_s:
                 break
         return plugin_ms, raw_ms, peer_ms
@@ -903,6 +952,8 @@ class Bench:
         results: dict[tuple[str, str], tuple[list[float], list[float], dict[str, list[float]]]]
         results = {}
         cpu: dict[tuple[str, str], dict[str, list[float]]] = {}
+        exact: dict[tuple[str, str], list[float]] = {}
+        overlaps: dict[tuple[str, str], list[float]] = {}
         for vis in VISIBILITIES:
             for klass in QUERY_CLASSES:
                 queries = state.queries.get(klass, [])
@@ -919,6 +970,8 @@ class Bench:
                     budget_s=self.scale.search_budget_s,
                     peers=peers,
                     cpu=cpu.setdefault((klass, vis), {}),
+                    exact=exact.setdefault((klass, vis), []) if vis in WIDE else None,
+                    overlaps=overlaps.setdefault((klass, vis), []) if vis in WIDE else None,
                 )
         conn.close()
         store.close()
@@ -988,7 +1041,11 @@ class Bench:
                     for side, v in cpu[(klass, vis)].items()
                 },
             }
+            if exact.get((klass, vis)):
+                search_details[f"{vis}/{klass}"]["exactMs"] = _dist(exact[(klass, vis)])
+                search_details[f"{vis}/{klass}"]["top10Overlap"] = overlaps[(klass, vis)]
         self.details["search"] = search_details
+        self._overlap_rows(results, exact, overlaps)
         if ("rare", "all") in results:
             limit = pct(results[("rare", "all")][0], 95)
             for vis in ("tree", "self"):
@@ -1057,6 +1114,39 @@ class Bench:
             self.details["cjkLatency"] = {"pluginRatioP50": r, "rawRatioP50": rr}
 
     # -- single append -------------------------------------------------------------------------
+
+    def _overlap_rows(
+        self,
+        results: Mapping[tuple[str, str], tuple[list[float], list[float], Any]],
+        exact: Mapping[tuple[str, str], list[float]],
+        overlaps: Mapping[tuple[str, str], list[float]],
+    ) -> None:
+        """Per wide visibility and query class: the plugin's p50 against the same plugin with
+        its impact lists off (every match ranked), interleaved, and the worst top-10 overlap
+        of the two (goal :data:`GOAL_TOP10_OVERLAP`)."""
+        for (klass, vis), times in exact.items():
+            if not times:
+                continue
+            worst = min(overlaps[(klass, vis)], default=1.0)
+            p = results[(klass, vis)][0]
+            self.add(
+                Row(
+                    f"top-k {vis:5} {klass}",
+                    "ms",
+                    pct(p, 50),
+                    pct(times, 50),
+                    ratio(pct(p, 50), pct(times, 50)),
+                    f"top-10 overlap ≥ {GOAL_TOP10_OVERLAP}",
+                    worst >= GOAL_TOP10_OVERLAP,
+                    plugin_p95=pct(p, 95),
+                    baseline_p95=pct(times, 95),
+                    ratio_p95=ratio(pct(p, 95), pct(times, 95)),
+                    note=(
+                        "baseline: the plugin with its impact lists off (every match ranked); "
+                        f"worst top-10 overlap {worst:.2f}"
+                    ),
+                )
+            )
 
     def fig_append(self) -> None:
         """``append`` of one event in its own transaction vs a raw single-row transaction."""

@@ -23,6 +23,7 @@ hold the goals). Every figure comes from this run on this machine.
 from __future__ import annotations
 
 import argparse
+import atexit
 import collections
 import glob
 import json
@@ -65,8 +66,9 @@ def leaked(case: dict[str, Any], out: str) -> bool:
     )
 
 
-def load_corpus() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+def load_cases(path: Path = CORPUS) -> list[dict[str, Any]]:
+    """A corpus of secret cases (one JSON object a line: ``text``, ``secret``, ``family`` …)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def group(family: str) -> str:
@@ -201,53 +203,69 @@ def fts_snippets(cases: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-def detect_secrets_figures(
-    path: str, cases: list[dict[str, Any]], code: list[str], prose: list[str]
-) -> dict[str, Any]:
-    sys.path.insert(0, path)
+def detect_secrets_findings() -> Callable[[str], Iterator[str]]:
+    """detect-secrets' default plugins and filters over one line, as its ``scan_line`` does but
+    without the "eager" search it turns on for ad-hoc strings (which flags almost every line of
+    ordinary text): the found secrets' values, lazily (``any`` stops at the first). Raises
+    ImportError when it is not installed; enters its default settings for the process (the
+    plugins read the global settings)."""
     from detect_secrets.core.scan import _is_filtered_out, _scan_line
     from detect_secrets.settings import default_settings, get_plugins
     from detect_secrets.util.code_snippet import get_code_snippet
 
-    def found(line: str) -> list[str]:
-        # as its ``scan_line`` does, but without the "eager" search it turns on for ad-hoc
-        # strings (which flags almost every line of ordinary text)
+    settings = default_settings()
+    settings.__enter__()
+    # Left at exit, not before: a collected one would reset the settings mid-run, and one left
+    # at interpreter shutdown fails to import what its cleanup needs.
+    atexit.register(settings.__exit__, None, None, None)
+    plugins = list(get_plugins())
+
+    def findings(line: str) -> Iterator[str]:
         context = get_code_snippet(lines=[line], line_number=1)
-        return [
-            s.secret_value or ""
-            for plugin in get_plugins()
-            for s in _scan_line(
+        for plugin in plugins:
+            for found in _scan_line(
                 plugin=plugin,
                 filename="message.txt",
                 line=line,
                 line_number=0,
                 context=context,
                 enable_eager_search=False,
-            )
-            if not _is_filtered_out(
-                required_filter_parameters=["context"],
-                filename=s.filename,
-                secret=s.secret_value,
-                plugin=plugin,
-                line=line,
-                context=context,
-            )
-        ]
+            ):
+                if not _is_filtered_out(
+                    required_filter_parameters=["context"],
+                    filename=found.filename,
+                    secret=found.secret_value,
+                    plugin=plugin,
+                    line=line,
+                    context=context,
+                ):
+                    yield found.secret_value or ""
 
-    with default_settings():
-        started = time.process_time()
-        table = leak_table(
-            cases,
-            lambda t: " ".join(
-                "***" if any(v and v in line for v in found(line)) else line
-                for line in t.split("\n")
-            ),
-        )
-        leak_cpu = time.process_time() - started
-        started = time.process_time()
-        code_hits, code_examples = over_masked(code, lambda ln: bool(found(ln)))
-        prose_hits, _ = over_masked(prose, lambda ln: bool(found(ln)))
-        scan_cpu = time.process_time() - started
+    return findings
+
+
+def detect_secrets_figures(
+    path: str, cases: list[dict[str, Any]], code: list[str], prose: list[str]
+) -> dict[str, Any]:
+    sys.path.insert(0, path)
+    findings = detect_secrets_findings()
+
+    def flagged(line: str) -> bool:
+        return any(True for _ in findings(line))
+
+    started = time.process_time()
+    table = leak_table(
+        cases,
+        lambda t: " ".join(
+            "***" if any(v and v in line for v in findings(line)) else line
+            for line in t.split("\n")
+        ),
+    )
+    leak_cpu = time.process_time() - started
+    started = time.process_time()
+    code_hits, code_examples = over_masked(code, flagged)
+    prose_hits, _ = over_masked(prose, flagged)
+    scan_cpu = time.process_time() - started
     return {
         "leaks": table,
         "code_changed": code_hits,
@@ -280,7 +298,7 @@ def main() -> int:
     parser.add_argument("--detect-secrets", metavar="DIR", help="site-packages holding it")
     parser.add_argument("--skip-cost", action="store_true")
     args = parser.parse_args()
-    cases = load_corpus()
+    cases = load_cases()
     started = time.process_time()
     table = leak_table(cases, redact_module.redact_text)
     corpus_cpu = time.process_time() - started

@@ -23,8 +23,13 @@ per source for classification by eye.
     .venv/bin/python -m bench.redaction_figures --show 40       # and the changed lines
 
 Throughput: detect-secrets (``pip install -e ".[bench]"``) scans the same lines with its
-default plugins in the same process (``scan_line`` per line, no eager search); both timed with
-``time.process_time``, best of 3 rounds, interleaved.
+default plugins in the same process (``scan_line`` per line, no eager search); all timed with
+``time.process_time`` in :data:`ROUNDS` interleaved rounds (ours, ours per message,
+detect-secrets, then again); the ratio reported is the MEDIAN of the per-round ratios, with the
+lowest and highest round beside it (a busy shared machine slows single rounds, not the median).
+
+The leak measure (docs/redaction.md, "Measuring a leak"), the case reader and detect-secrets'
+scan are :mod:`bench.redaction`'s, so the two commands count alike.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import collections
 import glob
 import gzip
 import hashlib
-import json
+import statistics
 import sys
 import sysconfig
 import time
@@ -43,18 +48,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from openclaw_fts.redact import (
-    KEEP_END_CHARS,
-    KEEP_START_CHARS,
-    MIN_PARTIAL_MASK_CHARS,
-    redact_text,
+from bench.redaction import (
+    CORPUS,
+    ROOT,
+    detect_secrets_findings,
+    leak_table,
+    leaked,
+    load_cases,
 )
+from openclaw_fts.redact import redact_text
 
-ROOT = Path(__file__).resolve().parent.parent
-PUBLIC_CORPUS = ROOT / "tests" / "fixtures" / "redaction_corpus.jsonl"
+PUBLIC_CORPUS = CORPUS
 HELDOUT_CORPUS = ROOT / "tests" / "fixtures" / "redaction_heldout.jsonl"
-#: Characters of a masked-away middle that count as a leak when they survive.
-LEAK_WINDOW_CHARS = 8
 #: Ordinary lines measured by default.
 DEFAULT_LINES = 200_000
 #: Lines taken from one package (top folder under site-packages, or one stdlib module): keeps
@@ -64,31 +69,12 @@ MAX_LINES_PER_PACKAGE = 2_000
 LOCK_SOURCE_FILES = 3_000
 #: Lines per throughput round (the same for both scanners).
 THROUGHPUT_LINES = 20_000
-ROUNDS = 3
-
-
-def leaked(case: dict[str, Any], out: str) -> bool:
-    secret: str = case["secret"]
-    if case["family"].startswith("openclaw"):
-        return secret in out
-    if len(secret) < MIN_PARTIAL_MASK_CHARS:
-        return secret in out
-    middle = secret[KEEP_START_CHARS:-KEEP_END_CHARS]
-    return any(
-        middle[i : i + LEAK_WINDOW_CHARS] in out
-        for i in range(max(1, len(middle) - LEAK_WINDOW_CHARS + 1))
-    )
-
-
-def load(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+#: Interleaved throughput rounds; the median round ratio is reported.
+ROUNDS = 7
 
 
 def leak_rate(cases: list[dict[str, Any]]) -> tuple[int, int, collections.Counter[str]]:
-    bad: collections.Counter[str] = collections.Counter()
-    for case in cases:
-        if leaked(case, redact_text(case["text"])):
-            bad[case["family"]] += 1
+    bad = collections.Counter(leak_table(cases, redact_text)["leaked"])
     return sum(bad.values()), len(cases), bad
 
 
@@ -241,70 +227,41 @@ def take_round_robin(sources: dict[str, Iterator[str]], total: int) -> dict[str,
 
 
 def detect_secrets_scanner() -> Callable[[str], bool] | None:
+    """Whether detect-secrets flags a line (:func:`bench.redaction.detect_secrets_findings`);
+    None when it is not installed."""
     try:
-        from detect_secrets.core.scan import _is_filtered_out, _scan_line
-        from detect_secrets.settings import default_settings, get_plugins
-        from detect_secrets.util.code_snippet import get_code_snippet
+        findings = detect_secrets_findings()
     except ImportError:
         return None
-    settings = default_settings()
-    settings.__enter__()  # kept for the process: the plugins read the global settings
-    plugins = list(get_plugins())
-
-    def scan(line: str) -> bool:
-        # as its ``scan_line`` does (default plugins and filters), without the "eager" search
-        # it turns on for ad-hoc strings (which flags almost every line of ordinary text)
-        context = get_code_snippet(lines=[line], line_number=1)
-        return any(
-            not _is_filtered_out(
-                required_filter_parameters=["context"],
-                filename=found.filename,
-                secret=found.secret_value,
-                plugin=plugin,
-                line=line,
-                context=context,
-            )
-            for plugin in plugins
-            for found in _scan_line(
-                plugin=plugin,
-                filename="message.txt",
-                line=line,
-                line_number=0,
-                context=context,
-                enable_eager_search=False,
-            )
-        )
-
-    return scan
+    return lambda line: any(True for _ in findings(line))
 
 
 #: Lines per message when our redaction is given whole messages (its unit: one message).
 LINES_PER_MESSAGE = 20
 
 
-def throughput(lines: list[str]) -> dict[str, float]:
+def throughput(lines: list[str]) -> dict[str, list[float]]:
+    """CPU seconds per round of each scanner on the same lines, rounds interleaved."""
     scan = detect_secrets_scanner()
     messages = [
         "\n".join(lines[i : i + LINES_PER_MESSAGE]) for i in range(0, len(lines), LINES_PER_MESSAGE)
     ]
-    best: dict[str, float] = {}
+    rounds: dict[str, list[float]] = collections.defaultdict(list)
     for _ in range(ROUNDS):
         started = time.process_time()
         for line in lines:
             redact_text(line)
-        best["ours"] = min(best.get("ours", 9e9), time.process_time() - started)
+        rounds["ours"].append(time.process_time() - started)
         started = time.process_time()
         for message in messages:
             redact_text(message)
-        best["ours-messages"] = min(best.get("ours-messages", 9e9), time.process_time() - started)
+        rounds["ours-messages"].append(time.process_time() - started)
         if scan is not None:
             started = time.process_time()
             for line in lines:
                 scan(line)
-            best["detect-secrets"] = min(
-                best.get("detect-secrets", 9e9), time.process_time() - started
-            )
-    return best
+            rounds["detect-secrets"].append(time.process_time() - started)
+    return dict(rounds)
 
 
 def main() -> int:
@@ -319,14 +276,14 @@ def main() -> int:
     for text in differ:
         print(f"  differs: {text!r}")
 
-    public = load(PUBLIC_CORPUS)
+    public = load_cases(PUBLIC_CORPUS)
     generated = [c for c in public if not c["family"].startswith("openclaw")]
     bad, n, fams = leak_rate(generated)
     print(f"public rule samples (gitleaks, detect-secrets): {bad}/{n} leak ({100 * bad / n:.2f} %)")
     if fams:
         print("  " + ", ".join(f"{f} {k}" for f, k in fams.most_common(12)))
-    heldout = load(HELDOUT_CORPUS)
-    for split in ("tuned", "heldout", "heldout2"):
+    heldout = load_cases(HELDOUT_CORPUS)
+    for split in ("tuned", "heldout", "heldout2", "heldout3", "heldout4"):
         cases = [c for c in heldout if c["split"] == split]
         bad, n, fams = leak_rate(cases)
         print(f"{split}: {bad}/{n} leak ({100 * bad / n:.2f} %)")
@@ -356,20 +313,27 @@ def main() -> int:
 
     if not args.skip_throughput:
         sample = [ln for group in lines.values() for ln in group][:THROUGHPUT_LINES]
-        best = throughput(sample)
+        rounds = throughput(sample)
         size = sum(map(len, sample)) / 1e6
-        ours = best["ours"]
-        print(f"\nthroughput on {len(sample)} lines ({size:.1f} MB), CPU best of {ROUNDS}:")
-        whole = best["ours-messages"]
-        print(f"  openclaw-fts, line by line: {ours:.2f} s ({size / ours:.2f} MB/s)")
-        per_message = f"{LINES_PER_MESSAGE}-line messages"
-        print(f"  openclaw-fts, {per_message}: {whole:.2f} s ({size / whole:.2f} MB/s)")
-        if "detect-secrets" in best:
-            ds = best["detect-secrets"]
-            print(
-                f"  detect-secrets, line by line: {ds:.2f} s ({size / ds:.3f} MB/s): "
-                f"{ds / ours:.1f}x our line-by-line time, {ds / whole:.1f}x our per-message time"
-            )
+        print(f"\nthroughput on {len(sample)} lines ({size:.1f} MB), CPU, {ROUNDS} rounds:")
+        for name, label in (
+            ("ours", "openclaw-fts, line by line"),
+            ("ours-messages", f"openclaw-fts, {LINES_PER_MESSAGE}-line messages"),
+            ("detect-secrets", "detect-secrets, line by line"),
+        ):
+            if name in rounds:
+                mid = statistics.median(rounds[name])
+                print(f"  {label}: median {mid:.2f} s ({size / mid:.2f} MB/s)")
+        if "detect-secrets" in rounds:
+            for name, label in (("ours", "line by line"), ("ours-messages", "per message")):
+                ratios = sorted(
+                    ds / ours
+                    for ds, ours in zip(rounds["detect-secrets"], rounds[name], strict=True)
+                )
+                print(
+                    f"  detect-secrets / ours, {label}: median {statistics.median(ratios):.1f}x "
+                    f"(rounds {ratios[0]:.1f}x-{ratios[-1]:.1f}x)"
+                )
         else:
             print('  detect-secrets not installed (pip install -e ".[bench]")')
     return 0

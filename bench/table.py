@@ -532,11 +532,13 @@ def docs_page(results_dir: Path = RESULTS) -> str:
     if scale:
         from bench.pg_scale import table as scale_table
 
-        newest = max(scale, key=lambda result: str(result["createdAt"]))
+        # Every run, smallest sizes first (one file per command: 100k and 1m in one, 10m in
+        # another), so `self` / `tree` can be followed from 100k to 10m.
+        scale.sort(key=lambda result: min(run["messages"] for run in result["runs"]))
         parts.append(
             "## PostgreSQL past one server: a standby, the partitioned layout\n\n"
-            f"{scale_table(newest)}\n\nWhat these figures predict at 100m and 1b messages, and "
-            "what a 10m run needs: [scale.md](scale.md).\n"
+            + "\n\n".join(scale_table(result) for result in scale)
+            + "\n\nWhat these figures predict at 100m and 1b messages: [scale.md](scale.md).\n"
         )
     return _without_history("\n".join(parts))
 

@@ -10,7 +10,8 @@ reason the backend gives), never as corruption. Only the backend's read side is 
 Reports FTS5's own integrity check (index vs content table) and, for every session that is not
 pending, any difference between its index rows and ``transcript.index_rows(active branch)`` —
 the same diff the reconciler would apply, so "check is clean" means "a reconcile would change
-nothing".
+nothing" — and, for every tracked frequent word, any difference between its impact list and the
+rows the index says it should hold (``index/impact.py``; ``rebuild`` rewrites the lists).
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ class CheckReport:
     drift: dict[str, dict[str, int]] = field(default_factory=dict)
     orphans: int = 0
     status: dict[str, int] = field(default_factory=dict)
+    #: Tracked words whose impact list disagrees with the index: rows missing and extra.
+    impact_drift: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return self.fts_ok and not self.drift and self.orphans == 0
+        return self.fts_ok and not self.drift and self.orphans == 0 and not self.impact_drift
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +54,7 @@ class CheckReport:
             ),
             "drift": self.drift,
             "orphanRows": self.orphans,
+            "impactDrift": self.impact_drift,
             **self.status,
         }
 
@@ -74,6 +78,7 @@ def check(engine: Engine) -> CheckReport:
                 report.fts_ok = False
                 report.fts_error = str(exc.orig)
         report.orphans = backend.orphan_index_rows(conn)
+        report.impact_drift = backend.impact_drift(conn)
         clean = backend.clean_session_ids(conn)
         for sid in clean:
             plan = indexer.plan_session(conn, sid)

@@ -1,10 +1,13 @@
 """SQLAlchemy session hooks: mirror appended transcript events into the index on flush.
 
 Invariant: whatever way a host adds :class:`TranscriptEvent` objects to an installed session
-(``session.add``, a relationship append, ``TranscriptStore.append``), the flush that writes them
+(``session.add``, a relationship append, a bulk ``insert``), the flush that writes them
 also writes their index rows — or repairs / marks the session — on the same connection, inside
 the same transaction (and savepoint). A rollback therefore leaves neither event nor index row.
-``seq`` and the derived columns are filled here, before the INSERTs are emitted. A flush that
+New events are appended through :mod:`openclaw_fts.append`, the function
+``TranscriptStore.append`` uses: planned (validated, numbered) in ``before_flush``, where the
+objects become persistent so the unit of work emits no INSERT of its own, and written in
+``after_flush``, inside the flush; a rollback sends them back to transient. A flush that
 touches the plugin's objects takes SQLite's write lock before its first read of the plugin's
 tables (a transaction that has not written yet is deferred: the host's reads take no lock); a
 flush without them does nothing here. With ``configure_engine`` (the default) every engine an
@@ -21,10 +24,20 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from sqlalchemy import Connection, Engine, Result, event, false, inspect, literal, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction, scoped_session, sessionmaker
+from sqlalchemy.orm import (
+    ORMExecuteState,
+    Session,
+    SessionTransaction,
+    UOWTransaction,
+    make_transient,
+    make_transient_to_detached,
+    scoped_session,
+    sessionmaker,
+)
+from sqlalchemy.orm.attributes import set_committed_value
 
 from . import indexer, transcript
-from .append import TEXT_COLUMNS, append_events, check_storable, number_events
+from .append import PlannedAppend, append_events, check_seqs, plan_append, write_append
 from .caller import agent_id_from_key
 from .engine import BUSY_TIMEOUT_MS, configure, is_configured
 from .errors import (
@@ -42,21 +55,24 @@ from .validation import MAX_EVENT_DEPTH as MAX_EVENT_DEPTH
 from .validation import MAX_SEQ as MAX_SEQ
 from .validation import (
     SESSION_TEXT_FIELDS,
-    distinct_event_ids,
     validate_event,
     validate_session_fields,
 )
 
 #: Key under which a flush's work travels from ``before_flush`` to ``after_flush``.
 _INFO_KEY = "openclaw_fts.flush"
+#: Key of the appended objects made persistent in ``before_flush``, each with the transaction
+#: (the innermost savepoint, else the root) whose rollback sends them back to transient.
+_PERSISTED_KEY = "openclaw_fts.persisted"
 _INSTALLED_KEY = "_openclaw_fts_installed"
 _creation_order = itertools.count()
 
 
 @dataclass
 class _FlushWork:
+    conn: Connection
     new_sessions: list[str] = field(default_factory=list)
-    appended: dict[str, list[indexer.Appended]] = field(default_factory=dict)
+    appends: list[PlannedAppend] = field(default_factory=list)
     rebuild: set[str] = field(default_factory=set)
 
 
@@ -95,20 +111,22 @@ def _touches_plugin(session: Session) -> bool:
 
 
 def _before_flush(session: Session, flush_context: UOWTransaction, instances: Any) -> None:
-    touched = _touches_plugin(session)
-    found = backend(session.connection()) if touched else None
-    if found is not None:
-        found.begin_write(session.connection())  # before the flush's first read
-    work = _FlushWork()
+    if not _touches_plugin(session):
+        session.info.pop(_INFO_KEY, None)
+        return
+    conn = session.connection()
+    found = backend(conn)
+    found.begin_write(conn)  # before the flush's first read
+    work = _FlushWork(conn)
     session.info[_INFO_KEY] = work
     by_session: dict[str, list[TranscriptEvent]] = defaultdict(list)
     new_owners: dict[str, AgentSession] = {}
     with session.no_autoflush:
-        for obj in session.new:
+        for obj in list(session.new):
             if isinstance(obj, AgentSession):
                 fields = {n: getattr(obj, n) for n in SESSION_TEXT_FIELDS}
                 validate_session_fields(fields)
-                reason = found.unstorable(fields.values()) if found is not None else None
+                reason = found.unstorable(fields.values())
                 if reason is not None:
                     raise InvalidSessionError(
                         f"cannot store session {quoted(obj.session_id)}: {reason}"
@@ -120,20 +138,66 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
                 work.new_sessions.append(obj.session_id)
                 new_owners[obj.session_id] = obj
             elif isinstance(obj, TranscriptEvent):
-                validate_event(obj.event)
                 by_session[_session_id_of(session, obj)].append(obj)
         for obj in session.dirty:
             if isinstance(obj, AgentSession) and inspect(obj).attrs.incognito.history.has_changes():
                 work.rebuild.add(obj.session_id)
             elif isinstance(obj, TranscriptEvent):
                 _edited_event(obj, work)
-        for sid, objs in by_session.items():
-            owner = new_owners.get(sid) or session.get(AgentSession, sid)
-            if owner is None:
-                raise UnknownSessionError(f"unknown session {quoted(sid)}")
-            _assign_seqs(session, owner, objs, work)
-            if found is not None:
-                check_storable(found, sid, (getattr(o, c) for o in objs for c in TEXT_COLUMNS))
+        if by_session:
+            for sid, objs in by_session.items():
+                work.appends.append(_plan(conn, sid, objs, new_owners.get(sid)))
+            for plan, objs in zip(work.appends, by_session.values(), strict=True):
+                _persist(session, flush_context, plan, objs, new_owners.get(plan.session_id))
+
+
+def _plan(
+    conn: Connection, sid: str, objs: list[TranscriptEvent], created: AgentSession | None
+) -> PlannedAppend:
+    """Plan one session's ORM-added events (``objs``, sorted here into append order: the seqs
+    the host gave, then creation order) on the flush's connection: the same
+    :func:`~openclaw_fts.append.plan_append` as ``TranscriptStore.append``."""
+    check_seqs(o.seq for o in objs)
+    objs.sort(key=lambda o: (o.seq is None, o.seq or 0, o.__dict__.get("_ocfts_order", 0)))
+    return plan_append(
+        conn, sid, [o.event for o in objs], [o.seq for o in objs], created=created is not None
+    )
+
+
+def _persist(
+    session: Session,
+    flush_context: UOWTransaction,
+    plan: PlannedAppend,
+    objs: list[TranscriptEvent],
+    created: AgentSession | None,
+) -> None:
+    """Make a planned append's objects persistent (identity ``(session_id, seq)``, every column
+    filled, no pending change) before the unit of work runs, so it emits no INSERT of its own:
+    ``after_flush`` writes the rows through :func:`~openclaw_fts.append.write_append`. The
+    flush keeps them in its work (so it runs, and ``after_flush`` with it), and a rollback of
+    their transaction sends them back to transient (:func:`_after_rollback`), as it does an
+    INSERT of SQLAlchemy's own. The owner's ``last_seq`` follows without a change to flush."""
+    for obj, row in zip(objs, plan.rows, strict=True):
+        session.expunge(obj)
+        for column in EVENT_COLUMNS:
+            if column != "event":
+                setattr(obj, column, row[column])
+        make_transient_to_detached(obj)
+        session.add(obj)
+        flush_context.register_object(inspect(obj), listonly=True)
+    txn = session.get_nested_transaction() or session.get_transaction()
+    session.info.setdefault(_PERSISTED_KEY, []).append((txn, objs))
+    last = plan.appended[-1].seq if plan.appended else None
+    if last is None:
+        return
+    if created is not None:
+        created.last_seq = last  # its INSERT is the unit of work's
+        return
+    owner = session.identity_map.get(session.identity_key(AgentSession, plan.session_id))
+    if owner is not None:
+        set_committed_value(owner, "last_seq", last)
+        if "updated_at" in owner.__dict__:
+            session.expire(owner, ["updated_at"])  # the append's UPDATE set it
 
 
 def _edited_event(obj: TranscriptEvent, work: _FlushWork) -> None:
@@ -149,61 +213,24 @@ def _edited_event(obj: TranscriptEvent, work: _FlushWork) -> None:
     work.rebuild.add(obj.session_id)
 
 
-def _assign_seqs(
-    session: Session, owner: AgentSession, objs: list[TranscriptEvent], work: _FlushWork
-) -> None:
-    sid = owner.session_id
-    if inspect(owner).pending:
-        last = -1
-    else:
-        # Read on the flush's own (write-locked) transaction: a host's AgentSession object may
-        # be stale (expire_on_commit=False) after another writer appended.
-        # FOR UPDATE: serialises appends to one session on PostgreSQL (SQLite renders nothing;
-        # its write lock is already held).
-        stored = session.execute(
-            select(AgentSession.last_seq).where(AgentSession.session_id == sid).with_for_update()
-        ).scalar_one_or_none()
-        last = stored if stored is not None else -1
-    for obj in objs:
-        seq = obj.seq
-        if seq is not None and (
-            isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq <= MAX_SEQ
-        ):
-            raise InvalidEventError(f"seq must be an integer from 0 to {MAX_SEQ}")
-    objs.sort(key=lambda o: (o.seq is None, o.seq or 0, o.__dict__.get("_ocfts_order", 0)))
-    ids = distinct_event_ids(sid, [o.event for o in objs])
-    if ids and not inspect(owner).pending:
-        clash = session.execute(
-            select(TranscriptEvent.event_id).where(
-                TranscriptEvent.session_id == sid, TranscriptEvent.event_id.in_(ids)
-            )
-        ).first()
-        if clash is not None:
-            raise DuplicateEventError(
-                f"session {quoted(sid)} already has an event with id {quoted(clash[0])}"
-            )
-    numbered = number_events(sid, last, [o.event for o in objs], [o.seq for o in objs])
-    for obj, (_, columns) in zip(objs, numbered, strict=True):
-        for column, value in columns.items():  # seq among them
-            setattr(obj, column, value)
-    owner.last_seq = numbered[-1][0].seq if numbered else last
-    work.appended[sid] = [item for item, _ in numbered]
-
-
 def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
     work = session.info.pop(_INFO_KEY, None)
     if not isinstance(work, _FlushWork):
         return
-    if not (work.new_sessions or work.appended or work.rebuild):
+    if not (work.new_sessions or work.appends or work.rebuild):
         return
-    conn = session.connection()
+    conn = work.conn
     for sid in work.new_sessions:
         context = indexer.read_context(conn, sid)
         if context is not None and context.state is None:
             indexer.start_empty(conn, sid)
-    for sid, appended in work.appended.items():
-        if sid not in work.rebuild:
-            indexer.on_appended(conn, sid, appended)
+    for plan in work.appends:
+        try:
+            write_append(conn, plan, index=plan.session_id not in work.rebuild)
+        except IntegrityError as exc:
+            raise DuplicateEventError(
+                f"append to {quoted(plan.session_id)} conflicts with a stored event ({exc.orig})"
+            ) from None
     # A session whose incognito flag changed is diffed in full, appended to or not: what was
     # indexed followed the old flag, so no fast path may trust it.
     for sid in work.rebuild:
@@ -258,6 +285,39 @@ def _discard_work(session: Session, *args: Any) -> None:
     session.info.pop(_INFO_KEY, None)
 
 
+def _after_rollback(session: Session) -> None:
+    """Before the rolled-back transaction's objects are expired: the appended objects made
+    persistent in it become transient again (their seq and columns kept), as SQLAlchemy does
+    with the objects it inserted."""
+    _discard_work(session)
+    tracked = session.info.get(_PERSISTED_KEY)
+    if not tracked:
+        return
+    kept = []
+    for txn, objs in tracked:
+        if txn is not None and txn.is_active:
+            kept.append((txn, objs))
+            continue
+        for obj in objs:
+            if inspect(obj).session is session:
+                make_transient(obj)
+    session.info[_PERSISTED_KEY] = kept
+
+
+def _after_transaction_end(session: Session, transaction: SessionTransaction) -> None:
+    """A savepoint released: what was appended in it is its parent's to roll back; the root
+    ended: nothing is left to track."""
+    tracked = session.info.get(_PERSISTED_KEY)
+    if not tracked:
+        return
+    parent = transaction.parent if transaction.nested else None
+    session.info[_PERSISTED_KEY] = [
+        (parent if txn is transaction else txn, objs)
+        for txn, objs in tracked
+        if txn is not transaction or parent is not None
+    ]
+
+
 def _configure_on_begin(session: Session, transaction: Any, connection: Connection) -> None:
     """Configure the engine a session runs on (an unbound sessionmaker's too) the first time."""
     engine = connection.engine
@@ -306,7 +366,8 @@ def install(target: T, *, configure_engine: bool = True) -> T:
         return target
     event.listen(listen_target, "before_flush", _before_flush)
     event.listen(listen_target, "after_flush", _after_flush)
-    event.listen(listen_target, "after_rollback", _discard_work)
+    event.listen(listen_target, "after_rollback", _after_rollback)
+    event.listen(listen_target, "after_transaction_end", _after_transaction_end)
     event.listen(listen_target, "do_orm_execute", _on_orm_execute, retval=True)
     if configure_engine:
         event.listen(listen_target, "after_begin", _configure_on_begin)
@@ -354,7 +415,8 @@ def uninstall(target: SessionTarget) -> None:
     for name, fn in (
         ("before_flush", _before_flush),
         ("after_flush", _after_flush),
-        ("after_rollback", _discard_work),
+        ("after_rollback", _after_rollback),
+        ("after_transaction_end", _after_transaction_end),
         ("do_orm_execute", _on_orm_execute),
         ("after_begin", _configure_on_begin),
     ):

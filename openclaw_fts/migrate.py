@@ -59,6 +59,8 @@ HOST_VERSION_TABLE = "alembic_version"
 #: The newest revision that changes the plugin's tables (what a host's version table hides
 #: when a host revision ``depends_on`` it, as docs/alembic.md recommends).
 TABLES_REVISION = "0005_namespaced_tables"
+#: The revision after it, which changes no table (a statistics target on PostgreSQL).
+STATISTICS_REVISION = "0006_tsvector_statistics"
 
 
 @functools.lru_cache(maxsize=1)
@@ -177,9 +179,10 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     """The plugin's revisions as the host's ``alembic_version`` records them (empty: the host's
     history does not hold the plugin). A host revision that ``depends_on`` a plugin revision
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
-    all of today's models present means :data:`TABLES_REVISION` or later. What came later
-    changes no table: 0006 sets a statistics target on PostgreSQL, read there to tell the two
-    apart, and does nothing on SQLite, where a database at 0005 is at head in every way."""
+    every model present means the head (0007 added the impact lists' tables); every model but
+    those means :data:`TABLES_REVISION` or :data:`STATISTICS_REVISION`, which changes no table:
+    it sets a statistics target on PostgreSQL, read there to tell the two apart, and does
+    nothing on SQLite."""
     if isinstance(bind, Engine):
         with bind.connect() as conn:
             return host_revisions(conn)
@@ -191,13 +194,15 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
         return listed
     from sqlalchemy import inspect
 
-    from .models import metadata
+    from .models import IMPACT_TABLES, metadata
 
     present = set(inspect(bind).get_table_names()) & set(metadata.tables)
     if present == set(metadata.tables):
+        return tuple(sorted(head_revisions()))
+    if present == set(metadata.tables) - set(IMPACT_TABLES):
         if not backend_of(bind).tables_at_head(bind):
             return (TABLES_REVISION,)
-        return tuple(sorted(head_revisions()))
+        return (STATISTICS_REVISION,)
     if present:
         raise HostManagedSchemaError(
             f"the host's {HOST_VERSION_TABLE} ({', '.join(recorded)}) implies an older "

@@ -3,7 +3,9 @@
 Invariant: every plugin table hangs off ``openclaw_sessions`` through a foreign key with
 ``ON DELETE CASCADE``, so deleting a session by any path (ORM, ORM bulk delete, raw SQL with
 ``PRAGMA foreign_keys=ON``) removes its events, branches, index rows and index state in the same
-transaction; the FTS5 entries follow ``message_index`` through its delete trigger. The schema
+transaction; the FTS5 entries follow ``message_index`` through its delete trigger, the impact
+rows through their own foreign key to ``message_index`` (the list of tracked words,
+``message_impact_terms``, and ``reconcile_lease`` belong to no session). The schema
 here is the one the Alembic migrations create (autogenerate reports no difference). The models
 are engine-neutral: an engine's own DDL (SQLite's FTS5 table and triggers) is attached to
 ``message_index`` by that engine's backend under ``openclaw_fts/index/``, so
@@ -27,6 +29,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
@@ -51,6 +54,9 @@ SEQ = BigInteger().with_variant(Integer(), "sqlite")
 INDEX_VERSION_COLUMN_DEFAULT = 1
 #: Longest session key / id / event id accepted (OpenClaw keys are short; this bounds abuse).
 MAX_KEY_LENGTH = 512
+#: Longest tracked word (``openclaw_fts.index.impact.MAX_TERM_CHARS``; models import no index
+#: module).
+MAX_TERM_CHARS = 64
 
 metadata = MetaData(
     naming_convention={
@@ -237,6 +243,45 @@ class MessageIndex(Base):
     sess: Mapped[str] = mapped_column(String(32))
 
 
+class MessageImpact(Base):
+    """One row per (tracked frequent word, index row holding it), in the word's list order
+    (``openclaw_fts.index.impact``; revision 7). Deleted with its index row."""
+
+    __tablename__ = "message_impact"
+    __table_args__ = (
+        Index("ix_message_impact_walk", "term", "impact"),
+        {"sqlite_with_rowid": False},
+    )
+
+    row_id: Mapped[int] = mapped_column(
+        Integer,
+        ForeignKey("message_index.id", ondelete="CASCADE", name="fk_message_impact_row_id"),
+        primary_key=True,
+    )
+    term: Mapped[str] = mapped_column(String(MAX_TERM_CHARS), primary_key=True)
+    #: The word's score factor in the row: higher ranks first.
+    impact: Mapped[float] = mapped_column(Float)
+    #: Occurrences of the word in the row.
+    tf: Mapped[int] = mapped_column(Integer)
+    #: The row's length as the engine's score counts it.
+    doc_len: Mapped[int] = mapped_column(Integer)
+
+
+class ImpactTerm(Base):
+    """A tracked frequent word: ``message_impact`` holds every row of it whose impact reaches
+    ``min_impact`` (revision 7)."""
+
+    __tablename__ = "message_impact_terms"
+
+    term: Mapped[str] = mapped_column(String(MAX_TERM_CHARS), primary_key=True)
+    #: Messages holding the word when it became tracked.
+    docs: Mapped[int] = mapped_column(Integer)
+    #: SQLite: the average row length its impacts were computed with (unused on PostgreSQL).
+    avg_len: Mapped[float] = mapped_column(Float)
+    #: The list holds the rows whose impact reaches this.
+    min_impact: Mapped[float] = mapped_column(Float)
+
+
 class ReconcileLease(Base):
     """At most one reconciler per database holds the lease until ``expires_at`` (revision 2)."""
 
@@ -251,3 +296,5 @@ class ReconcileLease(Base):
 TRANSCRIPT_TABLES = ("openclaw_sessions", "transcript_events", "openclaw_branches")
 #: Tables revision 2 adds (the FTS5 virtual table is created beside them by DDL).
 INDEX_TABLES = ("openclaw_index_state", "message_index", "reconcile_lease")
+#: Tables revision 7 adds (the impact lists of frequent words).
+IMPACT_TABLES = ("message_impact", "message_impact_terms")

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import string
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
@@ -143,6 +144,10 @@ _NAME_WORD_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 NAME_CACHE_SIZE: Final = 4096
 
 
+#: Digits of an index after a name (``api_key_2``); a longer number is part of a value.
+MAX_NAME_INDEX_DIGITS: Final = 2
+
+
 @lru_cache(maxsize=NAME_CACHE_SIZE)
 def is_sensitive_name(name: str) -> bool:
     """Whether ``name`` (a variable, JSON field or CLI flag name) holds a credential.
@@ -159,6 +164,17 @@ def is_sensitive_name(name: str) -> bool:
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
     if words and words[0] in rules.FLAG_FIRST_WORDS:
         return False  # HAVE_STRUCT_PASSWD_PW_GECOS, HAS_API_KEY: a feature flag
+    if len(words) > 1 and (
+        words[-1] in rules.VALUE_SUFFIX_WORDS
+        or (len(name) > 1 and name[-1].isupper() and name[-2].islower())  # ``secretA``
+        or (words[-1].isdigit() and len(words[-1]) <= MAX_NAME_INDEX_DIGITS)
+    ):
+        # ``secret_value``, ``token_b64``, ``secretA``, ``api_key_2``: the name before the
+        # suffix says what the value is (an index or an encoding does not change it)
+        stem = _NAME_WORD_RE.findall(name)
+        cut = name.rfind(stem[-1])
+        if cut > 0 and is_sensitive_name(name[:cut].rstrip("_-. ")):
+            return True
     if any(word in lowered for word in rules.ANYWHERE_WORDS):
         return not words or words[-1] not in rules.HARMLESS_PASSWORD_SUFFIXES
     if not words:
@@ -264,6 +280,9 @@ _SOURCE_PREFIXES: Final = ("file:", "fileb:", "env:")
 # Last words of a variable named for a password that a CamelCase value may end with; in an
 # assignment WITHOUT blanks (``DB_PASSWORD=SuperPwd``, env and YAML) such a value is a password.
 _PASSWORD_VALUE_SUFFIXES: Final = ("pwd", "pass", "password", "passwd")
+# A format field with a conversion or a format spec (``{password!r}``, ``{token:>8}``), its
+# closing brace possibly trimmed with the punctuation after it.
+_FORMAT_FIELD_RE: Final = re.compile(r"\{[A-Za-z_][\w.]{0,64}(?:![rsa]|:[^{}\s]{0,32})\}?")
 _BRACE_PLACEHOLDER_RE: Final = re.compile(r"\{[A-Za-z0-9_.]{0,64}\}")
 # In code (``token = nextchar``, ``Token = Ignore + PlainToken``): blanks around ``=`` and a value
 # that is an identifier without digits, or any identifier called or indexed, is an expression.
@@ -304,7 +323,11 @@ def _is_reference(value: str, name: str | None) -> bool:
         return True  # a format placeholder (``key=%s``, ``token={}``)
     if value.startswith(_TEMPLATE_PREFIXES) or value.startswith(_SOURCE_PREFIXES):
         return True
-    if _STRUCTURE_VALUE_RE.fullmatch(value) or (value[0] == "{" and "}" in value):
+    if (
+        _STRUCTURE_VALUE_RE.fullmatch(value)
+        or (value[0] == "{" and "}" in value)
+        or _FORMAT_FIELD_RE.fullmatch(value)
+    ):
         return True  # ``= [PGconn_ptr]``, ``": {``, ``'[secret key]'``, ``f'{name}.lang'``
     if "EXAMPLE" in value or _NAME_VALUE_RE.fullmatch(value):
         return True  # AWS's documentation placeholder; ``"input_token": "next_token"``
@@ -422,9 +445,13 @@ _ASSIGN_TAIL_RE: Final = re.compile(
     # matched on the LOWER-CASED text (:meth:`_Scan.lowered`): a literal alternation runs ~8x
     # faster than case-insensitive groups, and lower-casing keeps every position
     r"(?P<kw>key|token|secret|sig|login|license|auth|credentials?|cv[cv]|code|jwt|number|pat|pwd"
+    r"|crumb"
     r"|pass(?:word|wd|phrase)?"
     # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
     rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest))"
+    # an index or an encoding after the keyword (``secretA``, ``api_key_2``, ``secret_value``)
+    r"(?P<suffix>[_.\-]?(?:value|val|string|str|b64|base64|hex|raw|plaintext|plain|bytes"
+    r"|[0-9]{1,2}|[a-z])(?![a-z0-9]))?"
     r"(?P<quote>\\?[\"'])?(?:\[\]|\])?" + _TYPE_ANNOTATION.lower() + _BLANKS + _SEPARATOR
 )
 # A whole name, read backwards from its end: at most MAX_NAME_CHARS name characters, and the
@@ -556,12 +583,19 @@ _BARE_BEARER_RE: Final = re.compile(
 _URL_USERINFO_RE: Final = re.compile(
     r"://(?<=[A-Za-z0-9]://)"
     rf"(?P<user>[^\s:/?#@\"'<>\[\]\\…]{{0,{MAX_URL_USER_CHARS}}}):"
-    rf"(?P<value>[^\s/?#\"'<>\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})@(?![^\s/?#@\"'<>\\]*@)"
+    # a ``#`` inside is the password's, not a fragment: an ``@`` still follows (unencoded, as
+    # people paste them)
+    rf"(?P<value>[^\s/?\"'<>\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})@(?![^\s/?@\"'<>\\]*@)"
 )
 # The name may be percent-encoded (``client%5Fsecret``); the value may be quoted.
 _URL_PARAM_RE: Final = re.compile(
     rf"[?&#](?P<name>[{_NAME_CHARS}%+]{{1,{MAX_QUERY_NAME_CHARS}}})="
     r"(?:\"(?P<quoted>[^\"&#\s…]+)\"|(?P<value>[^&#\s\"'<>`\\…]+))"
+)
+# A password parameter whose value starts with ``#`` (unencoded, ``&password=#x…``): the
+# parameter rule above takes ``#`` for the start of a fragment.
+_URL_HASH_PASSWORD_RE: Final = re.compile(
+    rf"[?&;](?P<name>[{_NAME_CHARS}]{{1,{MAX_QUERY_NAME_CHARS}}})=(?P<value>#[^&\s\"'<>`\\…]+)"
 )
 _PERCENT_RE: Final = re.compile(r"%[0-9A-Fa-f]{2}|\+")
 # Words of a query parameter name that make it a secret wherever they stand in it
@@ -809,6 +843,18 @@ MAX_SINGLE_CASE_MEAN_PIECE_CHARS: Final = 4.0
 MIN_SINGLE_CASE_DIGIT_RUNS: Final = 3
 #: ... and (when not hex) fewer vowels among its letters than this share.
 MAX_RANDOM_VOWEL_SHARE: Final = 0.35
+#: Random letters are vowels about 1 time in 5, words (and names made of them) about 2 in 5.
+#: A literal whose letters are vowels less often than this is random with a single run of
+#: digits (``rwqh7r0qrcisbuyd…``), or in mixed case with longer pieces (``MzuqpITiFt3DSTh…``).
+MAX_CLEARLY_RANDOM_VOWEL_SHARE: Final = 0.25
+#: A single-case literal with this many runs of digits among its letters is random whatever its
+#: vowels (``k07d6ap3buub2w6ba6…``): names hold a digit run or two, not four.
+MIN_CLEARLY_RANDOM_DIGIT_RUNS: Final = 4
+#: A literal made of short parts (``pk_12345678_V796L5…``) is random when one part this long
+#: is.
+MIN_RANDOM_SEGMENT_CHARS: Final = 20
+#: A hex literal may carry a short upper-case prefix (Twilio's ``SK…``, ``AC…``).
+MAX_HEX_PREFIX_CHARS: Final = 3
 
 
 def _is_word(segment: str) -> bool:
@@ -859,6 +905,18 @@ def _is_public_run(text: str, start: int, token: str) -> bool:
 _LONG_RUN_CHARS: Final = min(MIN_RANDOM_LITERAL_CHARS, MIN_OPAQUE_TOKEN_CHARS)
 
 
+#: Characters in order this long (``abcd``, ``6789``) mark an alphabet written out; a random
+#: string holds such a run about once in 50,000 positions.
+SEQUENCE_RUN_CHARS: Final = 4
+_SEQUENCE_RE: Final = re.compile(
+    "|".join(
+        re.escape(alphabet[i : i + SEQUENCE_RUN_CHARS])
+        for alphabet in (string.ascii_lowercase, string.ascii_uppercase, string.digits)
+        for i in range(len(alphabet) - SEQUENCE_RUN_CHARS + 1)
+    )
+)
+
+
 def looks_random(value: str, hex_ok: bool = False) -> bool:
     """Whether ``value`` looks randomly generated, for a literal with no sensitive name.
 
@@ -875,30 +933,48 @@ def looks_random(value: str, hex_ok: bool = False) -> bool:
         return False
     if not (any(c.isdigit() for c in body) and any(c.isalpha() for c in body)):
         return False
-    if len(set(body)) < MIN_RANDOM_DISTINCT_CHARS:
-        return False
+    if len(set(body)) < MIN_RANDOM_DISTINCT_CHARS or _SEQUENCE_RE.search(body) is not None:
+        return False  # few characters, or an alphabet written out (``abcdef…0123456789``)
     pieces = _PIECE_RE.findall(body)
     mean = sum(len(p) for p in pieces) / max(1, len(pieces))
+    segments = _SEGMENT_SPLIT_RE.split(body)
+    if len(segments) > 1 and "." not in body and "/" not in body:
+        longest = max(segments, key=len)
+        if (
+            len(longest) >= MIN_RANDOM_SEGMENT_CHARS
+            and not any(_is_word(segment) for segment in segments)
+            and looks_random(longest, hex_ok)
+        ):
+            return True  # ``pk_12345678_V796L5XF…``: a random part behind a short prefix
+    letters = [c for c in body.lower() if c.isalpha()]
+    vowel_share = sum(1 for c in letters if c in "aeiou") / max(1, len(letters))
+    head = len(body) - len(body.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+    if hex_ok and 0 < head <= MAX_HEX_PREFIX_CHARS and _HEX_RE.fullmatch(body[head:]):
+        return looks_random(body[head:], hex_ok)  # Twilio's ``SK`` + 32 hex
     if body.lower() == body or body.upper() == body:
         # one case: letter runs are longer (no case changes split them); a random string still
-        # has digits all along it
         # has digits all along it, and no dots or word-separated segments (file and package
         # names, versions: ``python3-venv-x86_64``)
         if "." in body or "/" in body:
             return False
-        segments = _SEGMENT_SPLIT_RE.split(body)
         if len(segments) > 2 and any(_is_word(segment) for segment in segments):
             return False
         digit_runs = sum(1 for p in pieces if p[0].isdigit())
-        if digit_runs < MIN_SINGLE_CASE_DIGIT_RUNS:
-            return False
         if _HEX_RE.fullmatch(body):
-            return mean < MAX_SINGLE_CASE_MEAN_PIECE_CHARS
+            return (
+                digit_runs >= MIN_SINGLE_CASE_DIGIT_RUNS and mean < MAX_SINGLE_CASE_MEAN_PIECE_CHARS
+            )
         # random letters are vowels ~1 time in 5; words (and names made of them) ~2 in 5
-        letters = [c for c in body.lower() if c.isalpha()]
-        vowels = sum(1 for c in letters if c in "aeiou")
-        return vowels < MAX_RANDOM_VOWEL_SHARE * len(letters)
-    return mean < MAX_RANDOM_MEAN_PIECE_CHARS
+        if digit_runs >= MIN_CLEARLY_RANDOM_DIGIT_RUNS:
+            return True
+        if digit_runs >= MIN_SINGLE_CASE_DIGIT_RUNS:
+            return vowel_share < MAX_RANDOM_VOWEL_SHARE
+        return vowel_share < MAX_CLEARLY_RANDOM_VOWEL_SHARE and not any(
+            _is_word(segment) for segment in segments
+        )
+    if mean < MAX_RANDOM_MEAN_PIECE_CHARS:
+        return True
+    return vowel_share < MAX_CLEARLY_RANDOM_VOWEL_SHARE and mean < MAX_SINGLE_CASE_MEAN_PIECE_CHARS
 
 
 #: A 40-character run whose letter/digit pieces average this many characters or more is an
@@ -1005,6 +1081,21 @@ _FULL: Final = -3  # a password: masked whole (``***``) whatever its length
 
 # YAML block scalar indicators (``token: |`` then the value on the next, indented line).
 _BLOCK_INDICATORS: Final = frozenset({"|", ">", "|-", ">-", "|+", ">+"})
+# A password word, blanks, a rule (``----``, ``->``, ``=>``), blanks, one word ending the line.
+_RULED_PASSWORD_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9_])(?i:password|passwd|passphrase)[ \t]{1,40}(?:-{2,8}>?|=>|->)[ \t]{1,40}"
+    r"(?P<value>[^\s]{4,128})[ \t]*(?=\r?\n|$)"
+)
+_LINE_REST_RE: Final = re.compile(r"[ \t]*(?:\r?\n|$)")
+# One token alone on an indented line (see :meth:`_Scan.continuation`).
+_CONTINUATION_RE: Final = re.compile(
+    r"[ \t]{1,64}(?P<value>(?![A-Za-z_][\w.\-]{0,64}=[^=])[^\s#\-\[{!|>&*][^\s]{0,4095})"
+    r"(?<!:)[ \t]*(?:\r?\n|$)"
+)
+# A type path before a name (``AWS::IAM::``, ``Foo::Bar::``): a C++/CloudFormation type.
+_TYPE_PATH_RE: Final = re.compile(r"(?<![A-Za-z0-9_:])[A-Z][A-Za-z0-9_]*::(?:[A-Za-z0-9_]+::)*$")
+# A YAML tag standing for the value's type (``!!binary``, ``!!str``) or a function (``!Ref``).
+_YAML_TAG_RE: Final = re.compile(r"!!?[A-Za-z][\w\-]{0,32}")
 _BLOCK_LINE_RE: Final = re.compile(r"[ \t]{1,64}(?P<value>[^\s][^\r\n]*?)[ \t]*(?:\r?\n|$)")
 
 #: Candidates one rule examines in Python per text (a ``name=``, a ``?param=``, a token …).
@@ -1078,6 +1169,31 @@ class _Scan:
             return m.start(group), _trim_value(self.text, m.start(group), m.end(group)), False
         return m.start(group), m.end(group), True
 
+    def _statement(self, name_start: int, value_end: int) -> bool:
+        """Whether ``name "value"`` is a whole line: only blanks before the name and after the
+        closing quote (``password "…"`` in a Gradle ``credentials {}`` block)."""
+        text = self.text
+        line_start = text.rfind("\n", max(0, name_start - MAX_NAME_CHARS), name_start) + 1
+        if text[line_start:name_start].strip(" \t") or (
+            line_start == 0 and name_start > MAX_NAME_CHARS
+        ):
+            return False
+        rest = _LINE_REST_RE.match(text, value_end)
+        return rest is not None
+
+    def continuation(self, pos: int, whole: bool) -> tuple[int, int, bool] | None:
+        """The value of a name whose line ends at its separator (``pos``): one token alone on
+        the next, indented line (an INI continuation line, a YAML plain scalar) -- not a nested
+        ``key:``, a ``name=`` assignment, a list item or a comment."""
+        text = self.text
+        line_end = text.find("\n", pos)
+        if line_end < 0 or text[pos:line_end].strip():
+            return None
+        m = _CONTINUATION_RE.match(text, line_end + 1)
+        if m is None or (not whole and "…" in m.group("value")):
+            return None  # (``…``: masked already)
+        return m.start("value"), _trim_value(text, m.start("value"), m.end("value")), False
+
     def block_scalar(self, pos: int) -> tuple[int, int] | None:
         """The first non-blank line after a YAML ``|``/``>`` block indicator ending at ``pos``."""
         text = self.text
@@ -1102,7 +1218,13 @@ class _Scan:
             if budget < 0:
                 self._over_budget(m.start())
                 return
-            name_end = m.start("quote") if m.group("quote") else m.end("kw")
+            name_end = (
+                m.start("quote")
+                if m.group("quote")
+                else m.end("suffix")
+                if m.group("suffix")
+                else m.end("kw")
+            )
             if not reversed_text:
                 reversed_text = text[::-1]
             run = _REVERSED_NAME_RE.match(reversed_text, size - name_end)
@@ -1118,7 +1240,11 @@ class _Scan:
                 (before and before in _NOT_BEFORE_NAME)
                 or (before == "$" and sep in (":", ","))
                 or (before == "=" and sep == ",")  # ``--tags Status=Secret,Team=x``
-                or text.startswith("::", name_start - 2)  # ``"AWS::IAM::AccessKey": …``
+                or (  # ``"AWS::IAM::AccessKey": …`` (a type), not ``service::api_key: …``
+                    text.startswith("::", name_start - 2)
+                    and _TYPE_PATH_RE.search(text, max(0, name_start - MAX_NAME_CHARS), name_start)
+                    is not None
+                )
             ):
                 continue
             name = text[name_start:name_end]
@@ -1126,21 +1252,43 @@ class _Scan:
                 name = _decode_name(name)
             if text.startswith("//", name_start - 2):
                 continue  # ``postgres://secret:pw@`` is a URL user (its own rule)
+            # a connection string's ``;Pwd=``: a password (alone, ``pwd`` is the shell's
+            # current directory)
+            connection = before == ";" and name.lower() in rules.CONNECTION_PASSWORD_NAMES
             # a weak name (``stripe_key``, ``sonar.login``) holds a secret only when its value
             # looks randomly generated
-            weak = not is_sensitive_name(name)
+            weak = not connection and not is_sensitive_name(name)
             if weak and (sep == "," or not is_weak_secret_name(name)):
                 continue  # (a weak name in CSV: ``LICENSE,sha256=…`` is a pip RECORD line)
-            whole = is_password_name(name)
+            whole = connection or is_password_name(name)
             found = self.value_at(m.end(), whole)
+            if found is None and sep in ("=", ":"):
+                found = self.continuation(m.end(), whole)  # ``api_key =`` then the value, indented
             if found is None:
                 continue
             start, end, quoted = found
+            if sep == "," and text.startswith(_PUBLIC_HASH_PREFIXES, start):
+                continue  # ``…/password.py,sha256=…,7821``: a pip RECORD line
             if sep == ",":
                 # ``setProperty("NAME", "value")`` (a quoted name, a quoted value) or CSV
                 # ``NAME,value,`` (no blank after the comma, the value ends at a comma)
-                opener = text[: name_start - 1].rstrip(" \t")[-1:]
-                if m.group("quote") and before and before in "\"'" and quoted and opener == "(":
+                # (a bounded look back: the slice must not grow with the text)
+                lo = max(0, name_start - 2 - MAX_SEPARATOR_BLANKS)
+                opener = text[lo : name_start - 1].rstrip(" \t")[-1:]
+                if (
+                    m.group("quote")
+                    and before
+                    and before in "\"'"
+                    and quoted
+                    and (
+                        opener == "("
+                        # after a ``,`` only a random-looking value: ``"password", "repository"``
+                        # is a list of names
+                        or (opener == "," and looks_random(text[start:end].strip("\"'"), True))
+                    )
+                ):
+                    # ``setProperty("NAME", "value")``, Gradle's
+                    # ``buildConfigField 'String', 'API_KEY', '"value"'``
                     if any(c.isspace() for c in text[start:end]):
                         continue  # ``namedtuple('Token', 'type string start')``: a word list
                 elif (
@@ -1150,10 +1298,20 @@ class _Scan:
                     or text[end : end + 1] not in (",", "\n", "\r", "")
                 ):
                     continue
-            if sep in (" ", "\t") and not (quoted and text.startswith(";", end + 1)):
-                continue  # ``name "value";`` only (C, Objective-C, Java statements)
-            resume = end
+            if sep in (" ", "\t") and not (
+                quoted and (text.startswith(";", end + 1) or self._statement(name_start, end + 1))
+            ):
+                continue  # ``name "value";`` (C, Java) or alone on its line (Gradle, Ruby DSLs)
             value = text[start:end]
+            if sep == ":" and not quoted and _YAML_TAG_RE.fullmatch(value):
+                if not value.startswith("!!"):
+                    continue  # ``!Ref DbPassword``, ``!secret db_password``: a reference
+                again = self.value_at(end, whole)  # ``!!binary <base64>``: the value follows
+                if again is None or "\n" in text[end : again[0]]:
+                    continue
+                start, end, quoted = again
+                value = text[start:end]
+            resume = end
             if sep == ":" and not quoted and value in _BLOCK_INDICATORS:
                 block = self.block_scalar(end)
                 if block is not None and (whole or "…" not in text[block[0] : block[1]]):
@@ -1345,6 +1503,10 @@ class _Scan:
     def urls(self) -> None:
         if "://" in self.text:
             self._values(_URL_USERINFO_RE, whole=True)
+        if "=#" in self.text:
+            for m in _URL_HASH_PASSWORD_RE.finditer(self.text):
+                if is_password_name(_decode_name(m.group("name"))):
+                    self.add(m.start("value"), m.end("value"), whole=True)
         budget = self.budget
         for m in _URL_PARAM_RE.finditer(self.text):
             budget -= 1
@@ -1635,6 +1797,19 @@ class _Scan:
             ):
                 self.add(m.start("value"), m.end("value"))
 
+    def ruled_passwords(self) -> None:
+        """``Ldap password ---- S3cret!x``: a password word, a rule of dashes or arrows, and one
+        word that ends its line and holds a digit or a symbol (a table row, a note)."""
+        budget = self.budget
+        for m in _RULED_PASSWORD_RE.finditer(self.text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            value = m.group("value")
+            if not value.isalpha() and not _is_reference(value, None):
+                self.add(m.start("value"), m.end("value"), whole=True)
+
     def extra(self, patterns: tuple[re.Pattern[str], ...]) -> None:
         for pattern in patterns:
             budget = self.budget
@@ -1744,6 +1919,8 @@ class Redactor:
         scan.cli_flags()
         scan.headers()
         scan.urls()
+        if "--" in text or "->" in text or "=>" in text:
+            scan.ruled_passwords()
         scan.tokens()
         if scan.has_run(_LONG_RUN_CHARS):
             # the rules for tokens with no prefix need a run of 20+ token characters

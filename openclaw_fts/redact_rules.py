@@ -538,6 +538,13 @@ VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
     VendorToken(
         "lob-test", "test_pub_", "[a-f0-9]", 31, "test_pub_a3c4e56789210bdfa3c4e56789210bdfa3c"
     ),
+    VendorToken("newrelic-admin", "NRAA-", "[a-f0-9]", 27, "NRAA-3f9a0c4d3f9a0c4d6b2e7f186b2"),
+    VendorToken("newrelic-user", "NRAK-", "[A-Z0-9]", 27, "NRAK-Q3EGRPN7XKZL2M4TB8CD5EF6GH9"),
+    VendorToken("newrelic-rest", "NRRA-", "[a-f0-9]", 42, "NRRA-" + "3f9a0c4d6b" * 4 + "2e"),
+    VendorToken(
+        "newrelic-insights", "NRI[IQ]-", TOKEN_CHARS, 32, "NRII-aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0x"
+    ),
+    VendorToken("twilio-api-key", "SK", "[0-9a-f]", 32, "SK3f9a0c4d3f9a0c4d6b2e7f186b2e7f18"),
     VendorToken(
         "bittensor", "bt_", "[A-Za-z0-9]", 40, "bt_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF"
     ),
@@ -634,6 +641,14 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>(?<![A-Za-z0-9])[a-zA-Z0-9]{14}\.atlasv1\.[A-Za-z0-9\-_=]{60,70})",
         "aB3cD4eF5gH6jK.atlasv1." + "aB3cD4eF5gH6jK7mN8pQ9r" * 3,
         anchor=".atlasv1.",
+    ),
+    # ClickUp personal token: ``pk_``, the user id, ``_``, 32 upper-case letters and digits
+    # (``pk_live_…`` is Stripe's publishable key, public: not this shape).
+    PatternToken(
+        "clickup-personal",
+        r"(?P<value>pk_(?<![A-Za-z0-9_]pk_)[0-9]{1,12}_[A-Z0-9]{32})(?![A-Za-z0-9_])",
+        "pk_12345678_Q3EGRPN7XKZL2M4TB8CD5EF6GH9JK2LM",
+        anchor="pk_",
     ),
     # Fly.io: ``FlyV1 fm…`` (the only prefix with a blank, so a pattern rather than a prefix:
     # every vendor prefix and body is one run of token characters, which the scan relies on).
@@ -894,8 +909,14 @@ HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
     }
 )
 
-# Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``).
-SECRET_LAST_WORDS: Final = frozenset({"secret", "credential", "credentials", "jwt", "cvc", "cvv"})
+# Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``,
+# Jenkins' CSRF ``Jenkins-Crumb``).
+SECRET_LAST_WORDS: Final = frozenset(
+    {"secret", "credential", "credentials", "jwt", "cvc", "cvv", "crumb"}
+)
+
+# Names that hold a password after a ``;`` of a connection string (ODBC ``Uid=app;Pwd=…;``).
+CONNECTION_PASSWORD_NAMES: Final = frozenset({"pwd", "pass"})
 
 # "<word> pass" that is not a password (``by pass``, ``first_pass``, ``boarding pass``).
 HARMLESS_PASS_PREFIXES: Final = frozenset(
@@ -944,6 +965,12 @@ SECRET_QUERY_NAMES: Final = frozenset(
         "x-goog-credential",
         "x-goog-signature",
     }
+)
+
+# Last words that say how a secret is stored, not what it is (``secret_value``, ``token_b64``):
+# the name before them decides.
+VALUE_SUFFIX_WORDS: Final = frozenset(
+    {"value", "val", "str", "string", "b64", "base64", "hex", "raw", "plain", "plaintext", "bytes"}
 )
 
 # Last words of a WEAK name: ``stripe_key``, ``sonar.login``, ``auth``. Such a name holds a

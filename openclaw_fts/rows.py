@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 #: 2: OpenClaw's active-branch rules (append cursor, reset boundary, rows that never move the
 #: leaf). 3: the index holds the redacted text (a query can no longer match inside a secret).
 #: 4: the redaction rules mask more families (password flags, unnamed keys in code, …).
-INDEX_VERSION = 4
+#: 5: and more (values under names that say little, YAML tags, INI continuation lines, …).
+INDEX_VERSION = 5
 
 # --------------------------------------------------------------------------- the read side
 

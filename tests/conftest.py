@@ -37,7 +37,9 @@ ENGINES = ("sqlite", "postgresql")
 #: :data:`PARTITIONED_MODULES` (the search, history, edit and reconcile behaviour), not for the
 #: whole suite (its PostgreSQL half already takes most of the run).
 PARTITIONED = "postgresql-partitioned"
-PARTITIONED_MODULES = frozenset({"test_search", "test_history", "test_edits", "test_reconcile"})
+PARTITIONED_MODULES = frozenset(
+    {"test_search", "test_history", "test_edits", "test_reconcile", "test_impact_lists"}
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -102,13 +104,21 @@ def store(db_url: str) -> Iterator[TranscriptStore]:
 
 
 @pytest.fixture
-def engine(db_url: str, store: TranscriptStore) -> Iterator[Engine]:
-    """A second engine on the store's database (another connection pool, like another process)."""
+def fresh(db_url: str) -> Iterator[Engine]:
+    """An engine on this test's database before anything migrated it (no store opened): what
+    the migration tests start from."""
     e = make_engine(db_url)
     try:
         yield e
     finally:
         e.dispose()
+
+
+@pytest.fixture
+def engine(store: TranscriptStore, fresh: Engine) -> Engine:
+    """A second engine on the store's database (another connection pool, like another process),
+    opened after the store migrated it."""
+    return fresh
 
 
 @pytest.fixture

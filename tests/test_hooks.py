@@ -7,13 +7,17 @@ for "nothing left behind", by counting rows of the plugin's tables).
 from __future__ import annotations
 
 import json
+import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from engines import count_matches, full_text_integrity
 from factories import AgentSessionFactory, MessageFactory, chain, msg
-from sqlalchemy import Connection, Engine, create_engine, delete, select, text
+from sqlalchemy import Connection, Engine, create_engine, delete, inspect, select, text
+from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
 
 import openclaw_fts
@@ -28,6 +32,7 @@ from openclaw_fts import (
     UnknownSessionError,
 )
 from openclaw_fts.engine import READ_ONLY, make_engine
+from openclaw_fts.index.sqlite.connect import TAKE_WRITE_LOCK
 
 pytestmark = pytest.mark.both_engines
 
@@ -262,6 +267,119 @@ def test_committed_savepoint_is_kept(store: TranscriptStore, host: sessionmaker[
         db.add(TranscriptEvent(session_id="s1", event=msg("m2", "outer after", parent="m1")))
     assert found(store, "nested") == {"m1"}
     assert found(store, "after") == {"m2"}
+
+
+def test_orm_appended_objects_are_persistent_in_the_identity_map(
+    store: TranscriptStore, host: sessionmaker[Session]
+) -> None:
+    store.create_session("s1", KEY)
+    store.append("s1", msg("m1", "first words"))
+    with host() as db:
+        owner = db.get(AgentSession, "s1")
+        assert owner is not None and owner.last_seq == 0
+        added = msg("m2", "second words", parent="m1", role="assistant")
+        ev = TranscriptEvent(session_id="s1", event=added)
+        db.add(ev)
+        db.flush()
+        state = inspect(ev)
+        assert state.persistent and not state.modified
+        assert db.get(TranscriptEvent, ("s1", 1)) is ev
+        assert (ev.seq, ev.event_id, ev.parent_id, ev.role) == (1, "m2", "m1", "assistant")
+        # The owner already loaded follows the append, with nothing left to flush.
+        assert owner.last_seq == 1 and owner not in db.dirty
+        db.refresh(ev)
+        assert ev.event == added
+        db.commit()
+        assert ev.seq == 1  # expired on commit, read again
+    assert events_of(store.engine, "s1") == [(0, "m1"), (1, "m2")]
+    assert found(store, "second") == {"m2"}
+
+
+def test_rolled_back_orm_append_leaves_its_objects_transient(
+    store: TranscriptStore, host: sessionmaker[Session]
+) -> None:
+    store.create_session("s1", KEY)
+    with host() as db:
+        kept = TranscriptEvent(session_id="s1", event=msg("m1", "kept words"))
+        db.add(kept)
+        db.flush()
+        nested = db.begin_nested()
+        inner = TranscriptEvent(session_id="s1", event=msg("m2", "dropped words", parent="m1"))
+        db.add(inner)
+        db.flush()
+        assert inspect(inner).persistent
+        nested.rollback()
+        # As SQLAlchemy leaves an object whose INSERT was rolled back: transient, values kept.
+        assert inspect(inner).transient and inner.event["id"] == "m2" and inner.seq == 1
+        assert inspect(kept).persistent
+        assert db.get(TranscriptEvent, ("s1", 1)) is None
+        db.add(inner)  # added again: stored at the seq it kept
+        db.commit()
+    assert events_of(store.engine, "s1") == [(0, "m1"), (1, "m2")]
+    with host() as db:
+        gone = TranscriptEvent(session_id="s1", event=msg("m3", "vanished words", parent="m2"))
+        db.add(gone)
+        db.flush()
+        db.rollback()
+        assert inspect(gone).transient and gone.event["id"] == "m3"
+        assert db.get(TranscriptEvent, ("s1", 2)) is None
+    assert events_of(store.engine, "s1") == [(0, "m1"), (1, "m2")]
+    assert found(store, "words") == {"m1", "m2"}
+    assert store.index_status()["pending"] == 0
+    assert store.append("s1", msg("m4", "after", parent="m2")) == 2
+
+
+@contextmanager
+def statements_sent(engine: Engine) -> Iterator[list[str]]:
+    """Every statement ``engine``'s connections send inside the block, values replaced by ``?``
+    (SQLite: as the driver runs them, raw cursors included; PostgreSQL: as SQLAlchemy sends
+    them, which is every statement there), without transaction starts and ends."""
+    sent: list[str] = []
+    raw: list[str] = []
+
+    def on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        if hasattr(dbapi_connection, "set_trace_callback"):
+            dbapi_connection.set_trace_callback(raw.append)
+
+    def on_execute(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        raw.append(statement)
+
+    sqlite = engine.dialect.name == "sqlite"
+    listener = ("checkout", on_checkout) if sqlite else ("before_cursor_execute", on_execute)
+    sa_event.listen(engine, *listener)
+    try:
+        yield sent
+    finally:
+        sa_event.remove(engine, *listener)
+    for statement in raw:
+        if statement.startswith("--") or statement.split()[0] in ("BEGIN", "COMMIT"):
+            continue  # FTS5's own statements, transaction boundaries
+        sent.append(without_values(statement))
+
+
+def without_values(statement: str) -> str:
+    return re.sub(r"'[^']*'|\b\d+\b", "?", statement)
+
+
+def test_orm_append_sends_what_store_append_sends(
+    store: TranscriptStore, host: sessionmaker[Session]
+) -> None:
+    """One append path: an event added in a host's session is written by the statements
+    ``TranscriptStore.append`` sends, and no other (but SQLite's write lock, which a deferred
+    host transaction takes before its first read)."""
+    for sid in ("s1", "s2"):
+        store.create_session(sid, KEY)
+    store.append("s1", msg("a1", "warm up"))
+    with host.begin() as db:
+        db.add(TranscriptEvent(session_id="s2", event=msg("b1", "warm up")))
+    with statements_sent(store.engine) as via_store:
+        store.append("s1", msg("a2", "measured words", parent="a1"))
+    with statements_sent(host_engine(host)) as via_orm, host.begin() as db:
+        db.add(TranscriptEvent(session_id="s2", event=msg("b2", "measured words", parent="b1")))
+    write_lock = without_values(TAKE_WRITE_LOCK)
+    assert via_store and [s for s in via_orm if s != write_lock] == via_store
+    assert len(via_orm) <= len(via_store) + 1
+    assert found(store, "measured") == {"a2", "b2"}
 
 
 # -- seq and derived columns ---------------------------------------------------------------------

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 import openclaw_fts
 from openclaw_fts import Caller, TranscriptStore, migrate
+from openclaw_fts.engine import make_engine
 from openclaw_fts.models import AgentSession
 
 REPO = Path(__file__).resolve().parent.parent
@@ -241,15 +242,22 @@ def test_cli_uses_a_host_managed_database(app: Path) -> None:
     assert "openclaw_fts_version" not in tables(db)
 
 
-def test_a_host_at_the_last_table_revision_is_at_head_on_sqlite(app: Path) -> None:
-    """The revisions after 0005 change nothing on SQLite, and h002 (which depends on 0005)
-    hides 0005 in the version table: the plugin's tables say head, and the CLI works."""
+def test_a_host_version_table_hiding_the_plugin_is_read_from_its_tables_on_sqlite(
+    app: Path,
+) -> None:
+    """h002 depends on 0005 and hides it in the version table once the plugin's later
+    revisions are downgraded: the plugin's tables tell where it is (0006 changes nothing on
+    SQLite, so 0005's tables read as 0006), and the CLI, behind head, asks for the host's
+    upgrade instead of migrating a database the host's Alembic owns."""
     run(ALEMBIC, "upgrade", "heads", cwd=app)
-    if PLUGIN_HEAD == migrate.TABLES_REVISION:
-        pytest.skip("no revision after the last one that changes tables")
-    run(ALEMBIC, "downgrade", "openclaw_fts@-1", cwd=app)
+    run(ALEMBIC, "downgrade", f"openclaw_fts@{migrate.TABLES_REVISION}", cwd=app)
     db = app / "app.sqlite"
     assert versions(db) == {"h002_chats"}
+    assert migrate.host_revisions(make_engine(f"sqlite:///{db}")) == (migrate.STATISTICS_REVISION,)
+    result = run(CLI, "--db", str(db), "search", "anything", cwd=app, ok=False)
+    assert result.returncode == 1, result
+    assert "alembic upgrade heads" in result.stderr
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
     status = run(CLI, "--db", str(db), "--json", "status", cwd=app)
     assert json.loads(status.stdout)["schema"] == [PLUGIN_HEAD]
 

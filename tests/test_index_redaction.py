@@ -205,7 +205,7 @@ def test_a_host_pattern_still_masks_search_snippets(db_url: str) -> None:
     assert SECRET not in snippet and "sk-pro…8Jp5" in snippet
 
 
-#: Secrets of the families masked since INDEX_VERSION 4, each in the syntax users paste, with
+#: Secrets of the families masked since INDEX_VERSION 4 and 5, each in the syntax users paste, with
 #: a query word next to it and the pieces an attacker would search for.
 NEW_FAMILIES = [
     ("mysqlflag", "mysql -u root -pZq8Wv3Kd9Lm shop", "Zq8Wv3Kd9Lm"),
@@ -215,6 +215,19 @@ NEW_FAMILIES = [
     ("clientlit", "const c = new Client('r2ofhhzv4tq8nbd7wpy3kxm5jcs6gfea');", "nbd7wpy3kxm5"),
     ("airtabpat", "patAbCdEfGhIjKlMn." + "0123456789abcdef" * 4, "0123456789abcdef"),
     ("vaultold", "vault: s.Ab3dEfGh1jKlMnOpQrStUvWx", "Ab3dEfGh1jKlMnOp"),
+    # INDEX_VERSION 5: values under names that say little, vendor shapes, URL passwords
+    ("clickupk", "token pk_12345678_Q3EGRPN7XKZL2M4TB8CD5EF6GH9JK2LM", "Q3EGRPN7XKZL2M4T"),
+    ("twiliosk", 'client = Client("SK3f9a0c4d3f9a0c4d6b2e7f186b2e7f18", auth)', "3f9a0c4d3f9a0c4d"),
+    ("hashpass", "mongodb+srv://app:#^_g86AG1uVkLlh@cluster0.example.net/prod", "g86AG1uVkLlh"),
+    ("iniwrap", "[service]\napi_key =\n    l0abjygFswyM57GZ8UWW3a7E\n", "gFswyM57GZ8UWW3a"),
+    ("yamlbin", "secret: !!binary gxHdyN8PveDdzWjpN3u2cZHR\n", "8PveDdzWjpN3u2cZ"),
+    ("nestval", "creds:\n  nested:\n    secret_value: dcb5cd1a409f118e1a5a\n", "1a409f118e"),
+    ("etsykey", '{"etsy_key": "rwqh7r0qrcisbuydmpunvxpe"}', "0qrcisbuydmpun"),
+    ("gradlecred", 'credentials {\n    password "houi1gQm5m3Da3j9"\n}', "houi1gQm5m3Da3j9"),
+    ("odbcpwd", "Server=srv;Uid=app;Pwd=k7w5JqOEudKaHV;", "k7w5JqOEudKaHV"),
+    ("jenkinscrumb", "-H 'Jenkins-Crumb:47ecc2220810d7939da41fd810de92f9'", "2220810d7939da41"),
+    ("ruledpass", "Ldap password ---- Y9zH1cImool7", "Y9zH1cImool7"),
+    ("newrelicadmin", "admin_access:NRAA-5b73376be08025530e60d3250ac", "76be08025530e60d"),
 ]
 
 

@@ -9,10 +9,10 @@ where the engines really differ (the full-text objects each creates, and removes
 table and trigger, PostgreSQL's text search configuration, ``tsvector`` column, GIN index and
 trigger functions) the difference is an expectation per engine, not a second test. The tests
 that take ``pg_engine`` are about PostgreSQL's own objects (``unaccent``, the ``tsvector``
-folding, the plpgsql trigger functions, the statistics target) and run there only; the wheel
-and ``include_name`` tests need no database of the suite's. What both engines share across
-revisions (an idempotent upgrade, a downgrade to revision 1 keeping transcripts) is
-tests/test_migration_round_trips.py."""
+folding, the statistics target) and run there only; the wheel and ``include_name`` tests need
+no database of the suite's. What both engines share across revisions (an idempotent upgrade, a
+downgrade to revision 1 keeping transcripts) is tests/test_migration_round_trips.py; revision
+0005's renames and a host's own ``sessions`` table, tests/test_namespaced_tables.py."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +51,19 @@ from openclaw_fts.alembic import VERSION_TABLE, include_name
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
 from openclaw_fts.index import postgresql as pg
-from openclaw_fts.models import INDEX_TABLES, TRANSCRIPT_TABLES
+from openclaw_fts.models import IMPACT_TABLES, INDEX_TABLES, TRANSCRIPT_TABLES
 
 pytestmark = pytest.mark.both_engines
 
 REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
-REVISION_4 = "0004_host_guest"
 #: The plugin's newest revision.
-HEAD_REVISION = "0006_tsvector_statistics"
+HEAD_REVISION = "0007_impact_lists"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
-PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES)
+PLUGIN_TABLES = set(TRANSCRIPT_TABLES) | set(INDEX_TABLES) | set(IMPACT_TABLES)
 #: FTS5's virtual table and the shadow tables SQLite keeps for it.
 FTS_TABLES = {
     "message_fts",
@@ -88,6 +86,9 @@ PG_FUNCTIONS = {
     "openclaw_fts_events_last_seq",
     "openclaw_fts_events_deleted",
     "openclaw_fts_events_edited",
+    "openclaw_fts_impact_insert",
+    "openclaw_fts_impact_delete",
+    "openclaw_fts_impact_promote",
 }
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
@@ -102,23 +103,9 @@ APP_ROLE = "openclaw_app"
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    """An engine on this test's empty, unmigrated database."""
-    e = make_engine(db_url)
-    try:
-        yield e
-    finally:
-        e.dispose()
-
-
-@pytest.fixture
-def pg_engine(pg_url: str) -> Iterator[Engine]:
-    """The same on PostgreSQL only (the tests of PostgreSQL's own objects)."""
-    e = make_engine(pg_url)
-    try:
-        yield e
-    finally:
-        e.dispose()
+def engine(fresh: Engine) -> Engine:
+    """This test's empty, unmigrated database (conftest's ``engine`` opens a store first)."""
+    return fresh
 
 
 def tables(engine: Engine) -> set[str]:
@@ -669,151 +656,6 @@ def test_tsvector_folds_case_and_diacritics_and_keeps_every_word(pg_engine: Engi
     assert matching(pg_engine, "renamed") == ["m1"]
 
 
-def test_namespaced_tables_upgrade_and_downgrade_keep_rows_and_triggers(
-    pg_engine: Engine,
-) -> None:
-    """0005 on PostgreSQL: rows survive both ways, and the plpgsql trigger functions name the
-    tables of the revision the database is at (raw inserts bump ``last_seq``, raw edits and
-    deletes mark the session) — after the upgrade and again after the downgrade."""
-    earlier_release_database(pg_engine, REVISION_4)
-    event = {"type": "message", "id": "m0", "message": {"role": "user", "content": "old"}}
-    with pg_engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO sessions (session_id, session_key, agent_id) "
-                "VALUES ('s1', 'agent:main:main', 'main')"
-            )
-        )
-        conn.execute(
-            text(
-                "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
-                "VALUES ('s1', 0, 'm0', 'message', 'user', :j)"
-            ),
-            {"j": json.dumps(event)},
-        )
-        conn.execute(text("INSERT INTO index_state (session_id, indexed_seq) VALUES ('s1', 0)"))
-        conn.execute(
-            text("INSERT INTO branches (session_id, tip_id, is_active) VALUES ('s1', 'm0', true)")
-        )
-    migrate.upgrade(pg_engine)
-    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE}
-
-    def exercise(sessions: str, state: str, seq: int) -> tuple[int, bool, int]:
-        edited = {**event, "message": {"role": "user", "content": f"edit{seq}"}}
-        with pg_engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
-                    f"VALUES ('s1', {seq}, 'm{seq}', 'message', 'user', :j)"
-                ),
-                {"j": json.dumps({**event, "id": f"m{seq}"})},
-            )
-            conn.execute(text(f"UPDATE {state} SET needs_rebuild = false"))
-            conn.execute(
-                text("UPDATE transcript_events SET event = :e WHERE seq = 0"),
-                {"e": json.dumps(edited)},
-            )
-            last_seq = conn.execute(text(f"SELECT last_seq FROM {sessions}")).scalar_one()
-            marked, generation = conn.execute(
-                text(f"SELECT needs_rebuild, generation FROM {state}")
-            ).one()
-        return last_seq, marked, generation
-
-    assert exercise("openclaw_sessions", "openclaw_index_state", 1) == (1, True, 1)
-    with pg_engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM openclaw_branches")).scalar_one() == 1
-    migrate.downgrade(pg_engine, REVISION_4)
-    assert tables(pg_engine) >= REVISION_1_TABLES | {"index_state"}
-    assert exercise("sessions", "index_state", 2) == (2, True, 2)
-    with pg_engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM transcript_events")).scalar_one() == 3
-        assert conn.execute(text("SELECT count(*) FROM branches")).scalar_one() == 1
-    migrate.upgrade(pg_engine)
-    assert exercise("openclaw_sessions", "openclaw_index_state", 3) == (3, True, 3)
-
-
-# -- host tables beside the plugin's (PostgreSQL) ---------------------------------------------
-
-
-def test_a_host_sessions_table_beside_the_plugin(pg_engine: Engine) -> None:
-    """The host's own ``sessions`` table and the plugin's live side by side."""
-    migrate.upgrade(pg_engine)
-    with pg_engine.begin() as conn:
-        conn.execute(text("CREATE TABLE sessions (token TEXT PRIMARY KEY)"))
-        conn.execute(text("INSERT INTO sessions VALUES ('host-cookie')"))
-    add_message(pg_engine, "s1", "m1", "guestword")
-    assert matching(pg_engine, "guestword") == ["m1"]
-    with pg_engine.connect() as conn:
-        assert conn.execute(text("SELECT token FROM sessions")).scalar_one() == "host-cookie"
-
-
-def raw_writes_mark(engine: Engine, seq: int) -> tuple[int, bool]:
-    """Raw SQL on session ``s1`` (made by :func:`add_message`): an insert bumps ``last_seq``,
-    an edit marks the session — the plpgsql bodies name the namespaced tables."""
-    event = {"type": "message", "id": f"r{seq}", "message": {"role": "user", "content": "raw"}}
-    with engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO openclaw_index_state (session_id, indexed_seq) VALUES ('s1', 0) "
-                "ON CONFLICT (session_id) DO UPDATE SET needs_rebuild = false"
-            )
-        )
-        conn.execute(
-            text(
-                "INSERT INTO transcript_events (session_id, seq, event_id, type, role, event) "
-                "VALUES ('s1', :q, :e, 'message', 'user', :j)"
-            ),
-            {"q": seq, "e": f"r{seq}", "j": json.dumps(event)},
-        )
-        edited = {**event, "message": {"role": "user", "content": "edited"}}
-        conn.execute(
-            text("UPDATE transcript_events SET event = :j WHERE seq = :q"),
-            {"q": seq, "j": json.dumps(edited)},
-        )
-        last_seq = conn.execute(text("SELECT last_seq FROM openclaw_sessions")).scalar_one()
-        marked = conn.execute(text("SELECT needs_rebuild FROM openclaw_index_state")).scalar_one()
-    return last_seq, marked
-
-
-@pytest.mark.parametrize("host_first", [None, REVISION_1])
-def test_a_host_sessions_table_before_the_plugin_migrations(
-    pg_engine: Engine, host_first: str | None
-) -> None:
-    """Issue #16 on PostgreSQL: the host's ``sessions`` table exists before the plugin's
-    revisions run (or appears between two of them): they install, the index and the trigger
-    functions work, autogenerate sees only the host's table, and no downgrade renames the
-    plugin's table onto the host's name — down to base, where the host's row is left."""
-    if host_first is not None:
-        migrate.upgrade(pg_engine, host_first)
-    with pg_engine.begin() as conn:
-        conn.execute(text("CREATE TABLE sessions (token TEXT PRIMARY KEY)"))
-        conn.execute(text("INSERT INTO sessions VALUES ('host-cookie')"))
-    migrate.upgrade(pg_engine)
-    assert migrate.current_revisions(pg_engine) == (HEAD_REVISION,)
-    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE, "sessions"}
-    add_message(pg_engine, "s1", "m1", "hostfirstword")
-    assert matching(pg_engine, "hostfirstword") == ["m1"]
-    assert raw_writes_mark(pg_engine, 5) == (5, True)
-    with pg_engine.connect() as conn:
-        ctx = MigrationContext.configure(conn, opts={"include_name": include_name})
-        diff = compare_metadata(ctx, openclaw_fts.metadata)
-    assert [(d[0], d[1].name) for d in diff] == [("remove_table", "sessions")]  # the host's
-
-    migrate.downgrade(pg_engine, REVISION_4)  # "sessions" is taken: the names stay
-    assert tables(pg_engine) == PLUGIN_TABLES | {VERSION_TABLE, "sessions"}
-    assert raw_writes_mark(pg_engine, 6) == (6, True)
-    migrate.upgrade(pg_engine)
-    assert raw_writes_mark(pg_engine, 7) == (7, True)
-    migrate.downgrade(pg_engine, "base")
-    assert tables(pg_engine) == {VERSION_TABLE, "sessions"}
-    with pg_engine.connect() as conn:
-        assert conn.execute(text("SELECT token FROM sessions")).scalar_one() == "host-cookie"
-        functions = conn.execute(
-            text("SELECT count(*) FROM pg_proc WHERE proname LIKE 'openclaw_fts_%'")
-        ).scalar_one()
-    assert functions == 0
-
-
 # -- the unaccent extension ------------------------------------------------------------------
 
 
@@ -874,20 +716,27 @@ def test_0006_sets_the_statistics_target_and_downgrade_restores_the_default(
     assert stat_target(pg_engine) == pg.TSVECTOR_STATISTICS_TARGET
 
 
-def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(
-    pg_engine: Engine,
-) -> None:
+def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(engine: Engine) -> None:
     """A host revision that depends on 0005 hides it from the host's ``alembic_version``:
-    0005 and 0006 have the same tables, so the statistics target tells them apart."""
-    migrate.upgrade(pg_engine)
-    with pg_engine.begin() as conn:
+    every table present is the head (0007 added the impact lists' tables); without those,
+    0005 and 0006 have the same tables, and on PostgreSQL the statistics target tells them
+    apart (0006 changes nothing else, and nothing at all on SQLite, where 0005's tables read
+    as 0006). The real ``alembic`` command doing this in a host's app: tests/test_host_app.py."""
+    migrate.upgrade(engine)
+    with engine.begin() as conn:
         conn.execute(text(f"DROP TABLE {VERSION_TABLE}"))
         conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
         conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
-    assert migrate.host_revisions(pg_engine) == (HEAD_REVISION,)
-    with pg_engine.begin() as conn:
+    assert migrate.host_revisions(engine) == (HEAD_REVISION,)
+    with engine.begin() as conn:
+        for table in ("message_impact", "message_impact_terms"):
+            conn.execute(text(f"DROP TABLE {table}"))
+    assert migrate.host_revisions(engine) == (migrate.STATISTICS_REVISION,)
+    if engine.dialect.name != "postgresql":
+        return
+    with engine.begin() as conn:
         conn.execute(text("ALTER TABLE message_index ALTER COLUMN body_tsv SET STATISTICS -1"))
-    assert migrate.host_revisions(pg_engine) == (migrate.TABLES_REVISION,)
+    assert migrate.host_revisions(engine) == (migrate.TABLES_REVISION,)
 
 
 # -- the built wheel -----------------------------------------------------------------------------

@@ -5,53 +5,65 @@ A database built at revision 0004 (and at 0002, the last release) with data upgr
 keeping every row, the triggers that name the renamed tables keep working (raw inserts bump
 ``last_seq``, raw edits and deletes mark the session), search finds the old messages after one
 reconcile and ``check`` is clean; the downgrade renames back. A host with its own ``sessions``
-table runs beside the plugin."""
+table runs beside the plugin.
+
+A ``both_engines`` module: each test runs on SQLite and on PostgreSQL. What differs is where the
+triggers keep the table names (SQLite rewrites its trigger bodies on a rename; PostgreSQL's
+plpgsql functions name the tables of the revision the database is at), checked per engine."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from earlier_release import earlier_release_database
-from sqlalchemy import Column, Engine, MetaData, String, Table, insert, select, text
+from sqlalchemy import Column, Engine, MetaData, String, Table, insert, inspect, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 import openclaw_fts
 from openclaw_fts import Caller, TranscriptEvent, TranscriptStore, migrate
 from openclaw_fts.alembic import include_name
 from openclaw_fts.check import check
-from openclaw_fts.engine import make_engine
 
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_2 = "0002_index"
 REVISION_4 = "0004_host_guest"
-HEAD = "0006_tsvector_statistics"
+HEAD = "0007_impact_lists"
 OLD_NAMES = {"sessions", "branches", "index_state"}
 NEW_NAMES = {"openclaw_sessions", "openclaw_branches", "openclaw_index_state"}
 
 
-@pytest.fixture
-def url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'old.sqlite'}"
+pytestmark = pytest.mark.both_engines
 
 
 @pytest.fixture
-def engine(url: str) -> Any:
-    engine = make_engine(url)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
+def url(db_url: str) -> str:
+    """This test's empty database (no store has migrated it)."""
+    return db_url
+
+
+@pytest.fixture
+def engine(fresh: Engine) -> Engine:
+    """This test's empty, unmigrated database (conftest's ``engine`` opens a store first)."""
+    return fresh
 
 
 def table_names(engine: Engine) -> set[str]:
+    return set(inspect(engine).get_table_names())
+
+
+def plugin_trigger_sql(engine: Engine) -> str:
+    """The text of the plugin's triggers: SQLite's trigger bodies, PostgreSQL's plpgsql
+    functions (the triggers call them) — what must name the tables the database has."""
+    query = {
+        "sqlite": "SELECT sql FROM sqlite_master WHERE type = 'trigger'",
+        "postgresql": "SELECT prosrc FROM pg_proc WHERE proname LIKE 'openclaw_fts_%'",
+    }[engine.dialect.name]
     with engine.connect() as conn:
-        rows = conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'")).all()
-    return {r[0] for r in rows}
+        return " ".join(r[0] for r in conn.execute(text(query)))
 
 
 def found(store: TranscriptStore, query: str) -> set[tuple[str, str]]:
@@ -87,7 +99,7 @@ def write_old(engine: Engine, sid: str, bodies: list[str]) -> None:
                 text(
                     "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, "
                     "type, role, side, timestamp_ms, event) "
-                    "VALUES (:s, :q, :e, :p, 'message', 'user', 0, :t, :j)"
+                    "VALUES (:s, :q, :e, :p, 'message', 'user', false, :t, :j)"
                 ),
                 {
                     "s": sid,
@@ -102,7 +114,7 @@ def write_old(engine: Engine, sid: str, bodies: list[str]) -> None:
         conn.execute(
             text(
                 "INSERT INTO branches (session_id, tip_id, tip_seq, is_active) "
-                "VALUES (:s, :e, :q, 1)"
+                "VALUES (:s, :e, :q, true)"
             ),
             {"s": sid, "e": parent, "q": len(bodies) - 1},
         )
@@ -164,9 +176,10 @@ def test_old_database_with_data_upgrades_to_head(engine: Engine, url: str, revis
 
 
 def test_triggers_follow_the_rename_both_ways(engine: Engine) -> None:
-    """SQLite rewrites the trigger bodies that name a renamed table; raw SQL behind the
-    plugin's back still bumps ``last_seq`` and marks the session, at head and after a
-    downgrade."""
+    """The triggers follow the renamed tables (SQLite rewrites their bodies; 0005 recreates
+    PostgreSQL's functions each way): raw SQL behind the plugin's back still bumps
+    ``last_seq`` and marks the session, at head and after a downgrade, and every row and
+    branch survives both ways."""
     earlier_release_database(engine, REVISION_4)
     write_old(engine, "s1", ["one"])
 
@@ -175,14 +188,14 @@ def test_triggers_follow_the_rename_both_ways(engine: Engine) -> None:
             conn.execute(
                 text(
                     f"INSERT INTO {names['state']} (session_id, indexed_seq) VALUES ('s1', 0) "
-                    "ON CONFLICT (session_id) DO UPDATE SET needs_rebuild = 0"
+                    "ON CONFLICT (session_id) DO UPDATE SET needs_rebuild = false"
                 )
             )
             body = message(f"n{seq}", None, "raw", seq)
             conn.execute(
                 text(
                     "INSERT INTO transcript_events (session_id, seq, event_id, type, role, "
-                    "side, timestamp_ms, event) VALUES ('s1', :q, :e, 'message', 'user', 0, "
+                    "side, timestamp_ms, event) VALUES ('s1', :q, :e, 'message', 'user', false, "
                     ":q, :j)"
                 ),
                 {"q": seq, "e": f"n{seq}", "j": json.dumps(body)},
@@ -200,17 +213,20 @@ def test_triggers_follow_the_rename_both_ways(engine: Engine) -> None:
 
     migrate.upgrade(engine)
     assert exercise(NEW, 1) == (1, 1, 1)
+    assert counts(engine, {"branches": "openclaw_branches"}) == {"branches": 1}
     with engine.begin() as conn:  # a raw delete marks it too
-        conn.execute(text("UPDATE openclaw_index_state SET needs_rebuild = 0"))
+        conn.execute(text("UPDATE openclaw_index_state SET needs_rebuild = false"))
         conn.execute(text("DELETE FROM transcript_events WHERE seq = 1"))
         assert conn.execute(text("SELECT needs_rebuild FROM openclaw_index_state")).scalar() == 1
-    with engine.connect() as conn:
-        sql = conn.execute(
-            text("SELECT group_concat(sql, ' ') FROM sqlite_master WHERE type = 'trigger'")
-        ).scalar_one()
+    sql = plugin_trigger_sql(engine)
     assert "openclaw_sessions" in sql and "openclaw_index_state" in sql
     migrate.downgrade(engine, REVISION_4)
+    assert table_names(engine) >= OLD_NAMES | {"transcript_events"}
     assert exercise(OLD, 2) == (2, 1, 3)
+    assert counts(engine, {"events": "transcript_events", "branches": "branches"}) == {
+        "events": 2,  # seq 0 and 2 (the raw delete took seq 1)
+        "branches": 1,
+    }
     migrate.upgrade(engine)
     assert exercise(NEW, 3) == (3, 1, 4)
 
@@ -273,14 +289,14 @@ def raw_writes_reach_the_index_state(engine: Engine, names: dict[str, str], seq:
         conn.execute(
             text(
                 f"INSERT INTO {names['state']} (session_id, indexed_seq) VALUES ('r1', 0) "
-                "ON CONFLICT (session_id) DO UPDATE SET needs_rebuild = 0"
+                "ON CONFLICT (session_id) DO UPDATE SET needs_rebuild = false"
             )
         )
         body = message(f"r{seq}", None, "raw", seq)
         conn.execute(
             text(
                 "INSERT INTO transcript_events (session_id, seq, event_id, type, role, side, "
-                "timestamp_ms, event) VALUES ('r1', :q, :e, 'message', 'user', 0, :q, :j)"
+                "timestamp_ms, event) VALUES ('r1', :q, :e, 'message', 'user', false, :q, :j)"
             ),
             {"q": seq, "e": f"r{seq}", "j": json.dumps(body)},
         )
@@ -342,12 +358,12 @@ def test_a_host_sessions_table_before_the_plugin_migrations(
     with TranscriptStore(url, background=False) as store:
         store.reconcile()
         assert found(store, "hostfirstword") == {("s1", "m1")}
+    assert raw_writes_reach_the_index_state(engine, NEW, 7) == (7, 1)
     # Down to base: every plugin table goes, the host's stays with its rows.
     migrate.downgrade(engine, "base")
     assert table_names(engine) == {"sessions", "openclaw_fts_version"}
     assert host_tokens(engine) == ["t1"]
-    with engine.connect() as conn:
-        assert not conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'trigger'")).all()
+    assert plugin_trigger_sql(engine) == ""  # no trigger (function) of the plugin's is left
 
 
 def test_a_fresh_database_gets_the_namespaced_names_from_revision_1(engine: Engine) -> None:

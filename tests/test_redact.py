@@ -935,3 +935,95 @@ def test_authorization_keeps_the_scheme_word() -> None:
     for scheme in ("Digest", "AWS4-HMAC-SHA256", "Negotiate", "Hawk"):
         out = redact_text(f"Authorization: {scheme} a=q7vXk2Lm9Qr4Tv7Wn3Ys")
         assert out == f"Authorization: {scheme} ***"
+
+
+# --------------------------------------------------------------------------- values under
+# names that say little, vendor shapes and URL passwords (each: the text, the secret that must
+# not survive, a piece of the text that must stay)
+
+LITTLE_NAMES = [
+    (
+        "[child]\n    secretA = 698d93cf34ef6ee75c685c1e97c6c1b550819f46\n",
+        "34ef6ee75c685c1e",
+        "secretA",
+    ),
+    ("credentials:\n  nested:\n    secret_value: dcb5cd1a409f118e1a5a\n", "1a409f118e", "nested:"),
+    ("token_b64 = 'Zm9vYmFyYmF6cXV4MTIzNDU2'", "YmFyYmF6cXV4MTIz", "token_b64"),
+    ("API_KEY_2=Q3egRPn7XkZl2M4tB8cD", "RPn7XkZl", "API_KEY_2="),
+    ("[service]\napi_key =\n    l0abjygF/swyM57GZ8UWW3a7E\n", "swyM57GZ8UWW", "api_key ="),
+    ("token:\n  q7vXk2Lm9Qr4Tv7Wn3Ys\n", "Lm9Qr4Tv", "token:"),
+    ("high_entropy_secret: !!binary gxHdyN+8PveDdzWjpN3u2cZHR/1G\n", "8PveDdzWjpN3", "!!binary"),
+    ("service::api_key: 'MP4N2^nuK#rn7%Jb'\n", "MP4N2^nuK#rn7%Jb", "service::api_key"),
+    ('{"etsy_key": "qyhkacidou16l60meho59ne1"}', "cidou16l60meho", "etsy_key"),
+    ('{"mattermost_key": "rwqh7r0qrcisbuydmpunvxperr"}', "0qrcisbuydmpun", "mattermost_key"),
+    ('{"travisci_key": "MzuqpITiFt3DSThmyjbZPL"}', "ITiFt3DSTh", "travisci_key"),
+    (
+        "const client = new Client('k07d6ap3buub2w6ba6xifaoapm9e6q7g');",
+        "p3buub2w6ba6",
+        "new Client",
+    ),
+    (
+        'clickup = ClickUpClient("pk_12345678_V796L5XFNSUTSO0PCDEUZY0OF6KOM1H8")',
+        "XFNSUTSO0PCD",
+        "ClickUp",
+    ),
+    ("the clickup key pk_12345678_V796L5XFNSUTSO0PCDEUZY0OF6KOM1H8 here", "XFNSUTSO0PCD", "here"),
+    ('client = Client("SK53b5455687c86704054d75f576aa5776", auth)', "5687c86704054d", "auth)"),
+    ("I pasted the key SK6a8040f85687359d14979ad3340fc739 into it", "85687359d149", "into it"),
+    ("mongodb+srv://app:#^_g86AG1uVkLlh*S@cluster0.example.net/prod", "g86AG1uVkLlh", "@cluster0"),
+    ("jdbc:mysql://db:3306/shop?user=app&password=#^_g86AG1uVkLlh*S", "g86AG1uVkLlh", "user=app"),
+    (
+        'credentials {\n    username "deploy"\n    password "houi1gQm5m3D"\n}',
+        "houi1gQm5m3D",
+        "deploy",
+    ),
+    ("Ldap password               ----   Y%=H1cImool!", "Y%=H1cImool!", "Ldap password"),
+    (
+        "buildConfigField 'String', 'API_KEY', '\"a2591cf96638bcea4fc8950bb45726b8\"'",
+        "cf96638bcea4",
+        "API_KEY",
+    ),
+    (
+        "Provider=SQLNCLI;Server=srv,1433;Database=db;Uid=app;Pwd=k7w5JqOEudKaHV;",
+        "k7w5JqOEudKaHV",
+        "Uid=app",
+    ),
+    (
+        "curl -H 'Jenkins-Crumb:47ecc2220810d7939da41fd810de92f9' http://ci",
+        "2220810d7939da",
+        "http://ci",
+    ),
+    ("admin_access:NRAA-5b73376be08025530e60d3250ac", "76be08025530e6", "admin_access:"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), LITTLE_NAMES)
+def test_values_under_names_that_say_little_are_masked(text: str, secret: str, kept: str) -> None:
+    out = redact_text(text)
+    assert secret not in out, out
+    assert kept in out, out
+    assert redact_text(out) == out
+
+
+STILL_PUBLIC = [
+    '"AWS::ApiGateway::ApiKey": "48205d4ffd7feba3",',  # a CloudFormation type and its hash
+    "#4 0x4033e3 in setup_temp ../trust/test-token.c:79",  # a file name, a line number
+    'print(f"password={password!r}")',  # a format field
+    "sqlalchemy_utils/types/password.py,sha256=zaIcQWmKyqjJLadvYrLOtnhR3cgmoUavv-1lGFgBKL0,7821",
+    "MasterUserPassword: !Ref DbPassword",  # a CloudFormation reference
+    "password: !secret db_password",  # Home Assistant's secrets file
+    "api_key:\n  nested: 1\n",  # a nested mapping, not a value
+    "tokens:\n  - a\n  - b\n",  # a list
+    'ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"',  # an alphabet written out
+    'charset_key = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"',
+    "https://example.com/docs#section@anchor",
+    "PWD=/home/alice/src",  # the shell's current directory
+    "cd $PWD && pwd",
+    "the password -> see the docs",
+    '  label "Password"',
+]
+
+
+@pytest.mark.parametrize("text", STILL_PUBLIC)
+def test_public_look_alikes_of_the_new_families_stay(text: str) -> None:
+    assert redact_text(text) == text

@@ -147,11 +147,15 @@ HELDOUT = Path(__file__).parent / "fixtures" / "redaction_heldout.jsonl"
 #: Highest leak rate of the tuned part of tests/fixtures/redaction_heldout.jsonl (the families
 #: the rules were changed for; the goal of docs/redaction.md).
 MAX_TUNED_LEAK_RATE = 0.02
-#: Highest leak rates of its held-out parts. These are NOT the goal (3 %): they are the figures
-#: first measured (6.4 % and 6.7 %, docs/redaction.md) plus a margin, so that a change that
-#: makes the rules generalise worse fails here.
-MAX_HELDOUT_LEAK_RATE = 0.07
-MAX_HELDOUT2_LEAK_RATE = 0.08
+#: Highest leak rates of its other parts. Splits 1, 2 and 3 were each measured held out once
+#: (6.4 %, 6.7 %, 20.2 %) and tuned on since (0 % now): their bound is the tuned goal. Split 4
+#: is held out: its bound is NOT the goal (3 %) but its one measurement (9/96,
+#: docs/redaction.md) plus a margin, so that a change that makes the rules generalise worse
+#: fails here.
+MAX_HELDOUT_LEAK_RATE = 0.02
+MAX_HELDOUT2_LEAK_RATE = 0.02
+MAX_HELDOUT3_LEAK_RATE = 0.02
+MAX_HELDOUT4_LEAK_RATE = 0.11
 
 
 def test_the_tuned_and_held_out_corpora_leak_within_their_bounds() -> None:
@@ -160,6 +164,8 @@ def test_the_tuned_and_held_out_corpora_leak_within_their_bounds() -> None:
         ("tuned", MAX_TUNED_LEAK_RATE),
         ("heldout", MAX_HELDOUT_LEAK_RATE),
         ("heldout2", MAX_HELDOUT2_LEAK_RATE),
+        ("heldout3", MAX_HELDOUT3_LEAK_RATE),
+        ("heldout4", MAX_HELDOUT4_LEAK_RATE),
     ):
         part = [c for c in cases if c["split"] == split]
         leaks = Counter(c["family"] for c in part if leaked(c, redact_text(c["text"])))

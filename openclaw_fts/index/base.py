@@ -180,6 +180,11 @@ class Reader(Protocol):
         about the index (a read-only database, a lock held elsewhere); None otherwise."""
         ...
 
+    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        """Each tracked word whose impact list (:mod:`.impact`) differs from the rows the index
+        says it should hold: ``{"missing": n, "extra": n}``."""
+        ...
+
 
 class Writer(Protocol):
     """The write side of an index backend: every statement that writes transcripts, index rows,
@@ -361,8 +366,8 @@ class Backend(Reader, Writer, Protocol):
         ...
 
     def tables_at_head(self, conn: Connection) -> bool:
-        """On a database holding every plugin table: whether it also has what the revisions
-        after the last table change add (what a host's version table may not say)."""
+        """On a database holding every plugin table of revision 0005 (and not 0007's): whether
+        it also has what revision 0006 adds (what a host's version table may not say)."""
         ...
 
     def match_parts(

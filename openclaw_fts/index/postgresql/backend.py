@@ -31,7 +31,7 @@ from ...query import CompiledQuery
 from ...rows import EVENT_COLUMNS, EventRow, NewRow, SessionContext
 from ..base import Lease
 from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
-from . import partition
+from . import impact, partition
 from .compose import match_parts
 from .lease import AdvisoryLease, RowLease
 from .names import is_search_object
@@ -349,8 +349,18 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     def optimize(self, conn: Connection) -> None:
         """Refresh the planner's statistics of the index rows (GIN merges its pending list on
-        its own; ``VACUUM`` cannot run inside a transaction)."""
-        self.run(conn, f"ANALYZE {CONTENT_TABLE}")
+        its own; ``VACUUM`` cannot run inside a transaction), then track the words they show
+        became frequent (:mod:`.impact`)."""
+        target = partition.PARTITIONED_TABLE if partition.is_partitioned(conn) else CONTENT_TABLE
+        self.run(conn, f"ANALYZE {target}")
+        impact.promote(conn)
+
+    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        return impact.drift(conn)
+
+    def rebuild_all(self, conn: Connection) -> None:
+        """The ``tsvector`` column is generated: only the impact lists are rewritten."""
+        impact.rebuild(conn)
 
     # ------------------------------------------------------------ schema
 

@@ -4,7 +4,8 @@ Invariant: after :func:`partition_by_agent`, ``message_index`` is a view over
 :data:`PARTITIONED_TABLE` (``PARTITION BY HASH (agent_id)``) that every statement of the plugin
 reads and writes exactly as it did the table: an ``INSTEAD OF INSERT`` trigger fills the row's
 ``agent_id`` from its session (and its ``id`` from the same sequence), ``INSTEAD OF DELETE``
-deletes the row from its partition, and a change of a session's ``agent_id`` moves its rows to
+deletes the row from its partition (and, by a trigger, its impact-list rows), and a change of a
+session's ``agent_id`` moves its rows to
 the agent's partition in the same statement. So every index row lives in the partition of its
 session's agent, at every commit. The conversion runs in the caller's one transaction (all or
 nothing) and keeps every row and id. A search whose caller can only see a known set of agents
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, text
 
 from ..visibility_sql import visible
+from . import impact
 from .names import GIN_INDEX, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
 
 if TYPE_CHECKING:
@@ -95,6 +97,7 @@ def partition_by_agent(conn: Connection, partitions: int = DEFAULT_PARTITIONS) -
             "JOIN openclaw_sessions AS s ON s.session_id = f.session_id"
         )
     ).rowcount
+    impact.before_partitioning(conn)
     run(f"DROP TABLE {_FLAT}")
     # Unique keys must hold the partition key; the session's rows determine its agent, so
     # (id, agent_id) and (session_id, event_id, agent_id) are as unique as (id) and
@@ -152,6 +155,7 @@ def partition_by_agent(conn: Connection, partitions: int = DEFAULT_PARTITIONS) -
         "ON openclaw_sessions FOR EACH ROW WHEN (OLD.agent_id IS DISTINCT FROM NEW.agent_id) "
         f"EXECUTE FUNCTION {_MOVE_FUNCTION}()"
     )
+    impact.after_partitioning(conn, PARTITIONED_TABLE)
     run(f"ANALYZE {PARTITIONED_TABLE}")
     return int(moved or 0)
 
@@ -214,6 +218,7 @@ def unpartition(conn: Connection) -> int:
         f"ALTER TABLE {VIEW} ALTER COLUMN {TSVECTOR_COLUMN} "
         f"SET STATISTICS {TSVECTOR_STATISTICS_TARGET}"
     )
+    impact.after_unpartitioning(conn)
     run(f"ANALYZE {VIEW}")
     return int(moved or 0)
 

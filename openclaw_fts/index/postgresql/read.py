@@ -9,7 +9,10 @@ the server only as ONE bound parameter, the ``to_tsquery`` input written by
 better, so ``score`` (``-rank``) is ``ts_rank`` with normalisation 1 -- the weighted frequency
 of the query's lexemes in the message, divided by ``1 + log(number of words)``; no corpus-wide
 statistic (unlike bm25: a word's rarity does not count), comparable only within one query.
-Statements run through SQLAlchemy ``text()`` with ``:name`` parameters.
+Statements run through SQLAlchemy ``text()`` with ``:name`` parameters. A one-word search of
+a wide caller with no filter walks the word's impact list instead (:mod:`.impact`: the same
+rows, ranks and order, visibility and the pending join in the walking statement), when the
+list holds enough visible rows.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from sqlalchemy import Connection, TextClause, text
 from ...rows import Hit, SearchRequest
 from ...spelling import one_edit
 from ..hits import hit_texts, user_filters
+from ..impact import fast_path_word
 from ..pending import EXACT_JOIN, pending_probe_sql
 from ..visibility_sql import visible
+from . import impact
 from .names import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
 from .partition import PARTITIONED_TABLE, agent_scope_sql, is_partitioned, visible_agents
 from .query import render
@@ -289,6 +294,9 @@ class PostgresSearch:
     #: No: any commit anywhere changes the snapshot its memo is keyed by, and the probe reads
     #: every session (docs/postgresql.md); search asks ``pending_visible`` only.
     GLOBAL_PENDING_PROBE = False
+    #: Whether a one-word search of a wide caller walks the word's impact list when it has one
+    #: (:mod:`.impact`); off, every search takes the exact path.
+    IMPACT_LISTS = True
 
     def any_pending(self, conn: Connection) -> bool:
         """Remembered per DBAPI connection for one snapshot: ``pg_current_snapshot()`` (xmin,
@@ -364,11 +372,40 @@ class PostgresSearch:
         _one_snapshot(conn)
         _custom_plans(conn)
         agents = visible_agents(conn, caller) if is_partitioned(conn) else None
-        sql, params = with_bodies_sql(caller, req, exact=exact, agents=agents)
-        rows = conn.execute(text(sql), params).all()
+        rows = self._impact_rows(conn, caller, req, exact=exact, agents=agents)
+        if rows is None:
+            sql, params = with_bodies_sql(caller, req, exact=exact, agents=agents)
+            rows = conn.execute(text(sql), params).all()
         # for hit_texts, in this transaction (index rows never change)
         _keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in rows})
         return [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows]
+
+    def _impact_rows(
+        self,
+        conn: Connection,
+        caller: Caller,
+        req: SearchRequest,
+        *,
+        exact: bool,
+        agents: list[str] | None,
+    ) -> Sequence[Any] | None:
+        """The ranked rows (with their bodies) from the query's word's impact list
+        (:mod:`.impact`), or None when the exact path must answer: not one frequent word,
+        a filter or narrow caller, or too few visible rows in the list."""
+        word = fast_path_word(req) if self.IMPACT_LISTS and not caller.is_narrow else None
+        if word is None:
+            return None
+        where, params = _visible_sql(caller, None)
+        scope = ""
+        if agents is not None:
+            scope_sql, scope_params = agent_scope_sql("mi", agents)
+            scope = f" AND {scope_sql}"
+            params.update(scope_params)
+        sql, params = impact.top_sql(
+            word, req, where, params, pending="" if exact else _CLEAN_JOIN, scope=scope
+        )
+        rows = conn.execute(text(sql), params).all()
+        return rows if len(rows) == req.limit + 1 else None
 
     def session_hits(
         self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool

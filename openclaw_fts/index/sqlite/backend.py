@@ -24,13 +24,13 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
 from ...errors import UnsupportedDatabaseError
-from ...models import MessageIndex
+from ...models import MessageImpact, MessageIndex
 from ...query import CompiledQuery
 from ...rows import NewRow
 from ..base import READ_ONLY, WRITE, Lease
 from ..lease import TableLease
 from ..sql import SqlBackend
-from . import connect, edit_triggers
+from . import connect, edit_triggers, impact
 from .compose import match_parts
 from .fts import (
     CREATE_STATEMENTS,
@@ -83,8 +83,9 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     def attach_ddl(self) -> None:
         """``metadata.create_all()`` / ``drop_all()`` (hosts without Alembic, quick tests)
-        create and drop the FTS5 side and revision 0004's edit triggers with ``message_index``
-        on SQLite (the migrations carry frozen copies of the same statements)."""
+        create and drop the FTS5 side and revision 0004's edit triggers with ``message_index``,
+        and revision 0007's impact-row delete trigger with ``message_impact``, on SQLite (the
+        migrations carry frozen copies of the same statements)."""
         table = MessageIndex.__table__
         for when, statements in (
             ("after_create", CREATE_STATEMENTS + edit_triggers.CREATE_STATEMENTS),
@@ -93,13 +94,20 @@ class SqliteBackend(SqliteSearch, SqlBackend):
             for statement in statements:
                 ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
                 event.listen(table, when, ddl)
+        impact_table = MessageImpact.__table__
+        for when, statement in (
+            ("after_create", impact.CREATE_DELETE_TRIGGER),
+            ("before_drop", impact.DROP_DELETE_TRIGGER),
+        ):
+            ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
+            event.listen(impact_table, when, ddl)
 
     def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
         """The FTS5 virtual table and its shadow tables."""
         return type_ == "table" and is_fts_table(name)
 
     def tables_at_head(self, conn: Connection) -> bool:
-        """Revision 0006 does nothing on SQLite: every table present is head."""
+        """Revision 0006 does nothing on SQLite: a database with 0005's tables has it."""
         return True
 
     # ------------------------------------------------------------ engines and connections
@@ -150,7 +158,7 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         connect.apply_now(dbapi_connection, busy_timeout_ms=busy_timeout_ms)
 
     def begin_write(self, conn: Connection) -> None:
-        connect.take_write_lock(conn)
+        connect.take_write_lock(cursor(conn))
 
     def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
         raise UnsupportedDatabaseError("openclaw-fts: SQLite has no partitioned layout")
@@ -195,7 +203,10 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         return value.strftime(SQL_TIME)
 
     def insert_rows(self, conn: Connection, rows: Sequence[NewRow]) -> None:
-        insert_rows(conn, rows)
+        """The rows, their FTS5 entries and their impact-list rows (:mod:`.impact`)."""
+        first = insert_rows(conn, rows)
+        if rows:
+            impact.add_rows(cursor(conn), first, rows)
 
     def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
         delete_rows(conn, ids)
@@ -206,10 +217,12 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     def rebuild_all(self, conn: Connection) -> None:
         """FTS5 re-reads its whole index from the content table."""
         cursor(conn).execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+        impact.rebuild(cursor(conn))
 
     def optimize(self, conn: Connection) -> None:
-        """Merge the FTS5 index's segments into one."""
+        """Merge the FTS5 index's segments into one; track the words that became frequent."""
         cursor(conn).execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+        impact.promote(cursor(conn))
 
     # ------------------------------------------------------------ checks
 
@@ -219,6 +232,9 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         conn.execute(
             text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
         )
+
+    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        return impact.drift(cursor(conn))
 
     def check_skipped(self, error: BaseException) -> str | None:
         code = getattr(error, "sqlite_errorcode", None)  # Python >= 3.11

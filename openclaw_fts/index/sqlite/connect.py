@@ -13,8 +13,6 @@ import contextlib
 import sqlite3
 from typing import Any
 
-from sqlalchemy import Connection
-
 #: WAL file size kept after checkpoints (bytes).
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 #: A statement that writes nothing but takes SQLite's write lock (waiting up to the busy
@@ -61,8 +59,10 @@ def begin(dbapi_connection: Any, *, immediate: bool) -> None:
     dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def take_write_lock(conn: Connection) -> None:
-    """Take the write lock now (before a flush's first read: a deferred transaction that
-    reads, then writes after another connection committed, fails at once; taking the lock
-    first waits the busy timeout)."""
-    conn.exec_driver_sql(TAKE_WRITE_LOCK)
+def take_write_lock(cursor: Any) -> None:
+    """Take the write lock now, on a DBAPI cursor of the transaction (before a flush's first
+    read: a deferred transaction that reads, then writes after another connection committed,
+    fails at once; taking the lock first waits the busy timeout). Straight on the driver, as
+    the append's own statements are: SQLAlchemy's statement handling would cost more than the
+    statement."""
+    cursor.execute(TAKE_WRITE_LOCK)

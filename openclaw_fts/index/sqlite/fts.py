@@ -141,10 +141,11 @@ def is_fts_table(name: str) -> bool:
     return name == FTS_TABLE or any(name == FTS_TABLE + s for s in FTS_SHADOW_SUFFIXES)
 
 
-def insert_rows(conn: Connection, rows: Sequence[NewRow]) -> None:
-    """Write rows into the content table and FTS5: two ``executemany`` calls, explicit ids."""
+def insert_rows(conn: Connection, rows: Sequence[NewRow]) -> int:
+    """Write rows into the content table and FTS5: two ``executemany`` calls, explicit ids
+    (consecutive); returns the first row's id."""
     if not rows:
-        return
+        return 0
     cur = cursor(conn)
     start = cur.execute(f"SELECT coalesce(max(id), 0) FROM {CONTENT_TABLE}").fetchone()[0]
     ids = range(start + 1, start + 1 + len(rows))
@@ -160,6 +161,7 @@ def insert_rows(conn: Connection, rows: Sequence[NewRow]) -> None:
         f"INSERT INTO {FTS_TABLE} (rowid, body, sess) VALUES (?, ?, ?)",
         [(i, r.body, r.sess) for i, r in zip(ids, rows, strict=True)],
     )
+    return int(start) + 1
 
 
 def in_lists(values: Sequence[T]) -> Iterator[tuple[list[T], str]]:

@@ -5,7 +5,9 @@ Invariant: hidden sessions never consume the limit and never appear. Either visi
 pending filter and every user filter are in the same statement as the full-text MATCH, before
 ranking and LIMIT (narrow callers: every visible match is fetched and ranked here), or — no
 filter but visibility, nothing pending — FTS5 ranks alone and the top rows are judged by the
-visibility, the statement deciding whenever those rows cannot prove the answer. Every statement
+visibility, the statement deciding whenever those rows cannot prove the answer; or — one
+frequent word, a wide caller, no filter but visibility — the word's impact list is walked with
+visibility and the pending filter in the walking statement (:mod:`.impact`). Every statement
 runs on the DBAPI cursor of the caller's transaction (:func:`cursor`), so all of one search reads
 one snapshot. Nothing here writes.
 """
@@ -21,8 +23,10 @@ from ...caller import Caller
 from ...rows import INDEX_VERSION, SESSION_TOKEN_PREFIX, Hit, SearchRequest, session_token
 from ...spelling import edit_distance
 from ..hits import hit_texts, user_filters
+from ..impact import fast_path_word
 from ..pending import EXACT_JOIN, pending_probe_sql
 from ..visibility_sql import Predicate, visible
+from . import impact
 from .fts import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
@@ -118,6 +122,10 @@ class SqliteSearch:
 
     #: Remembered per connection until the database changes.
     GLOBAL_PENDING_PROBE = True
+    #: Whether a one-word search of a wide caller walks the word's impact list when it has one
+    #: (:mod:`.impact`); off, every search takes the exact path (what the bench and the tests
+    #: compare the lists with).
+    IMPACT_LISTS = True
 
     def any_pending(self, conn: Connection) -> bool:
         """Whether any session at all is pending in this transaction's snapshot.
@@ -164,6 +172,13 @@ class SqliteSearch:
             and req.order == "relevance"
         )
         pred = visible(caller, "s")
+        word = fast_path_word(req) if self.IMPACT_LISTS and not caller.is_narrow else None
+        if word is not None:
+            where, params = _visible_sql(caller, None, pred)
+            pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
+            top = impact.top_hits(cursor(conn), word, where, params, req.limit + 1, pending)
+            if top is not None:
+                return top
         # Ranked by FTS5 alone when everything is visible, or when the match set is large
         # enough that scoring every match beats joining every match first.
         if (

@@ -1,0 +1,372 @@
+"""The impact lists on SQLite (:mod:`..impact`): written beside FTS5, walked by search.
+
+Invariant: every tracked word's list holds exactly the ``message_index`` rows whose body FTS5
+indexes the word under (as the tokenizer mirror of :mod:`openclaw_fts.tokens` reads it: exact
+for ASCII text, and for other text up to the characters Unicode added after SQLite's tables)
+and whose impact reaches the word's ``min_impact``; a row's ``tf`` is the word's occurrences in
+the body, ``doc_len`` the row's token count as bm25 reads it (FTS5's own ``docsize`` record:
+body and session token), ``impact`` the bm25 factor with the word's fixed average length
+(``message_impact_terms.avg_len``, the index's average when the word became tracked), so two
+rows with the same ``tf`` and length tie exactly. Rows are added by :func:`add_rows` in the
+transaction that inserts the index rows, deleted with them by the foreign key's cascade (and a
+trigger, for connections without foreign keys), and a word's list is written by :func:`track`
+in the transaction that makes it tracked. :func:`top_hits` re-scores the first rows of a list
+with the index's current average length, so the order it returns is bm25's up to the rows
+beyond its margin.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from ...rows import Hit, NewRow
+from ...tokens import tokenize
+from ..impact import (
+    FREQUENT_TERM_MIN_DOCS,
+    IMPACT_TABLE,
+    LIST_DIVISOR,
+    LIST_MIN_ROWS,
+    RESCORE_MARGIN,
+    TERMS_TABLE,
+    WALK_CAP_ROWS,
+    bm25_factor,
+    promote_due,
+    trackable,
+)
+from .fts import CONTENT_TABLE, FTS_TABLE
+
+#: FTS5's shadow tables this module reads: the per-row token counts and the index's totals.
+DOCSIZE_TABLE = f"{FTS_TABLE}_docsize"
+DATA_TABLE = f"{FTS_TABLE}_data"
+#: The row of ``message_fts_data`` holding FTS5's totals (row count, tokens per column).
+AVERAGES_ROWID = 1
+#: fts5vocab tables over the index (TEMP: never written to the database file).
+VOCAB_COLUMNS = "temp.openclaw_fts_vocab"
+VOCAB_INSTANCES = "temp.openclaw_fts_instances"
+#: Newest rows whose words a checkpoint reads to find the words that became frequent.
+SAMPLE_ROWS = 1024
+#: Row ids bound per statement (as a JSON array).
+ID_CHUNK = 5000
+
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+#: Removes a deleted index row's list rows even on a connection without ``PRAGMA
+#: foreign_keys`` (raw SQL), whose delete would not cascade: a later row may take its id.
+DELETE_TRIGGER = "message_index_impact_delete"
+CREATE_DELETE_TRIGGER = (
+    f"CREATE TRIGGER IF NOT EXISTS {DELETE_TRIGGER} AFTER DELETE ON {CONTENT_TABLE} BEGIN "
+    f"DELETE FROM {IMPACT_TABLE} WHERE row_id = old.id; END"
+)
+DROP_DELETE_TRIGGER = f"DROP TRIGGER IF EXISTS {DELETE_TRIGGER}"
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's big-endian varints (the 9th byte carries 8 bits), as FTS5 writes them."""
+    out: list[int] = []
+    i, n = 0, len(blob)
+    while i < n:
+        value = 0
+        for k in range(9):
+            byte = blob[i]
+            i += 1
+            if k == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def avg_len(cur: sqlite3.Cursor) -> float:
+    """The index's average row length in tokens (all columns), as bm25 computes it."""
+    row = cur.execute(f"SELECT block FROM {DATA_TABLE} WHERE id = ?", (AVERAGES_ROWID,)).fetchone()
+    if row is None or not row[0]:
+        return 1.0
+    values = _varints(bytes(row[0]))
+    rows, tokens = values[0], sum(values[1:])
+    return tokens / rows if rows > 0 and tokens > 0 else 1.0
+
+
+def _doc_lens(cur: sqlite3.Cursor, ids: Sequence[int]) -> dict[int, int]:
+    """Each row's token count (all columns) from FTS5's ``docsize`` records."""
+    found: dict[int, int] = {}
+    for start in range(0, len(ids), ID_CHUNK):
+        chunk = json.dumps(list(ids[start : start + ID_CHUNK]))
+        for row_id, size in cur.execute(
+            f"SELECT id, sz FROM {DOCSIZE_TABLE} WHERE id IN (SELECT value FROM json_each(?))",
+            (chunk,),
+        ):
+            found[int(row_id)] = sum(_varints(bytes(size)))
+    return found
+
+
+def word_counts(body: str) -> Counter[str]:
+    """The trackable words of an indexed body and their occurrences."""
+    if body.isascii():
+        return Counter(_ASCII_WORD.findall(body.lower()))
+    return Counter(t.norm for t in tokenize(body) if trackable(t.norm))
+
+
+def add_rows(cur: sqlite3.Cursor, first_id: int, rows: Sequence[NewRow]) -> None:
+    """Add the lists' rows of index rows just inserted with ids ``first_id…`` (and their FTS5
+    entries), then look for newly frequent words when the ids crossed a checkpoint."""
+    if not rows:
+        return
+    counts = [word_counts(r.body) for r in rows]
+    words = sorted(set().union(*counts))
+    tracked: dict[str, tuple[float, float]] = {}
+    if words:
+        tracked = {
+            str(term): (float(avg), float(cut))
+            for term, avg, cut in cur.execute(
+                f"SELECT term, avg_len, min_impact FROM {TERMS_TABLE} "
+                "WHERE term IN (SELECT value FROM json_each(?))",
+                (json.dumps(words),),
+            )
+        }
+    if tracked:
+        ids = [first_id + k for k, c in enumerate(counts) if not tracked.keys().isdisjoint(c)]
+        lens = _doc_lens(cur, ids)
+        found = (
+            (row_id, term, bm25_factor(tf, lens[row_id], tracked[term][0]), tf, lens[row_id])
+            for row_id in ids
+            if row_id in lens
+            for term, tf in counts[row_id - first_id].items()
+            if term in tracked
+        )
+        cur.executemany(
+            f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [row for row in found if row[2] >= tracked[row[1]][1]],
+        )
+    last = first_id + len(rows) - 1
+    if promote_due(first_id - 1, last):
+        promote_recent(cur, last)
+
+
+def promote_recent(cur: sqlite3.Cursor, newest: int) -> list[str]:
+    """Track the words that became frequent, judged from the newest rows: the trackable words
+    of the last :data:`SAMPLE_ROWS` rows frequent enough there to be held by
+    ``FREQUENT_TERM_MIN_DOCS`` rows of the whole index at that rate (halved: a margin) are
+    counted in FTS5 (up to the threshold), and tracked when they reach it. A word that grew
+    frequent was written while it did, so a checkpoint meets it (the full vocabulary scan of
+    :func:`promote`, ~0.4 s at 100k events, is for the migration and ``optimize``)."""
+    bodies = [
+        str(body)
+        for (body,) in cur.execute(
+            f"SELECT body FROM {CONTENT_TABLE} WHERE id > ? AND id <= ?",
+            (newest - SAMPLE_ROWS, newest),
+        )
+    ]
+    if not bodies:
+        return []
+    seen: Counter[str] = Counter()
+    for body in bodies:
+        seen.update(word_counts(body).keys())
+    bar = FREQUENT_TERM_MIN_DOCS * len(bodies) / (2 * max(newest, 1))
+    candidates = sorted(word for word, n in seen.items() if n >= bar)
+    if not candidates:
+        return []
+    known = {
+        str(t)
+        for (t,) in cur.execute(
+            f"SELECT term FROM {TERMS_TABLE} WHERE term IN (SELECT value FROM json_each(?))",
+            (json.dumps(candidates),),
+        )
+    }
+    average = avg_len(cur)
+    added = []
+    for word in candidates:
+        if word in known:
+            continue
+        docs = cur.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT ?)",
+            (f'body : "{word}"', FREQUENT_TERM_MIN_DOCS),
+        ).fetchone()[0]
+        if docs >= FREQUENT_TERM_MIN_DOCS:
+            track(cur, word, _count(cur, word), average)
+            added.append(word)
+    return added
+
+
+def _count(cur: sqlite3.Cursor, word: str) -> int:
+    """Rows holding ``word`` (FTS5 walks its doclist)."""
+    return int(
+        cur.execute(
+            f"SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?", (f'body : "{word}"',)
+        ).fetchone()[0]
+    )
+
+
+def frequent_words(cur: sqlite3.Cursor, min_docs: int) -> list[tuple[str, int]]:
+    """Trackable words of the index held by at least ``min_docs`` rows, with their counts (a
+    scan of FTS5's vocabulary)."""
+    cur.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_COLUMNS} "
+        f"USING fts5vocab(main, '{FTS_TABLE}', 'col')"
+    )
+    return [
+        (str(term), int(doc))
+        for term, doc in cur.execute(
+            f"SELECT term, doc FROM {VOCAB_COLUMNS} WHERE col = 'body' AND doc >= ?", (min_docs,)
+        )
+        if trackable(str(term))
+    ]
+
+
+def promote(cur: sqlite3.Cursor, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> list[str]:
+    """Track every trackable word held by at least ``min_docs`` rows that is not tracked yet
+    (each list written whole, in the caller's transaction); returns the words."""
+    known = {str(t) for (t,) in cur.execute(f"SELECT term FROM {TERMS_TABLE}")}
+    new = [(term, docs) for term, docs in frequent_words(cur, min_docs) if term not in known]
+    if not new:
+        return []
+    average = avg_len(cur)
+    for term, docs in new:
+        track(cur, term, docs, average)
+    return [term for term, _ in new]
+
+
+def track(cur: sqlite3.Cursor, term: str, docs: int, average: float) -> None:
+    """Write ``term``'s list (occurrences per row from FTS5's own instances; its best rows, see
+    ``impact.LIST_MIN_ROWS``) and make it tracked with ``average`` as its fixed average
+    length."""
+    cur.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_INSTANCES} "
+        f"USING fts5vocab(main, '{FTS_TABLE}', 'instance')"
+    )
+    tfs = dict(
+        cur.execute(
+            f"SELECT doc, count(*) FROM {VOCAB_INSTANCES} WHERE term = ? AND col = 'body' "
+            "GROUP BY doc",
+            (term,),
+        ).fetchall()
+    )
+    lens = _doc_lens(cur, sorted(tfs))
+    rows = sorted(
+        (
+            (row_id, term, bm25_factor(tf, lens[row_id], average), tf, lens[row_id])
+            for row_id, tf in tfs.items()
+            if row_id in lens
+        ),
+        key=lambda row: -row[2],
+    )
+    keep = max(LIST_MIN_ROWS, docs // LIST_DIVISOR)
+    cut = rows[keep - 1][2] if len(rows) > keep else 0.0
+    cur.execute(f"DELETE FROM {IMPACT_TABLE} WHERE term = ?", (term,))
+    cur.executemany(
+        f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) VALUES (?, ?, ?, ?, ?)",
+        [row for row in rows if row[2] >= cut],
+    )
+    cur.execute(
+        f"INSERT OR REPLACE INTO {TERMS_TABLE} (term, docs, avg_len, min_impact) "
+        "VALUES (?, ?, ?, ?)",
+        (term, docs, average, cut),
+    )
+
+
+def _expected(cur: sqlite3.Cursor, term: str, average: float, cut: float) -> set[int]:
+    """The rows ``term``'s list should hold, from FTS5's instances and row sizes."""
+    cur.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_INSTANCES} "
+        f"USING fts5vocab(main, '{FTS_TABLE}', 'instance')"
+    )
+    tfs = dict(
+        cur.execute(
+            f"SELECT doc, count(*) FROM {VOCAB_INSTANCES} WHERE term = ? AND col = 'body' "
+            "GROUP BY doc",
+            (term,),
+        ).fetchall()
+    )
+    lens = _doc_lens(cur, sorted(tfs))
+    return {
+        row_id
+        for row_id, tf in tfs.items()
+        if row_id in lens and bm25_factor(tf, lens[row_id], average) >= cut
+    }
+
+
+def drift(cur: sqlite3.Cursor) -> dict[str, dict[str, int]]:
+    """Each tracked word whose list differs from what FTS5 says it should hold."""
+    found: dict[str, dict[str, int]] = {}
+    terms = cur.execute(f"SELECT term, avg_len, min_impact FROM {TERMS_TABLE}").fetchall()
+    for term, average, cut in terms:
+        want = _expected(cur, str(term), float(average), float(cut))
+        have = {
+            int(r)
+            for (r,) in cur.execute(f"SELECT row_id FROM {IMPACT_TABLE} WHERE term = ?", (term,))
+        }
+        if want != have:
+            found[str(term)] = {"missing": len(want - have), "extra": len(have - want)}
+    return found
+
+
+def rebuild(cur: sqlite3.Cursor) -> None:
+    """Rewrite every tracked word's list from FTS5 (after FTS5 was rebuilt from its content)."""
+    average = avg_len(cur)
+    for term, docs in cur.execute(f"SELECT term, docs FROM {TERMS_TABLE}").fetchall():
+        track(cur, str(term), int(docs), average)
+    promote(cur)
+
+
+def is_tracked(cur: sqlite3.Cursor, word: str) -> bool:
+    return (
+        cur.execute(f"SELECT 1 FROM {TERMS_TABLE} WHERE term = ?", (word,)).fetchone() is not None
+    )
+
+
+def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
+    return (hit[7] if hit[7] is not None else 0.0, -hit[5], hit[6], hit[3], hit[0])
+
+
+def top_hits(
+    cur: sqlite3.Cursor,
+    word: str,
+    where: str,
+    params: dict[str, Any],
+    want: int,
+    pending: str,
+) -> list[Hit] | None:
+    """The best ``want`` visible hits of the one tracked word ``word`` in bm25 order (``rank``:
+    minus the factor, no IDF: lower is better), or None when it is not tracked or its list
+    holds fewer than ``want`` visible rows among its first :data:`WALK_CAP_ROWS` (the exact
+    path decides).
+    ``where``/``params``: the visibility over sessions ``s``; ``pending``: the join that keeps
+    only exactly indexed sessions ('' when none is pending)."""
+    if not is_tracked(cur, word):
+        return None
+    fetch = want + RESCORE_MARGIN
+    select = (
+        "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
+        "s.session_key, i.impact, i.tf, i.doc_len "
+        f"FROM (SELECT row_id, impact, tf, doc_len FROM {IMPACT_TABLE} WHERE term = :w "
+        "{extra}ORDER BY impact DESC LIMIT :cap) AS i "
+        f"CROSS JOIN {CONTENT_TABLE} AS mi ON mi.id = i.row_id "
+        f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
+        f"WHERE {where} LIMIT :outer"
+    )
+    bound = {**params, "w": word, "cap": WALK_CAP_ROWS, "outer": fetch}
+    rows = cur.execute(select.format(extra=""), bound).fetchall()
+    if len(rows) < want:
+        return None  # the list's best rows hold too few visible ones: the exact path decides
+    if len(rows) == fetch:
+        # every row tied with the last one read, so the tie-break below sees them all
+        seen = {r[0] for r in rows}
+        ties = cur.execute(
+            select.format(extra="AND impact = :last "),
+            {**bound, "last": rows[-1][7], "outer": WALK_CAP_ROWS},
+        ).fetchall()
+        rows.extend(r for r in ties if r[0] not in seen)
+    average = avg_len(cur)
+    hits: list[Hit] = [
+        (r[0], r[1], r[2], r[3], r[4], r[5], r[6], -bm25_factor(r[8], r[9], average)) for r in rows
+    ]
+    hits.sort(key=_order_key)
+    return hits[:want]

@@ -1,0 +1,225 @@
+"""A one-word search of a wide caller walks the word's impact list (``index/impact.py``) once
+the word is frequent: it must return what the exact path returns (same hits, same order), keep
+doing so as rows are appended, rewound and deleted, and a database upgraded with data must
+get the lists of its frequent words (the migration's backfill)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import PARTITIONED
+from factories import chain
+from sqlalchemy import create_engine, inspect, text
+
+from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate
+from openclaw_fts.check import check
+from openclaw_fts.index import base
+from openclaw_fts.index.impact import FREQUENT_TERM_MIN_DOCS, LIST_MIN_ROWS, overlap
+from openclaw_fts.index.postgresql.read import PostgresSearch
+from openclaw_fts.index.sqlite import read as sqlite_read
+
+pytestmark = pytest.mark.both_engines
+
+#: (agent, key) of each session; the callers are agent:main:me (agent main).
+SESSIONS = (
+    ("main", "agent:main:a"),
+    ("ops", "agent:ops:b"),
+    ("main", "agent:main:c"),
+    ("ops", "agent:ops:d"),
+    ("main", "agent:main:me"),
+)
+#: Messages per session: every one holds "alpha", nine in ten "beta", so both are frequent.
+PER_SESSION = FREQUENT_TERM_MIN_DOCS // len(SESSIONS) + 100
+CALLERS = {
+    "all": Caller("agent:main:me", visibility="all", agent_to_agent=AgentToAgent(True)),
+    "agent": Caller("agent:main:me", visibility="agent"),
+}
+WORDS = ("alpha", "beta")
+LIMIT = 10
+
+
+def _text(n: int, i: int) -> str:
+    """Lengths and repetitions vary, so the scores spread (with ties, as in real text)."""
+    filler = " ".join(f"w{(i * 7 + k) % 97}" for k in range((i * 13 + n) % 41))
+    beta = "" if i % 10 == 9 else " beta" * (1 + i % 3)
+    return f"alpha{' alpha' * (i % 4)} {filler}{beta}"
+
+
+@pytest.fixture
+def corpus(store: TranscriptStore) -> TranscriptStore:
+    for n, (agent, key) in enumerate(SESSIONS):
+        store.create_session(f"s{n}", key, agent_id=agent)
+        texts = [_text(n, i) for i in range(PER_SESSION)]
+        store.append_many(f"s{n}", chain(texts))
+    store.optimize()  # tracks the words that are frequent (both engines)
+    return store
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Counts the searches answered from an impact list (either engine)."""
+    used: list[int] = []
+    sqlite_top = sqlite_read.impact.top_hits
+    pg_rows = PostgresSearch._impact_rows
+
+    def top_hits(*args: Any, **kwargs: Any) -> Any:
+        found = sqlite_top(*args, **kwargs)
+        used.extend([1] if found is not None else [])
+        return found
+
+    def impact_rows(self: PostgresSearch, *args: Any, **kwargs: Any) -> Any:
+        found = pg_rows(self, *args, **kwargs)
+        used.extend([1] if found is not None else [])
+        return found
+
+    monkeypatch.setattr(sqlite_read.impact, "top_hits", top_hits)
+    monkeypatch.setattr(PostgresSearch, "_impact_rows", impact_rows)
+    yield used
+
+
+def _ids(answer: Any) -> list[tuple[str, str, float]]:
+    return [(h["sessionId"], h["messageId"], h["score"]) for h in answer["results"]]
+
+
+def _both_paths(
+    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, caller: Caller, query: str
+) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, float]]]:
+    backend = type(base.backend_for(store.engine.dialect.name))
+    monkeypatch.setattr(backend, "IMPACT_LISTS", True)
+    fast = _ids(store.search(caller, query, limit=LIMIT))
+    monkeypatch.setattr(backend, "IMPACT_LISTS", False)
+    exact = _ids(store.search(caller, query, limit=LIMIT))
+    monkeypatch.setattr(backend, "IMPACT_LISTS", True)
+    return fast, exact
+
+
+def _same_hits(store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]) -> None:
+    before = len(walks)
+    for caller in CALLERS.values():
+        for word in WORDS:
+            fast, exact = _both_paths(store, monkeypatch, caller, word)
+            assert len(exact) == LIMIT
+            assert [h[:2] for h in fast] == [h[:2] for h in exact], (caller.visibility, word)
+            # "higher is better", in result order
+            assert [h[2] for h in fast] == sorted((h[2] for h in fast), reverse=True)
+    assert len(walks) - before == len(CALLERS) * len(WORDS)  # every one walked a list
+
+
+def test_a_frequent_word_walks_its_list_and_finds_what_the_exact_path_finds(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    _same_hits(corpus, monkeypatch, walks)
+
+
+def test_other_queries_take_the_exact_path(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    caller = CALLERS["all"]
+    for query in ("alpha beta", '"alpha beta"', "alph*", "alpha OR beta", "w3"):
+        fast, exact = _both_paths(corpus, monkeypatch, caller, query)
+        assert fast == exact
+    narrow = Caller("agent:main:me", visibility="self")
+    assert _both_paths(corpus, monkeypatch, narrow, "alpha")[0]
+    corpus.search(caller, "alpha", limit=LIMIT, role="user")
+    assert walks == []
+
+
+def test_appended_rows_join_the_lists(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    # the best scores there can be: the word alone (ts_rank's best; ties go to the newest) and
+    # the word six times with nothing else (bm25's best)
+    short = ["alpha"] * 3 + ["alpha " * 6] * 3
+    corpus.append_many("s1", chain(short, start=PER_SESSION, parent=f"m{PER_SESSION - 1}"))
+    fast, exact = _both_paths(corpus, monkeypatch, CALLERS["all"], "alpha")
+    assert [h[:2] for h in fast] == [h[:2] for h in exact]
+    new = {("s1", f"m{PER_SESSION + k}") for k in range(len(short))}
+    assert len(new & {h[:2] for h in fast}) >= 3
+    _same_hits(corpus, monkeypatch, walks)
+
+
+def test_rewinds_and_deleted_sessions_leave_the_lists(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    best = _both_paths(corpus, monkeypatch, CALLERS["all"], "alpha")[0]
+    rewound_session = best[0][0]
+    rewound_seq = int(best[0][1][1:])
+    corpus.rewind(rewound_session, f"m{rewound_seq - 1}")
+    corpus.reconcile()
+    _same_hits(corpus, monkeypatch, walks)
+    after = {h[:2] for h in _both_paths(corpus, monkeypatch, CALLERS["all"], "alpha")[0]}
+    assert (rewound_session, f"m{rewound_seq}") not in after
+    assert corpus.delete_session("s0")
+    _same_hits(corpus, monkeypatch, walks)
+    assert all(h[0] != "s0" for h in _both_paths(corpus, monkeypatch, CALLERS["all"], "beta")[0])
+    assert check(corpus.engine).ok
+
+
+def test_top10_overlap_on_a_generated_corpus(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    """Rows written after a word became tracked keep the average length of that moment
+    (SQLite); the overlap of the fast top 10 with bm25's stays at least 0.95."""
+    more = [_text(9, i) + " extra words" * (i % 5) for i in range(LIST_MIN_ROWS)]
+    corpus.append_many("s2", chain(more, start=PER_SESSION, parent=f"m{PER_SESSION - 1}"))
+    for caller in CALLERS.values():
+        for word in WORDS:
+            fast, exact = _both_paths(corpus, monkeypatch, caller, word)
+            assert overlap([hash(h[:2]) for h in fast], [hash(h[:2]) for h in exact]) >= 0.95
+
+
+def test_an_upgraded_database_gets_the_lists_of_its_frequent_words(
+    db_url: str,
+    db_engine: str,
+    corpus: TranscriptStore,
+    monkeypatch: pytest.MonkeyPatch,
+    walks: list[int],
+) -> None:
+    if db_engine == PARTITIONED:
+        pytest.skip("the partitioned layout is made at head, never downgraded")
+    engine = create_engine(db_url)
+    migrate.downgrade(engine, migrate.STATISTICS_REVISION)
+    assert not ({"message_impact", "message_impact_terms"} & set(inspect(engine).get_table_names()))
+    migrate.upgrade(engine)  # the backfill tracks "alpha" and "beta" again
+    engine.dispose()
+    _same_hits(corpus, monkeypatch, walks)
+
+
+def test_check_reports_a_list_that_disagrees_and_rebuild_repairs_it(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    assert check(corpus.engine).impact_drift == {}
+    with corpus.engine.begin() as conn:  # behind the plugin's back
+        conn.execute(text("DELETE FROM message_impact WHERE term = 'beta'"))
+    report = check(corpus.engine)
+    assert not report.ok
+    assert set(report.impact_drift) == {"beta"}
+    assert report.impact_drift["beta"]["missing"] >= LIST_MIN_ROWS
+    assert report.as_dict()["impactDrift"] == report.impact_drift
+    corpus.rebuild()
+    corpus.reconcile()
+    assert check(corpus.engine).ok
+    _same_hits(corpus, monkeypatch, walks)
+
+
+def test_the_lists_survive_the_partitioned_layout_undone(
+    db_url: str,
+    db_engine: str,
+    corpus: TranscriptStore,
+    monkeypatch: pytest.MonkeyPatch,
+    walks: list[int],
+) -> None:
+    if db_engine != PARTITIONED:
+        pytest.skip("only the partitioned layout can be undone")
+    engine = create_engine(db_url)
+    migrate.unpartition_by_agent(engine)
+    engine.dispose()
+    corpus.engine.dispose()  # pooled connections remember the layout
+    short = ["alpha"] * 3
+    corpus.append_many("s1", chain(short, start=PER_SESSION, parent=f"m{PER_SESSION - 1}"))
+    _same_hits(corpus, monkeypatch, walks)
+    assert corpus.delete_session("s1")
+    assert check(corpus.engine).ok
+    _same_hits(corpus, monkeypatch, walks)
