@@ -118,6 +118,12 @@ class TranscriptStore:
         the reconciler's lease is a ``reconcile_lease`` row instead of a session-level advisory
         lock (docs/scale.md)."""
         # Refused before anything connects or migrates.
+        for given in (url, read_url):
+            if isinstance(given, str) and "://" not in given:
+                raise UnsupportedDatabaseError(
+                    f"openclaw-fts: {given!r} is not a database URL; the store takes a "
+                    f"SQLAlchemy URL (a SQLite file: 'sqlite:///{given}') or an Engine"
+                )
         require_index_dialect(dialect_of(url))
         if transaction_pooler and not backend_of(url).transaction_poolers:
             raise UnsupportedDatabaseError(
