@@ -283,7 +283,7 @@ def main() -> int:
     if fams:
         print("  " + ", ".join(f"{f} {k}" for f, k in fams.most_common(12)))
     heldout = load_cases(HELDOUT_CORPUS)
-    for split in ("tuned", "heldout", "heldout2", "heldout3"):
+    for split in ("tuned", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"):
         cases = [c for c in heldout if c["split"] == split]
         bad, n, fams = leak_rate(cases)
         print(f"{split}: {bad}/{n} leak ({100 * bad / n:.2f} %)")

@@ -119,8 +119,7 @@ def plan_append(
         raise UnknownSessionError(f"unknown session {quoted(session_id)}")  # none can hold it
     context: SessionContext | None = None
     if not created:
-        backend.lock_session(conn, session_id)
-        context = indexer.read_context(conn, session_id)
+        context = backend.locked_context(conn, session_id)
         if context is None:
             raise UnknownSessionError(f"unknown session {quoted(session_id)}")
     numbered = number_events(session_id, context.last_seq if context else -1, events, seqs)

@@ -121,6 +121,7 @@ def make_engine(
         engine = create_engine(parsed, **kwargs)
     except ImportError as exc:  # the URL's driver is not installed
         raise missing_driver_error(parsed, exc) from exc
+    backend_of(parsed).own_engine(engine)
     configure(engine, busy_timeout_ms=busy_timeout_ms)
     return engine
 

@@ -270,14 +270,11 @@ class _Shaper:
                 k: self.copy(v, depth + 1, k if isinstance(k, str) else None)
                 for k, v in value.items()
             }
-        if (
-            name is not None
-            and isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and field_mask(name, str(value)) is not None
-        ):
-            self.redacted = True
-            return field_mask(name, str(value))
+        if name is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+            masked = field_mask(name, str(value))
+            if masked is not None:
+                self.redacted = True
+                return masked
         if isinstance(value, list):
             if depth > MAX_CONTENT_DEPTH:
                 return self.too_deep()
@@ -285,23 +282,6 @@ class _Shaper:
         if value is None or isinstance(value, (int, float)):
             return value
         return copy.deepcopy(value)
-
-    def structured(self, value: Any, depth: int, name: str | None = None) -> Any:
-        """Tool-call arguments and the like: every string redacted and cut, recursively."""
-        if isinstance(value, str):
-            return self.text(value, name)
-        if isinstance(value, dict):
-            if depth > MAX_CONTENT_DEPTH:
-                return self.too_deep()
-            return {
-                k: self.structured(v, depth + 1, k if isinstance(k, str) else None)
-                for k, v in value.items()
-            }
-        if isinstance(value, list):
-            if depth > MAX_CONTENT_DEPTH:
-                return self.too_deep()
-            return [self.structured(v, depth + 1) for v in value]
-        return self.copy(value, depth, name)
 
     def content(self, content: Any, depth: int) -> Any:
         """A ``content`` value: a string, or a list of blocks (which may nest further)."""
@@ -342,11 +322,11 @@ class _Shaper:
             elif key in BLOCK_TEXT_FIELDS and isinstance(value, str):
                 out[key] = self.text(value)
             elif kind in IMAGE_BLOCK_TYPES and key in IMAGE_URL_FIELDS:
-                out[key] = self.structured(value, inner)  # a presigned URL carries a signature
+                out[key] = self.copy(value, inner)  # a presigned URL carries a signature
             elif key == "content":
                 out[key] = self.content(value, inner)
             elif key in STRUCTURED_FIELDS:
-                out[key] = self.structured(value, inner)
+                out[key] = self.copy(value, inner)
             else:
                 out[key] = self.copy(value, inner, key if isinstance(key, str) else None)
         if image is not None:
@@ -364,7 +344,7 @@ class _Shaper:
             elif key in MESSAGE_TEXT_FIELDS and isinstance(value, str):
                 out[key] = self.text(value)
             elif key in STRUCTURED_FIELDS:
-                out[key] = self.structured(value, 1)
+                out[key] = self.copy(value, 1)
             else:
                 out[key] = self.copy(value, 1, key if isinstance(key, str) else None)
         return out

@@ -158,9 +158,8 @@ def on_appended(
         if row is not None:
             rows.append(_new_row(session_id, token, row))
     backend = writer(conn)
-    backend.extend_index(conn, state.id, rows, appended[-1].seq, leaf)
-    if leaf != state.indexed_leaf:
-        backend.advance_active_branch(conn, session_id, leaf, _seq_of(appended, leaf))
+    tip = (session_id, _seq_of(appended, leaf)) if leaf != state.indexed_leaf else None
+    backend.extend_index(conn, state.id, rows, appended[-1].seq, leaf, tip=tip)
     if side_tips:
         backend.add_side_tips(conn, session_id, side_tips)
 

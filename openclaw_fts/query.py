@@ -27,6 +27,7 @@ an AND match nothing).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -189,7 +190,15 @@ def _group_expression(group: list[_Compiled]) -> str:
 
 def compile_query(text: str) -> CompiledQuery | None:
     """``text`` (the user's query) as an FTS5 expression, or ``None`` when it holds no
-    searchable token. Never raises for a ``str``; see the module docstring for the language."""
+    searchable token. Never raises for a ``str``; see the module docstring for the language.
+    The last :data:`COMPILED_QUERY_CACHE` queries are remembered (a :class:`CompiledQuery` is
+    immutable; an agent repeats its searches)."""
+    if len(text) > MAX_CACHED_QUERY_CHARS:
+        return _compile(text)
+    return _compile_cached(text)
+
+
+def _compile(text: str) -> CompiledQuery | None:
     groups = _limit(_groups(_lex(clean_text(text))))
     if not groups:
         return None
@@ -200,3 +209,10 @@ def compile_query(text: str) -> CompiledQuery | None:
     structure = tuple(tuple(item.term for item in group) for group in groups)
     terms = tuple(term for group in structure for term in group)
     return CompiledQuery(f"{BODY_COLUMN} : ({body})", terms, structure)
+
+
+#: Compiled queries remembered by :func:`compile_query` (by text), and the longest query text
+#: remembered (longer ones are compiled each time: a pasted page is rarely searched twice).
+COMPILED_QUERY_CACHE = 256
+MAX_CACHED_QUERY_CHARS = 1024
+_compile_cached = functools.lru_cache(maxsize=COMPILED_QUERY_CACHE)(_compile)

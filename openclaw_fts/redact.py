@@ -32,9 +32,12 @@ What is a credential span (the "families", all tested; docs/redaction.md states 
 * tokens with no known prefix that look random (:func:`is_opaque_token`);
 * quoted literals that look random (:func:`looks_random`) where code passes a key: an
   argument of a constructor or client call, or the value of a name that is not an id, hash or
-  version; and the values of weak names (``stripe_key``, :func:`is_weak_secret_name`) that
-  look random. Checksums that are public by nature (go.sum ``h1:``, SRI, pip hashes), git
-  SHAs, UUIDs and the values of id/pagination fields are never masked by these rules;
+  version, or a labelled argument naming the key of an SDK start-up call
+  (``configure(withIdentifier: "…")``); and the values of weak names (``stripe_key``,
+  :func:`is_weak_secret_name`) that look random, or are a UUID under a ``<word>_key`` name
+  (Sauce Labs and Heroku keys are UUIDs). Checksums that are public by nature (go.sum ``h1:``,
+  SRI, pip hashes), git SHAs, other UUIDs and the values of id/pagination fields are never
+  masked by these rules;
 * whatever a host adds with ``extra_patterns`` (group 1 if the pattern has a group, else the
   whole match). Host patterns run on Python's backtracking engine: their cost is the host's.
 
@@ -445,6 +448,7 @@ _ASSIGN_TAIL_RE: Final = re.compile(
     # matched on the LOWER-CASED text (:meth:`_Scan.lowered`): a literal alternation runs ~8x
     # faster than case-insensitive groups, and lower-casing keeps every position
     r"(?P<kw>key|token|secret|sig|login|license|auth|credentials?|cv[cv]|code|jwt|number|pat|pwd"
+    r"|crumb"
     r"|pass(?:word|wd|phrase)?"
     # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
     rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest))"
@@ -868,6 +872,7 @@ _UUID_RE: Final = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
 _HEX_RE: Final = re.compile(r"[0-9a-fA-F]+")
+_CSS_COLOUR_RE: Final = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 _SEGMENT_SPLIT_RE: Final = re.compile(r"[-_+]")
 # Checksums that are public by nature: go.sum ``h1:``, SRI ``sha512-…`` (npm ``integrity``),
 # pip ``sha256:…``, OpenShift-style ``sha256~``.
@@ -1023,6 +1028,29 @@ def _callee_takes_keys(callee: str, constructed: bool) -> bool:
     return constructed or last[:1].isupper() or bool(words & rules.KEY_CONTEXT_WORDS)
 
 
+def _is_uuid_key(name: str, value: str) -> bool:
+    """A UUID under a weak name whose last word says key (``sauce_key: "<uuid>"``): Sauce Labs
+    and Heroku keys are UUIDs (:data:`rules.UUID_KEY_LAST_WORDS`)."""
+    words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
+    return (
+        len(words) >= 2
+        and words[-1] in rules.UUID_KEY_LAST_WORDS
+        and _UUID_RE.fullmatch(value.strip("\"'")) is not None
+    )
+
+
+def _is_sdk_key_argument(before: str, label: str) -> bool:
+    """``configure(withIdentifier: `` before a literal: a labelled argument of an SDK start-up
+    call (:data:`rules.SDK_SETUP_CALLS`) whose label names the key."""
+    paren = before.rfind("(")
+    if paren < 0 or ")" in before[paren:]:
+        return False
+    call = _CALLEE_RE.search(before, 0, paren)
+    if call is None or call.group("callee").rsplit(".", 1)[-1] not in rules.SDK_SETUP_CALLS:
+        return False
+    return bool({w.lower() for w in _NAME_WORD_RE.findall(label)} & rules.SDK_KEY_LABEL_WORDS)
+
+
 def _literal_name_kind(name: str) -> str:
     """``"public"`` (an id, a hash, a version …), ``"key"`` (a key-ish word), else ``"any"``."""
     words = {w.lower() for w in _NAME_WORD_RE.findall(name)}
@@ -1080,6 +1108,12 @@ _FULL: Final = -3  # a password: masked whole (``***``) whatever its length
 
 # YAML block scalar indicators (``token: |`` then the value on the next, indented line).
 _BLOCK_INDICATORS: Final = frozenset({"|", ">", "|-", ">-", "|+", ">+"})
+# A password word, blanks, a rule (``----``, ``->``, ``=>``), blanks, one word ending the line.
+_RULED_PASSWORD_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9_])(?i:password|passwd|passphrase)[ \t]{1,40}(?:-{2,8}>?|=>|->)[ \t]{1,40}"
+    r"(?P<value>[^\s]{4,128})[ \t]*(?=\r?\n|$)"
+)
+_LINE_REST_RE: Final = re.compile(r"[ \t]*(?:\r?\n|$)")
 # One token alone on an indented line (see :meth:`_Scan.continuation`).
 _CONTINUATION_RE: Final = re.compile(
     r"[ \t]{1,64}(?P<value>(?![A-Za-z_][\w.\-]{0,64}=[^=])[^\s#\-\[{!|>&*][^\s]{0,4095})"
@@ -1162,6 +1196,18 @@ class _Scan:
             return m.start(group), _trim_value(self.text, m.start(group), m.end(group)), False
         return m.start(group), m.end(group), True
 
+    def _statement(self, name_start: int, value_end: int) -> bool:
+        """Whether ``name "value"`` is a whole line: only blanks before the name and after the
+        closing quote (``password "…"`` in a Gradle ``credentials {}`` block)."""
+        text = self.text
+        line_start = text.rfind("\n", max(0, name_start - MAX_NAME_CHARS), name_start) + 1
+        if text[line_start:name_start].strip(" \t") or (
+            line_start == 0 and name_start > MAX_NAME_CHARS
+        ):
+            return False
+        rest = _LINE_REST_RE.match(text, value_end)
+        return rest is not None
+
     def continuation(self, pos: int, whole: bool) -> tuple[int, int, bool] | None:
         """The value of a name whose line ends at its separator (``pos``): one token alone on
         the next, indented line (an INI continuation line, a YAML plain scalar) -- not a nested
@@ -1233,12 +1279,15 @@ class _Scan:
                 name = _decode_name(name)
             if text.startswith("//", name_start - 2):
                 continue  # ``postgres://secret:pw@`` is a URL user (its own rule)
+            # a connection string's ``;Pwd=``: a password (alone, ``pwd`` is the shell's
+            # current directory)
+            connection = before == ";" and name.lower() in rules.CONNECTION_PASSWORD_NAMES
             # a weak name (``stripe_key``, ``sonar.login``) holds a secret only when its value
             # looks randomly generated
-            weak = not is_sensitive_name(name)
+            weak = not connection and not is_sensitive_name(name)
             if weak and (sep == "," or not is_weak_secret_name(name)):
                 continue  # (a weak name in CSV: ``LICENSE,sha256=…`` is a pip RECORD line)
-            whole = is_password_name(name)
+            whole = connection or is_password_name(name)
             found = self.value_at(m.end(), whole)
             if found is None and sep in ("=", ":"):
                 found = self.continuation(m.end(), whole)  # ``api_key =`` then the value, indented
@@ -1250,8 +1299,23 @@ class _Scan:
             if sep == ",":
                 # ``setProperty("NAME", "value")`` (a quoted name, a quoted value) or CSV
                 # ``NAME,value,`` (no blank after the comma, the value ends at a comma)
-                opener = text[: name_start - 1].rstrip(" \t")[-1:]
-                if m.group("quote") and before and before in "\"'" and quoted and opener == "(":
+                # (a bounded look back: the slice must not grow with the text)
+                lo = max(0, name_start - 2 - MAX_SEPARATOR_BLANKS)
+                opener = text[lo : name_start - 1].rstrip(" \t")[-1:]
+                if (
+                    m.group("quote")
+                    and before
+                    and before in "\"'"
+                    and quoted
+                    and (
+                        opener == "("
+                        # after a ``,`` only a random-looking value: ``"password", "repository"``
+                        # is a list of names
+                        or (opener == "," and looks_random(text[start:end].strip("\"'"), True))
+                    )
+                ):
+                    # ``setProperty("NAME", "value")``, Gradle's
+                    # ``buildConfigField 'String', 'API_KEY', '"value"'``
                     if any(c.isspace() for c in text[start:end]):
                         continue  # ``namedtuple('Token', 'type string start')``: a word list
                 elif (
@@ -1261,8 +1325,10 @@ class _Scan:
                     or text[end : end + 1] not in (",", "\n", "\r", "")
                 ):
                     continue
-            if sep in (" ", "\t") and not (quoted and text.startswith(";", end + 1)):
-                continue  # ``name "value";`` only (C, Objective-C, Java statements)
+            if sep in (" ", "\t") and not (
+                quoted and (text.startswith(";", end + 1) or self._statement(name_start, end + 1))
+            ):
+                continue  # ``name "value";`` (C, Java) or alone on its line (Gradle, Ruby DSLs)
             value = text[start:end]
             if sep == ":" and not quoted and _YAML_TAG_RE.fullmatch(value):
                 if not value.startswith("!!"):
@@ -1282,8 +1348,10 @@ class _Scan:
                 continue  # too short to look random (``key=value``): skips the checks below
             if not value.strip() or _is_reference(value, name):
                 continue
+            if not whole and _CSS_COLOUR_RE.fullmatch(value.strip("\"'")):
+                continue  # Pygments' ``Token: "#cccccc"``: a colour (a password may be one)
             if weak:
-                if looks_random(value, hex_ok=True):
+                if looks_random(value, hex_ok=True) or _is_uuid_key(name, value):
                     self.add(start, end)
                 continue
             if (
@@ -1732,7 +1800,9 @@ class _Scan:
                 if named is None:
                     continue
                 kind = _literal_name_kind(named.group("name"))
-                if kind == "public" or (hex_value and kind != "key"):
+                if (kind == "public" or (hex_value and kind != "key")) and not (
+                    last == ":" and _is_sdk_key_argument(before, named.group("name"))
+                ):
                     continue
             else:
                 continue
@@ -1757,6 +1827,19 @@ class _Scan:
                 text, m.start("value"), value
             ):
                 self.add(m.start("value"), m.end("value"))
+
+    def ruled_passwords(self) -> None:
+        """``Ldap password ---- S3cret!x``: a password word, a rule of dashes or arrows, and one
+        word that ends its line and holds a digit or a symbol (a table row, a note)."""
+        budget = self.budget
+        for m in _RULED_PASSWORD_RE.finditer(self.text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            value = m.group("value")
+            if not value.isalpha() and not _is_reference(value, None):
+                self.add(m.start("value"), m.end("value"), whole=True)
 
     def extra(self, patterns: tuple[re.Pattern[str], ...]) -> None:
         for pattern in patterns:
@@ -1867,6 +1950,8 @@ class Redactor:
         scan.cli_flags()
         scan.headers()
         scan.urls()
+        if "--" in text or "->" in text or "=>" in text:
+            scan.ruled_passwords()
         scan.tokens()
         if scan.has_run(_LONG_RUN_CHARS):
             # the rules for tokens with no prefix need a run of 20+ token characters

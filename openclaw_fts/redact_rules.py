@@ -70,6 +70,22 @@ VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
     VendorToken(
         "sk", "sk-", r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]", 16, "sk-aB3cD4eF5gH6jK7mN8pQ"
     ),
+    # Composio organisation and user API keys (``oak_…``, ``uak_…``; a digit in the body, so
+    # an identifier such as ``oak_tree_planting_guide`` is not one)
+    VendorToken(
+        "composio-org",
+        "oak_",
+        r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]",
+        20,
+        "oak_q7vXb2Rk9LmZp4TnW8yC",
+    ),
+    VendorToken(
+        "composio-user",
+        "uak_",
+        r"(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]",
+        20,
+        "uak_Hf3kQ9zVn2LwX7pRt5Ym",
+    ),
     VendorToken(
         "stripe-secret", "sk_(?:live|test)_", "[A-Za-z0-9]", 16, "sk_live_aB3cD4eF5gH6jK7mN8pQ"
     ),
@@ -538,6 +554,12 @@ VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
     VendorToken(
         "lob-test", "test_pub_", "[a-f0-9]", 31, "test_pub_a3c4e56789210bdfa3c4e56789210bdfa3c"
     ),
+    VendorToken("newrelic-admin", "NRAA-", "[a-f0-9]", 27, "NRAA-3f9a0c4d3f9a0c4d6b2e7f186b2"),
+    VendorToken("newrelic-user", "NRAK-", "[A-Z0-9]", 27, "NRAK-Q3EGRPN7XKZL2M4TB8CD5EF6GH9"),
+    VendorToken("newrelic-rest", "NRRA-", "[a-f0-9]", 42, "NRRA-" + "3f9a0c4d6b" * 4 + "2e"),
+    VendorToken(
+        "newrelic-insights", "NRI[IQ]-", TOKEN_CHARS, 32, "NRII-aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0x"
+    ),
     VendorToken("twilio-api-key", "SK", "[0-9a-f]", 32, "SK3f9a0c4d3f9a0c4d6b2e7f186b2e7f18"),
     VendorToken(
         "bittensor", "bt_", "[A-Za-z0-9]", 40, "bt_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF"
@@ -903,8 +925,14 @@ HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
     }
 )
 
-# Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``).
-SECRET_LAST_WORDS: Final = frozenset({"secret", "credential", "credentials", "jwt", "cvc", "cvv"})
+# Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``,
+# Jenkins' CSRF ``Jenkins-Crumb``).
+SECRET_LAST_WORDS: Final = frozenset(
+    {"secret", "credential", "credentials", "jwt", "cvc", "cvv", "crumb"}
+)
+
+# Names that hold a password after a ``;`` of a connection string (ODBC ``Uid=app;Pwd=…;``).
+CONNECTION_PASSWORD_NAMES: Final = frozenset({"pwd", "pass"})
 
 # "<word> pass" that is not a password (``by pass``, ``first_pass``, ``boarding pass``).
 HARMLESS_PASS_PREFIXES: Final = frozenset(
@@ -972,3 +1000,19 @@ PUBLIC_KEY_PREFIXES: Final = frozenset(
      "cache", "lookup", "idempotency", "dedup", "dedupe", "object", "item", "hash", "map",
      "dict", "host", "ssh", "gpg", "pgp", "site", "recaptcha", "turnstile", "storage"}
 )  # fmt: skip
+
+# Last words of a weak name under which a UUID is a credential, not an identifier: Sauce Labs
+# access keys and Heroku API keys are UUIDs (``sauce_key: "<uuid>"``). The name needs a word
+# before it (a bare ``key`` is a React list key or a map key as often as a secret); names in
+# :data:`PUBLIC_KEY_PREFIXES` (``cache_key``, ``idempotency_key``) stay public.
+UUID_KEY_LAST_WORDS: Final = frozenset({"key"})
+
+# SDK start-up calls whose labelled argument is the app's key even when the label calls it an
+# identifier (HockeyApp's ``configure(withIdentifier: "<hex>")``, App Center's
+# ``start(withAppSecret: "…")``, Instabug's ``start(withToken: "…")``): a random-looking
+# literal there is masked, a hex one included.
+SDK_SETUP_CALLS: Final = frozenset(
+    {"configure", "start", "startSession", "initialize", "initWithAppId", "setup", "init"}
+)
+# Words of such a label that name the key (``withIdentifier``, ``appKey``, ``withAppSecret``).
+SDK_KEY_LABEL_WORDS: Final = frozenset({"identifier", "key", "secret", "token"})

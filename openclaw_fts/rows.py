@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 #: leaf). 3: the index holds the redacted text (a query can no longer match inside a secret).
 #: 4: the redaction rules mask more families (password flags, unnamed keys in code, …).
 #: 5: and more (values under names that say little, YAML tags, INI continuation lines, …).
-INDEX_VERSION = 5
+#: 6: and more (Gradle/DSL ``name "value"`` lines, connection-string ``Pwd=``, UUIDs under a
+#: ``<word>_key`` name, SDK start-up keys, Composio keys; docs/redaction.md).
+INDEX_VERSION = 6
 
 # --------------------------------------------------------------------------- the read side
 

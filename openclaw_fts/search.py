@@ -236,7 +236,14 @@ def run_searches(
         out["batch"] = True
         out["queries"] = [r.query for r in reqs]
     out["results"] = []
-    indexing = not exact and backend.pending_visible(conn, caller, session_key)
+    # One query: the backend may answer the pending probe and rank in one statement.
+    folded = None
+    if not batch and not per_session and reqs[0].compiled is not None and not exact:
+        folded = backend.pending_and_hits(conn, caller, reqs[0])
+    if folded is not None:
+        indexing = folded[0]
+    else:
+        indexing = not exact and backend.pending_visible(conn, caller, session_key)
     # Nothing the caller may see is pending: every row the ranked statement can return (its
     # visibility and sessionKey filters are the same) is exact, so it needs no pending filter.
     exact = exact or not indexing
@@ -260,6 +267,8 @@ def run_searches(
             grouped = backend.session_hits(conn, caller, req, exact=exact)
             hits = [hit for hit, _ in grouped]
             counts = {hit[0]: n for hit, n in grouped}
+        elif folded is not None:
+            hits = folded[1]
         else:
             hits = backend.ranked_hits(conn, caller, req, exact=exact)
         truncated = len(hits) > req.limit

@@ -49,6 +49,10 @@ ELLIPSIS = "…"
 #: token (a diacritic variant is not found this way), else it is the start of the message.
 SNIPPET_SCAN_MAX_CHARS = 262_144
 
+#: Characters of a message tokenized first (up to the next whitespace): when its window is
+#: provably the whole message's (every query term in it, and a full window of words after its
+#: start), the rest is never tokenized; otherwise the whole message is.
+SNIPPET_PREFIX_CHARS = 1024
 #: Characters of the window's text kept before whitespace is collapsed and the text cut (a window
 #: of 48 tokens can be megabytes long when its tokens are, e.g. base64).
 SNIPPET_WINDOW_MAX_CHARS = 16 * SNIPPET_MAX_CHARS
@@ -167,8 +171,16 @@ def _window(
     terms: Sequence[Term],
     window: int,
     max_chars: int,
-) -> tuple[int, int]:
-    """The window ``[s, e)`` of token indexes to show: ``window`` WORDS (:func:`_words`)."""
+    *,
+    prefix: bool = False,
+) -> tuple[int, int] | None:
+    """The window ``[s, e)`` of token indexes to show: ``window`` WORDS (:func:`_words`).
+
+    ``prefix``: the tokens are those of a prefix of the text that ends at whitespace (so its
+    tokens and words are whole). None unless the window is provably the one the whole text
+    gives: a window holding every term of the query (no later window can hold more, and the
+    earliest wins ties) with ``window`` whole words after its start inside the prefix (so
+    every earlier window, the count of words and the window's end are the same)."""
     first_token: list[int]  # of each word
     last_token: list[int]
     if not any(map(operator.eq, starts[1:], ends[:-1])):
@@ -186,9 +198,13 @@ def _window(
     count = len(first_token)
     occurrences = _occurrences(norms, terms)
     if not occurrences:
-        return 0, last_token[min(count, window) - 1] + 1
+        return None if prefix else (0, last_token[min(count, window) - 1] + 1)
     in_words = sorted({(word[f], word[e - 1] + 1, index) for f, e, index in occurrences})
     first, end = _best_cluster(in_words, window)
+    if prefix:
+        found = {index for f, e, index in in_words if first <= f and e <= first + window}
+        if first + window > count or len(found) < sum(1 for t in terms if t.tokens):
+            return None
     slack = window - (end - first)
     start = min(max(0, first - slack // 2), max(0, count - window))
     start = min(start, first)
@@ -302,9 +318,20 @@ def make_snippet(
     if len(text) <= max_chars and utf16_len(text) <= max_chars:
         return text
     lo, hi = _scan_region(text, terms)
-    starts, ends, norms = scan_tokens(text, lo, hi)
-    if norms:
-        s, e = _window(starts, ends, norms, terms, max(1, window_tokens), max_chars)
+    window = max(1, window_tokens)
+    found: tuple[int, int] | None = None
+    # Most windows are settled by the text's first SNIPPET_PREFIX_CHARS: tokenize those first.
+    space = _SPACE_RUN_RE.search(text, lo + SNIPPET_PREFIX_CHARS, hi)
+    if space is not None:
+        starts, ends, norms = scan_tokens(text, lo, space.start())
+        if norms:
+            found = _window(starts, ends, norms, terms, window, max_chars, prefix=True)
+    if found is None:
+        starts, ends, norms = scan_tokens(text, lo, hi)
+        if norms:
+            found = _window(starts, ends, norms, terms, window, max_chars)
+    if found is not None:
+        s, e = found
         start, end = _with_edges(text, starts[s], ends[e - 1])
     else:  # nothing but punctuation and symbols: show the start of the region
         first = _NON_SPACE_RE.search(text, lo, hi)

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
-from sqlalchemy import Engine, delete, event, select
+from sqlalchemy import Connection, Engine, delete, event, select
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
@@ -64,6 +64,9 @@ from .transcript import LEAF_TYPE
 from .validation import validate_session_fields
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+#: Runs of a read whose connection was lost (the first, and one on a fresh connection).
+READ_ATTEMPTS = 2
 
 
 def _primary_write(method: F) -> F:
@@ -115,6 +118,12 @@ class TranscriptStore:
         the reconciler's lease is a ``reconcile_lease`` row instead of a session-level advisory
         lock (docs/scale.md)."""
         # Refused before anything connects or migrates.
+        for given in (url, read_url):
+            if isinstance(given, str) and "://" not in given:
+                raise UnsupportedDatabaseError(
+                    f"openclaw-fts: {given!r} is not a database URL; the store takes a "
+                    f"SQLAlchemy URL (a SQLite file: 'sqlite:///{given}') or an Engine"
+                )
         require_index_dialect(dialect_of(url))
         if transaction_pooler and not backend_of(url).transaction_poolers:
             raise UnsupportedDatabaseError(
@@ -391,15 +400,17 @@ class TranscriptStore:
             )
             for q in texts
         ]
-        with self._read() as conn:
-            result = run_searches(
+        result = self._reading(
+            lambda conn: run_searches(
                 conn,
                 caller,
                 reqs,
                 batch=queries is not None,
                 redactor=self.redactor,
                 on_pending=self._on_pending,
-            )
+            ),
+            one_statement=len(reqs) == 1,
+        )
         return cast(SearchAnswer, result)
 
     def search_by_session(
@@ -427,8 +438,8 @@ class TranscriptStore:
             until=until,
             order=order,
         )
-        with self._read() as conn:
-            return run_searches(
+        return self._reading(
+            lambda conn: run_searches(
                 conn,
                 caller,
                 [req],
@@ -437,6 +448,7 @@ class TranscriptStore:
                 on_pending=self._on_pending,
                 per_session=True,
             )
+        )
 
     def suggest(self, caller: Caller, query: str) -> list[str]:
         """For a query that finds nothing: near words and a prefix form (``word*``) the
@@ -444,15 +456,15 @@ class TranscriptStore:
         from .suggest import suggestions
 
         req = build_request(query)
-        with self._read() as conn:
-            return suggestions(conn, caller, req.compiled)
+        return self._reading(lambda conn: suggestions(conn, caller, req.compiled))
 
     def history(self, caller: Caller, session_key: str, **kwargs: Any) -> HistoryAnswer:
         """``sessions_history`` (docs/tools.md)."""
         from .history import run_history
 
-        with self._read() as conn:
-            result = run_history(conn, caller, session_key, redactor=self.redactor, **kwargs)
+        result = self._reading(
+            lambda conn: run_history(conn, caller, session_key, redactor=self.redactor, **kwargs)
+        )
         return cast(HistoryAnswer, result)
 
     def list_sessions(self, caller: Caller, **kwargs: Any) -> SessionsListResult:
@@ -463,18 +475,20 @@ class TranscriptStore:
         shows."""
         from .listing import run_list
 
-        with self._read() as conn:
-            result = run_list(conn, caller, redactor=self.redactor, **kwargs)
+        result = self._reading(
+            lambda conn: run_list(conn, caller, redactor=self.redactor, **kwargs)
+        )
         return cast(SessionsListResult, result)
 
     def branches(self, session_id: str) -> list[dict[str, Any]]:
         """The session's branch tips, the active one flagged."""
-        with self._read() as conn:
-            rows = conn.execute(
+        rows = self._reading(
+            lambda conn: conn.execute(
                 select(Branch.tip_id, Branch.tip_seq, Branch.is_active)
                 .where(Branch.session_id == session_id)
                 .order_by(Branch.tip_seq)
             ).all()
+        )
         return [{"tipId": r[0], "tipSeq": r[1], "active": bool(r[2])} for r in rows]
 
     # -- the index ----------------------------------------------------------------------------
@@ -516,8 +530,7 @@ class TranscriptStore:
 
     def index_status(self) -> IndexStatus:
         """``{"pending", "indexed", "total"}`` in sessions."""
-        with self._read() as conn:
-            return cast(IndexStatus, status(conn))
+        return cast(IndexStatus, self._reading(status))
 
     def wait_for_index(self, timeout: float | None = None) -> None:
         """Wait for the background reconciler started by a search (tests, scripts)."""
@@ -536,11 +549,25 @@ class TranscriptStore:
         if self._router is not None:
             self._router.note_write()
 
-    def _read(self) -> Any:
+    def _read(self, *, one_statement: bool = False) -> Any:
         base = self.engine.connect() if self._router is None else self._router.connect()
         conn = base.execution_options(**{READ_ONLY: True})
         # One snapshot for every statement of a search or a history read.
-        return conn.execution_options(**backend(conn).snapshot_options())
+        return conn.execution_options(**backend(conn).snapshot_options(one_statement=one_statement))
+
+    def _reading(self, read: Callable[[Connection], T], *, one_statement: bool = False) -> T:
+        """``read`` on a read connection (:meth:`_read`), run again on a fresh one when the
+        first lost its connection (a server restart or failover cut it: the pool has then
+        dropped it and reconnects). A read changes nothing, so running it twice is safe; at
+        most :data:`READ_ATTEMPTS` runs."""
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                with self._read(one_statement=one_statement) as conn:
+                    return read(conn)
+            except DBAPIError as exc:
+                if not exc.connection_invalidated or attempt == READ_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         """Stop the background reconciler and release the engine (if the store made it)."""

@@ -31,7 +31,22 @@ The split is fixed HERE, by source, before any result is looked at:
   rules describe: generic passwords in Ruby/Perl hashes, JS objects, Python keyword arguments,
   Gradle ``credentials {}`` blocks and DSN parameter strings; ODBC and Azure connection
   strings; Jenkins, New Relic and Heroku keys in the forms its examples show), with keys of
-  the alphabets and lengths those rules give. Measured once, with the final rules.
+  the alphabets and lengths those rules give. Measured once (21/104 leaked), then tuned on.
+
+* ``heldout4``: written after ``heldout3``'s one measurement and before any rule was changed
+  for it, from semgrep/semgrep-rules ``generic/secrets/security/detected-*.yaml`` (the rules'
+  patterns: which names, separators, quotes, lengths and alphabets each expects around a
+  key; AWS session tokens, sshpass, generic API keys later on a line, Artifactory, Kolide,
+  HockeyApp, Onfido, Composio, Sauce Labs, Picatic), rendered in forms of this file's own.
+  Measured once, with the final rules.
+
+* ``heldout5``: written after ``heldout4``'s one measurement and before any rule was changed
+  for it, from a project no corpus of this project had used: mongodb/kingfisher
+  ``data/rules/*.yml`` (each rule's pattern, examples and validation request: the names,
+  alphabets and lengths around age identities, Buildkite, Aiven, Atera, Better Stack, Azure
+  Search, CircleCI, Bitbucket, Cloudflare and Blynk keys, and the headers a key is sent in),
+  rendered in forms of this file's own. Measured once, after the rules changed for
+  ``heldout4``; never tuned on.
 
 Run: ``python scripts/make_redaction_heldout.py`` (writes the file; ``--check`` compares).
 """
@@ -257,6 +272,91 @@ NOSEY_PARKER_FORMS: list[tuple[str, str, str, str, str, int]] = [
 ]  # fmt: skip
 
 
+SEMGREP = "semgrep/semgrep-rules generic/secrets/security/detected-{}.yaml"
+B64_SESSION = ALNUM + "/+"
+# (rule, family, form, template, alphabet, length; "uuid": a random UUID)
+SEMGREP_FORMS: list[tuple[str, str, str, str, str, int]] = [
+    ("aws-session-token", "aws-session", "ini", "aws_session_token = {s}", B64_SESSION, 120),
+    ("aws-session-token", "aws-session", "json", '{{"SessionToken": "{s}"}}', B64_SESSION, 120),
+    ("aws-session-token", "aws-session", "ruby", ":aws_session_token => '{s}',", B64_SESSION, 96),
+    ("aws-session-token", "aws-session", "aligned",
+     "AWS_SESSION_TOKEN:" + " " * 30 + "{s}", B64_SESSION, 96),
+    ("ssh-password", "sshpass", "double-quoted", 'sshpass -p "{s}" ssh deploy@10.0.0.5',
+     PUNCT_PASSWORD, 14),
+    ("ssh-password", "sshpass", "attached", "sshpass -p'{s}' scp backup.tar host:/srv",
+     PUNCT_PASSWORD, 14),
+    ("generic-api-key", "generic-api-key", "comment", "// apiKey for the staging tenant: {s}",
+     ALNUM, 40),
+    ("generic-api-key", "generic-api-key", "html-meta", '<meta name="api-key" content="{s}">',
+     ALNUM, 32),
+    ("generic-api-key", "generic-api-key", "arrow", 'API_KEY(prod) -> "{s}"', ALNUM, 36),
+    ("artifactory-password", "artifactory", "yaml", "artifactory_password: AP6{s}", ALNUM, 40),
+    ("artifactory-password", "artifactory", "curl-user",
+     "curl -u admin:AP6{s} https://repo.example/artifactory/api/repos", ALNUM, 40),
+    ("kolide-api-key", "kolide", "env", "KOLIDE_TOKEN=k2sk_v1_{s}", ALNUM, 24),
+    ("kolide-api-key", "kolide", "header", 'curl -H "Authorization: k2sk_v1_{s}" https://k2',
+     ALNUM, 24),
+    ("hockeyapp", "hockeyapp", "swift",
+     'BITHockeyManager.shared().configure(withIdentifier: "{s}")', HEX, 32),
+    ("hockeyapp", "hockeyapp", "yaml", "hockeyapp_token: {s}", HEX, 32),
+    ("onfido-live-api-token", "onfido", "env", "ONFIDO_API_TOKEN=api_live.{s}", B64URL, 44),
+    ("onfido-live-api-token", "onfido", "header",
+     "Authorization: Token token=api_live_us.{s}", B64URL, 44),
+    ("composio-api-key", "composio", "env", "COMPOSIO_API_KEY=ak_{s}", B64URL, 20),
+    ("composio-api-key", "composio", "json", '{{"key": "uak_{s}"}}', B64URL, 43),
+    ("composio-api-key", "composio", "prose", "use oak_{s} for the org", B64URL, 20),
+    ("sauce-token", "sauce", "env", "SAUCE_ACCESS_KEY={s}", "uuid", 36),
+    ("sauce-token", "sauce", "yaml", 'sauce_key: "{s}"', "uuid", 36),
+    ("sauce-token", "sauce", "url", "https://alice:{s}@ondemand.saucelabs.com/wd/hub", "uuid", 36),
+    ("picatic-api-key", "picatic", "ruby", 'Picatic.api_key = "sk_live_{s}"', LOWER_ALNUM, 32),
+]  # fmt: skip
+
+
+KINGFISHER = "mongodb/kingfisher data/rules/{}.yml"
+BECH32_UPPER = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+# (rules file, family, form, template, literal prefix of the secret, alphabet, length);
+# alphabet "ccipat" and "cfca" are the two composite shapes built in ``kingfisher_body``
+KINGFISHER_FORMS: list[tuple[str, str, str, str, str, str, int]] = [
+    ("age", "age", "key-file",
+     "# created: 2026-03-02T10:11:12Z\n# public key: age1{u}\n{s}", "AGE-SECRET-KEY-1",
+     BECH32_UPPER, 58),
+    ("age", "age", "env", "export SOPS_AGE_KEY={s}", "AGE-SECRET-KEY-1", BECH32_UPPER, 58),
+    ("buildkite", "buildkite", "export", "export BUILDKITE_API_TOKEN={s}", "bkua_",
+     LOWER_ALNUM, 40),
+    ("buildkite", "buildkite", "curl-bearer",
+     'curl -H "Authorization: Bearer {s}" https://api.buildkite.com/v2/user', "bkua_",
+     LOWER_ALNUM, 40),
+    ("aiven", "aiven", "python", 'FLASK_APP_AIVEN_API_KEY = "{s}"', "", B64, 372),
+    ("aiven", "aiven", "auth-scheme", "Authorization: aivenv1 {s}", "", B64, 372),
+    ("atera", "atera", "python", "atera_key = {s}", "", LOWER_ALNUM, 32),
+    ("atera", "atera", "curl-header",
+     'curl -H "X-API-KEY: {s}" https://app.atera.com/api/v3/alerts', "", LOWER_ALNUM, 32),
+    ("betterstack", "betterstack", "prose", "betterstack SECRET={s}", "", ALNUM, 24),
+    ("betterstack", "betterstack", "yaml", "  BETTERSTACK_TOKEN: {s}", "", ALNUM, 24),
+    ("azuresearchquery", "azure-search", "python", "azure_search_key = {s}", "", ALNUM, 52),
+    ("azuresearchquery", "azure-search", "curl-header",
+     "curl -H 'api-key: {s}' https://svc.search.windows.net/indexes/docs/docs", "", ALNUM, 52),
+    ("circleci", "circleci", "export", "export CIRCLECI_TOKEN={s}", "CCIPAT_", "ccipat", 63),
+    ("circleci", "circleci", "curl-header",
+     "curl -H 'Circle-Token: {s}' https://circleci.com/api/v2/me", "CCIPAT_", "ccipat", 63),
+    ("circleci", "circleci-project", "python", "circleci_project_secret = '{s}'", "", HEX, 40),
+    ("circleci", "circleci-project", "yaml", "CIRCLECI_API_TOKEN: {s}", "", HEX, 40),
+    ("bitbucket", "bitbucket", "env", "bitbucket_secret={s}", "", LOWER_ALNUM + "_-", 44),
+    ("cloudflare", "cloudflare", "camel", "cloudflareAPIKey = {s}", "", UPPER_ALNUM, 40),
+    ("cloudflare", "cloudflare", "yaml", "CLOUDFLARE_API_TOKEN: '{s}'", "", LOWER_ALNUM + "_-", 40),
+    ("cloudflare", "cloudflare-ca", "header", "X-Auth-User-Service-Key = {s}", "v1.0-", "cfca",
+     258),
+    ("blynk", "blynk", "url", 'curl "https://blynk.cloud/external/api/get?token={s}&V1"', "",
+     B64URL, 32),
+    ("blynk", "blynk", "bearer",
+     'curl https://fra1.blynk.cloud/api/organization/profile -H "Authorization: Bearer {s}"', "",
+     B64URL, 40),
+    ("blynk", "blynk", "client-credentials",
+     "curl -X POST -u oa2-client-id_{u}:{s} https://fra1.blynk.cloud/oauth2/token", "",
+     B64URL, 40),
+]  # fmt: skip
+
+
 def uuid(rng: random.Random) -> str:
     return "-".join("".join(rng.choice(HEX) for _ in range(int(n))) for n in UUID_SHAPE.split("-"))
 
@@ -268,6 +368,14 @@ def draw(rng: random.Random, alphabet: str, length: int) -> str:
         has_digit = any(c.isdigit() for c in value) or not any(c.isdigit() for c in alphabet)
         if has_digit and any(c.isalpha() for c in value):
             return value
+
+
+def kingfisher_body(rng: random.Random, alphabet: str, length: int) -> str:
+    if alphabet == "ccipat":  # CircleCI: 22 mixed characters, ``_``, 40 lower-case ones
+        return draw(rng, ALNUM, 22) + "_" + draw(rng, LOWER_ALNUM, 40)
+    if alphabet == "cfca":  # Cloudflare origin CA key: three hex runs joined by ``-``
+        return "-".join(draw(rng, HEX, n) for n in (64, 128, 64))
+    return draw(rng, alphabet, length)
 
 
 def render(template: str, **fields: str) -> str:
@@ -334,6 +442,31 @@ def build(seed: int) -> list[dict[str, Any]]:
             text = render(template, s=secret, u=uuid(rng))
             add("heldout3", f"noseyparker:{family}", NOSEY_PARKER.format(rules_file), form, text,
                 prefix + secret + suffix)  # fmt: skip
+    for rule, family, form, template, alphabet, length in SEMGREP_FORMS:
+        for _ in range(SAMPLES_PER_FAMILY + 1):
+            body = uuid(rng) if alphabet == "uuid" else draw(rng, alphabet, length)
+            if family == "onfido":  # an 11-character id, ``.``, a 32-character secret
+                body = body[:11] + "." + body[11:43]
+            at = template.index("{s}")
+            head = re.search(r"[A-Za-z0-9_.]*$", template[:at])
+            prefix = (
+                head.group() if head and head.group()[:1].islower() and "_" in head.group() else ""
+            )  # ``k2sk_v1_``, ``api_live.``: part of the secret
+            prefix = prefix if prefix.startswith(("k2sk_", "api_live", "ak_", "uak_", "oak_",
+                                                  "sk_live_")) else ""  # fmt: skip
+            if template[:at].endswith("AP6"):
+                prefix = "AP6"
+            text = render(template, s=body)
+            add("heldout4", f"semgrep:{family}", SEMGREP.format(rule), form, text, prefix + body)
+    krng = random.Random(seed + 5)  # its own stream: the earlier splits stay byte for byte
+    for rules_file, family, form, template, prefix, alphabet, length in KINGFISHER_FORMS:
+        for _ in range(SAMPLES_PER_FAMILY + 1):
+            secret = prefix + kingfisher_body(krng, alphabet, length)
+            other = draw(krng, BECH32_UPPER.lower() if family == "age" else B64URL, 58 if
+                         family == "age" else 32)  # fmt: skip
+            text = render(template, s=secret, u=other)
+            add("heldout5", f"kingfisher:{family}", KINGFISHER.format(rules_file), form, text,
+                secret)  # fmt: skip
     return cases
 
 

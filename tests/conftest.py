@@ -104,13 +104,21 @@ def store(db_url: str) -> Iterator[TranscriptStore]:
 
 
 @pytest.fixture
-def engine(db_url: str, store: TranscriptStore) -> Iterator[Engine]:
-    """A second engine on the store's database (another connection pool, like another process)."""
+def fresh(db_url: str) -> Iterator[Engine]:
+    """An engine on this test's database before anything migrated it (no store opened): what
+    the migration tests start from."""
     e = make_engine(db_url)
     try:
         yield e
     finally:
         e.dispose()
+
+
+@pytest.fixture
+def engine(store: TranscriptStore, fresh: Engine) -> Engine:
+    """A second engine on the store's database (another connection pool, like another process),
+    opened after the store migrated it."""
+    return fresh
 
 
 @pytest.fixture

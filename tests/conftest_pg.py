@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from pgserver import PgServer, find_bindir, unavailable_reason
+from sqlalchemy import Engine
 
 #: Set (to anything but "" or "0") to fail, not skip, when no PostgreSQL server can be started.
 REQUIRE_ENV = "OPENCLAW_FTS_REQUIRE_POSTGRESQL"
@@ -89,6 +90,19 @@ def pg_partitioned_url(pg_server: PgServer, pg_partitioned_template: str) -> Ite
 def pg_url(pg_server: PgServer) -> Iterator[str]:
     """SQLAlchemy URL of a fresh, empty database on the session's server (dropped afterwards)."""
     yield from _database(pg_server, "template1")
+
+
+@pytest.fixture
+def pg_engine(pg_url: str) -> Iterator[Engine]:
+    """An engine on :func:`pg_url`'s fresh database (nothing migrated): the tests of
+    PostgreSQL's own objects."""
+    from openclaw_fts.engine import make_engine
+
+    engine = make_engine(pg_url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(scope="module")

@@ -60,6 +60,14 @@ def test_store_refuses_an_unsupported_url(url: str) -> None:
     assert "does not support" in str(info.value)
 
 
+def test_store_refuses_a_bare_file_path_naming_the_url_to_use(tmp_path: Path) -> None:
+    path = str(tmp_path / "agent.sqlite")
+    with pytest.raises(UnsupportedDatabaseError, match="not a database URL") as info:
+        TranscriptStore(path, background=False)
+    assert f"sqlite:///{path}" in str(info.value)
+    assert not Path(path).exists()
+
+
 @pytest.mark.parametrize("url", UNSUPPORTED_URLS)
 def test_make_engine_refuses_an_unsupported_url(url: str) -> None:
     with pytest.raises(UnsupportedDatabaseError, match=SUPPORTED):

@@ -31,6 +31,7 @@ from openclaw_fts import (
     TranscriptStore,
     UnknownSessionError,
 )
+from openclaw_fts.check import check
 from openclaw_fts.engine import READ_ONLY, make_engine
 from openclaw_fts.index.sqlite.connect import TAKE_WRITE_LOCK
 
@@ -908,6 +909,50 @@ def test_concurrent_appends_from_two_threads(store: TranscriptStore) -> None:
     assert len(index_rows_of(store.engine, "b")) == 40
     assert found(store, "number39") == {"a39", "b39"}
     assert store.index_status() == {"pending": 0, "indexed": 2, "total": 2}
+
+
+def test_store_and_orm_appends_to_one_session_are_serialised(
+    store: TranscriptStore, host: sessionmaker[Session]
+) -> None:
+    """Two threads append to the same session at once, one through ``TranscriptStore.append``
+    and one through a host's ORM session: the session's append lock makes each read the other's
+    ``last_seq``, so every event gets its own seq (no taken seq, no error)."""
+    store.create_session("s1", KEY)
+    rounds = 30
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def via_store() -> None:
+        try:
+            start.wait()
+            for i in range(rounds):
+                store.append("s1", msg(f"st{i}", f"lockword store{i}"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def via_orm() -> None:
+        try:
+            start.wait()
+            for i in range(rounds):
+                with host.begin() as db:
+                    db.add(TranscriptEvent(session_id="s1", event=msg(f"orm{i}", f"orm{i}")))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=via_store), threading.Thread(target=via_orm)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    stored = events_of(store.engine, "s1")
+    assert [seq for seq, _ in stored] == list(range(2 * rounds))
+    assert {eid for _, eid in stored} == {f"st{i}" for i in range(rounds)} | {
+        f"orm{i}" for i in range(rounds)
+    }
+    store.reconcile()
+    assert store.index_status()["pending"] == 0
+    assert check(store.engine).ok
 
 
 # -- host sessions beyond the happy path ---------------------------------------------------------

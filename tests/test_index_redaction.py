@@ -205,8 +205,8 @@ def test_a_host_pattern_still_masks_search_snippets(db_url: str) -> None:
     assert SECRET not in snippet and "sk-pro…8Jp5" in snippet
 
 
-#: Secrets of the families masked since INDEX_VERSION 4 and 5, each in the syntax users paste, with
-#: a query word next to it and the pieces an attacker would search for.
+#: Secrets of the families masked since INDEX_VERSION 4, 5 and 6, each in the syntax users
+#: paste, with a query word next to it and the pieces an attacker would search for.
 NEW_FAMILIES = [
     ("mysqlflag", "mysql -u root -pZq8Wv3Kd9Lm shop", "Zq8Wv3Kd9Lm"),
     ("redisflag", "redis-cli -h cache -a Rx7Tq2Nb5Vw ping", "Rx7Tq2Nb5Vw"),
@@ -223,6 +223,15 @@ NEW_FAMILIES = [
     ("yamlbin", "secret: !!binary gxHdyN8PveDdzWjpN3u2cZHR\n", "8PveDdzWjpN3u2cZ"),
     ("nestval", "creds:\n  nested:\n    secret_value: dcb5cd1a409f118e1a5a\n", "1a409f118e"),
     ("etsykey", '{"etsy_key": "rwqh7r0qrcisbuydmpunvxpe"}', "0qrcisbuydmpun"),
+    ("gradlecred", 'credentials {\n    password "houi1gQm5m3Da3j9"\n}', "houi1gQm5m3Da3j9"),
+    ("odbcpwd", "Server=srv;Uid=app;Pwd=k7w5JqOEudKaHV;", "k7w5JqOEudKaHV"),
+    ("jenkinscrumb", "-H 'Jenkins-Crumb:47ecc2220810d7939da41fd810de92f9'", "2220810d7939da41"),
+    ("ruledpass", "Ldap password ---- Y9zH1cImool7", "Y9zH1cImool7"),
+    ("newrelicadmin", "admin_access:NRAA-5b73376be08025530e60d3250ac", "76be08025530e60d"),
+    # INDEX_VERSION 6: UUIDs under a <word>_key name, SDK start-up keys, Composio keys
+    ("saucekey", 'sauce_key: "e125d81f-8fb0-ac4b-7cb3-711c509dbd44"', "8fb0-ac4b-7cb3"),
+    ("hockeyid", 'configure(withIdentifier: "40d47967e0e741c46a902d6712f5a23f")', "67e0e741c46a"),
+    ("composiokey", "use oak_brhnjbzZFyofKYVlRxv9 for the org", "hnjbzZFyofKY"),
 ]
 
 

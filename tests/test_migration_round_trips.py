@@ -6,8 +6,6 @@ Engine-specific checks of the same scenarios stay beside them, named by the engi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -16,7 +14,6 @@ from sqlalchemy import Engine, inspect, text
 import openclaw_fts
 from openclaw_fts import Caller, TranscriptStore, migrate
 from openclaw_fts.alembic import VERSION_TABLE, include_name
-from openclaw_fts.engine import make_engine
 
 pytestmark = pytest.mark.both_engines
 
@@ -24,16 +21,6 @@ CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: Revision 1's tables under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
-
-
-@pytest.fixture
-def fresh(db_url: str) -> Iterator[Engine]:
-    """An engine on an empty database (nothing migrated yet)."""
-    engine = make_engine(db_url)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
 
 
 def schema(engine: Engine) -> dict[str, object]:

@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,23 +103,9 @@ APP_ROLE = "openclaw_app"
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    """An engine on this test's empty, unmigrated database."""
-    e = make_engine(db_url)
-    try:
-        yield e
-    finally:
-        e.dispose()
-
-
-@pytest.fixture
-def pg_engine(pg_url: str) -> Iterator[Engine]:
-    """The same on PostgreSQL only (the tests of PostgreSQL's own objects)."""
-    e = make_engine(pg_url)
-    try:
-        yield e
-    finally:
-        e.dispose()
+def engine(fresh: Engine) -> Engine:
+    """This test's empty, unmigrated database (conftest's ``engine`` opens a store first)."""
+    return fresh
 
 
 def tables(engine: Engine) -> set[str]:

@@ -27,7 +27,6 @@ import openclaw_fts
 from openclaw_fts import Caller, TranscriptEvent, TranscriptStore, migrate
 from openclaw_fts.alembic import include_name
 from openclaw_fts.check import check
-from openclaw_fts.engine import make_engine
 
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_2 = "0002_index"
@@ -47,12 +46,9 @@ def url(db_url: str) -> str:
 
 
 @pytest.fixture
-def engine(url: str) -> Any:
-    engine = make_engine(url)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
+def engine(fresh: Engine) -> Engine:
+    """This test's empty, unmigrated database (conftest's ``engine`` opens a store first)."""
+    return fresh
 
 
 def table_names(engine: Engine) -> set[str]:

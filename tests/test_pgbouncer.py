@@ -6,7 +6,8 @@ serves several clients in turn, so nothing may live in a server session: appends
 history, reconciles and the reconciler's lease all work through the pooler, no statement is
 prepared (two stores sharing the pool's server connections would collide on psycopg's prepared
 statement names), the lease leaves no advisory lock on a pooled server connection, is held by
-one contender at a time -- pooled or direct -- and a killed holder's lease is taken over at once.
+one contender at a time -- pooled or direct -- a killed holder's lease is taken over at once,
+and a holder on another host keeps it until its row expires.
 
 Skipped when pgbouncer is not installed (Debian: ``apt-get install pgbouncer``), failed instead
 where it is required (``OPENCLAW_FTS_REQUIRE_PGBOUNCER``, set by ``.ci/run``, which installs it).
@@ -19,6 +20,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,8 @@ ROUNDS = 12
 CONTENDERS = 6
 #: Seconds a killed holder's child process may take to report that it holds the lease.
 CHILD_TIMEOUT_S = 60
+#: The lease of a holder on another host, in the expiry test.
+REMOTE_LEASE_S = 1.5
 
 
 @pytest.fixture(scope="module")
@@ -248,3 +252,23 @@ def test_a_killed_holders_lease_is_taken_over_at_once(urls: tuple[str, str]) -> 
 def test_transaction_pooler_needs_postgresql(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedDatabaseError, match="transaction_pooler"):
         TranscriptStore(f"sqlite:///{tmp_path / 'a.sqlite'}", transaction_pooler=True)
+
+
+def test_a_holder_on_another_host_keeps_the_row_until_it_expires(urls: tuple[str, str]) -> None:
+    """A holder that cannot be probed (another host) is presumed alive: its row blocks until
+    its expiry, then the lease is taken over, and the old holder's renewal fails."""
+    pooled, _direct = urls
+    with TranscriptStore(pooled, transaction_pooler=True, background=False) as store:
+        elsewhere = Reconciler(store.write_engine, lease_seconds=REMOTE_LEASE_S).lease
+        elsewhere.holder = "another-host:4242:cafe"  # type: ignore[attr-defined]
+        assert elsewhere.try_acquire() is True
+        here = Reconciler(store.write_engine).lease
+        assert here.try_acquire() is False
+        assert here.blocked_by is not None
+        assert here.blocked_by.holder == "another-host:4242:cafe"
+        assert 0 < here.blocked_by.expires_in <= REMOTE_LEASE_S
+        time.sleep(REMOTE_LEASE_S + 0.2)
+        assert here.try_acquire() is True
+        with store.write_engine.begin() as conn:
+            assert elsewhere.renew(conn) is False
+        here.release()

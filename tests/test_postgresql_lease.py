@@ -10,27 +10,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from sqlalchemy import Engine, text
 
-from openclaw_fts.engine import make_engine
 from openclaw_fts.index.postgresql.lease import AdvisoryLease
 
 WORKERS = Path(__file__).parent / "workers"
 #: A takeover after the holder's SIGKILL must come this fast (measured: well under 0.1 s).
 TAKEOVER_SECONDS = 5.0
-
-
-@pytest.fixture
-def pg_engine(pg_url: str) -> Iterator[Engine]:
-    engine = make_engine(pg_url)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
 
 
 def hold(url: str, seconds: float = 60) -> tuple[subprocess.Popen[str], str | None]:

@@ -14,7 +14,7 @@ import pytest
 from factories import msg
 from pgindex import State, add_message, add_session, migrated_database, set_state
 from pgserver import PgServer
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, create_engine, event, text
 from test_postgresql_query import HOSTILE
 
 from openclaw_fts import TranscriptStore
@@ -288,22 +288,37 @@ def test_sqlite_and_postgresql_rank_alike(pg_server: PgServer, tmp_path: Path) -
     assert sum(overlaps.values()) / len(overlaps) >= 0.6, overlaps
 
 
-def test_custom_plans_for_the_search_transaction_only(db: Engine) -> None:
+def test_custom_plans_for_the_search_transaction_only_on_a_host_engine(db: Engine) -> None:
     """psycopg prepares a statement from its 5th run; the ranked statement must keep being
-    planned with its parameters (bench/pg_narrow.py), and the setting must not outlive the
-    search's transaction."""
+    planned with its parameters (bench/pg_narrow.py). On an engine the host made, the setting
+    must not outlive the search's transaction."""
+    host = create_engine(db.url)
+    try:
+        with host.connect() as conn:
+            for _ in range(8):  # past psycopg's prepare threshold: same answers
+                assert ids(
+                    PostgresSearch().ranked_hits(conn, TREE, build_request("deploy"), exact=False)
+                ) == ["m2", "m1", "c1"]
+            assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"
+            conn.rollback()
+            assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+    finally:
+        host.dispose()
+
+
+def test_custom_plans_for_the_whole_session_on_an_engine_the_plugin_made(db: Engine) -> None:
+    """On an engine of ``make_engine`` every connection has custom plans from the start, so a
+    search sends no ``set_config`` of its own, in any transaction."""
+    statements: list[str] = []
     with db.connect() as conn:
-        for _ in range(8):  # past psycopg's prepare threshold: same answers
-            assert ids(
-                PostgresSearch().ranked_hits(conn, TREE, build_request("deploy"), exact=False)
-            ) == [
-                "m2",
-                "m1",
-                "c1",
-            ]
+        event.listen(conn, "before_cursor_execute", lambda *a: statements.append(str(a[2])))
         assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"
-        conn.rollback()
-        assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+        for _ in range(8):
+            found = PostgresSearch().ranked_hits(conn, TREE, build_request("deploy"), exact=False)
+            assert ids(found) == ["m2", "m1", "c1"]
+            conn.rollback()
+        assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"
+    assert not any("plan_cache_mode" in s and "set_config" in s for s in statements)
 
 
 def test_any_pending_is_remembered_for_one_snapshot(pg_server: PgServer) -> None:
@@ -373,11 +388,12 @@ def test_pending_visible_is_remembered_per_caller_for_one_snapshot(pg_server: Pg
 
 
 def test_a_search_sets_the_custom_plan_mode_once(pg_server: PgServer) -> None:
-    """``pending_visible`` sets ``plan_cache_mode`` for the transaction together with reading
-    the snapshot; ``ranked_hits`` in the same transaction does not set it again, and sets it
-    itself in a transaction that has not."""
-    with migrated_database(pg_server) as engine:
-        add_clean(engine, {"a": ME}, "deploy")
+    """On an engine the host made: ``pending_visible`` sets ``plan_cache_mode`` for the
+    transaction together with reading the snapshot; ``ranked_hits`` in the same transaction
+    does not set it again, and sets it itself in a transaction that has not."""
+    with migrated_database(pg_server) as made:
+        add_clean(made, {"a": ME}, "deploy")
+        engine = create_engine(made.url)
         r = PostgresSearch()
         statements: list[str] = []
         with engine.connect() as conn:
@@ -396,3 +412,4 @@ def test_a_search_sets_the_custom_plan_mode_once(pg_server: PgServer) -> None:
             assert ids(r.ranked_hits(conn, TREE, build_request("deploy"), exact=True)) == ["e1"]
             assert sum("plan_cache_mode" in s for s in statements) == 1
             assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"
+        engine.dispose()

@@ -972,6 +972,44 @@ LITTLE_NAMES = [
     ("I pasted the key SK6a8040f85687359d14979ad3340fc739 into it", "85687359d149", "into it"),
     ("mongodb+srv://app:#^_g86AG1uVkLlh*S@cluster0.example.net/prod", "g86AG1uVkLlh", "@cluster0"),
     ("jdbc:mysql://db:3306/shop?user=app&password=#^_g86AG1uVkLlh*S", "g86AG1uVkLlh", "user=app"),
+    (
+        'credentials {\n    username "deploy"\n    password "houi1gQm5m3D"\n}',
+        "houi1gQm5m3D",
+        "deploy",
+    ),
+    ("Ldap password               ----   Y%=H1cImool!", "Y%=H1cImool!", "Ldap password"),
+    (
+        "buildConfigField 'String', 'API_KEY', '\"a2591cf96638bcea4fc8950bb45726b8\"'",
+        "cf96638bcea4",
+        "API_KEY",
+    ),
+    (
+        "Provider=SQLNCLI;Server=srv,1433;Database=db;Uid=app;Pwd=k7w5JqOEudKaHV;",
+        "k7w5JqOEudKaHV",
+        "Uid=app",
+    ),
+    (
+        "curl -H 'Jenkins-Crumb:47ecc2220810d7939da41fd810de92f9' http://ci",
+        "2220810d7939da",
+        "http://ci",
+    ),
+    ("admin_access:NRAA-5b73376be08025530e60d3250ac", "76be08025530e6", "admin_access:"),
+    # a UUID under a name whose last word says key: Sauce Labs and Heroku keys are UUIDs
+    ('sauce_key: "e125d81f-8fb0-ac4b-7cb3-711c509dbd44"', "81f-8fb0-ac4b-7cb3", "sauce_key"),
+    ("heroku_key = '3b1c2a4f-5d6e-4f70-8a9b-0c1d2e3f4a5b'", "a4f-5d6e-4f70-8a9b", "heroku_key"),
+    # a labelled argument of an SDK start-up call that names the key, hex or not
+    (
+        'BITHockeyManager.shared().configure(withIdentifier: "40d47967e0e741c46a902d6712f5a23f")',
+        "67e0e741c46a902d",
+        "configure(withIdentifier:",
+    ),
+    (
+        "Instabug.start(withToken: '9f3e1b7c2d4a6e8f0a1b3c5d7e9f1a2b', invocationEvents: [.shake])",
+        "1b7c2d4a6e8f0a1b",
+        "invocationEvents",
+    ),
+    # Composio organisation keys in prose (a vendor prefix)
+    ("use oak_brhnjbzZFyofKYVlRxv9 for the org", "hnjbzZFyofKYVl", "for the org"),
 ]
 
 
@@ -995,6 +1033,21 @@ STILL_PUBLIC = [
     'ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"',  # an alphabet written out
     'charset_key = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"',
     "https://example.com/docs#section@anchor",
+    "PWD=/home/alice/src",  # the shell's current directory
+    "cd $PWD && pwd",
+    "the password -> see the docs",
+    '  label "Password"',
+    # UUIDs stay identifiers under a bare ``key``, a public ``*_key`` and other names
+    'key: "e125d81f-8fb0-ac4b-7cb3-711c509dbd44"',
+    'cache_key: "e125d81f-8fb0-ac4b-7cb3-711c509dbd44"',
+    "object_key: e125d81f-8fb0-ac4b-7cb3-711c509dbd44",
+    'request_id = "e125d81f-8fb0-ac4b-7cb3-711c509dbd44"',
+    # a hex literal under an identifier label outside an SDK start-up call, or a public label
+    'lookup(withIdentifier: "40d47967e0e741c46a902d6712f5a23f")',
+    'configure(withName: "40d47967e0e741c46a902d6712f5a23f")',
+    "the oak_tree_planting_guide_for_schools",  # a prefix without a digit in its body
+    '        Token:                     "#cccccc",',  # a Pygments style: a colour
+    "token_colour: '#ff00aa'",
 ]
 
 

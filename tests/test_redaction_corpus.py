@@ -147,13 +147,15 @@ HELDOUT = Path(__file__).parent / "fixtures" / "redaction_heldout.jsonl"
 #: Highest leak rate of the tuned part of tests/fixtures/redaction_heldout.jsonl (the families
 #: the rules were changed for; the goal of docs/redaction.md).
 MAX_TUNED_LEAK_RATE = 0.02
-#: Highest leak rates of its other parts. Splits 1 and 2 were measured held out (6.4 %, 6.7 %)
-#: and tuned on since (0 % now): their bound is the tuned goal. Split 3 is held out: its bound
-#: is NOT the goal (3 %) but its first measurement (21/104, docs/redaction.md) plus a margin,
-#: so that a change that makes the rules generalise worse fails here.
+#: Highest leak rates of its other parts. Splits 1 to 4 were each measured held out once
+#: (6.4 %, 6.7 %, 20.2 %, 9.4 %) and tuned on since (0 % now): their bound is the tuned goal.
+#: Split 5 is held out: its bound is its one measurement (0/92, docs/redaction.md) plus one
+#: leak, so that a change that makes the rules generalise worse fails here.
 MAX_HELDOUT_LEAK_RATE = 0.02
 MAX_HELDOUT2_LEAK_RATE = 0.02
-MAX_HELDOUT3_LEAK_RATE = 0.22
+MAX_HELDOUT3_LEAK_RATE = 0.02
+MAX_HELDOUT4_LEAK_RATE = 0.02
+MAX_HELDOUT5_LEAK_RATE = 0.011
 
 
 def test_the_tuned_and_held_out_corpora_leak_within_their_bounds() -> None:
@@ -163,6 +165,8 @@ def test_the_tuned_and_held_out_corpora_leak_within_their_bounds() -> None:
         ("heldout", MAX_HELDOUT_LEAK_RATE),
         ("heldout2", MAX_HELDOUT2_LEAK_RATE),
         ("heldout3", MAX_HELDOUT3_LEAK_RATE),
+        ("heldout4", MAX_HELDOUT4_LEAK_RATE),
+        ("heldout5", MAX_HELDOUT5_LEAK_RATE),
     ):
         part = [c for c in cases if c["split"] == split]
         leaks = Counter(c["family"] for c in part if leaked(c, redact_text(c["text"])))

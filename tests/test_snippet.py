@@ -10,6 +10,7 @@ import regex  # type: ignore[import-untyped,unused-ignore]  # no stubs in the ve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openclaw_fts import snippet
 from openclaw_fts.query import Term, compile_query
 from openclaw_fts.snippet import (
     ELLIPSIS,
@@ -264,3 +265,31 @@ def test_snippet_properties(text: str, query: str, max_chars: int) -> None:
     # holding whitespace are left out (whitespace runs collapse, and a space can carry marks).
     known = {ELLIPSIS} | {g for c in graphemes(cleaned) for g in (c, c.lstrip())}
     assert {g for g in graphemes(snippet) if not any(c.isspace() for c in g)} <= known
+
+
+_FILLER = "the deploy of the staging service went fine after a short review " * 40
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("needle " + _FILLER, "needle"),  # settled by the first characters
+        (_FILLER + " needle", "needle"),  # the term only after the prefix
+        ("alpha " + _FILLER + " alpha beta", "alpha beta"),  # the best window is late
+        ("alpha beta " + _FILLER + " alpha beta", "alpha beta"),  # every term early
+        ("alpha " + _FILLER + " beta", "alpha OR beta"),
+        ("x " * 500 + "明天下午开会讨论部署" * 40 + " 明天", "明天"),  # a CJK run over the cut
+        ("x " * 509 + "beta gamma " + _FILLER, '"beta gamma"'),  # a phrase at the cut
+        ("dep " + _FILLER, "dep*"),
+        (_FILLER + " needle " + "word " * 30, "needle"),  # near the end: the window shifts back
+    ],
+)
+@pytest.mark.parametrize("window", [5, 48, 200])
+def test_a_long_message_gets_the_snippet_of_its_whole_text(
+    monkeypatch: pytest.MonkeyPatch, text: str, query: str, window: int
+) -> None:
+    """A long message is tokenized from its first ``SNIPPET_PREFIX_CHARS`` first; whatever
+    that prefix settles, the snippet is the one the whole text gives."""
+    quick = make_snippet(text, terms(query), window_tokens=window)
+    monkeypatch.setattr(snippet, "SNIPPET_PREFIX_CHARS", len(text) + 1)
+    assert quick == make_snippet(text, terms(query), window_tokens=window)

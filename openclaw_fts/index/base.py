@@ -72,6 +72,15 @@ class Reader(Protocol):
         pending."""
         ...
 
+    def pending_and_hits(
+        self, conn: Connection, caller: Caller, req: SearchRequest
+    ) -> tuple[bool, list[Hit]] | None:
+        """:meth:`pending_visible` (for ``req.session_key``) and :meth:`ranked_hits` in one
+        statement, pending rows filtered only when something visible is pending; None when
+        this engine (or this database) has no such statement, and the two are asked in
+        turn."""
+        ...
+
     def ranked_hits(
         self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
     ) -> list[Hit]:
@@ -199,6 +208,11 @@ class Writer(Protocol):
         ``last_seq`` is read)."""
         ...
 
+    def locked_context(self, conn: Connection, session_id: str) -> SessionContext | None:
+        """:meth:`lock_session`, then the session's :meth:`Reader.session_context` (None: no
+        such session), in as few round trips as the engine allows."""
+        ...
+
     def ensure_session(
         self, conn: Connection, fields: Mapping[str, Any], *, rekey: bool
     ) -> int | None: ...
@@ -214,7 +228,13 @@ class Writer(Protocol):
         rows: Sequence[NewRow],
         indexed_seq: int,
         leaf: str | None,
-    ) -> None: ...
+        *,
+        tip: tuple[str, int | None] | None = None,
+    ) -> None:
+        """Add ``rows`` and advance the state to ``indexed_seq`` / ``leaf``; with ``tip``
+        (``session_id``, the tip's seq), also :meth:`advance_active_branch` to ``leaf``."""
+        ...
+
     def finish(self, conn: Connection, finish: Finish) -> None: ...
     def write_branches(
         self, conn: Connection, session_id: str, tree: Tree, seq_of_tip: Mapping[str, int]
@@ -321,9 +341,18 @@ class Backend(Reader, Writer, Protocol):
         """Whether ``conn`` is on a hot standby (it replays its primary and refuses writes)."""
         ...
 
-    def snapshot_options(self, *, read_only: bool = False) -> dict[str, Any]:
+    def snapshot_options(
+        self, *, read_only: bool = False, one_statement: bool = False
+    ) -> dict[str, Any]:
         """Execution options of a connection whose statements must all read one snapshot (a
-        search, a history read, a check); ``read_only``: and that may not write."""
+        search, a history read, a check); ``read_only``: and that may not write;
+        ``one_statement``: a read that is usually one statement (a single search), which the
+        backend moves to one snapshot itself should it need more."""
+        ...
+
+    def own_engine(self, engine: Engine) -> None:
+        """Settings of an engine the plugin made itself from a URL (its connections are the
+        plugin's alone), before any connection is made."""
         ...
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:

@@ -66,6 +66,24 @@ def _state(row: Sequence[Any]) -> StateRow:
     return StateRow(row[0], row[1], row[2], bool(row[3]), row[4], row[5])
 
 
+#: A session's ``last_seq``, incognito flag and index state (``:sid``); read by
+#: :func:`session_context_of`.
+SESSION_CONTEXT = (
+    "SELECT s.last_seq, s.incognito, st.id, st.indexed_seq, st.indexed_leaf, "
+    "st.needs_rebuild, st.generation, st.index_version FROM openclaw_sessions s "
+    "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
+    "WHERE s.session_id = :sid"
+)
+
+
+def session_context_of(row: Sequence[Any] | None) -> SessionContext | None:
+    """The :class:`SessionContext` of a :data:`SESSION_CONTEXT` row (None: no such session)."""
+    if row is None:
+        return None
+    state = _state(row[2:]) if row[2] is not None else None
+    return SessionContext(int(row[0]), bool(row[1]), state)
+
+
 class SqlBackend:
     """:class:`~openclaw_fts.index.base.Reader` (all but search) and
     :class:`~openclaw_fts.index.base.Writer` over plain SQL; an engine's backend class supplies
@@ -115,6 +133,10 @@ class SqlBackend:
         """Serialise appends to one session until the transaction ends (SQLite: its write
         transactions already are)."""
 
+    def locked_context(self, conn: Connection, session_id: str) -> SessionContext | None:
+        self.lock_session(conn, session_id)
+        return self.session_context(conn, session_id)
+
     def rebuild_all(self, conn: Connection) -> None:
         """Rebuild the whole full-text index from the content table (where the engine can)."""
 
@@ -142,18 +164,7 @@ class SqlBackend:
     # ------------------------------------------------------------ sessions and index state
 
     def session_context(self, conn: Connection, session_id: str) -> SessionContext | None:
-        row = self.run(
-            conn,
-            "SELECT s.last_seq, s.incognito, st.id, st.indexed_seq, st.indexed_leaf, "
-            "st.needs_rebuild, st.generation, st.index_version FROM openclaw_sessions s "
-            "LEFT JOIN openclaw_index_state st ON st.session_id = s.session_id "
-            "WHERE s.session_id = :sid",
-            {"sid": session_id},
-        ).fetchone()
-        if row is None:
-            return None
-        state = _state(row[2:]) if row[2] is not None else None
-        return SessionContext(int(row[0]), bool(row[1]), state)
+        return session_context_of(self.run(conn, SESSION_CONTEXT, {"sid": session_id}).fetchone())
 
     def create_state(self, conn: Connection, session_id: str, *, clean: bool) -> StateRow:
         self.run(
@@ -384,6 +395,8 @@ class SqlBackend:
         rows: Sequence[NewRow],
         indexed_seq: int,
         leaf: str | None,
+        *,
+        tip: tuple[str, int | None] | None = None,
     ) -> None:
         self.insert_rows(conn, rows)
         self.run(
@@ -392,6 +405,8 @@ class SqlBackend:
             "generation = generation + 1 WHERE id = :id",
             {"seq": indexed_seq, "leaf": leaf, "id": state_id},
         )
+        if tip is not None:
+            self.advance_active_branch(conn, tip[0], leaf, tip[1])
 
     def finish(self, conn: Connection, finish: Finish) -> None:
         self.run(

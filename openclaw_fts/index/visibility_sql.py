@@ -11,6 +11,7 @@ policy); this module only writes it as SQL.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..caller import INCOGNITO_KEY_COLONS, INCOGNITO_KEY_KINDS, KEY_TRIM_CHARS, Caller
@@ -77,7 +78,17 @@ def visible(
     value is a bound parameter (``:name``), never spliced into the text. ``dialect``
     ``"postgresql"`` renders it for PostgreSQL (booleans are not integers there; see
     :func:`incognito_key_sql`), to be run through SQLAlchemy ``text()``; anything else is SQLite.
+    The last :data:`PREDICATE_CACHE` predicates are remembered (by caller, alias and
+    dialect); each call returns its own parameter dict.
     """
+    try:
+        cached = _visible_cached(caller, alias, for_search, dialect)
+    except TypeError:  # a caller holding something unhashable (an ``allow`` list)
+        cached = _visible(caller, alias, for_search, dialect)
+    return Predicate(cached.sql, dict(cached.params), everything=cached.everything)
+
+
+def _visible(caller: Caller, alias: str, for_search: bool, dialect: str) -> Predicate:
     a = alias
     params: dict[str, str] = {"vis_key": caller.session_key}
     everything = False
@@ -116,6 +127,9 @@ def visible(
     return Predicate(sql, bound, everything=everything and for_search)
 
 
+#: Predicates :func:`visible` remembers (a caller searches again and again).
+PREDICATE_CACHE = 256
+_visible_cached = functools.lru_cache(maxsize=PREDICATE_CACHE)(_visible)
 _ANY_AGENT = "1 = 1"
 
 

@@ -7,7 +7,8 @@ the full-text row; appends to one session are serialised by ``SELECT … FOR UPD
 ``openclaw_sessions`` row, taken before its ``last_seq`` is read. What PostgreSQL does
 differently from the shared statements (:mod:`..sql`): statements through SQLAlchemy (so any
 driver works: psycopg, or asyncpg under a host's ``AsyncSession``), arrays for IN-lists, the
-parent probe answered from the JSON in Python, one REPEATABLE READ snapshot per read, and the
+parent probe answered from the JSON in Python, one snapshot per read (a single search: one
+statement in autocommit; anything longer: REPEATABLE READ), and the
 reconcile lease as an advisory lock (:mod:`.lease`); search is :class:`.read.PostgresSearch`.
 """
 
@@ -15,26 +16,34 @@ from __future__ import annotations
 
 import functools
 import re
+import select
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, FromClause, TextClause, text
+from sqlalchemy import ColumnElement, Connection, Engine, FromClause, TextClause, event, text
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DisconnectionError
 
 from ...jsonsafe import stored_event
 from ...query import CompiledQuery
-from ...rows import EVENT_COLUMNS, EventRow, NewRow
+from ...rows import EVENT_COLUMNS, EventRow, NewRow, SessionContext
 from ..base import Lease
 from ..impact import IMPACT_TABLE
-from ..sql import CONTENT_TABLE, SqlBackend
+from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
 from . import impact, partition
 from .compose import match_parts
 from .lease import AdvisoryLease, RowLease
 from .names import is_search_object
 from .pooling import is_transaction_pooled
-from .read import PostgresSearch, has_tsvector_statistics
+from .read import (
+    ONE_STATEMENT,
+    SESSION_CUSTOM_PLANS,
+    SNAPSHOT_ISOLATION,
+    PostgresSearch,
+    has_tsvector_statistics,
+)
 from .replica import in_recovery
 
 
@@ -80,15 +89,32 @@ def indexable_body(body: str) -> str:
     return raw[:MAX_INDEXED_BODY_BYTES].decode("utf-8", "ignore")
 
 
-#: :meth:`PostgresWriter.insert_events`' statement for one event (the ``AFTER INSERT`` trigger
-#: that raises ``last_seq`` runs after it and finds nothing left to raise).
-_INSERT_EVENT_AND_BUMP = (
+#: The SQL type of each of :data:`~openclaw_fts.rows.EVENT_COLUMNS`, for ``unnest`` arrays.
+_EVENT_COLUMN_TYPES = {
+    "session_id": "text",
+    "seq": "bigint",
+    "event_id": "text",
+    "parent_id": "text",
+    "type": "text",
+    "role": "text",
+    "target_id": "text",
+    "side": "boolean",
+    "timestamp_ms": "bigint",
+    "event": "text",
+}
+#: :meth:`PostgresqlBackend.insert_events`' statement: every event of an append as arrays
+#: through ``unnest`` (one multi-row INSERT, in order) and the session's ``last_seq`` in a
+#: data-modifying CTE. The ``AFTER INSERT`` trigger that raises ``last_seq`` runs after the
+#: statement and finds nothing left to raise.
+_INSERT_EVENTS_AND_BUMP = (
     "WITH bump AS (UPDATE openclaw_sessions SET last_seq = :last_seq, "
-    "updated_at = CURRENT_TIMESTAMP WHERE session_id = :session_id) "
+    "updated_at = CURRENT_TIMESTAMP WHERE session_id = :bump_sid) "
     f"INSERT INTO transcript_events ({', '.join(EVENT_COLUMNS)}) "
-    f"VALUES ({', '.join(':' + c for c in EVENT_COLUMNS)})"
+    "SELECT * FROM unnest("
+    + ", ".join(f"CAST(:{c} AS {_EVENT_COLUMN_TYPES[c]}[])" for c in EVENT_COLUMNS)
+    + ")"
 )
-#: :meth:`PostgresWriter.extend_index`'s statement. The UPDATE runs whether or not any row is
+#: :meth:`PostgresqlBackend.extend_index`' statement. The UPDATE runs whether or not any row is
 #: inserted (PostgreSQL runs every data-modifying CTE to completion).
 _EXTEND_INDEX = (
     "WITH state AS (UPDATE openclaw_index_state SET indexed_seq = :seq, indexed_leaf = :leaf, "
@@ -98,6 +124,93 @@ _EXTEND_INDEX = (
     "CAST(:eids AS text[]), CAST(:roles AS text[]), CAST(:ts AS bigint[]), "
     "CAST(:bodies AS text[]), CAST(:sess AS text[]))"
 )
+#: :data:`_EXTEND_INDEX` that also moves the active branch's tip to the new leaf (or records
+#: the session's first active branch), as ``advance_active_branch`` does in two statements.
+_EXTEND_INDEX_AND_TIP = (
+    "WITH moved AS (UPDATE openclaw_branches SET tip_id = :leaf, tip_seq = :tip_seq "
+    "WHERE session_id = :tip_sid AND is_active = TRUE RETURNING 1), "
+    "first_branch AS (INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
+    "SELECT :tip_sid, :leaf, :tip_seq, TRUE WHERE NOT EXISTS (SELECT 1 FROM moved)), "
+    + _EXTEND_INDEX.removeprefix("WITH ")
+)
+#: :meth:`PostgresqlBackend.locked_context`: the session's row locked and its context read in
+#: one statement.
+_LOCKED_CONTEXT = f"{SESSION_CONTEXT} FOR UPDATE OF s"
+
+
+#: Most characters of event JSON one :data:`_INSERT_EVENTS_AND_BUMP` statement carries (its
+#: arrays are encoded whole; an append of 100 messages is far below).
+INSERT_CHUNK_CHARS = 256 * 1024
+
+
+def _chunks_of_events(rows: Sequence[EventRow]) -> Iterator[Sequence[EventRow]]:
+    """``rows`` in order, cut after the row that brings a chunk to :data:`INSERT_CHUNK_CHARS`
+    characters of ``event`` JSON."""
+    start = size = 0
+    for i, row in enumerate(rows):
+        size += len(row["event"] or "")
+        if size >= INSERT_CHUNK_CHARS:
+            yield rows[start : i + 1]
+            start, size = i + 1, 0
+    if start < len(rows):
+        yield rows[start:]
+
+
+#: The driver whose connections :meth:`PostgresqlBackend.own_engine` can test without a round
+#: trip (and sets up per session).
+PSYCOPG = "psycopg"
+#: What each new connection of an engine the plugin made runs once.
+_SESSION_SETTINGS = "SET plan_cache_mode = force_custom_plan"
+
+
+def _session_settings(dbapi_connection: Any, record: Any) -> None:
+    """:data:`_SESSION_SETTINGS` on a new connection, outside any transaction (a ``SET`` in one
+    that is rolled back would be undone), marked on its pool record for the reader."""
+    before = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True
+    try:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(_SESSION_SETTINGS)
+        finally:
+            cursor.close()
+    finally:
+        dbapi_connection.autocommit = before
+    record.info[SESSION_CUSTOM_PLANS] = True
+
+
+#: libpq's ``CONNECTION_OK`` (``PQstatus``).
+_CONNECTION_OK = 0
+
+
+def _ping(dbapi_connection: Any) -> None:
+    """One ``SELECT 1`` outside any transaction (raises on a closed connection)."""
+    before = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True
+    try:
+        dbapi_connection.execute("SELECT 1")
+    finally:
+        if not dbapi_connection.closed:
+            dbapi_connection.autocommit = before
+
+
+def _alive_or_discard(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """Raise ``DisconnectionError`` (the pool then connects afresh) for a pooled psycopg 3
+    connection the server has closed. An idle connection receives nothing unless the server
+    is saying goodbye (a restart, an administrator's ``pg_terminate_backend``, an idle
+    timeout) or sends a notice: libpq's status and a zero-timeout ``select`` on its socket
+    tell without a round trip, and only when something did arrive is the connection pinged."""
+    try:
+        pgconn = dbapi_connection.pgconn
+        if pgconn.status != _CONNECTION_OK:
+            raise DisconnectionError("the connection is closed")
+        readable, _, _ = select.select([pgconn.socket], [], [], 0)
+        if readable:
+            _ping(dbapi_connection)
+    except DisconnectionError:
+        raise
+    except Exception as exc:  # a closed socket, a failed ping: whatever the driver raised
+        raise DisconnectionError(str(exc)) from exc
 
 
 def _json_type(value: Any) -> str:
@@ -161,14 +274,16 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         )
 
     def insert_events(self, conn: Connection, rows: Sequence[EventRow], last_seq: int) -> None:
-        """One event (an append of one message, the common case) and the session's
-        ``last_seq`` in ONE statement; several go through the shared writer (an ``executemany``
-        and the ``UPDATE``). A taken event id or seq fails the whole statement, the ``UPDATE``
-        included, with SQLAlchemy's ``IntegrityError`` (statements run through ``text()``)."""
-        if len(rows) != 1:
-            super().insert_events(conn, rows, last_seq)
-            return
-        self.run(conn, _INSERT_EVENT_AND_BUMP, {**rows[0], "last_seq": last_seq})
+        """The events of an append and the session's ``last_seq`` in ONE statement, however
+        many events up to :data:`INSERT_CHUNK_CHARS` of JSON (:data:`_INSERT_EVENTS_AND_BUMP`;
+        an ``executemany`` costs the server one INSERT per event; an import's batch of
+        thousands is cut in chunks, so its arrays never hold a whole batch at once). A taken
+        event id or seq fails the whole statement, the ``UPDATE`` included, with SQLAlchemy's
+        ``IntegrityError`` (statements run through ``text()``)."""
+        for chunk in _chunks_of_events(rows):
+            params: dict[str, Any] = {c: [r[c] for r in chunk] for c in EVENT_COLUMNS}
+            params.update(last_seq=last_seq, bump_sid=chunk[0]["session_id"])
+            self.run(conn, _INSERT_EVENTS_AND_BUMP, params)
 
     def extend_index(
         self,
@@ -177,26 +292,29 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         rows: Sequence[NewRow],
         indexed_seq: int,
         leaf: str | None,
+        *,
+        tip: tuple[str, int | None] | None = None,
     ) -> None:
-        """The appended rows and the session's new index watermark in ONE statement (a
-        data-modifying CTE; the rows as arrays through ``unnest``, in order): an append is one
-        round trip here instead of an ``executemany`` plus an ``UPDATE``."""
-        self.run(
-            conn,
-            _EXTEND_INDEX,
-            {
-                "id": state_id,
-                "seq": indexed_seq,
-                "leaf": leaf,
-                "sids": [r.session_id for r in rows],
-                "seqs": [r.seq for r in rows],
-                "eids": [r.event_id for r in rows],
-                "roles": [r.role for r in rows],
-                "ts": [r.timestamp_ms for r in rows],
-                "bodies": [indexable_body(r.body) for r in rows],
-                "sess": [r.sess for r in rows],
-            },
-        )
+        """The appended rows, the session's new index watermark and, with ``tip``, its active
+        branch's new tip in ONE statement (data-modifying CTEs; the rows as arrays through
+        ``unnest``, in order): an append's index side is one round trip."""
+        params: dict[str, Any] = {
+            "id": state_id,
+            "seq": indexed_seq,
+            "leaf": leaf,
+            "sids": [r.session_id for r in rows],
+            "seqs": [r.seq for r in rows],
+            "eids": [r.event_id for r in rows],
+            "roles": [r.role for r in rows],
+            "ts": [r.timestamp_ms for r in rows],
+            "bodies": [indexable_body(r.body) for r in rows],
+            "sess": [r.sess for r in rows],
+        }
+        if tip is None:
+            self.run(conn, _EXTEND_INDEX, params)
+            return
+        params.update(tip_sid=tip[0], tip_seq=tip[1])
+        self.run(conn, _EXTEND_INDEX_AND_TIP, params)
 
     def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
         if ids:
@@ -223,6 +341,12 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
             "SELECT 1 FROM openclaw_sessions WHERE session_id = :sid FOR UPDATE",
             {"sid": session_id},
         )
+
+    def locked_context(self, conn: Connection, session_id: str) -> SessionContext | None:
+        """:meth:`lock_session` and the session's context in one statement (``FOR UPDATE OF``
+        the session row: the lock is taken before ``last_seq`` is read, as the two statements
+        would)."""
+        return session_context_of(self.run(conn, _LOCKED_CONTEXT, {"sid": session_id}).fetchone())
 
     def optimize(self, conn: Connection) -> None:
         """Refresh the planner's statistics of the index rows (GIN merges its pending list on
@@ -266,9 +390,28 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     def engine_url(self, url: URL, *, read_only: bool | None, kwargs: dict[str, Any]) -> URL:
         """A server restart (or an idle timeout) closes pooled connections under the pool:
         each is tested on checkout, so the first call after a restart reconnects instead of
-        failing."""
-        kwargs.setdefault("pool_pre_ping", True)
+        failing. With psycopg 3 the test costs no round trip (:meth:`own_engine`); with
+        another driver it is the pool's pre-ping (a ``SELECT 1`` per checkout)."""
+        if url.get_driver_name() != PSYCOPG:
+            kwargs.setdefault("pool_pre_ping", True)
         return url
+
+    def own_engine(self, engine: Engine) -> None:
+        """On psycopg 3: custom plans for each connection's whole session (set once when it
+        connects, instead of in every search's transaction: :data:`.read.FORCE_CUSTOM_PLAN`),
+        and a checkout that discards a connection the server has closed without a round trip
+        (:func:`_alive_or_discard`)."""
+        if engine.dialect.driver != PSYCOPG:
+            return
+
+        def session_settings(dbapi_connection: Any, record: Any) -> None:
+            # Behind a transaction pooler a SET would stay in a server session other clients
+            # get; nothing is prepared there, so every plan is custom anyway.
+            if not is_transaction_pooled(engine):
+                _session_settings(dbapi_connection, record)
+
+        event.listen(engine, "connect", session_settings)
+        event.listen(engine, "checkout", _alive_or_discard)
 
     def configure_engine(self, engine: Engine, *, busy_timeout_ms: int, wal: bool) -> None:
         """Nothing per connection: the server's defaults are what the plugin relies on."""
@@ -294,11 +437,18 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     def in_recovery(self, conn: Connection) -> bool:
         return in_recovery(conn)
 
-    def snapshot_options(self, *, read_only: bool = False) -> dict[str, Any]:
+    def snapshot_options(
+        self, *, read_only: bool = False, one_statement: bool = False
+    ) -> dict[str, Any]:
         """REPEATABLE READ: one snapshot for every statement (READ COMMITTED takes one per
         statement: a session could turn pending between the probe and the ranked statement,
-        and a batch's queries, or a check's reads, would not agree)."""
-        options: dict[str, Any] = {"isolation_level": "REPEATABLE READ"}
+        and a batch's queries, or a check's reads, would not agree). ``one_statement``:
+        autocommit, so a search that is one statement (:func:`.read.folded_sql`) sends no
+        ``BEGIN`` and no ``ROLLBACK``; the search moves the connection to REPEATABLE READ
+        itself before a second statement that must share the snapshot."""
+        if one_statement and not read_only:
+            return {"isolation_level": ONE_STATEMENT}
+        options: dict[str, Any] = {"isolation_level": SNAPSHOT_ISOLATION}
         if read_only:
             options["postgresql_readonly"] = True
         return options

@@ -17,11 +17,12 @@ list holds enough visible rows.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from ...rows import Hit, SearchRequest
 from ...spelling import one_edit
@@ -60,6 +61,9 @@ _BEGIN_SEARCH_SQL = (
     "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), "
     "pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
 )
+#: Where a pooled connection records that its session has ``plan_cache_mode`` set (every
+#: connection of an engine the plugin made: ``PostgresqlBackend.own_engine``).
+SESSION_CUSTOM_PLANS = "openclaw_fts_pg_session_custom_plans"
 #: Where a pooled connection marks the transaction it set ``plan_cache_mode`` in.
 _CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
 #: Where a pooled connection remembers ``pending_visible`` answers for one snapshot.
@@ -101,11 +105,16 @@ def _order_by(req: SearchRequest, *, rows: str, keys: str) -> str:
 
 
 def with_bodies_sql(
-    caller: Caller, req: SearchRequest, *, exact: bool, agents: list[str] | None = None
+    caller: Caller,
+    req: SearchRequest,
+    *,
+    exact: bool,
+    agents: list[str] | None = None,
+    extra: str = "",
 ) -> tuple[str, dict[str, Any]]:
     """:func:`hits_sql` with each returned row's ``body`` joined on AFTER the limit (ranking
     never carries the bodies of the rows it drops), in the same order."""
-    ranked, params = hits_sql(caller, req, exact=exact, agents=agents)
+    ranked, params = hits_sql(caller, req, exact=exact, agents=agents, extra=extra)
     order = _order_by(req, rows="h.", keys="h.")
     scope = "" if agents is None else f" AND {agent_scope_sql('b', agents)[0]}"
     sql = (
@@ -122,11 +131,13 @@ def hits_sql(
     exact: bool,
     agents: list[str] | None = None,
     unordered: bool = False,
+    extra: str = "",
 ) -> tuple[str, dict[str, Any]]:
     """The ranked statement and its parameters (``req.compiled`` must render). ``agents``: on
     the partitioned layout (:mod:`.partition`), every agent whose sessions the caller can see;
     only their partitions are read. ``unordered``: every visible match, without ORDER BY or
-    LIMIT (what :func:`session_hits_sql` groups)."""
+    LIMIT (what :func:`session_hits_sql` groups). ``extra``: one more ``AND …`` condition on
+    the rows (``mi``) and their sessions (``s``), before ranking."""
     assert req.compiled is not None
     tsquery = render(req.compiled)
     assert tsquery is not None
@@ -137,6 +148,7 @@ def hits_sql(
         scope, scope_params = agent_scope_sql("mi", agents)
         filters = f"{filters} AND {scope}"
         params.update(scope_params)
+    filters += extra
     pending = ""
     if not exact:
         pending = _CLEAN_JOIN
@@ -148,6 +160,43 @@ def hits_sql(
         f"JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
         f"WHERE mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} "
         f"{filters}" + ("" if unordered else f" ORDER BY {order} LIMIT :lim")
+    )
+    return sql, params
+
+
+#: The pending condition of :func:`folded_sql`'s ranked rows: nothing visible is pending
+#: (the statement's first CTE, ``p``, read once), or this row's session is exact.
+_CLEAN_UNLESS_NONE_PENDING = (
+    " AND (NOT (SELECT p.pending FROM p) OR EXISTS (SELECT 1 FROM openclaw_index_state AS st "
+    f"WHERE {EXACT_JOIN}))"
+)
+
+
+def folded_sql(
+    caller: Caller, req: SearchRequest, *, memo: tuple[str, bool] | None
+) -> tuple[str, dict[str, Any]]:
+    """A whole search in ONE statement: the snapshot it reads (the key of the pending memo),
+    whether a session the caller may see (keyed ``req.session_key`` when given) is pending,
+    and :func:`with_bodies_sql`'s rows, filtered by pending only when something is. The
+    probe reads every visible session, so it runs only when ``memo`` (a snapshot and its
+    answer) is not this statement's snapshot, or this transaction has written. At least one
+    row: ``snapshot, wrote, pending`` then the hit's columns (NULL when nothing matched), in
+    result order."""
+    where, _ = _visible_sql(caller, req.session_key)
+    ranked, params = with_bodies_sql(caller, req, exact=True, extra=_CLEAN_UNLESS_NONE_PENDING)
+    params.update(
+        memo_snapshot=None if memo is None else memo[0], memo_pending=bool(memo and memo[1])
+    )
+    probe = pending_probe_sql(where)
+    order = _order_by(req, rows="r.", keys="r.")
+    sql = (
+        "WITH p AS MATERIALIZED (SELECT pg_current_snapshot()::text AS snapshot, "
+        "pg_current_xact_id_if_assigned()::text AS wrote, CASE WHEN "
+        "pg_current_xact_id_if_assigned() IS NULL "
+        "AND pg_current_snapshot()::text = :memo_snapshot "
+        f"THEN CAST(:memo_pending AS boolean) ELSE ({probe}) END AS pending) "
+        f"SELECT p.snapshot, p.wrote, p.pending, r.* FROM p LEFT JOIN ({ranked}) AS r ON TRUE "
+        f"ORDER BY {order}"
     )
     return sql, params
 
@@ -170,6 +219,17 @@ def session_hits_sql(
     return sql, params
 
 
+#: ``TextClause`` objects :func:`_statement` remembers.
+STATEMENT_CACHE = 256
+
+
+@functools.lru_cache(maxsize=STATEMENT_CACHE)
+def _statement(sql: str) -> TextClause:
+    """One ``TextClause`` per statement text (building one parses its ``:name`` parameters;
+    a caller's searches repeat the same text with other values)."""
+    return text(sql)
+
+
 def _keep_for_transaction(conn: Connection, key: str, value: Any) -> None:
     """Keep ``value`` on the pooled connection for the current transaction only (a weak
     reference to it: the pooled connection must not keep a closed Connection alive)."""
@@ -186,10 +246,41 @@ def _kept_for_transaction(conn: Connection, key: str, *, pop: bool = False) -> A
     return kept[1]
 
 
+def _session_plans(conn: Connection) -> bool:
+    """Whether every plan on this connection is custom without a setting per transaction: it
+    has ``plan_cache_mode`` for its whole session (a connection of an engine the plugin made:
+    ``PostgresqlBackend.own_engine``), or psycopg never prepares a statement on it
+    (``prepare_threshold`` None: behind a transaction pooler, ``pooling.py``)."""
+    if conn.info.get(SESSION_CUSTOM_PLANS):
+        return True
+    driver: Any = conn.connection.driver_connection
+    return hasattr(driver, "prepare_threshold") and driver.prepare_threshold is None
+
+
+#: The isolation level of a connection opened for one statement
+#: (``snapshot_options(one_statement=True)``), and the one :func:`_one_snapshot` moves it to.
+ONE_STATEMENT = "AUTOCOMMIT"
+SNAPSHOT_ISOLATION = "REPEATABLE READ"
+
+
+def _one_snapshot(conn: Connection) -> None:
+    """Make a connection opened for one statement read one snapshot from its next statement
+    on (a search that needs more than its one statement: a batch, suggestions, the
+    partitioned layout). A no-op on any other connection."""
+    if conn.get_execution_options().get("isolation_level") != ONE_STATEMENT:
+        return
+    if conn.in_transaction():
+        conn.rollback()  # SQLAlchemy's own bookkeeping: autocommit has no transaction to end
+    conn.execution_options(isolation_level=SNAPSHOT_ISOLATION)
+
+
 def _custom_plans(conn: Connection) -> None:
-    """:data:`FORCE_CUSTOM_PLAN`, unless this transaction already has it (a search's
-    ``pending_visible`` sets it; a savepoint rolled back in between would undo it, which costs
-    only the plan choice)."""
+    """:data:`FORCE_CUSTOM_PLAN`, unless the session or this transaction already has it (a
+    search's ``pending_visible`` sets it; a savepoint rolled back in between would undo it,
+    which costs only the plan choice)."""
+    if _session_plans(conn):
+        return
+    _one_snapshot(conn)  # the setting is local to a transaction
     if _kept_for_transaction(conn, _CUSTOM_PLAN_TXN) is None:
         conn.execute(text(FORCE_CUSTOM_PLAN))
         _keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
@@ -228,6 +319,7 @@ class PostgresSearch:
         (about 3 µs each; 6 ms for a wide caller at 2,000 sessions, docs/postgresql.md), so a
         read-mostly server answers it once per commit instead of once per search. Sets
         ``plan_cache_mode`` for the transaction in the same round trip."""
+        _one_snapshot(conn)
         where, params = _visible_sql(caller, session_key)
         _, snapshot, wrote = conn.execute(text(_BEGIN_SEARCH_SQL)).one()
         _keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
@@ -243,11 +335,41 @@ class PostgresSearch:
             memo[1][key] = found
         return found
 
+    def pending_and_hits(
+        self, conn: Connection, caller: Caller, req: SearchRequest
+    ) -> tuple[bool, list[Hit]] | None:
+        """See the Reader protocol: :func:`folded_sql`, one round trip on a connection of an
+        engine the plugin made (custom plans for its session; on another, ``plan_cache_mode``
+        is set for the transaction first). None on the partitioned layout (its partitions are
+        chosen by a statement of their own)."""
+        if req.compiled is None or render(req.compiled) is None or is_partitioned(conn):
+            return None
+        _custom_plans(conn)
+        where, params = _visible_sql(caller, req.session_key)
+        key = (where, tuple(sorted(params.items(), key=lambda kv: kv[0])))
+        memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
+        known = memo[1].get(key) if memo is not None else None
+        sql, params = folded_sql(
+            caller, req, memo=None if memo is None or known is None else (memo[0], known)
+        )
+        rows = conn.execute(_statement(sql), params).all()
+        snapshot, wrote, pending = rows[0][0], rows[0][1], bool(rows[0][2])
+        if wrote is None:
+            if memo is None or memo[0] != snapshot or len(memo[1]) >= PENDING_MEMO_ENTRIES:
+                memo = (snapshot, {})
+                conn.info[_PENDING_VISIBLE_MEMO] = memo
+            memo[1][key] = pending
+        found = [r[3:] for r in rows if r[3] is not None]
+        # for hit_texts, in this transaction (index rows never change)
+        _keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in found})
+        return pending, [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in found]
+
     def ranked_hits(
         self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
     ) -> list[Hit]:
         if req.compiled is None or render(req.compiled) is None:
             return []
+        _one_snapshot(conn)
         _custom_plans(conn)
         agents = visible_agents(conn, caller) if is_partitioned(conn) else None
         rows = self._impact_rows(conn, caller, req, exact=exact, agents=agents)
@@ -295,6 +417,7 @@ class PostgresSearch:
         """One hit per session key with its visible match count (:func:`session_hits_sql`)."""
         if req.compiled is None or render(req.compiled) is None:
             return []
+        _one_snapshot(conn)
         _custom_plans(conn)
         agents = visible_agents(conn, caller) if is_partitioned(conn) else None
         sql, params = session_hits_sql(caller, req, exact=exact, agents=agents)
@@ -325,6 +448,7 @@ class PostgresSearch:
         ]
         if not candidates:
             return []
+        _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         _custom_plans(conn)
         # Inside the LATERAL the lexeme is an outer reference, estimated at the default
         # selectivity: a LIMIT 1 then looks cheaper as a sequential scan, which for a lexeme
@@ -372,6 +496,7 @@ class PostgresSearch:
         operand = "c.w || ':*'" if prefix else "c.w"
         query = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, {operand})"
         params.update(words=plain, cap=WORD_COUNT_CAP)
+        _one_snapshot(conn)
         _custom_plans(conn)
         rows = conn.execute(
             text(

@@ -172,9 +172,14 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     def in_recovery(self, conn: Connection) -> bool:
         return False
 
-    def snapshot_options(self, *, read_only: bool = False) -> dict[str, Any]:
+    def snapshot_options(
+        self, *, read_only: bool = False, one_statement: bool = False
+    ) -> dict[str, Any]:
         """None needed: a deferred transaction reads one snapshot from its first read."""
         return {}
+
+    def own_engine(self, engine: Engine) -> None:
+        """Nothing beyond :meth:`configure_engine`."""
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         return TableLease(engine, holder, seconds)

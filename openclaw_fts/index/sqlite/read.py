@@ -152,6 +152,13 @@ class SqliteSearch:
         where, params = _visible_sql(caller, session_key)
         return bool(cursor(conn).execute(pending_probe_sql(where), params).fetchone()[0])
 
+    def pending_and_hits(
+        self, conn: Connection, caller: Caller, req: SearchRequest
+    ) -> tuple[bool, list[Hit]] | None:
+        """None: the pending probes are answered from a per-connection memo (no round trip to
+        save)."""
+        return None
+
     def ranked_hits(
         self, conn: Connection, caller: Caller, req: SearchRequest, *, exact: bool
     ) -> list[Hit]:

@@ -1,0 +1,136 @@
+"""Round trips of a search and an append on PostgreSQL, counted from libpq's own trace of the
+store's connections (every message the client sends; a round trip ends with ``Sync`` under
+the extended protocol, or is one simple ``Query`` such as ``BEGIN``), and what replaced the
+pool's pre-ping: a dead pooled connection found at checkout, and a read retried once on a
+fresh connection when it lost its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from factories import chain
+from pgserver import PgServer
+from psycopg import pq
+from sqlalchemy import create_engine, event
+
+from openclaw_fts import Caller, TranscriptStore
+
+KEY = "agent:main:main"
+SELF = Caller(KEY, visibility="self")
+#: Searches counted after the first (which also connects).
+SEARCHES = 4
+#: A frontend message that ends a round trip.
+ROUND_TRIP = re.compile(r"^F\t\d+\t(?:Sync|Query)\b.*$", re.MULTILINE)
+
+
+class Trace:
+    """libpq's trace of every connection the engine opens from now on."""
+
+    def __init__(self, store: TranscriptStore, path: Path) -> None:
+        self.path = path
+        self.handle: IO[str] = path.open("w")
+
+        def traced(dbapi_connection: Any, record: Any) -> None:
+            dbapi_connection.pgconn.trace(self.handle.fileno())
+            dbapi_connection.pgconn.set_trace_flags(
+                pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE
+            )
+
+        event.listen(store.engine, "connect", traced)
+        store.engine.dispose()  # connections from here on are traced
+
+    def mark(self) -> int:
+        self.handle.flush()
+        return len(self.path.read_text())
+
+    def round_trips(self, since: int) -> list[str]:
+        self.handle.flush()
+        text = self.path.read_text()[since:]
+        return [m.group(0) for m in ROUND_TRIP.finditer(text)]
+
+
+@pytest.fixture
+def pg_store(pg_url: str) -> Iterator[TranscriptStore]:
+    s = TranscriptStore(pg_url, background=False)
+    try:
+        s.create_session("rt-1", KEY)
+        s.append_many("rt-1", chain(["puffin on the cliff", "a second puffin", "noted"]))
+        yield s
+    finally:
+        s.close()
+
+
+def test_a_search_is_one_round_trip(pg_store: TranscriptStore, tmp_path: Path) -> None:
+    """No pre-ping, no ``BEGIN`` / ``ROLLBACK``, no statement before the ranked one: the
+    pending probe and its memo, the plan setting and the bodies are in it."""
+    trace = Trace(pg_store, tmp_path / "trace")
+    first = pg_store.search(SELF, "puffin")
+    assert len(first["results"]) == 2
+    mark = trace.mark()
+    for _ in range(SEARCHES):
+        assert pg_store.search(SELF, "puffin") == first
+    trips = trace.round_trips(mark)
+    assert len(trips) == SEARCHES, trips
+    assert not any("Query" in t for t in trips)  # no BEGIN, no ROLLBACK
+
+
+def test_a_batch_and_suggestions_still_read_one_snapshot(
+    pg_store: TranscriptStore, tmp_path: Path
+) -> None:
+    """A search that needs more than one statement (a batch; a query that finds nothing and
+    looks for near words) runs them in one REPEATABLE READ transaction."""
+    trace = Trace(pg_store, tmp_path / "trace")
+    pg_store.search(SELF, "puffin")
+    mark = trace.mark()
+    batch = pg_store.search(SELF, None, queries=["puffin", "cliff"])
+    assert [r["queryIndex"] for r in batch["results"]] == [0, 0, 1]
+    trips = trace.round_trips(mark)
+    assert "BEGIN ISOLATION LEVEL REPEATABLE READ" in trips[0] and "ROLLBACK" in trips[-1]
+    mark = trace.mark()
+    missed = pg_store.search(SELF, "puffim")
+    assert missed["results"] == [] and "puffin" in missed.get("warning", "")
+    trips = trace.round_trips(mark)
+    assert "Sync" in trips[0] and "BEGIN ISOLATION LEVEL REPEATABLE READ" in trips[1], trips
+    assert "ROLLBACK" in trips[-1], trips
+
+
+def test_an_append_of_several_messages_is_five_round_trips(
+    pg_store: TranscriptStore, tmp_path: Path
+) -> None:
+    """``BEGIN``, the session row locked and read with its index state, every event and
+    ``last_seq``, every index row with the index state and the branch tip, ``COMMIT``."""
+    trace = Trace(pg_store, tmp_path / "trace")
+    pg_store.search(SELF, "puffin")  # connects
+    mark = trace.mark()
+    events = chain([f"puffin number {i}" for i in range(5)], start=3, parent="m2")
+    assert len(pg_store.append_many("rt-1", events)) == 5
+    trips = trace.round_trips(mark)
+    assert len(trips) == 5, trips
+    assert "BEGIN" in trips[0] and "COMMIT" in trips[-1]
+    assert len(pg_store.search(SELF, "puffin")["results"]) == 7
+    assert pg_store.index_status()["pending"] == 0
+
+
+def test_a_read_is_retried_once_when_the_server_cut_its_connection(
+    pg_server: PgServer, pg_url: str
+) -> None:
+    """On an engine the host made (no check at checkout, no pre-ping), the first read after
+    a server restart meets a dead pooled connection: it is run again on a fresh one."""
+    host = create_engine(pg_url)
+    store = TranscriptStore(host, background=False)
+    try:
+        store.create_session("rt-2", KEY)
+        store.append_many("rt-2", chain(["puffin before the restart"]))
+        assert len(store.search(SELF, "puffin")["results"]) == 1
+        pg_server.restart()
+        assert len(store.search(SELF, "puffin")["results"]) == 1
+        pg_server.restart()
+        assert len(store.history(SELF, KEY)["messages"]) == 1
+    finally:
+        store.close()
+        host.dispose()
