@@ -341,8 +341,12 @@ class PostgresSearch:
         """See the Reader protocol: :func:`folded_sql`, one round trip on a connection of an
         engine the plugin made (custom plans for its session; on another, ``plan_cache_mode``
         is set for the transaction first). None on the partitioned layout (its partitions are
-        chosen by a statement of their own)."""
+        chosen by a statement of their own), and for a search one frequent word's impact list
+        answers (:meth:`ranked_hits` walks it: one round trip more than the folded statement,
+        instead of ranking every match)."""
         if req.compiled is None or render(req.compiled) is None or is_partitioned(conn):
+            return None
+        if self.IMPACT_LISTS and not caller.is_narrow and fast_path_word(req) is not None:
             return None
         _custom_plans(conn)
         where, params = _visible_sql(caller, req.session_key)
