@@ -255,10 +255,9 @@ def promote(cur: sqlite3.Cursor, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> list
     return [term for term, _ in new]
 
 
-def track(cur: sqlite3.Cursor, term: str, docs: int, average: float) -> None:
-    """Write ``term``'s list (occurrences per row from FTS5's own instances; its best rows, see
-    ``impact.LIST_MIN_ROWS``) and make it tracked with ``average`` as its fixed average
-    length."""
+def _occurrences(cur: sqlite3.Cursor, term: str) -> tuple[dict[int, int], dict[int, int]]:
+    """``term``'s occurrences per row of the body (from FTS5's own instances) and those rows'
+    lengths (from FTS5's size records)."""
     cur.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_INSTANCES} "
         f"USING fts5vocab(main, '{FTS_TABLE}', 'instance')"
@@ -271,6 +270,14 @@ def track(cur: sqlite3.Cursor, term: str, docs: int, average: float) -> None:
         ).fetchall()
     )
     lens = _doc_lens(cur, sorted(tfs))
+    return tfs, lens
+
+
+def track(cur: sqlite3.Cursor, term: str, docs: int, average: float) -> None:
+    """Write ``term``'s list (occurrences per row from FTS5's own instances; its best rows, see
+    ``impact.LIST_MIN_ROWS``) and make it tracked with ``average`` as its fixed average
+    length."""
+    tfs, lens = _occurrences(cur, term)
     rows = sorted(
         (
             (row_id, term, bm25_factor(tf, lens[row_id], average), tf, lens[row_id])
@@ -295,18 +302,7 @@ def track(cur: sqlite3.Cursor, term: str, docs: int, average: float) -> None:
 
 def _expected(cur: sqlite3.Cursor, term: str, average: float, cut: float) -> set[int]:
     """The rows ``term``'s list should hold, from FTS5's instances and row sizes."""
-    cur.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_INSTANCES} "
-        f"USING fts5vocab(main, '{FTS_TABLE}', 'instance')"
-    )
-    tfs = dict(
-        cur.execute(
-            f"SELECT doc, count(*) FROM {VOCAB_INSTANCES} WHERE term = ? AND col = 'body' "
-            "GROUP BY doc",
-            (term,),
-        ).fetchall()
-    )
-    lens = _doc_lens(cur, sorted(tfs))
+    tfs, lens = _occurrences(cur, term)
     return {
         row_id
         for row_id, tf in tfs.items()
