@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import factory
@@ -78,3 +80,12 @@ def chain(
         events.append(msg(event_id, text, parent=parent, role=role, ts=T0 + i * 1000))
         parent = event_id
     return events
+
+
+def transcript_file(path: Path, session_id: str, texts: list[str], *, prefix: str = "m") -> Path:
+    """An OpenClaw transcript file at ``path``: the session header line, then :func:`chain` of
+    ``texts`` (ids ``{prefix}0``...), one JSON object per line."""
+    header = {"type": "session", "version": 4, "id": session_id, "timestamp": "2026-09-01T12:00"}
+    lines = [json.dumps(header), *(json.dumps(e) for e in chain(texts, prefix=prefix))]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -15,7 +15,6 @@ where it is required (``OPENCLAW_FTS_REQUIRE_PGBOUNCER``, set by ``.ci/run``, wh
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from factories import chain
+from factories import chain, transcript_file
 from pgbouncer import REQUIRE_ENV, PgBouncer, unavailable_reason
 from pgserver import PgServer
 
@@ -123,10 +122,7 @@ def test_a_reconcile_through_the_pooler_indexes_pending_sessions(
     urls: tuple[str, str], tmp_path: Path
 ) -> None:
     pooled, direct = urls
-    header = {"type": "session", "version": 4, "id": "imp", "timestamp": "2026-09-01T12:00"}
-    path = tmp_path / "imp.jsonl"
-    lines = [json.dumps(header), *(json.dumps(e) for e in chain(["the quokka ledger", "ok"]))]
-    path.write_text("\n".join(lines) + "\n")
+    path = transcript_file(tmp_path / "imp.jsonl", "imp", ["the quokka ledger", "ok"])
     with TranscriptStore(pooled, transaction_pooler=True, background=False) as store:
         store.import_jsonl(path, session_key=ME)
         assert store.search(ALL, "quokka")["indexing"] is True
@@ -142,10 +138,7 @@ def test_the_background_reconciler_runs_through_the_pooler(
     urls: tuple[str, str], tmp_path: Path
 ) -> None:
     pooled, _direct = urls
-    header = {"type": "session", "version": 4, "id": "bg", "timestamp": "2026-09-01T12:00"}
-    path = tmp_path / "bg.jsonl"
-    lines = [json.dumps(header), *(json.dumps(e) for e in chain(["a narwhal census", "ok"]))]
-    path.write_text("\n".join(lines) + "\n")
+    path = transcript_file(tmp_path / "bg.jsonl", "bg", ["a narwhal census", "ok"])
     with TranscriptStore(pooled, transaction_pooler=True) as store:
         store.import_jsonl(path, session_key=ME)
         store.search(ALL, "narwhal")  # sees the pending session: starts the reconciler

@@ -9,7 +9,6 @@ after a failover (``pg_ctl promote``) every committed message is searchable."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from factories import chain
+from factories import chain, transcript_file
 from pgserver import PgServer
 from sqlalchemy import Engine, event
 
@@ -131,10 +130,7 @@ def _keys(result: Any) -> list[tuple[str, str]]:
 
 
 def write_jsonl(path: Path, session_id: str, texts: list[str]) -> Path:
-    header = {"type": "session", "version": 4, "id": session_id, "timestamp": "2026-09-01T12:00"}
-    lines = [json.dumps(header), *(json.dumps(e) for e in chain(texts, prefix=f"{session_id}-"))]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return transcript_file(path, session_id, texts, prefix=f"{session_id}-")
 
 
 def test_a_committed_message_becomes_searchable_on_the_standby(
