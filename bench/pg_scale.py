@@ -19,6 +19,15 @@ Invariant: every timed search is a ``TranscriptStore.search`` of the plugin, mea
 reported as "bulk load", apart from the live ingest rate). Results: ``bench/results/
 pg-scale-<sizes>.json`` and a Markdown table on stdout (``--table FILE`` prints it again).
 Run big sizes under ``nice`` in the background; the machine is shared.
+
+Load once, measure many times: ``--keep DIR`` (one size) leaves the loaded server's folder
+(both databases, after the partitioning) in ``DIR`` with a ``kept.json`` naming its size and
+seed, and prints the command that reuses it; ``--reuse DIR`` starts a server on that folder and
+runs only the measuring steps (searches, standby, ingest; ``--unpartition`` then times
+``migrate.unpartition_by_agent`` on the partitioned database, which it converts back). Without
+``--keep`` the server's folder is removed at the end, as before. The query words and callers
+come from their own generator (seeded from ``--seed``), so a reused folder is searched with
+the same words as the run that loaded it.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import random
 import resource
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -83,6 +93,8 @@ T0_MS = 1_790_000_000_000
 CHUNK_SESSIONS = 2_000
 #: The loaded database, and its copy converted to the partitioned layout.
 FLAT_DB = "scale_flat"
+#: The file of a kept server's folder naming what it holds (``--keep`` / ``--reuse``).
+KEPT_FILE = "kept.json"
 PARTITIONED_DB = "scale_partitioned"
 COPY_EVENTS = (
     "COPY transcript_events (session_id, seq, event_id, parent_id, type, role, target_id, "
@@ -148,9 +160,9 @@ class Corpus:
         for n, session in enumerate(self.sessions):
             yield session, base + (1 if n < extra else 0)
 
-    def query_words(self, cls: str) -> list[str]:
+    def query_words(self, cls: str, rng: random.Random) -> list[str]:
         lo, hi = CLASS_RANKS[cls]
-        return self.rng.sample(self.words[lo:hi], min(SEARCHES_PER_CELL, hi - lo))
+        return rng.sample(self.words[lo:hi], min(SEARCHES_PER_CELL, hi - lo))
 
 
 def _libpq(url: str) -> str:
@@ -306,43 +318,101 @@ def ingest(store: TranscriptStore, corpus: Corpus, label: str) -> dict[str, Any]
     }
 
 
-def run_size(pgserver: Any, size: int, args: argparse.Namespace) -> dict[str, Any]:
+def _start(pgserver: Any, args: argparse.Namespace) -> Any:
+    """A server for one size: a fresh one (in ``--keep DIR`` when given, else a temporary
+    folder), or the one kept in ``--reuse DIR`` started again."""
     pgserver.SERVER_SETTINGS.update(LOAD_SETTINGS)
-    server = pgserver.PgServer(pgserver.find_bindir()).start()
+    server = pgserver.PgServer(pgserver.find_bindir())
+    if args.reuse:
+        server.root = Path(args.reuse).resolve()
+        server.start_again()
+        return server
+    if args.keep:
+        keep = Path(args.keep).resolve()
+        keep.mkdir(parents=True, exist_ok=True)
+        keep.chmod(0o755)  # the server user must reach the folder made inside it
+        tempfile.tempdir = str(keep)  # PgServer.start makes its folder with mkdtemp
+    try:
+        return server.start()
+    finally:
+        tempfile.tempdir = None
+
+
+def _finish(server: Any, args: argparse.Namespace, kept: dict[str, Any]) -> None:
+    """Stop the server; keep its folder (``--keep``, ``--reuse``) or remove it."""
+    if not (args.keep or args.reuse):
+        server.stop()
+        return
+    server.shutdown("fast")
+    if args.keep and kept:
+        (server.root / KEPT_FILE).write_text(json.dumps(kept, indent=1))
+        log(
+            f"kept the loaded server in {server.root}; measure it again with "
+            f"`python -m bench.pg_scale --reuse {server.root}`; remove it with "
+            f"`rm -rf {server.root}`"
+        )
+
+
+def _load_size(server: Any, size: int, args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """Fresh server: create and load the flat database, copy and partition it (into ``out``)."""
+    flat_url = server.url(FLAT_DB)
+    parted_url = server.url(PARTITIONED_DB)
+    with psycopg.connect(_libpq(server.url()), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {FLAT_DB}")
+    corpus = Corpus(size, args.seed)
+    TranscriptStore(flat_url, background=False).close()
+    log(f"size {size:,}: loading {len(corpus.sessions):,} sessions")
+    out["load"] = load(flat_url, corpus)
+    log(f"  load: {out['load']}")
+    out["sizes"] = sizes(flat_url)
+    # The same rows in a second database, converted: its time is the migration's.
+    with psycopg.connect(_libpq(server.url()), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {PARTITIONED_DB} TEMPLATE {FLAT_DB}")
+    engine = make_engine(parted_url)
+    try:
+        started = time.perf_counter()
+        out["partitionRows"] = migrate.partition_by_agent(engine, args.partitions)
+        out["partitionSeconds"] = time.perf_counter() - started
+    finally:
+        engine.dispose()
+    out["partitions"] = args.partitions
+    out["partitionedSizes"] = sizes(parted_url)
+    log(f"  partitioned a copy in {out['partitionSeconds']:.1f}s")
+
+
+def run_size(pgserver: Any, size: int, args: argparse.Namespace) -> dict[str, Any]:
+    server = _start(pgserver, args)
     standby = None
     out: dict[str, Any] = {"messages": size, "agents": AGENTS}
+    kept: dict[str, Any] = {}
     try:
         flat_url = server.url(FLAT_DB)
         parted_url = server.url(PARTITIONED_DB)
-        with psycopg.connect(_libpq(server.url()), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {FLAT_DB}")
+        if args.reuse:
+            kept = json.loads((server.root / KEPT_FILE).read_text())
+            out.update(kept["loaded"])
+            out["reusedFrom"] = kept["createdAt"]
+        else:
+            _load_size(server, size, args, out)
+            kept = {
+                "messages": size,
+                "seed": args.seed,
+                "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "loaded": dict(out),
+            }
+            if args.keep:  # written now: a run stopped while measuring still leaves it
+                (server.root / KEPT_FILE).write_text(json.dumps(kept, indent=1))
+            if args.load_only:
+                return out
         corpus = Corpus(size, args.seed)
         out["sessions"] = len(corpus.sessions)
-        TranscriptStore(flat_url, background=False).close()
-        log(f"size {size:,}: loading {len(corpus.sessions):,} sessions")
-        out["load"] = load(flat_url, corpus)
-        log(f"  load: {out['load']}")
-        out["sizes"] = sizes(flat_url)
-        # The same rows in a second database, converted: its time is the migration's.
-        with psycopg.connect(_libpq(server.url()), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {PARTITIONED_DB} TEMPLATE {FLAT_DB}")
-        engine = make_engine(parted_url)
-        try:
-            started = time.perf_counter()
-            out["partitionRows"] = migrate.partition_by_agent(engine, args.partitions)
-            out["partitionSeconds"] = time.perf_counter() - started
-        finally:
-            engine.dispose()
-        out["partitions"] = args.partitions
-        out["partitionedSizes"] = sizes(parted_url)
-        log(f"  partitioned a copy in {out['partitionSeconds']:.1f}s")
         if not args.no_standby:
             started = time.perf_counter()
             standby = server.standby()
             out["standbyBasebackupSeconds"] = time.perf_counter() - started
         rng = random.Random(args.seed + 1)
         who = callers(corpus, rng)
-        words = {cls: corpus.query_words(cls) for cls in CLASS_RANKS}
+        words = {cls: corpus.query_words(cls, rng) for cls in CLASS_RANKS}
         out["rssBeforeMb"] = rss_mb()
         with contextlib.ExitStack() as stack:
             stores = {
@@ -357,15 +427,33 @@ def run_size(pgserver: Any, size: int, args: argparse.Namespace) -> dict[str, An
             out.update(search_grid(stores, who, words))
             out["rssAfterMb"] = rss_mb()
             log("  searches done")
-            out["ingest"] = ingest(stores["flat"], corpus, "flat")
-            out["partitionedIngest"] = ingest(stores["partitioned"], corpus, "partitioned")
+            if standby is not None:
+                standby.stop()  # before the ingest: its copy is not needed any more
+                standby = None
+            if not args.no_ingest:
+                out["ingest"] = ingest(stores["flat"], corpus, "flat")
+                out["partitionedIngest"] = ingest(stores["partitioned"], corpus, "partitioned")
+                log(f"  ingest flat {out['ingest']}, partitioned {out['partitionedIngest']}")
         out["maxRssMb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        log(f"  ingest flat {out['ingest']}, partitioned {out['partitionedIngest']}")
+        if args.unpartition:
+            engine = make_engine(parted_url)
+            try:
+                started = time.perf_counter()
+                out["unpartitionRows"] = migrate.unpartition_by_agent(engine)
+                out["unpartitionSeconds"] = time.perf_counter() - started
+            finally:
+                engine.dispose()
+            log(f"  unpartitioned in {out['unpartitionSeconds']:.1f}s")
     finally:
         if standby is not None:
             standby.stop()
-        server.stop()
+        _finish(server, args, kept)
     return out
+
+
+def _rate(run: dict[str, Any], step: str) -> str:
+    """A live ingest rate of a run, or a dash where the run skipped the step."""
+    return f"{run[step]['eventsPerSecond']:,.0f}" if step in run else "–"
 
 
 def table(results: dict[str, Any]) -> str:
@@ -386,9 +474,8 @@ def table(results: dict[str, Any]) -> str:
             f"| {flat['indexBytesPerMessage']:.0f} / {parted['indexBytesPerMessage']:.0f} "
             f"| {flat['ginBytesPerMessage']:.0f} / {parted['ginBytesPerMessage']:.0f} "
             f"| {flat['databaseBytesPerMessage']:.0f} "
-            f"| {r['ingest']['eventsPerSecond']:,.0f} / "
-            f"{r['partitionedIngest']['eventsPerSecond']:,.0f} "
-            f"| {r['partitionSeconds']:.1f} | {r['rssAfterMb']:.0f} |"
+            f"| {_rate(r, 'ingest')} / {_rate(r, 'partitionedIngest')} "
+            f"| {r['partitionSeconds']:.1f} | {r.get('rssAfterMb', float('nan')):.0f} |"
         )
     lines.append("")
     layouts = [k for k in ("flat", "standby", "partitioned") if any(k in r for r in runs)]
@@ -425,7 +512,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-standby", action="store_true", help="skip the standby searches")
     parser.add_argument("--out", default=None, help="result file (default bench/results/...)")
     parser.add_argument("--table", default=None, help="print the tables of a result file")
-    return parser.parse_args(argv)
+    parser.add_argument("--keep", default=None, help="leave the loaded server in this folder")
+    parser.add_argument("--reuse", default=None, help="measure the server kept in this folder")
+    parser.add_argument("--no-ingest", action="store_true", help="skip the live ingest step")
+    parser.add_argument(
+        "--load-only", action="store_true", help="with --keep: load and partition, measure nothing"
+    )
+    parser.add_argument(
+        "--unpartition",
+        action="store_true",
+        help="at the end, time migrate.unpartition_by_agent on the partitioned database",
+    )
+    args = parser.parse_args(argv)
+    if args.reuse:
+        kept = Path(args.reuse) / KEPT_FILE
+        if not kept.is_file():
+            parser.error(f"{args.reuse} holds no {KEPT_FILE}: not a folder --keep left")
+        held = json.loads(kept.read_text())
+        args.sizes, args.seed = str(held["messages"]), int(held["seed"])
+    if args.keep and "," in args.sizes:
+        parser.error("--keep takes one size")
+    if args.load_only and not args.keep:
+        parser.error("--load-only needs --keep (else the loaded server is removed unmeasured)")
+    if args.keep and args.reuse:
+        parser.error("--keep loads a new server, --reuse measures a kept one: pick one")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -445,6 +556,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "runs": [],
     }
     out = Path(args.out) if args.out else RESULTS / f"pg-scale-{args.sizes.replace(',', '-')}.json"
+    if args.load_only:  # nothing measured: no result file, which would replace a measured one
+        run_size(pgserver, parse_size(args.sizes), args)
+        return 0
     for label in args.sizes.split(","):
         results["runs"].append(run_size(pgserver, parse_size(label), args))
         out.write_text(json.dumps(results, indent=1))  # after each size: a partial run counts
