@@ -14,6 +14,10 @@ after the load, ``ANALYZE``; then, through ``TranscriptStore``:
 * the size of the index (``message_index`` with its GIN index) per message, and of all tables;
 * the resident memory of this process (the plugin's) after the searches.
 
+``--compare-gin`` adds a layout, ``flat-gin``: the flat database searched with no narrow
+caller read row by row (``read.NARROW_SCAN_EVENTS`` below every caller: the plan the
+statement had before it), interleaved with the others, so one run shows both plans.
+
 Invariant: every timed search is a ``TranscriptStore.search`` of the plugin, measured with
 ``time.perf_counter`` around the call; the load is not the plugin's write path (its rate is
 reported as "bulk load", apart from the live ingest rate). Results: ``bench/results/
@@ -55,6 +59,7 @@ from bench.pg_baseline import _pg_event_row, index_tuple
 from bench.pg_run import _load_pgserver
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate, transcript
 from openclaw_fts.engine import make_engine
+from openclaw_fts.index.postgresql import read as pg_read
 from openclaw_fts.rows import INDEX_VERSION
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -271,6 +276,27 @@ def callers(corpus: Corpus, rng: random.Random) -> dict[str, list[Caller]]:
     }
 
 
+#: The layout measuring the flat database with every narrow caller answered by the GIN
+#: index's match set joined to its sessions (``--compare-gin``: the plan before
+#: ``read.NARROW_SCAN_EVENTS``; the same statement with its row-by-row branch gated off).
+GIN_PLAN = "flat-gin"
+
+
+@contextlib.contextmanager
+def _plan_of(layout: str) -> Iterator[None]:
+    """For :data:`GIN_PLAN`'s searches only: no caller's sessions are few enough to be read
+    row by row."""
+    if layout != GIN_PLAN:
+        yield
+        return
+    saved = pg_read.NARROW_SCAN_EVENTS
+    pg_read.NARROW_SCAN_EVENTS = -1
+    try:
+        yield
+    finally:
+        pg_read.NARROW_SCAN_EVENTS = saved
+
+
 def search_grid(
     stores: dict[str, TranscriptStore],
     who: dict[str, list[Caller]],
@@ -284,13 +310,15 @@ def search_grid(
         for cls, qs in words.items():
             took: dict[str, list[float]] = {layout: [] for layout in layouts}
             hits = dict.fromkeys(layouts, 0)
-            for store in stores.values():
-                store.search(who[vis][0], qs[0])  # warm the plan and the pages once
+            for layout, store in stores.items():
+                with _plan_of(layout):
+                    store.search(who[vis][0], qs[0])  # warm the plan and the pages once
             for n, (caller, word) in enumerate(zip(itertools.cycle(who[vis]), qs, strict=False)):
                 for layout in layouts[n % len(layouts) :] + layouts[: n % len(layouts)]:
-                    started = time.perf_counter()
-                    found = stores[layout].search(caller, word)
-                    took[layout].append((time.perf_counter() - started) * 1000)
+                    with _plan_of(layout):
+                        started = time.perf_counter()
+                        found = stores[layout].search(caller, word)
+                        took[layout].append((time.perf_counter() - started) * 1000)
                     hits[layout] += len(found.get("results", []))
             for layout in layouts:
                 ms = sorted(took[layout])
@@ -419,6 +447,8 @@ def run_size(pgserver: Any, size: int, args: argparse.Namespace) -> dict[str, An
                 "flat": stack.enter_context(TranscriptStore(flat_url, background=False)),
                 "partitioned": stack.enter_context(TranscriptStore(parted_url, background=False)),
             }
+            if args.compare_gin:
+                stores[GIN_PLAN] = stack.enter_context(TranscriptStore(flat_url, background=False))
             if standby is not None:
                 stores["standby"] = stack.enter_context(
                     TranscriptStore(flat_url, read_url=standby.url(FLAT_DB), background=False)
@@ -478,7 +508,7 @@ def table(results: dict[str, Any]) -> str:
             f"| {r['partitionSeconds']:.1f} | {r.get('rssAfterMb', float('nan')):.0f} |"
         )
     lines.append("")
-    layouts = [k for k in ("flat", "standby", "partitioned") if any(k in r for r in runs)]
+    layouts = [k for k in ("flat", GIN_PLAN, "standby", "partitioned") if any(k in r for r in runs)]
     header = (
         "| visibility | class | "
         + " | ".join(
@@ -515,6 +545,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", default=None, help="leave the loaded server in this folder")
     parser.add_argument("--reuse", default=None, help="measure the server kept in this folder")
     parser.add_argument("--no-ingest", action="store_true", help="skip the live ingest step")
+    parser.add_argument(
+        "--compare-gin",
+        action="store_true",
+        help=f"also search the flat database as {GIN_PLAN}: narrow callers through the GIN plan",
+    )
     parser.add_argument(
         "--load-only", action="store_true", help="with --keep: load and partition, measure nothing"
     )

@@ -12,7 +12,10 @@ statistic (unlike bm25: a word's rarity does not count), comparable only within 
 Statements run through SQLAlchemy ``text()`` with ``:name`` parameters. A one-word search of
 a wide caller with no filter walks the word's impact list instead (:mod:`.impact`: the same
 rows, ranks and order, visibility and the pending join in the walking statement), when the
-list holds enough visible rows.
+list holds enough visible rows. A narrow caller's ranked statement has two branches with the
+same conditions, of which a one-time filter runs exactly one: its sessions' rows tested one by
+one while those sessions hold at most :data:`NARROW_SCAN_EVENTS` events, else the GIN match
+set joined to them -- the same rows either way, ranked and ordered by the same outer ORDER BY.
 """
 
 from __future__ import annotations
@@ -45,6 +48,13 @@ if TYPE_CHECKING:
 #: (measured: a narrow search of a common word took 14-25 ms instead of about 1 ms at 10k
 #: hidden sessions; docs/postgresql.md). ``is_local``: it ends with the transaction.
 FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
+#: A narrow caller (``self``, ``tree``) whose visible sessions hold at most this many events
+#: (``last_seq + 1``, summed: an upper bound of their index rows) is searched from its sessions'
+#: rows, each tested with ``@@`` (a nested loop over the ``session_id`` index that the planner
+#: cannot turn into a GIN scan): the cost follows the sessions' size, not the word's frequency
+#: over the whole index. Past it, the GIN match set joined to the visible sessions (the plan
+#: every wider caller gets). Measured in docs/scale.md.
+NARROW_SCAN_EVENTS = 20_000
 #: ``ts_rank`` normalisation: divide by 1 + the logarithm of the document length (a long message
 #: that mentions a word once ranks below a short one, as with bm25's length normalisation).
 RANK_NORMALIZATION = 1
@@ -152,15 +162,37 @@ def hits_sql(
     pending = ""
     if not exact:
         pending = _CLEAN_JOIN
-    order = _order_by(req, rows="mi.", keys="s.")
-    sql = (
+    head = (
         "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
         f"s.session_key, -ts_rank(mi.{TSVECTOR_COLUMN}, {_TSQUERY}, {RANK_NORMALIZATION}) "
-        f"AS rank FROM {CONTENT_TABLE} AS mi "
-        f"JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
-        f"WHERE mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} "
-        f"{filters}" + ("" if unordered else f" ORDER BY {order} LIMIT :lim")
+        "AS rank FROM "
     )
+    match = f"mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} {filters}"
+    wide = (
+        f"{head}{CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s ON s.session_id = mi.session_id "
+        f"{pending}WHERE "
+    )
+    if not caller.is_narrow:
+        order = _order_by(req, rows="mi.", keys="s.")
+        sql = f"{wide}{match}" + ("" if unordered else f" ORDER BY {order} LIMIT :lim")
+        return sql, params
+    # A narrow caller: its sessions' rows one by one when they are few (see NARROW_SCAN_EVENTS).
+    params["narrow_events"] = NARROW_SCAN_EVENTS
+    rows = f"SELECT x.* FROM {CONTENT_TABLE} AS x WHERE x.session_id = s.session_id"
+    if agents is not None:
+        rows += f" AND {agent_scope_sql('x', agents)[0]}"
+    few = (
+        "(SELECT coalesce(sum(greatest(s.last_seq + 1, 0)), 0) <= :narrow_events "
+        f"FROM openclaw_sessions AS s WHERE {where})"
+    )
+    both = (
+        f"{head}openclaw_sessions AS s CROSS JOIN LATERAL ({rows} OFFSET 0) AS mi "
+        f"{pending}WHERE {few} AND {match} UNION ALL {wide}NOT {few} AND {match}"
+    )
+    if unordered:
+        return both, params
+    order = _order_by(req, rows="u.", keys="u.")
+    return f"SELECT u.* FROM ({both}) AS u ORDER BY {order} LIMIT :lim", params
     return sql, params
 
 
