@@ -871,7 +871,7 @@ def _newest_search(prefix: str, size: str, results_dir: Path) -> dict[str, Any] 
 def _scale_results(results_dir: Path) -> list[dict[str, Any]]:
     """Every ``bench.pg_scale`` result, smallest sizes first."""
     scale = [json.loads(f.read_text(encoding="utf-8")) for f in results_dir.glob("pg-scale-*.json")]
-    scale.sort(key=lambda result: min(run["messages"] for run in result["runs"]))
+    scale.sort(key=lambda r: (min(run["messages"] for run in r["runs"]), r["createdAt"]))
     return scale
 
 
