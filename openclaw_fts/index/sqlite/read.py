@@ -223,15 +223,19 @@ class SqliteSearch:
         if not hits:
             return {}
         marks = ", ".join("?" * len(hits))
+        cur = cursor(conn)
         bodies = dict(
-            cursor(conn)
-            .execute(
+            cur.execute(
                 f"SELECT id, body FROM {CONTENT_TABLE} WHERE id IN ({marks})",
                 [h[0] for h in hits],
-            )
-            .fetchall()
+            ).fetchall()
         )
-        return hit_texts(conn, hits, bodies)
+
+        def execute(sql: str, params: dict[str, Any]) -> list[Any]:
+            rows: list[Any] = cur.execute(sql, params).fetchall()
+            return rows
+
+        return hit_texts(conn, hits, bodies, execute)
 
     @staticmethod
     def _hits_sql(
