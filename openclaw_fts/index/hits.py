@@ -78,7 +78,11 @@ def _original_texts(
         conditions.append(f"(session_id = :sid{n} AND seq = :seq{n})")
         params[f"sid{n}"], params[f"seq{n}"] = session_id, seq
     sql = "SELECT session_id, seq, event FROM transcript_events WHERE " + " OR ".join(conditions)
-    rows = execute(sql, params) if execute is not None else conn.execute(text(sql), params)
+    rows: Iterable[Any]
+    if execute is not None:
+        rows = execute(sql, params)
+    else:
+        rows = conn.execute(text(sql), params)
     texts: dict[tuple[str, int], str] = {}
     for session_id, seq, stored in rows:
         event = stored_event(stored)
