@@ -14,11 +14,24 @@ after the load, ``ANALYZE``; then, through ``TranscriptStore``:
 * the size of the index (``message_index`` with its GIN index) per message, and of all tables;
 * the resident memory of this process (the plugin's) after the searches.
 
+``--compare-gin`` adds a layout, ``flat-gin``: the flat database searched with no narrow
+caller read row by row (``read.NARROW_SCAN_EVENTS`` below every caller: the plan the
+statement had before it), interleaved with the others, so one run shows both plans.
+
 Invariant: every timed search is a ``TranscriptStore.search`` of the plugin, measured with
 ``time.perf_counter`` around the call; the load is not the plugin's write path (its rate is
 reported as "bulk load", apart from the live ingest rate). Results: ``bench/results/
 pg-scale-<sizes>.json`` and a Markdown table on stdout (``--table FILE`` prints it again).
 Run big sizes under ``nice`` in the background; the machine is shared.
+
+Load once, measure many times: ``--keep DIR`` (one size) leaves the loaded server's folder
+(both databases, after the partitioning) in ``DIR`` with a ``kept.json`` naming its size and
+seed, and prints the command that reuses it; ``--reuse DIR`` starts a server on that folder and
+runs only the measuring steps (searches, standby, ingest; ``--unpartition`` then times
+``migrate.unpartition_by_agent`` on the partitioned database, which it converts back). Without
+``--keep`` the server's folder is removed at the end, as before. The query words and callers
+come from their own generator (seeded from ``--seed``), so a reused folder is searched with
+the same words as the run that loaded it.
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ import random
 import resource
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -45,6 +59,7 @@ from bench.pg_baseline import _pg_event_row, index_tuple
 from bench.pg_run import _load_pgserver
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate, transcript
 from openclaw_fts.engine import make_engine
+from openclaw_fts.index.postgresql import read as pg_read
 from openclaw_fts.rows import INDEX_VERSION
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -59,6 +74,8 @@ WORDS_PER_MESSAGE = (6, 24)
 #: Frequency ranks of the query classes' words (0: the most frequent word).
 CLASS_RANKS = {"rare": (15_000, 25_000), "common": (100, 300), "very common": (0, 5)}
 VISIBILITIES = ("self", "tree", "agent", "all")
+#: The visibilities whose callers ``read.NARROW_SCAN_EVENTS`` concerns.
+NARROW_VISIBILITIES = ("self", "tree")
 #: Searches per (class, visibility) cell; partitions of the partitioned layout.
 SEARCHES_PER_CELL = 20
 PARTITIONS = 16
@@ -83,6 +100,8 @@ T0_MS = 1_790_000_000_000
 CHUNK_SESSIONS = 2_000
 #: The loaded database, and its copy converted to the partitioned layout.
 FLAT_DB = "scale_flat"
+#: The file of a kept server's folder naming what it holds (``--keep`` / ``--reuse``).
+KEPT_FILE = "kept.json"
 PARTITIONED_DB = "scale_partitioned"
 COPY_EVENTS = (
     "COPY transcript_events (session_id, seq, event_id, parent_id, type, role, target_id, "
@@ -148,9 +167,9 @@ class Corpus:
         for n, session in enumerate(self.sessions):
             yield session, base + (1 if n < extra else 0)
 
-    def query_words(self, cls: str) -> list[str]:
+    def query_words(self, cls: str, rng: random.Random) -> list[str]:
         lo, hi = CLASS_RANKS[cls]
-        return self.rng.sample(self.words[lo:hi], min(SEARCHES_PER_CELL, hi - lo))
+        return rng.sample(self.words[lo:hi], min(SEARCHES_PER_CELL, hi - lo))
 
 
 def _libpq(url: str) -> str:
@@ -259,6 +278,27 @@ def callers(corpus: Corpus, rng: random.Random) -> dict[str, list[Caller]]:
     }
 
 
+#: The layout measuring the flat database with every narrow caller answered by the GIN
+#: index's match set joined to its sessions (``--compare-gin``: the plan before
+#: ``read.NARROW_SCAN_EVENTS``; the same statement with its row-by-row branch gated off).
+GIN_PLAN = "flat-gin"
+
+
+@contextlib.contextmanager
+def _plan_of(layout: str) -> Iterator[None]:
+    """For :data:`GIN_PLAN`'s searches only: no caller's sessions are few enough to be read
+    row by row."""
+    if layout != GIN_PLAN:
+        yield
+        return
+    saved = pg_read.NARROW_SCAN_EVENTS
+    pg_read.NARROW_SCAN_EVENTS = -1
+    try:
+        yield
+    finally:
+        pg_read.NARROW_SCAN_EVENTS = saved
+
+
 def search_grid(
     stores: dict[str, TranscriptStore],
     who: dict[str, list[Caller]],
@@ -267,18 +307,22 @@ def search_grid(
     """p50 / p95 per (visibility, class) for each layout's store, the layouts interleaved
     search by search (rotating which goes first) so they share the machine's load."""
     grids: dict[str, dict[str, Any]] = {layout: {} for layout in stores}
-    layouts = list(stores)
     for vis in VISIBILITIES:
         for cls, qs in words.items():
+            # The GIN plan differs from the flat layout's for narrow callers only.
+            layouts = [lo for lo in stores if lo != GIN_PLAN or vis in NARROW_VISIBILITIES]
             took: dict[str, list[float]] = {layout: [] for layout in layouts}
             hits = dict.fromkeys(layouts, 0)
-            for store in stores.values():
-                store.search(who[vis][0], qs[0])  # warm the plan and the pages once
+            for layout in layouts:
+                store = stores[layout]
+                with _plan_of(layout):
+                    store.search(who[vis][0], qs[0])  # warm the plan and the pages once
             for n, (caller, word) in enumerate(zip(itertools.cycle(who[vis]), qs, strict=False)):
                 for layout in layouts[n % len(layouts) :] + layouts[: n % len(layouts)]:
-                    started = time.perf_counter()
-                    found = stores[layout].search(caller, word)
-                    took[layout].append((time.perf_counter() - started) * 1000)
+                    with _plan_of(layout):
+                        started = time.perf_counter()
+                        found = stores[layout].search(caller, word)
+                        took[layout].append((time.perf_counter() - started) * 1000)
                     hits[layout] += len(found.get("results", []))
             for layout in layouts:
                 ms = sorted(took[layout])
@@ -306,49 +350,109 @@ def ingest(store: TranscriptStore, corpus: Corpus, label: str) -> dict[str, Any]
     }
 
 
-def run_size(pgserver: Any, size: int, args: argparse.Namespace) -> dict[str, Any]:
+def _start(pgserver: Any, args: argparse.Namespace) -> Any:
+    """A server for one size: a fresh one (in ``--keep DIR`` when given, else a temporary
+    folder), or the one kept in ``--reuse DIR`` started again."""
     pgserver.SERVER_SETTINGS.update(LOAD_SETTINGS)
-    server = pgserver.PgServer(pgserver.find_bindir()).start()
+    server = pgserver.PgServer(pgserver.find_bindir())
+    if args.reuse:
+        server.root = Path(args.reuse).resolve()
+        server.start_again()
+        return server
+    if args.keep:
+        keep = Path(args.keep).resolve()
+        keep.mkdir(parents=True, exist_ok=True)
+        keep.chmod(0o755)  # the server user must reach the folder made inside it
+        tempfile.tempdir = str(keep)  # PgServer.start makes its folder with mkdtemp
+    try:
+        return server.start()
+    finally:
+        tempfile.tempdir = None
+
+
+def _finish(server: Any, args: argparse.Namespace, kept: dict[str, Any]) -> None:
+    """Stop the server; keep its folder (``--keep``, ``--reuse``) or remove it."""
+    if not (args.keep or args.reuse):
+        server.stop()
+        return
+    server.shutdown("fast")
+    if args.keep and kept:
+        (server.root / KEPT_FILE).write_text(json.dumps(kept, indent=1))
+        log(
+            f"kept the loaded server in {server.root}; measure it again with "
+            f"`python -m bench.pg_scale --reuse {server.root}`; remove it with "
+            f"`rm -rf {server.root}`"
+        )
+
+
+def _load_size(server: Any, size: int, args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """Fresh server: create and load the flat database, copy and partition it (into ``out``)."""
+    flat_url = server.url(FLAT_DB)
+    parted_url = server.url(PARTITIONED_DB)
+    with psycopg.connect(_libpq(server.url()), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {FLAT_DB}")
+    corpus = Corpus(size, args.seed)
+    TranscriptStore(flat_url, background=False).close()
+    log(f"size {size:,}: loading {len(corpus.sessions):,} sessions")
+    out["load"] = load(flat_url, corpus)
+    log(f"  load: {out['load']}")
+    out["sizes"] = sizes(flat_url)
+    # The same rows in a second database, converted: its time is the migration's.
+    with psycopg.connect(_libpq(server.url()), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {PARTITIONED_DB} TEMPLATE {FLAT_DB}")
+    engine = make_engine(parted_url)
+    try:
+        started = time.perf_counter()
+        out["partitionRows"] = migrate.partition_by_agent(engine, args.partitions)
+        out["partitionSeconds"] = time.perf_counter() - started
+    finally:
+        engine.dispose()
+    out["partitions"] = args.partitions
+    out["partitionedSizes"] = sizes(parted_url)
+    log(f"  partitioned a copy in {out['partitionSeconds']:.1f}s")
+
+
+def run_size(pgserver: Any, size: int, args: argparse.Namespace) -> dict[str, Any]:
+    server = _start(pgserver, args)
     standby = None
     out: dict[str, Any] = {"messages": size, "agents": AGENTS}
+    kept: dict[str, Any] = {}
     try:
         flat_url = server.url(FLAT_DB)
         parted_url = server.url(PARTITIONED_DB)
-        with psycopg.connect(_libpq(server.url()), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {FLAT_DB}")
+        if args.reuse:
+            kept = json.loads((server.root / KEPT_FILE).read_text())
+            out.update(kept["loaded"])
+            out["reusedFrom"] = kept["createdAt"]
+        else:
+            _load_size(server, size, args, out)
+            kept = {
+                "messages": size,
+                "seed": args.seed,
+                "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "loaded": dict(out),
+            }
+            if args.keep:  # written now: a run stopped while measuring still leaves it
+                (server.root / KEPT_FILE).write_text(json.dumps(kept, indent=1))
+            if args.load_only:
+                return out
         corpus = Corpus(size, args.seed)
         out["sessions"] = len(corpus.sessions)
-        TranscriptStore(flat_url, background=False).close()
-        log(f"size {size:,}: loading {len(corpus.sessions):,} sessions")
-        out["load"] = load(flat_url, corpus)
-        log(f"  load: {out['load']}")
-        out["sizes"] = sizes(flat_url)
-        # The same rows in a second database, converted: its time is the migration's.
-        with psycopg.connect(_libpq(server.url()), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {PARTITIONED_DB} TEMPLATE {FLAT_DB}")
-        engine = make_engine(parted_url)
-        try:
-            started = time.perf_counter()
-            out["partitionRows"] = migrate.partition_by_agent(engine, args.partitions)
-            out["partitionSeconds"] = time.perf_counter() - started
-        finally:
-            engine.dispose()
-        out["partitions"] = args.partitions
-        out["partitionedSizes"] = sizes(parted_url)
-        log(f"  partitioned a copy in {out['partitionSeconds']:.1f}s")
         if not args.no_standby:
             started = time.perf_counter()
             standby = server.standby()
             out["standbyBasebackupSeconds"] = time.perf_counter() - started
         rng = random.Random(args.seed + 1)
         who = callers(corpus, rng)
-        words = {cls: corpus.query_words(cls) for cls in CLASS_RANKS}
+        words = {cls: corpus.query_words(cls, rng) for cls in CLASS_RANKS}
         out["rssBeforeMb"] = rss_mb()
         with contextlib.ExitStack() as stack:
             stores = {
                 "flat": stack.enter_context(TranscriptStore(flat_url, background=False)),
                 "partitioned": stack.enter_context(TranscriptStore(parted_url, background=False)),
             }
+            if args.compare_gin:
+                stores[GIN_PLAN] = stack.enter_context(TranscriptStore(flat_url, background=False))
             if standby is not None:
                 stores["standby"] = stack.enter_context(
                     TranscriptStore(flat_url, read_url=standby.url(FLAT_DB), background=False)
@@ -357,15 +461,33 @@ def run_size(pgserver: Any, size: int, args: argparse.Namespace) -> dict[str, An
             out.update(search_grid(stores, who, words))
             out["rssAfterMb"] = rss_mb()
             log("  searches done")
-            out["ingest"] = ingest(stores["flat"], corpus, "flat")
-            out["partitionedIngest"] = ingest(stores["partitioned"], corpus, "partitioned")
+            if standby is not None:
+                standby.stop()  # before the ingest: its copy is not needed any more
+                standby = None
+            if not args.no_ingest:
+                out["ingest"] = ingest(stores["flat"], corpus, "flat")
+                out["partitionedIngest"] = ingest(stores["partitioned"], corpus, "partitioned")
+                log(f"  ingest flat {out['ingest']}, partitioned {out['partitionedIngest']}")
         out["maxRssMb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        log(f"  ingest flat {out['ingest']}, partitioned {out['partitionedIngest']}")
+        if args.unpartition:
+            engine = make_engine(parted_url)
+            try:
+                started = time.perf_counter()
+                out["unpartitionRows"] = migrate.unpartition_by_agent(engine)
+                out["unpartitionSeconds"] = time.perf_counter() - started
+            finally:
+                engine.dispose()
+            log(f"  unpartitioned in {out['unpartitionSeconds']:.1f}s")
     finally:
         if standby is not None:
             standby.stop()
-        server.stop()
+        _finish(server, args, kept)
     return out
+
+
+def _rate(run: dict[str, Any], step: str) -> str:
+    """A live ingest rate of a run, or a dash where the run skipped the step."""
+    return f"{run[step]['eventsPerSecond']:,.0f}" if step in run else "–"
 
 
 def table(results: dict[str, Any]) -> str:
@@ -375,23 +497,23 @@ def table(results: dict[str, Any]) -> str:
     lines.append(
         "| messages | sessions | bulk load msg/s | GIN build s | index B/msg (flat / partitioned) "
         "| GIN B/msg (flat / partitioned) | database B/msg | live ingest ev/s (flat / "
-        "partitioned) | partitioning s | plugin RSS MB |"
+        "partitioned) | partitioning s (and back) | plugin RSS MB |"
     )
     lines.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in runs:
         flat, parted = r["sizes"], r["partitionedSizes"]
+        back = f" / {r['unpartitionSeconds']:.1f}" if "unpartitionSeconds" in r else ""
         lines.append(
             f"| {r['messages']:,} | {r['sessions']:,} "
             f"| {r['load']['bulkMessagesPerSecond']:,.0f} | {r['load']['ginBuildSeconds']:.0f} "
             f"| {flat['indexBytesPerMessage']:.0f} / {parted['indexBytesPerMessage']:.0f} "
             f"| {flat['ginBytesPerMessage']:.0f} / {parted['ginBytesPerMessage']:.0f} "
             f"| {flat['databaseBytesPerMessage']:.0f} "
-            f"| {r['ingest']['eventsPerSecond']:,.0f} / "
-            f"{r['partitionedIngest']['eventsPerSecond']:,.0f} "
-            f"| {r['partitionSeconds']:.1f} | {r['rssAfterMb']:.0f} |"
+            f"| {_rate(r, 'ingest')} / {_rate(r, 'partitionedIngest')} "
+            f"| {r['partitionSeconds']:.1f}{back} | {r.get('rssAfterMb', float('nan')):.0f} |"
         )
     lines.append("")
-    layouts = [k for k in ("flat", "standby", "partitioned") if any(k in r for r in runs)]
+    layouts = [k for k in ("flat", GIN_PLAN, "standby", "partitioned") if any(k in r for r in runs)]
     header = (
         "| visibility | class | "
         + " | ".join(
@@ -409,8 +531,8 @@ def table(results: dict[str, Any]) -> str:
             for layout in layouts:
                 for r in runs:
                     if layout in r:
-                        c = r[layout][f"{vis}|{cls}"]
-                        cells.append(f"{c['p50']:.1f} / {c['p95']:.1f}")
+                        c = r[layout].get(f"{vis}|{cls}")
+                        cells.append("–" if c is None else f"{c['p50']:.1f} / {c['p95']:.1f}")
             lines.append(f"| {vis} | {cls} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -425,7 +547,36 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-standby", action="store_true", help="skip the standby searches")
     parser.add_argument("--out", default=None, help="result file (default bench/results/...)")
     parser.add_argument("--table", default=None, help="print the tables of a result file")
-    return parser.parse_args(argv)
+    parser.add_argument("--keep", default=None, help="leave the loaded server in this folder")
+    parser.add_argument("--reuse", default=None, help="measure the server kept in this folder")
+    parser.add_argument("--no-ingest", action="store_true", help="skip the live ingest step")
+    parser.add_argument(
+        "--compare-gin",
+        action="store_true",
+        help=f"also search the flat database as {GIN_PLAN}: narrow callers through the GIN plan",
+    )
+    parser.add_argument(
+        "--load-only", action="store_true", help="with --keep: load and partition, measure nothing"
+    )
+    parser.add_argument(
+        "--unpartition",
+        action="store_true",
+        help="at the end, time migrate.unpartition_by_agent on the partitioned database",
+    )
+    args = parser.parse_args(argv)
+    if args.reuse:
+        kept = Path(args.reuse) / KEPT_FILE
+        if not kept.is_file():
+            parser.error(f"{args.reuse} holds no {KEPT_FILE}: not a folder --keep left")
+        held = json.loads(kept.read_text())
+        args.sizes, args.seed = str(held["messages"]), int(held["seed"])
+    if args.keep and "," in args.sizes:
+        parser.error("--keep takes one size")
+    if args.load_only and not args.keep:
+        parser.error("--load-only needs --keep (else the loaded server is removed unmeasured)")
+    if args.keep and args.reuse:
+        parser.error("--keep loads a new server, --reuse measures a kept one: pick one")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -445,6 +596,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "runs": [],
     }
     out = Path(args.out) if args.out else RESULTS / f"pg-scale-{args.sizes.replace(',', '-')}.json"
+    if args.load_only:  # nothing measured: no result file, which would replace a measured one
+        run_size(pgserver, parse_size(args.sizes), args)
+        return 0
     for label in args.sizes.split(","):
         results["runs"].append(run_size(pgserver, parse_size(label), args))
         out.write_text(json.dumps(results, indent=1))  # after each size: a partial run counts

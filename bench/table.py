@@ -534,7 +534,12 @@ def docs_page(results_dir: Path = RESULTS) -> str:
 
         # Every run, smallest sizes first (one file per command: 100k and 1m in one, 10m in
         # another), so `self` / `tree` can be followed from 100k to 10m.
-        scale.sort(key=lambda result: min(run["messages"] for run in result["runs"]))
+        scale.sort(
+            key=lambda result: (
+                min(run["messages"] for run in result["runs"]),
+                result["createdAt"],
+            )
+        )
         parts.append(
             "## PostgreSQL past one server: a standby, the partitioned layout\n\n"
             + "\n\n".join(scale_table(result) for result in scale)

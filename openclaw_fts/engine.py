@@ -26,7 +26,7 @@ from .dialects import require_schema_dialect
 from .errors import MissingDriverError
 from .index.base import READ_ONLY as READ_ONLY
 from .index.base import WRITE as WRITE
-from .index.base import backend_of, dialect_of, known_backend
+from .index.base import backend_of, backends, dialect_of, known_backend
 
 #: How long a writer waits for the lock before ``database is locked`` (ms).
 BUSY_TIMEOUT_MS = 30_000
@@ -45,32 +45,22 @@ def is_memory_url(url: URL) -> bool:
     return backend_of(url).in_memory(url)
 
 
-#: Async drivers whose URL maps to the synchronous driver of the same database.
+#: Async drivers whose URL maps to the synchronous driver of the same database (each
+#: backend's ``sync_drivers``, as full URL driver names).
 SYNC_DRIVERS = {
-    "sqlite+aiosqlite": "sqlite+pysqlite",
-    "postgresql+asyncpg": "postgresql+psycopg",
+    f"{found.name}+{driver}": f"{found.name}+{sync}"
+    for found in backends()
+    for driver, sync in found.sync_drivers.items()
 }
-#: Query parameters of a ``postgresql+asyncpg`` URL that only asyncpg's dialect reads (libpq,
-#: under psycopg, would refuse them): dropped from the synchronous URL.
-ASYNCPG_ONLY_PARAMS = ("prepared_statement_cache_size",)
-#: asyncpg's ``ssl=<mode>`` is libpq's ``sslmode=<mode>`` for these modes.
-LIBPQ_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 
 def sync_driver_url(url: URL) -> URL:
     """``url`` with an async driver (:data:`SYNC_DRIVERS`) replaced by the synchronous driver of
-    the same database: a host's async URL opens the plugin's own (synchronous) engine; any
-    other URL is returned as it is."""
-    driver = SYNC_DRIVERS.get(url.drivername)
-    if driver is None:
-        return url
-    if url.drivername == "postgresql+asyncpg":
-        query = {k: v for k, v in url.query.items() if k not in ASYNCPG_ONLY_PARAMS}
-        ssl = query.get("ssl")
-        if isinstance(ssl, str) and ssl in LIBPQ_SSL_MODES and "sslmode" not in query:
-            query["sslmode"] = query.pop("ssl")
-        url = url.set(query=query)
-    return url.set(drivername=driver)
+    the same database, its query translated for that driver (the backend's ``sync_url``): a
+    host's async URL opens the plugin's own (synchronous) engine; any other URL is returned as
+    it is."""
+    found = known_backend(url)
+    return found.sync_url(url) if found is not None else url
 
 
 #: The package extra that installs each database driver the plugin works with (the module

@@ -7,6 +7,7 @@ saying exactly that (tests/test_migrations.py shows the migrations running there
 from __future__ import annotations
 
 import ast
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,21 +104,54 @@ def test_cli_refuses_an_unsupported_database_in_one_line(tmp_path: Path) -> None
     ]
 
 
+#: A database URL's driver name, ``dialect+driver`` (``postgresql+asyncpg``).
+DRIVER_NAME = re.compile(r"^[a-z][a-z0-9]*\+[a-z][a-z0-9_]*$")
+
+
+def _names_a_driver(node: ast.expr) -> bool:
+    """Whether ``node`` is a URL's driver name: ``<x>.drivername``, ``<x>.get_driver_name()``
+    or a ``dialect+driver`` string (alone or in a tuple, list or set)."""
+    if isinstance(node, ast.Attribute) and node.attr == "drivername":
+        return True
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "get_driver_name":
+        return True
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return bool(DRIVER_NAME.match(node.value))
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(_names_a_driver(element) for element in node.elts)
+    return False
+
+
 def _dialect_name_reads(source: str) -> list[int]:
-    """Lines of ``source`` that read ``<x>.dialect.name``, call ``get_backend_name()`` or look a
-    backend up by name (``backend_for``)."""
+    """Lines of ``source`` that read ``<x>.dialect.name``, call ``get_backend_name()``, look a
+    backend up by name (``backend_for``), or compare a URL's driver name (``url.drivername ==
+    "postgresql+asyncpg"``, ``get_driver_name() in (...)``, a lookup keyed by ``drivername``)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if (
-            isinstance(node, ast.Attribute)
-            and node.attr == "name"
-            and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "dialect"
-        ) or (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute | ast.Name)
-            and getattr(node.func, "attr", getattr(node.func, "id", None))
-            in ("get_backend_name", "backend_for")
+            (
+                isinstance(node, ast.Attribute)
+                and node.attr == "name"
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "dialect"
+            )
+            or (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute | ast.Name)
+                and getattr(node.func, "attr", getattr(node.func, "id", None))
+                in ("get_backend_name", "backend_for")
+            )
+            or (
+                isinstance(node, ast.Compare)
+                and any(_names_a_driver(side) for side in (node.left, *node.comparators))
+            )
+            or (
+                isinstance(node, ast.Call)
+                and any(
+                    isinstance(arg, ast.Attribute | ast.Call) and _names_a_driver(arg)
+                    for arg in node.args
+                )
+            )
         ):
             found.append(node.lineno)
     return found
@@ -136,5 +170,26 @@ def test_only_the_index_reads_a_dialect_name() -> None:
         for line in _dialect_name_reads(path.read_text(encoding="utf-8"))
     ]
     assert readers == []
-    # The check itself sees them: the index reads dialect names.
+    # The check itself sees them: the index reads dialect names, PostgreSQL's backend compares
+    # driver names.
     assert _dialect_name_reads((index / "base.py").read_text(encoding="utf-8"))
+    assert _dialect_name_reads((index / "postgresql" / "backend.py").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'if url.drivername == "postgresql+asyncpg":\n    pass',
+        'if "sqlite+aiosqlite" != url.drivername:\n    pass',
+        'if url.get_driver_name() == "asyncpg":\n    pass',
+        'if name in ("postgresql+asyncpg", "sqlite+aiosqlite"):\n    pass',
+        "driver = SYNC_DRIVERS.get(url.drivername)",
+    ],
+)
+def test_the_check_sees_a_driver_name_comparison(source: str) -> None:
+    assert _dialect_name_reads(source) == [1]
+
+
+def test_the_check_lets_driver_free_code_pass() -> None:
+    source = 'if mode == "r+" or path.name == "x":\n    url.set(drivername=driver)'
+    assert _dialect_name_reads(source) == []

@@ -22,6 +22,7 @@ from factories import T0, chain, msg
 from sqlalchemy import Engine
 
 from openclaw_fts import AgentToAgent, Caller, ToolInputError, TranscriptStore
+from openclaw_fts.importer import SessionMeta
 from openclaw_fts.index.sqlite.read import NARROW_B, NARROW_K1, NARROW_REFERENCE_CHARS
 
 pytestmark = pytest.mark.both_engines
@@ -1172,3 +1173,138 @@ def test_iso_timestamps_are_exact_to_the_millisecond(
         "iso",
         "num",
     }
+
+
+# ------------------------------------------ narrow callers on PostgreSQL: two plans, one answer
+
+#: A ``self`` caller, a ``tree`` caller and a sandboxed one (its own key and what it spawned).
+NARROW_CALLERS = [
+    Caller(OWN, visibility="self"),
+    Caller(OWN, visibility="tree"),
+    Caller(OWN, visibility="agent", sandboxed=True),
+]
+#: Searches (query, keyword arguments) covering ranking, ties, the query language and filters.
+NARROW_SEARCHES: list[tuple[str, dict[str, Any]]] = [
+    ("lantern", {}),
+    ("lantern", {"limit": 3}),
+    ("lantern", {"role": "assistant"}),
+    ("lantern", {"order": "recent", "limit": 4}),
+    ("lantern", {"since": T0 + 3000, "until": T0 + 9000}),
+    ("lantern", {"session_key": "agent:main:subagent:kid"}),
+    ('"lantern report"', {}),
+    ("lant*", {}),
+    ("lantern OR beacon", {}),
+    ("beacon lantern", {}),
+    ("nowhere", {}),
+    ("lantren", {}),  # near words: "lantern"
+    ("beacn", {}),
+    ("lanter", {}),  # a prefix form: "lanter*"
+]
+
+
+def _narrow_corpus(store: TranscriptStore, tmp_path: Path) -> None:
+    """The caller's key in two incarnations, a spawned child, a pending child, and sessions it
+    may not see that hold the same words many more times (the word's frequency over the whole
+    index is theirs)."""
+    texts = [
+        "lantern report one",
+        "lantern lantern beacon",
+        "a long message that mentions the lantern once among many other words of no interest",
+        "lantern report one",  # ties with the first: same text, same rank
+        "beacon only",
+        "lantern",
+    ]
+    add_session(store, "own-1", OWN, texts)
+    add_session(store, "own-2", OWN, texts[:3])  # the key's second incarnation: same event ids
+    add_session(store, "kid", "agent:main:subagent:kid", texts[1:], spawned_by=OWN)
+    add_session(store, "else", "agent:main:other", ["lantern report"] * 40)
+    add_session(store, "ops", "agent:ops:main", ["lantern beacon"] * 40)
+    add_session(store, "shy", "agent:main:subagent:shy", ["lantern"] * 5, incognito=True)
+    _write_jsonl(tmp_path / "p.jsonl", "pend", [msg("p0", "lantern pending")])
+    meta = SessionMeta(session_key="agent:main:subagent:pend", spawned_by=OWN)
+    store.import_jsonl(tmp_path / "p.jsonl", meta=meta)
+
+
+def _narrow_answers(store: TranscriptStore, caller: Caller) -> list[Any]:
+    answers: list[Any] = [store.search(caller, q, **kw) for q, kw in NARROW_SEARCHES]
+    answers.append(store.search_by_session(caller, "lantern"))
+    answers.append(store.search(caller, None, queries=["lantern", "beacon", "report"]))
+    return answers
+
+
+@pytest.mark.parametrize("caller", NARROW_CALLERS, ids=["self", "tree", "sandboxed"])
+def test_narrow_callers_get_the_same_answers_from_their_rows_and_from_the_gin_index(
+    store: TranscriptStore, db_engine: str, tmp_path: Path, caller: Caller, monkeypatch: Any
+) -> None:
+    if db_engine == "sqlite":
+        pytest.skip("PostgreSQL chooses between two plans for a narrow caller")
+    from openclaw_fts.index.postgresql import read
+
+    _narrow_corpus(store, tmp_path)
+    for pending in (True, False):  # with a pending session in the tree, then reconciled
+        row_by_row = _narrow_answers(store, caller)
+        monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", -1)  # no caller is narrow enough
+        from_gin = _narrow_answers(store, caller)
+        monkeypatch.undo()
+        assert row_by_row == from_gin
+        assert ids(row_by_row[0]) and ids(row_by_row[1])  # the searches find something
+        misspelt = row_by_row[NARROW_SEARCHES.index(("lantren", {}))]
+        assert "lantern" in misspelt["warning"]  # a near word the caller's rows hold
+        assert ("indexing" in row_by_row[0]) is (pending and caller.visibility != "self")
+        store.reconcile()
+
+
+def _plans_run(engine: Engine, statements: list[tuple[str, Any]]) -> list[str]:
+    """Per ranked statement run, which plan answered it (EXPLAIN ANALYZE of the statement with
+    its parameters): ``rows`` when the narrow caller's rows were read one by one, ``gin`` when
+    the match set joined to the visible sessions was (the branch a one-time filter ran, or the
+    only plan of a wider caller)."""
+    ran = []
+    with engine.connect() as conn:
+        conn.exec_driver_sql("SET plan_cache_mode = force_custom_plan")
+        for statement, params in statements:
+            plan = conn.exec_driver_sql(
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params
+            ).scalar_one()
+            nodes, branches = [plan[0]["Plan"]], []
+            while nodes:
+                node = nodes.pop()
+                nodes.extend(node.get("Plans", []))
+                gate = node.get("One-Time Filter")
+                if gate is not None and any(
+                    child["Parent Relationship"] == "Outer" and child["Actual Loops"] > 0
+                    for child in node["Plans"]
+                ):
+                    branches.append("gin" if gate.startswith("(NOT ") else "rows")
+            assert len(branches) <= 1
+            ran.append(branches[0] if branches else "gin")
+    return ran
+
+
+def test_a_narrow_caller_is_searched_from_its_rows_while_they_are_few(
+    store: TranscriptStore, db_engine: str, engine: Engine, tmp_path: Path, monkeypatch: Any
+) -> None:
+    if db_engine == "sqlite":
+        pytest.skip("PostgreSQL chooses between two plans for a narrow caller")
+    from sqlalchemy import event
+
+    from openclaw_fts.index.postgresql import read
+
+    _narrow_corpus(store, tmp_path)
+    store.reconcile()
+    ran: list[tuple[str, Any]] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, params: Any, *args: Any) -> None:
+        if "ts_rank" in statement:
+            ran.append((statement, params))
+
+    caller = Caller(OWN, visibility="self")
+    own_events = 6 + 3  # own-1 and own-2: the caller's visible events
+    event.listen(store.engine, "before_cursor_execute", seen)
+    for cap in (own_events, own_events - 1):  # at the cap: its rows; one past: the GIN index
+        monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", cap)
+        assert ids(store.search(caller, "lantern"))
+    assert store.search(Caller(OWN, visibility="agent"), "lantern")["results"]
+    event.remove(store.engine, "before_cursor_execute", seen)
+    assert len(ran) == 3
+    assert _plans_run(engine, ran) == ["rows", "gin", "gin"]

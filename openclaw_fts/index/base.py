@@ -294,6 +294,17 @@ class Backend(Reader, Writer, Protocol):
         """Whether the URL names a database that lives on one connection in this process."""
         ...
 
+    #: ``{async driver: synchronous driver}`` of this engine (driver names, without the
+    #: dialect): a host's async URL opens the plugin's own, synchronous, engine on the same
+    #: database (:meth:`sync_url`).
+    sync_drivers: Mapping[str, str]
+
+    def sync_url(self, url: URL) -> URL:
+        """``url`` with an async driver (:attr:`sync_drivers`) replaced by the synchronous
+        driver of the same database, its query carrying only what that driver reads; any
+        other URL as it is."""
+        ...
+
     def configure_engine(self, engine: Engine, *, busy_timeout_ms: int, wal: bool) -> None:
         """Attach the engine's per-connection settings and transaction starts (once)."""
         ...
@@ -400,6 +411,13 @@ def backend_for(dialect: str) -> Backend:
 def backends() -> tuple[Backend, ...]:
     """Every registered backend."""
     return tuple(_BACKENDS.values())
+
+
+def with_sync_driver(url: URL, drivers: Mapping[str, str]) -> URL:
+    """``url`` with its driver replaced by ``drivers[driver]`` (as it is when the driver is not
+    a key): the driver swap of :meth:`Backend.sync_url`."""
+    driver = drivers.get(url.get_driver_name())
+    return url if driver is None else url.set(drivername=f"{url.get_backend_name()}+{driver}")
 
 
 def dialect_of(target: Engine | Connection | Session | URL | str) -> str:

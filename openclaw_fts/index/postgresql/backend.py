@@ -18,7 +18,7 @@ import functools
 import re
 import select
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from sqlalchemy.exc import DisconnectionError
 from ...jsonsafe import stored_event
 from ...query import CompiledQuery
 from ...rows import EVENT_COLUMNS, EventRow, NewRow, SessionContext
-from ..base import Lease
+from ..base import Lease, with_sync_driver
 from ..impact import IMPACT_TABLE
 from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
 from . import impact, partition
@@ -159,6 +159,13 @@ def _chunks_of_events(rows: Sequence[EventRow]) -> Iterator[Sequence[EventRow]]:
 #: The driver whose connections :meth:`PostgresqlBackend.own_engine` can test without a round
 #: trip (and sets up per session).
 PSYCOPG = "psycopg"
+#: The async driver a host's ``AsyncEngine`` may use (its URL maps to :data:`PSYCOPG`'s).
+ASYNCPG = "asyncpg"
+#: Query parameters of an asyncpg URL that only asyncpg's dialect reads (libpq, under psycopg,
+#: would refuse them): dropped from the synchronous URL.
+ASYNCPG_ONLY_PARAMS = ("prepared_statement_cache_size",)
+#: asyncpg's ``ssl=<mode>`` is libpq's ``sslmode=<mode>`` for these modes.
+LIBPQ_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 #: What each new connection of an engine the plugin made runs once.
 _SESSION_SETTINGS = "SET plan_cache_mode = force_custom_plan"
 
@@ -227,6 +234,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     name = "postgresql"
     packaged_driver: tuple[str, str] | None = ("psycopg", "postgresql")
+    sync_drivers: Mapping[str, str] = {ASYNCPG: PSYCOPG}
     hot_standbys = True
     transaction_poolers = True
     partitions_by_agent = True
@@ -386,6 +394,18 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     def database_file(self, url: URL) -> Path | None:
         return None
+
+    def sync_url(self, url: URL) -> URL:
+        """An asyncpg URL opens psycopg 3 on the same server: asyncpg-only parameters
+        (:data:`ASYNCPG_ONLY_PARAMS`) are dropped and ``ssl=<mode>`` becomes libpq's
+        ``sslmode=<mode>`` (:data:`LIBPQ_SSL_MODES`; an explicit ``sslmode`` wins)."""
+        if url.get_driver_name() == ASYNCPG:
+            query = {k: v for k, v in url.query.items() if k not in ASYNCPG_ONLY_PARAMS}
+            ssl = query.get("ssl")
+            if isinstance(ssl, str) and ssl in LIBPQ_SSL_MODES and "sslmode" not in query:
+                query["sslmode"] = query.pop("ssl")
+            url = url.set(query=query)
+        return with_sync_driver(url, self.sync_drivers)
 
     def engine_url(self, url: URL, *, read_only: bool | None, kwargs: dict[str, Any]) -> URL:
         """A server restart (or an idle timeout) closes pooled connections under the pool:

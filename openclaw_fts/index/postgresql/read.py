@@ -12,7 +12,10 @@ statistic (unlike bm25: a word's rarity does not count), comparable only within 
 Statements run through SQLAlchemy ``text()`` with ``:name`` parameters. A one-word search of
 a wide caller with no filter walks the word's impact list instead (:mod:`.impact`: the same
 rows, ranks and order, visibility and the pending join in the walking statement), when the
-list holds enough visible rows.
+list holds enough visible rows. A narrow caller's ranked statement has two branches with the
+same conditions, of which a one-time filter runs exactly one: its sessions' rows tested one by
+one while those sessions hold at most :data:`NARROW_SCAN_EVENTS` events, else the GIN match
+set joined to them -- the same rows either way, ranked and ordered by the same outer ORDER BY.
 """
 
 from __future__ import annotations
@@ -45,6 +48,14 @@ if TYPE_CHECKING:
 #: (measured: a narrow search of a common word took 14-25 ms instead of about 1 ms at 10k
 #: hidden sessions; docs/postgresql.md). ``is_local``: it ends with the transaction.
 FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
+#: A narrow caller (``self``, ``tree``) whose visible sessions hold at most this many events
+#: (``last_seq + 1``, summed: an upper bound of their index rows) is searched from its sessions'
+#: rows, each tested with ``@@`` (a nested loop over the ``session_id`` index that the planner
+#: cannot turn into a GIN scan): the cost follows the sessions' size, not the word's frequency
+#: over the whole index. Past it, the GIN match set joined to the visible sessions (the plan
+#: every wider caller gets). 10,000 rows read that way took 6-22 ms of execution at 1m messages,
+#: where the GIN plan took 1 ms for a rare word and up to 180 ms for a common one (docs/scale.md).
+NARROW_SCAN_EVENTS = 10_000
 #: ``ts_rank`` normalisation: divide by 1 + the logarithm of the document length (a long message
 #: that mentions a word once ranks below a short one, as with bm25's length normalisation).
 RANK_NORMALIZATION = 1
@@ -124,6 +135,25 @@ def with_bodies_sql(
     return sql, params
 
 
+def _few_events_sql(where: str) -> str:
+    """Whether the sessions ``s`` that satisfy ``where`` hold at most ``:narrow_events``
+    events (:data:`NARROW_SCAN_EVENTS`), as a one-row statement."""
+    return (
+        "SELECT coalesce(sum(greatest(s.last_seq + 1, 0)), 0) <= :narrow_events "
+        f"FROM openclaw_sessions AS s WHERE {where}"
+    )
+
+
+def _session_rows_sql(agents: list[str] | None) -> str:
+    """The index rows of session ``s`` (a LATERAL subquery), read through the ``session_id``
+    index: ``OFFSET 0`` keeps any ``@@`` of the outer statement out of it, so the planner
+    cannot answer it from the GIN index instead."""
+    rows = f"SELECT x.* FROM {CONTENT_TABLE} AS x WHERE x.session_id = s.session_id"
+    if agents is not None:
+        rows += f" AND {agent_scope_sql('x', agents)[0]}"
+    return rows + " OFFSET 0"
+
+
 def hits_sql(
     caller: Caller,
     req: SearchRequest,
@@ -152,15 +182,31 @@ def hits_sql(
     pending = ""
     if not exact:
         pending = _CLEAN_JOIN
-    order = _order_by(req, rows="mi.", keys="s.")
-    sql = (
+    head = (
         "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
         f"s.session_key, -ts_rank(mi.{TSVECTOR_COLUMN}, {_TSQUERY}, {RANK_NORMALIZATION}) "
-        f"AS rank FROM {CONTENT_TABLE} AS mi "
-        f"JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
-        f"WHERE mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} "
-        f"{filters}" + ("" if unordered else f" ORDER BY {order} LIMIT :lim")
+        "AS rank FROM "
     )
+    match = f"mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} {filters}"
+    wide = (
+        f"{head}{CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s ON s.session_id = mi.session_id "
+        f"{pending}WHERE "
+    )
+    if not caller.is_narrow:
+        order = _order_by(req, rows="mi.", keys="s.")
+        sql = f"{wide}{match}" + ("" if unordered else f" ORDER BY {order} LIMIT :lim")
+        return sql, params
+    # A narrow caller: its sessions' rows one by one when they are few (see NARROW_SCAN_EVENTS).
+    params["narrow_events"] = NARROW_SCAN_EVENTS
+    few = f"({_few_events_sql(where)})"
+    both = (
+        f"{head}openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(agents)}) AS mi "
+        f"{pending}WHERE {few} AND {match} UNION ALL {wide}NOT {few} AND {match}"
+    )
+    if unordered:
+        return both, params
+    order = _order_by(req, rows="u.", keys="u.")
+    return f"SELECT u.* FROM ({both}) AS u ORDER BY {order} LIMIT :lim", params
     return sql, params
 
 
@@ -438,7 +484,11 @@ class PostgresSearch:
         are lexemes of the index at all: one GIN lookup each (a LATERAL probe per candidate,
         so the planner sees one lexeme at a time; an OR of hundreds of lexemes is estimated
         to match most rows and read by a sequential scan -- measured 1.3 s at 15k rows);
-        the few found are then proved visible by :meth:`visible_words`.
+        the few found are then proved visible by :meth:`visible_words`. A narrow caller whose
+        sessions hold at most :data:`NARROW_SCAN_EVENTS` events keeps instead the candidates
+        among the lexemes of its own rows (a GIN lookup builds the candidate's whole posting
+        list, so the probes cost what the candidates' frequencies over the whole index do:
+        7.8 ms for 107 candidates at 1m messages); the same words survive :meth:`visible_words`.
         ``max_distance`` beyond 1 is not reached here."""
         if len(token) <= NEAR_PREFIX_CHARS or max_distance < 1:
             return []
@@ -454,6 +504,26 @@ class PostgresSearch:
             return []
         _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         _custom_plans(conn)
+        if caller.is_narrow:
+            where, params = _visible_sql(caller, None)
+            params.update(narrow_events=NARROW_SCAN_EVENTS, words=candidates)
+            if conn.execute(text(_few_events_sql(where)), params).scalar():
+                # The lexemes of the caller's own rows: as many as its sessions hold, where a
+                # GIN probe per candidate reads the candidate's whole posting list.
+                present = [
+                    str(r[0])
+                    for r in conn.execute(
+                        text(
+                            "SELECT c.w FROM unnest(CAST(:words AS text[])) WITH ORDINALITY "
+                            "AS c(w, n) WHERE c.w IN (SELECT l.lexeme FROM openclaw_sessions "
+                            f"AS s CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
+                            f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS l WHERE {where}) "
+                            "ORDER BY c.n"
+                        ),
+                        params,
+                    )
+                ]
+                return self.visible_words(conn, caller, present, want=want)
         # Inside the LATERAL the lexeme is an outer reference, estimated at the default
         # selectivity: a LIMIT 1 then looks cheaper as a sequential scan, which for a lexeme
         # no row holds reads the whole table, per candidate (measured 22 s for 480 candidates

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from ...errors import UnsupportedDatabaseError
 from ...models import MessageImpact, MessageIndex
 from ...query import CompiledQuery
 from ...rows import NewRow
-from ..base import READ_ONLY, WRITE, Lease
+from ..base import READ_ONLY, WRITE, Lease, with_sync_driver
 from ..lease import TableLease
 from ..sql import SqlBackend
 from . import connect, edit_triggers, impact
@@ -69,6 +69,7 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     name = "sqlite"
     packaged_driver: tuple[str, str] | None = None
+    sync_drivers: Mapping[str, str] = {"aiosqlite": "pysqlite"}
     hot_standbys = False
     transaction_poolers = False
     partitions_by_agent = False
@@ -114,6 +115,10 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     def in_memory(self, url: URL) -> bool:
         return url.database in (None, "", ":memory:")
+
+    def sync_url(self, url: URL) -> URL:
+        """aiosqlite's URL is ``sqlite3``'s: only the driver changes."""
+        return with_sync_driver(url, self.sync_drivers)
 
     def database_file(self, url: URL) -> Path | None:
         if self.in_memory(url):
