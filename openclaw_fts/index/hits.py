@@ -40,6 +40,13 @@ def user_filters(req: SearchRequest, params: dict[str, Any]) -> str:
 Execute = Callable[[str, dict[str, Any]], Iterable[Any]]
 
 
+def _through_sqlalchemy(conn: Connection) -> Execute:
+    def run(sql: str, params: dict[str, Any]) -> Iterable[Any]:
+        return conn.execute(text(sql), params)
+
+    return run
+
+
 def hit_texts(
     conn: Connection,
     hits: list[Hit],
@@ -78,11 +85,8 @@ def _original_texts(
         conditions.append(f"(session_id = :sid{n} AND seq = :seq{n})")
         params[f"sid{n}"], params[f"seq{n}"] = session_id, seq
     sql = "SELECT session_id, seq, event FROM transcript_events WHERE " + " OR ".join(conditions)
-    rows: Iterable[Any]
-    if execute is not None:
-        rows = execute(sql, params)
-    else:
-        rows = conn.execute(text(sql), params)
+    run = execute or _through_sqlalchemy(conn)
+    rows = run(sql, params)
     texts: dict[tuple[str, int], str] = {}
     for session_id, seq, stored in rows:
         event = stored_event(stored)
