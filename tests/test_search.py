@@ -1190,6 +1190,9 @@ NARROW_SEARCHES: list[tuple[str, dict[str, Any]]] = [
     ("lantern OR beacon", {}),
     ("beacon lantern", {}),
     ("nowhere", {}),
+    ("lantren", {}),  # near words: "lantern"
+    ("beacn", {}),
+    ("lanter", {}),  # a prefix form: "lanter*"
 ]
 
 
@@ -1239,6 +1242,8 @@ def test_narrow_callers_get_the_same_answers_from_their_rows_and_from_the_gin_in
         monkeypatch.undo()
         assert row_by_row == from_gin
         assert ids(row_by_row[0]) and ids(row_by_row[1])  # the searches find something
+        misspelt = row_by_row[NARROW_SEARCHES.index(("lantren", {}))]
+        assert "lantern" in misspelt["warning"]  # a near word the caller's rows hold
         assert ("indexing" in row_by_row[0]) is (pending and caller.visibility != "self")
         store.reconcile()
 
