@@ -160,7 +160,7 @@ def statement(
         order="relevance",
     )
     listed = fast_path_word(req) if not caller.is_narrow else None
-    return read.folded_sql(caller, req, memo=memo, word=listed)
+    return read.folded_sql(caller, req, memo=memo, word=listed, walk=listed is not None)
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -210,6 +210,7 @@ def measure(
     word: str,
     caller: Caller,
     peers: tuple[SearchablePeer, TantivyPeer] | None,
+    runs: int = RUNS,
 ) -> dict[str, float]:
     sql, params = statement(caller, word)
     raw_sql = _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
@@ -259,7 +260,7 @@ def measure(
     for fn in sides.values():  # warm: plans, pools, memo
         fn()
     times: dict[str, list[float]] = {s: [] for s in sides}
-    for i in range(RUNS):
+    for i in range(runs):
         order = tuple(sides) if i % 2 == 0 else tuple(reversed(sides))
         for side in order:
             times[side].append(sides[side]())
@@ -286,6 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", default="100k")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--peers", action="store_true")
+    parser.add_argument("--runs", type=int, default=RUNS, help="calls per side and cell")
     parser.add_argument("--only", help="classes, comma-separated")
     parser.add_argument("--tantivy-dir", default="/tmp/openclaw-fts-bench-tantivy")
     args = parser.parse_args(argv)
@@ -312,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
             raw.execute("SET plan_cache_mode = force_custom_plan")
             for klass, chosen in words.items():
                 for vis, caller in CALLERS.items():
-                    cells = [measure(store, raw, w, caller, both) for w in chosen]
+                    cells = [measure(store, raw, w, caller, both, args.runs) for w in chosen]
                     p50 = {
                         s: statistics.median(c.get(s, float("nan")) for c in cells) for s in COLUMNS
                     }

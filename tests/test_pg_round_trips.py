@@ -162,6 +162,13 @@ def test_a_search_one_frequent_word_answers_from_its_list_is_one_round_trip(
         trips = trace.round_trips(mark)
         assert len(trips) == SEARCHES, trips
         assert "message_impact" in trace.path.read_text()[mark:]  # the list was walked
+        # a word without a list (in 6 messages of 7: under the threshold) walks nothing
+        rarer = store.search(WIDE, "cliff", limit=LIST_LIMIT)
+        assert len(rarer["results"]) == LIST_LIMIT
+        mark = trace.mark()
+        for _ in range(SEARCHES):
+            assert store.search(WIDE, "cliff", limit=LIST_LIMIT) == rarer
+        assert len(trace.round_trips(mark)) == SEARCHES
         PostgresSearch.IMPACT_LISTS = False
         try:
             assert store.search(WIDE, "puffin", limit=LIST_LIMIT) == first  # scores too

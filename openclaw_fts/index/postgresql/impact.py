@@ -182,6 +182,12 @@ def drift(conn: Connection) -> dict[str, dict[str, int]]:
     }
 
 
+#: Every tracked word (a search remembers them per pooled connection).
+TRACKED_WORDS_SQL = f"SELECT term FROM {TERMS_TABLE}"
+#: Whether ``:impact_word`` is tracked, as a column named ``tracked``.
+TRACKED_SQL = f"EXISTS (SELECT 1 FROM {TERMS_TABLE} AS tt WHERE tt.term = :impact_word) AS tracked"
+
+
 def walk_sql(where: str, scope: str, condition: str = "") -> str:
     """The walk of a word's list: its first :data:`WALK_CAP_ROWS` rows in descending impact,
     joined to their index rows and sessions, the first ``:impact_rows`` that satisfy ``where``
