@@ -454,6 +454,30 @@ def test_a_long_tie_orders_like_the_full_statement(store: TranscriptStore, limit
     assert everything["truncated"] is True
 
 
+@pytest.mark.parametrize("limit", [1, 5, 20])
+def test_a_tie_longer_than_the_first_probe_orders_like_the_full_statement(
+    store: TranscriptStore, limit: int
+) -> None:
+    # 30 equal best scores (longer than the first score-only probe, shorter than the second)
+    # and 60 lower ones behind them: the second probe decides, in the joined statement's order.
+    for n in range(3):
+        store.create_session(f"s{n}", f"agent:main:k{n}")
+        store.append_many(
+            f"s{n}",
+            [msg(f"m{i}", "identical gnu words", ts=T0 + i % 4) for i in range(10)]
+            + [
+                msg(f"w{i}", "a gnu among many other words " + "filler " * 12, ts=T0 + i)
+                for i in range(20)
+            ],
+        )
+    everything = store.search(EVERYTHING, "gnu", limit=limit)
+    agent = store.search(AGENT_CALLER, "gnu", limit=limit)
+    assert everything == agent
+    got = [(r["timestamp"], r["sessionKey"], r["messageId"]) for r in everything["results"]]
+    assert got == sorted(got, key=lambda g: (-g[0], g[1], g[2])) and len(got) == limit
+    assert all(r["messageId"].startswith("m") for r in everything["results"])
+
+
 def test_order_recent_sorts_by_timestamp_then_the_same_tiebreaks(store: TranscriptStore) -> None:
     store.create_session("sz", "agent:main:zeta")
     store.create_session("sa", "agent:main:alpha")
