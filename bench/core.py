@@ -905,7 +905,8 @@ class Bench:
         self.add(
             Row("tantivy load (index + commit)", "s", None, None, None, "printed", None,
                 peers={"tantivy": {"p50": load["loadSeconds"]}},
-                note=f"{load['rows']:,} index rows, one writer thread")
+                note=f"{load['rows']:,} index rows, one writer thread, "
+                f"{load['sizeBytes'] / 1e6:.1f} MB on disk")
         )  # fmt: skip
         return [*peers, tv]
 
@@ -936,8 +937,8 @@ class Bench:
                 sqlite_utils=total,
                 note=f"{load['rows']:,} index rows, {load['rows'] / total:,.0f} rows/s "
                 f"(insert_all {load['insertAllSeconds']:.2f} s, enable_fts "
-                f"{load['enableFtsSeconds']:.2f} s); index rows only, no events, no tree: "
-                "not comparable with live ingest",
+                f"{load['enableFtsSeconds']:.2f} s), {load['sizeBytes'] / 1e6:.1f} MB on "
+                "disk; index rows only, no events, no tree: not comparable with live ingest",
             )
         )
         return peer

@@ -99,7 +99,12 @@ class SqliteUtilsPeer:
             "rows": rows,
             "insertAllSeconds": round(t1 - t0, 3),
             "enableFtsSeconds": round(t2 - t1, 3),
+            "sizeBytes": self.size_bytes(),
         }
+
+    def size_bytes(self) -> int:
+        """The database file (sessions, index rows, the FTS5 tables), after a checkpoint."""
+        return self.path.stat().st_size
 
     def search(self, q: PeerQuery, vis: str, args: Mapping[str, Any]) -> list[dict[str, Any]]:
         """``table.search(match, limit=10)``, the visibility as ``where=`` / ``where_args=``."""

@@ -69,6 +69,8 @@ class Peer(Protocol):
 
     def reference(self, q: PeerQuery) -> str: ...
 
+    def size_bytes(self) -> int: ...
+
     def close(self) -> None: ...
 
 
@@ -155,7 +157,15 @@ class TantivyPeer:
         writer.wait_merging_threads()
         self.index.reload()
         self.searcher = self.index.searcher()
-        return {"rows": n, "loadSeconds": round(time.perf_counter() - t0, 3)}
+        return {
+            "rows": n,
+            "loadSeconds": round(time.perf_counter() - t0, 3),
+            "sizeBytes": self.size_bytes(),
+        }
+
+    def size_bytes(self) -> int:
+        """The index folder on disk (segments and meta; bodies are not stored)."""
+        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
 
     def _tokens(self, text: str) -> list[str]:
         """The analyzer's terms of ``text`` (the CJK-spaced form, as indexed)."""
@@ -325,7 +335,21 @@ class SearchablePeer:
             n += len(batch)
         with self.engine.connect() as c:
             c.exec_driver_sql("ANALYZE")
-        return {"rows": n, "loadSeconds": round(time.perf_counter() - t0, 3)}
+        return {
+            "rows": n,
+            "loadSeconds": round(time.perf_counter() - t0, 3),
+            "sizeBytes": self.size_bytes(),
+        }
+
+    def size_bytes(self) -> int:
+        """Its two tables with their indexes and TOAST (``pg_total_relation_size``)."""
+        with self.engine.connect() as c:
+            return int(
+                c.exec_driver_sql(
+                    "SELECT pg_total_relation_size('peer_messages')"
+                    " + pg_total_relation_size('peer_sessions')"
+                ).scalar_one()
+            )
 
     def text(self, q: PeerQuery) -> str:
         """What a user types into ``search()`` (web-search syntax; CJK spaced like the index,

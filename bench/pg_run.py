@@ -263,7 +263,8 @@ class PgBench(Bench):
         self.add(
             Row(f"{label} load (ORM, 100 rows a transaction)", "s", None, None, None,
                 "printed", None, peers={label: {"p50": load["loadSeconds"]}},
-                note=f"{load['rows']:,} index rows, {rate:,.0f} rows/s")
+                note=f"{load['rows']:,} index rows, {rate:,.0f} rows/s, "
+                f"{load['sizeBytes'] / 1e6:.1f} MB (tables, indexes, TOAST)")
         )  # fmt: skip
         return [peer]
 

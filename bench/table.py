@@ -443,6 +443,392 @@ def write_goals(result: dict[str, Any]) -> list[str]:
     return out
 
 
+def match_lines(result: dict[str, Any]) -> list[str]:
+    """How the peers' match sets compared with raw SQL's (checked before any timing)."""
+    details = result.get("details", {})
+    counts = dict(details.get("peerCounts") or {})
+    if not counts and details.get("sqliteUtilsCounts"):
+        counts = {"sqlite-utils": details["sqliteUtilsCounts"]}
+    out = []
+    for label, check in counts.items():
+        bad = check.get("mismatches") or []
+        what = f"{label}: {check.get('checked', 0)} query × visibility pairs, "
+        if not bad:
+            what += "every match set the same size as raw SQL's"
+        else:
+            shown = "; ".join(
+                f"{m['query']!r} `{m['visibility']}` raw {m['raw']:,}, {label} {m[label]:,}"
+                for m in bad[:3]
+            )
+            what += f"{len(bad)} differ ({shown})"
+        if check.get("differentExpression"):
+            what += (
+                f"; {check['differentExpression']} compared with the raw expression of what the "
+                "peer matches (every word a prefix)"
+            )
+        out.append(f"* {what}")
+    return out
+
+
+#: Tables of the plugin that hold what a peer holds (the index rows and their full-text
+#: index, the impact lists): the rest (events, sessions, the tree) a peer has no counterpart of.
+INDEX_TABLES = ("message_",)
+
+
+def size_lines(result: dict[str, Any]) -> list[str]:
+    """The plugin's database and its index tables on disk next to each peer's."""
+    details = result.get("details", {})
+    size = details.get("size")
+    out = []
+    if size:
+        plugin = size["plugin"]
+        total = sum(plugin.values())
+        names = sorted(k for k in plugin if k.startswith(INDEX_TABLES))
+        index = sum(plugin[k] for k in names)
+        text = size.get("rawTextBytes") or 0
+        out.append(
+            f"* plugin: {total / 1e6:,.1f} MB in all, of which {index / 1e6:,.1f} MB the index "
+            f"rows with their full-text index ({', '.join(names)}); "
+            f"raw SQL baseline {sum(size['baseline'].values()) / 1e6:,.1f} MB; raw indexed text "
+            f"{text / 1e6:,.1f} MB"
+        )
+    for key, label in (
+        ("sqliteUtils", "sqlite-utils (its database file)"),
+        ("sqlalchemySearchable", "SQLAlchemy-Searchable (its tables, indexes, TOAST)"),
+        ("tantivy", "tantivy (its index folder, bodies not stored)"),
+    ):
+        peer = details.get(key)
+        if peer is None:
+            continue
+        if peer.get("sizeBytes") is None:
+            out.append(f"* {label}: not measured in this run")
+        else:
+            out.append(f"* {label}: {peer['sizeBytes'] / 1e6:,.1f} MB")
+    return out
+
+
+def ingest_lines(result: dict[str, Any]) -> list[str]:
+    """Bulk ingest of the plugin and the raw baseline, and each peer's load, in rows a second."""
+    details = result.get("details", {})
+    out = []
+    live = details.get("live")
+    if live:
+        rows = live["indexRows"]
+        out.append(
+            f"* plugin `append_many` ×100: {live['events'] / live['pluginSeconds']:,.0f} events/s "
+            f"({rows / live['pluginSeconds']:,.0f} messages/s); raw SQL baseline "
+            f"{live['events'] / live['baselineSeconds']:,.0f} events/s, plugin ÷ raw "
+            f"{live['baselineSeconds'] / live['pluginSeconds']:.2f}× (CPU time "
+            f"{live['baselineCpuSeconds'] / live['pluginCpuSeconds']:.2f}×)"
+        )
+    su = details.get("sqliteUtils")
+    if su:
+        spent = su["insertAllSeconds"] + su["enableFtsSeconds"]
+        out.append(
+            f"* sqlite-utils `insert_all` + `enable_fts`: {su['rows'] / spent:,.0f} messages/s "
+            "(index rows only, loaded at once, the full-text index built after)"
+        )
+    sa = details.get("sqlalchemySearchable")
+    if sa:
+        out.append(
+            f"* SQLAlchemy-Searchable, ORM objects, 100 a transaction: "
+            f"{sa['rows'] / sa['loadSeconds']:,.0f} messages/s"
+        )
+    tv = details.get("tantivy")
+    if tv:
+        out.append(
+            f"* tantivy, one writer, one commit: {tv['rows'] / tv['loadSeconds']:,.0f} messages/s"
+        )
+    return out
+
+
+#: The narrow and the wide caller of the scaling table, and the goal that a narrow caller's
+#: p50 stays flat from 100k to 1m (within ±20 %).
+SCALING_CALLERS = ("self", "all")
+FLAT_CALLERS = ("self", "tree")
+GOAL_FLAT_P50 = 0.2
+
+
+def _cell(p50: float | None, p95: float | None, peer: float | None = None) -> str:
+    if p50 is None:
+        return "–"
+    cell = f"{number(p50)} / {number(p95)} ms"
+    return cell + (f" ({ratio(peer)}×)" if peer is not None else "")
+
+
+def _scale_search(run: dict[str, Any], vis: str, klass: str) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = run.get("flat", {}).get(f"{vis}|{klass}")
+    return found
+
+
+def caller_scaling(
+    results: dict[str, dict[str, Any]],
+    scale: dict[str, Any] | None = None,
+    *,
+    main: str,
+) -> str:
+    """p50 / p95 of the narrow (``self``) and the wide (``all``) caller per class at 10k, 100k
+    and 1m, with plugin ÷ the engine's peer (p50); a size missing from ``results`` comes from
+    ``scale`` (a ``bench.pg_scale`` run of that many messages, flat layout) when it has one."""
+    by_size = {size: _search_rows(r) for size, r in results.items()}
+    classes = list(dict.fromkeys(k for rows in by_size.values() for k, _ in rows))
+    sizes = [s for s in SIZES if s in results or (scale and _scale_run(scale, s))]
+    lines = [
+        "| caller | class | " + " | ".join(sizes) + " |",
+        "|---|---|" + "---|" * len(sizes),
+    ]
+    for vis in SCALING_CALLERS:
+        for klass in classes:
+            cells = []
+            for size in sizes:
+                row = by_size.get(size, {}).get((klass, vis))
+                if row is not None:
+                    peer = _row_peers(row).get(main, {}).get("ratio")
+                    cells.append(_cell(row["plugin"], row["plugin_p95"], peer))
+                    continue
+                run = _scale_run(scale, size) if scale else None
+                found = _scale_search(run, vis, klass) if run else None
+                cells.append(_cell(found["p50"], found["p95"]) + " ‡" if found is not None else "–")
+            lines.append(f"| `{vis}` | {klass} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+#: ``bench.run`` size labels as ``bench.pg_scale`` message counts.
+SCALE_MESSAGES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+
+
+def _scale_run(scale: dict[str, Any] | None, size: str) -> dict[str, Any] | None:
+    if scale is None:
+        return None
+    runs = [r for r in scale["runs"] if r["messages"] == SCALE_MESSAGES.get(size)]
+    return runs[0] if runs else None
+
+
+def flat_goal(
+    before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> tuple[bool | None, str]:
+    """``self`` / ``tree`` p50 at 1m ÷ at 100k, per class, within ±20 %: (met, figure); the
+    two are ``bench.run`` results, or ``bench.pg_scale`` runs (their ``flat`` layout)."""
+    if before is None or after is None:
+        return None, "not measured"
+    pairs = []
+    for vis in FLAT_CALLERS:
+        if "flat" in before:
+            keys = [k.split("|", 1)[1] for k in before["flat"] if k.startswith(f"{vis}|")]
+            for klass in keys:
+                a, b = _scale_search(before, vis, klass), _scale_search(after, vis, klass)
+                if a and b and a["p50"]:
+                    pairs.append((b["p50"] / a["p50"], vis, klass))
+        else:
+            rows_a, rows_b = _search_rows(before), _search_rows(after)
+            for (klass, v), row in rows_a.items():
+                other = rows_b.get((klass, v))
+                if v == vis and other is not None and row["plugin"]:
+                    pairs.append((other["plugin"] / row["plugin"], vis, klass))
+    if not pairs:
+        return None, "not measured"
+    runs = ""
+    if "createdAt" in before and "createdAt" in after:
+        runs = f"; runs {before['createdAt']} and {after['createdAt']}"
+    good = [r for r, _, _ in pairs if abs(r - 1.0) <= GOAL_FLAT_P50]
+    worst = max(pairs, key=lambda p: abs(p[0] - 1.0))
+    return len(good) == len(pairs), (
+        f"{len(good)} of {len(pairs)} class × caller pairs within ±{GOAL_FLAT_P50:.0%} "
+        f"(worst `{worst[1]}` {worst[2]}: 1m ÷ 100k p50 {worst[0]:.2f}×{runs})"
+    )
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+#: Which sections of the docs profile the gap of a goal, by (goal key, engine): (page under
+#: docs/, heading). A goal's cell links those whose heading exists when the page is written.
+_FIXED = ("performance.md", "A search's fixed cost")
+_SQLITE_PEER = ("performance.md", "SQLite search against sqlite-utils at 100k")
+_TOPK = ("performance.md", "Top-k for common words")
+_LISTS = ("performance.md", "Impact lists")
+_WRITES = ("performance.md", "Writes")
+_SCALE = (
+    "scale.md",
+    "Measured: 100k, 1m and 10m messages on one server, a standby, and the partitioned layout",
+)
+GAP_SECTIONS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    ("peer", "sqlite"): (_FIXED, _SQLITE_PEER),
+    ("peer", "pg"): (_FIXED,),
+    ("tantivy", "sqlite"): (_SQLITE_PEER, _TOPK),
+    ("tantivy", "pg"): (_FIXED, _TOPK),
+    ("very common", "sqlite"): (_TOPK, _LISTS),
+    ("very common", "pg"): (_TOPK, _LISTS),
+    ("overlap", "sqlite"): (_LISTS,),
+    ("overlap", "pg"): (_LISTS,),
+    ("ingest", "sqlite"): (_LISTS,),
+    ("ingest", "pg"): (_WRITES,),
+    ("orm peer", "pg"): (_WRITES,),
+    ("orm store", "sqlite"): (_WRITES,),
+    ("orm store", "pg"): (_WRITES,),
+    ("flat", "pg"): (_SCALE,),
+}
+
+
+def _headings(page: str) -> set[str]:
+    path = DOCS_PAGE.parent / page
+    if not path.is_file():
+        return set()
+    text = path.read_text(encoding="utf-8")
+    return {m.group(1).strip() for m in re.finditer(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def _links(key: str, engine: str) -> str:
+    found = [(p, h) for p, h in GAP_SECTIONS.get((key, engine), ()) if h in _headings(p)]
+    return ", ".join(f"[{h}]({p}#{_slug(h)})" for p, h in found)
+
+
+def _verdict(met_: bool | None, figure: str, key: str, engine: str) -> str:
+    if met_ is None:
+        return figure
+    if met_:
+        return f"met: {figure}"
+    links = _links(key, engine)
+    return f"**not met**: {figure}" + (f"; why: {links}" if links else "")
+
+
+def _search_verdicts(
+    result: dict[str, Any] | None, engine: str
+) -> dict[str, tuple[bool | None, str]]:
+    out: dict[str, tuple[bool | None, str]] = {}
+    if result is None:
+        return out
+    rows = _search_rows(result)
+    for key, label, limit in (
+        ("peer", MAIN_PEER[engine], GOAL_PEER),
+        ("tantivy", "tantivy", GOAL_TANTIVY),
+    ):
+        ratios = [
+            (p[label]["ratio"], p[label].get("ratio_p95") or 0.0, k, v)
+            for (k, v), row in rows.items()
+            if (p := _row_peers(row)).get(label, {}).get("ratio") is not None
+        ]
+        if not ratios:
+            out[key] = (None, "not measured")
+            continue
+        good = sum(max(r50, r95) <= limit for r50, r95, _, _ in ratios)
+        p50 = max(ratios)
+        p95 = max(ratios, key=lambda r: r[1])
+        out[key] = (
+            good == len(ratios),
+            f"{good} of {len(ratios)} cells; worst p50 {ratio(p50[0])}× (`{p50[3]}` {p50[2]}), "
+            f"worst p95 {ratio(p95[1])}× (`{p95[3]}` {p95[2]})",
+        )
+    row = rows.get(("very common", "all"))
+    if row is not None:
+        out["very common"] = (
+            row["plugin"] <= GOAL_VERY_COMMON_ALL_MS,
+            f"p50 {number(row['plugin'])} ms",
+        )
+    overlaps = [
+        (min(d["top10Overlap"]), key)
+        for key, d in result.get("details", {}).get("search", {}).items()
+        if d.get("top10Overlap")
+    ]
+    if overlaps:
+        low, cell = min(overlaps)
+        where = f" (`{cell}`)" if low < 1.0 else ""
+        out["overlap"] = (
+            low >= GOAL_TOP10_OVERLAP,
+            f"worst {low:.2f}{where} over the {len(overlaps)} `all` / `agent` cells",
+        )
+    return out
+
+
+#: Approximate top-k must keep this share of the exact top 10 (bench.core GOAL_TOP10_OVERLAP).
+GOAL_TOP10_OVERLAP = 0.95
+
+
+def _write_verdicts(result: dict[str, Any] | None) -> dict[str, tuple[bool | None, str]]:
+    out: dict[str, tuple[bool | None, str]] = {}
+    if result is None:
+        return out
+    details = result.get("details", {})
+    by_name = {row["figure"]: row for row in result["rows"]}
+    live = details.get("live")
+    searchable = details.get("sqlalchemySearchable")
+    if live and is_postgresql(result):
+        if searchable:
+            mine = live["indexRows"] / live["pluginSeconds"]
+            theirs = searchable["rows"] / searchable["loadSeconds"]
+            out["ingest"] = (
+                mine >= theirs,
+                f"{mine:,.0f} vs {theirs:,.0f} messages/s (the plugin takes {theirs / mine:.2f}× "
+                "its time)",
+            )
+    elif live:
+        r = live["baselineSeconds"] / live["pluginSeconds"]
+        out["ingest"] = (r >= 0.8, f"{r:.3f}× raw FTS5's rate")
+    orm = by_name.get("single append through the host's ORM (install)")
+    if orm is None:  # SQLite runs show the ORM path as a peer of the store's append
+        row = by_name.get("single append (own transaction)")
+        mine = ((row or {}).get("peers") or {}).get("plugin ORM")
+        if row is not None and mine:
+            orm = {"plugin": mine["p50"], "baseline": row["plugin"]}
+    if orm is not None and orm.get("baseline"):
+        r = orm["plugin"] / orm["baseline"]
+        out["orm store"] = (
+            r <= 1.0,
+            f"{number(orm['plugin'])} vs {number(orm['baseline'])} ms p50, {r:.2f}×",
+        )
+        peer = (orm.get("peers") or {}).get("sqlalchemy-searchable")
+        if peer and peer.get("ratio") is not None:
+            out["orm peer"] = (
+                peer["ratio"] <= 1.0,
+                f"{number(orm['plugin'])} vs {number(peer['p50'])} ms p50, {ratio(peer['ratio'])}×",
+            )
+    return out
+
+
+GOALS = (
+    ("peer", "every search class × visibility ≤ 1.0× the engine's peer (p50 and p95; "
+     "sqlite-utils, SQLAlchemy-Searchable)"),
+    ("tantivy", f"every search class × visibility within {GOAL_TANTIVY:g}× tantivy (p50 and p95)"),
+    ("very common", f"very common words for `all` ≤ {GOAL_VERY_COMMON_ALL_MS:g} ms (p50)"),
+    ("overlap", f"approximate top-k: top-10 overlap with exact ranking ≥ {GOAL_TOP10_OVERLAP}"),
+    ("ingest", "bulk ingest: SQLite ≥ 0.8× raw FTS5; PostgreSQL ≤ 1.0× SQLAlchemy-Searchable's "
+     "time"),
+    ("orm peer", "one message appended through the ORM ≤ 1.0× SQLAlchemy-Searchable (p50)"),
+    ("orm store", "the ORM append ≤ `TranscriptStore.append` (p50)"),
+    ("flat", "`self` / `tree` p50 flat from 100k to 1m (±20 %)"),
+)  # fmt: skip
+
+
+def goals_table(
+    engines: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]],
+    flat: dict[str, tuple[bool | None, str]],
+) -> str:
+    """Each goal × engine at 100k: met or not, the figure, and where the gap is profiled.
+    ``engines`` maps ``sqlite`` / ``pg`` to (its 100k search result, its 100k full result)."""
+    verdicts = {
+        engine: {
+            **_search_verdicts(searched, engine),
+            **_write_verdicts(full),
+            "flat": flat[engine],
+        }
+        for engine, (searched, full) in engines.items()
+    }
+    lines = ["| goal | SQLite | PostgreSQL |", "|---|---|---|"]
+    for key, goal in GOALS:
+        cells = []
+        for engine in ("sqlite", "pg"):
+            got = verdicts.get(engine, {}).get(key)
+            if got is None:
+                cells.append("–")
+            else:
+                cells.append(_verdict(got[0], got[1], key, engine))
+        lines.append(f"| {goal} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------- docs/benchmarks.md
 
 DOCS_INTRO = """# Benchmarks
@@ -493,10 +879,111 @@ def _without_history(text: str) -> str:
     return text
 
 
+def _newest_search(prefix: str, size: str, results_dir: Path) -> dict[str, Any] | None:
+    """The newer of a size's full run and its ``--only search`` run (for the search rows)."""
+    full = _latest(f"latest-{prefix}{size}.json", results_dir)
+    searched = _latest(f"latest-{prefix}{size}-search.json", results_dir)
+    if searched is None or (full is not None and searched["createdAt"] < full["createdAt"]):
+        return full
+    return searched
+
+
+def _scale_results(results_dir: Path) -> list[dict[str, Any]]:
+    """Every ``bench.pg_scale`` result, smallest sizes first."""
+    scale = [json.loads(f.read_text(encoding="utf-8")) for f in results_dir.glob("pg-scale-*.json")]
+    scale.sort(key=lambda r: (min(run["messages"] for run in r["runs"]), r["createdAt"]))
+    return scale
+
+
+def _scale_with(scale: list[dict[str, Any]], *sizes: str) -> dict[str, Any] | None:
+    """The newest ``bench.pg_scale`` result that measured every one of ``sizes``."""
+    found = [r for r in scale if all(_scale_run(r, size) for size in sizes)]
+    return max(found, key=lambda r: str(r["createdAt"])) if found else None
+
+
+ENGINES = (("SQLite", "", "sqlite"), ("PostgreSQL", "pg-", "pg"))
+
+
 def docs_page(results_dir: Path = RESULTS) -> str:
-    """docs/benchmarks.md: the newest tables of each engine and size, and how to rerun them."""
+    """docs/benchmarks.md: the goals, the newest tables of each engine and size, and how to
+    rerun them."""
     parts = [DOCS_INTRO]
-    searches = [r for s in SIZES if (r := _latest(f"latest-{s}-search.json", results_dir))]
+    scale = _scale_results(results_dir)
+    scale_1m = _scale_with(scale, "100k", "1m")
+    newest = {
+        key: {s: r for s in SIZES if (r := _newest_search(prefix, s, results_dir))}
+        for _, prefix, key in ENGINES
+    }
+    fulls_100k = {
+        key: _latest(f"latest-{prefix}100k.json", results_dir) for _, prefix, key in ENGINES
+    }
+    flat = {
+        "sqlite": flat_goal(newest["sqlite"].get("100k"), newest["sqlite"].get("1m")),
+        "pg": (
+            flat_goal(newest["pg"].get("100k"), newest["pg"].get("1m"))
+            if "1m" in newest["pg"]
+            else flat_goal(_scale_run(scale_1m, "100k"), _scale_run(scale_1m, "1m"))
+        ),
+    }
+    if "1m" not in newest["pg"] and scale_1m is not None:
+        met_, figure = flat["pg"]
+        flat["pg"] = (met_, f"{figure}; `bench.pg_scale` run {scale_1m['createdAt']}")
+    parts.append(
+        "## Goals and their gaps\n\nAt 100k events on each engine (the newest run of each: "
+        "below), every goal met or not, with its figure and, where it is not met, the "
+        "sections that profile where the time goes ([performance.md](performance.md) "
+        "mostly). A gap with no link has no profile yet.\n\n"
+        + goals_table(
+            {key: (newest[key].get("100k"), fulls_100k[key]) for _, _, key in ENGINES}, flat
+        )
+        + "\n"
+    )
+    sqlite_1m, sqlite_100k = newest["sqlite"].get("1m"), newest["sqlite"].get("100k")
+    if sqlite_1m is not None and sqlite_100k is not None:
+        small, big = sqlite_100k["corpus"]["sessions"], sqlite_1m["corpus"]["sessions"]
+        parts[-1] += (
+            f"\nFlatness on SQLite compares `bench.run` at 100k ({small:,} sessions) and 1m "
+            f"({big:,} sessions): "
+            + (
+                "a narrow caller's sessions hold ten times the messages at 1m (a caller whose "
+                "own transcript grows tenfold, not one among ten times more sessions).\n"
+                if big == small
+                else "the sessions keep their size, and a narrow caller is one among "
+                f"{big / small:.0f} times more.\n"
+            )
+        )
+    if "1m" not in newest["pg"] and scale_1m is not None:
+        parts[-1] += (
+            "\nOn PostgreSQL it is measured by `python -m bench.pg_scale` (100,000 and "
+            "1,000,000 messages in one command, 2,000 and 20,000 sessions: the same sessions' "
+            "size at both), not by `bench.run`.\n"
+        )
+    parts.append("## Narrow and wide callers across sizes\n")
+    for engine, _, key in ENGINES:
+        results = newest[key]
+        if not results:
+            continue
+        caption = (
+            f"### {engine}\n\nPlugin p50 / p95 (plugin p50 ÷ {MAIN_PEER[key]} p50, same run), "
+            "`self` (the narrow caller: one session tree) and `all` (the wide caller: every "
+            "session). Each size picks its own words by document frequency, so a class is the "
+            "same share of messages at every size."
+        )
+        use_scale = key == "pg" and "1m" not in results and scale_1m is not None
+        if use_scale:
+            caption += (
+                " ‡: `bench.run` on PostgreSQL at 1m takes longer than a working session, so "
+                "this column is `python -m bench.pg_scale --sizes 100k,1m` (1,000,000 messages "
+                "in 20,000 sessions, flat layout, its own words of the same classes, no peer "
+                "in that run)."
+            )
+        parts.append(
+            caption
+            + "\n\n"
+            + caller_scaling(results, scale_1m if use_scale else None, main=MAIN_PEER[key])
+            + "\n"
+        )
+    searches = list(newest["sqlite"].values())
     if searches:
         parts.append("## SQLite: search\n")
         for result in searches:
@@ -506,40 +993,48 @@ def docs_page(results_dir: Path = RESULTS) -> str:
             "query class is the same share of messages at every size.\n\n"
             f"{scaling_table(searches)}\n"
         )
-    for engine, prefix in (("SQLite", ""), ("PostgreSQL", "pg-")):
+    for engine, prefix, _ in ENGINES:
         for size in SIZES:
-            result = _latest(f"latest-{prefix}{size}.json", results_dir)
-            if result is None or not any(_row_peers(r) for r in result["rows"]):
+            full = _latest(f"latest-{prefix}{size}.json", results_dir)
+            if full is None or not any(_row_peers(r) for r in full["rows"]):
                 continue
+            result = full
             # The search rows of the newer run (a `--only search` run may follow the full one).
-            searched = _latest(f"latest-{prefix}{size}-search.json", results_dir)
-            if searched is None or searched["createdAt"] < result["createdAt"]:
-                searched = result
+            searched = _newest_search(prefix, size, results_dir) or result
             goals = peer_goals(searched) + write_goals(result)
-            parts.append(
-                f"## {engine} {size}: against the peers\n\n{peer_table(searched)}\n\n"
-                + "Goals:\n\n"
-                + "\n".join(goals)
-                + "\n"
-            )
-    for engine, prefix in (("SQLite", ""), ("PostgreSQL", "pg-")):
+            block = f"## {engine} {size}: against the peers\n\n{peer_table(searched)}\n\n"
+            block += "Goals:\n\n" + "\n".join(goals) + "\n"
+            matched = match_lines(searched)
+            if matched:
+                block += (
+                    "\nMatch sets, checked before any timing (each peer's count of matching "
+                    "rows against raw SQL's, every query at every visibility):\n\n"
+                    + "\n".join(matched)
+                    + "\n"
+                )
+            ingest = ingest_lines(result)
+            if ingest:
+                block += f"\nIngest (run {result['createdAt']}):\n\n" + "\n".join(ingest) + "\n"
+            sizes = size_lines(result)
+            if sizes:
+                block += "\nOn disk:\n\n" + "\n".join(sizes) + "\n"
+            if searched is not result:
+                block += (
+                    f"\nSearch rows: run {searched['createdAt']}; the rest: run "
+                    f"{result['createdAt']}.\n"
+                )
+            parts.append(block)
+    for engine, prefix, _ in ENGINES:
         fulls = [r for s in SIZES if (r := _latest(f"latest-{prefix}{s}.json", results_dir))]
         if fulls:
             parts.append(f"## {engine}: every figure\n")
             for result in fulls:
                 parts.append(f"### {result['size']}\n\n{table(result)}\n")
-    scale = [json.loads(f.read_text(encoding="utf-8")) for f in results_dir.glob("pg-scale-*.json")]
     if scale:
         from bench.pg_scale import table as scale_table
 
         # Every run, smallest sizes first (one file per command: 100k and 1m in one, 10m in
         # another), so `self` / `tree` can be followed from 100k to 10m.
-        scale.sort(
-            key=lambda result: (
-                min(run["messages"] for run in result["runs"]),
-                result["createdAt"],
-            )
-        )
         parts.append(
             "## PostgreSQL past one server: a standby, the partitioned layout\n\n"
             + "\n\n".join(scale_table(result) for result in scale)

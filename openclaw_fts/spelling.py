@@ -16,23 +16,49 @@ EDIT_ALPHABET = string.ascii_lowercase + string.digits
 
 def edit_distance(a: str, b: str, limit: int) -> int:
     """The optimal string alignment distance of ``a`` and ``b``, or ``limit + 1`` as soon as
-    it is known to exceed ``limit``."""
+    it is known to exceed ``limit``.
+
+    Two bounds spare most of the table when the words are far apart (the common case: a
+    search's candidates share only the first letters): an edit adds or removes at most one
+    distinct letter on each side (a transposition none), so the distance is at least half the
+    letters only one of the words holds; and only the cells within ``limit`` of the diagonal
+    can stay within ``limit``, so only that band of each row is computed."""
     if abs(len(a) - len(b)) > limit:
         return limit + 1
-    before: list[int] | None = None
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, start=1):
-        current = [i] + [0] * len(b)
-        for j, cb in enumerate(b, start=1):
-            cost = 0 if ca == cb else 1
-            value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-            if before is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                value = min(value, before[j - 2] + 1)
+    if a == b:
+        return 0
+    if len(set(a).symmetric_difference(b)) > 2 * limit:
+        return limit + 1
+    over = limit + 1
+    n = len(b)
+    before: list[int] = []
+    previous = list(range(n + 1))
+    for i in range(1, len(a) + 1):
+        ca = a[i - 1]
+        lo = max(1, i - limit)
+        hi = min(n, i + limit)
+        current = [over] * (n + 1)
+        if lo == 1:
+            current[0] = i
+        best = current[lo - 1]
+        for j in range(lo, hi + 1):
+            cb = b[j - 1]
+            value = previous[j - 1] + (ca != cb)
+            up = previous[j] + 1
+            if up < value:
+                value = up
+            left = current[j - 1] + 1
+            if left < value:
+                value = left
+            if before and j > 1 and ca == b[j - 2] and a[i - 2] == cb and before[j - 2] + 1 < value:
+                value = before[j - 2] + 1
             current[j] = value
-        if min(current) > limit:
-            return limit + 1
+            if value < best:
+                best = value
+        if best > limit:
+            return over
         before, previous = previous, current
-    return min(previous[-1], limit + 1)
+    return min(previous[-1], over)
 
 
 def one_edit(word: str) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ from openclaw_fts.models import AgentSession
 
 #: The timestamp of ``msg`` by default, and of message 0 of a ``chain`` or factory (epoch ms).
 T0 = 1_790_000_000_000
+#: A transcript header's ``timestamp`` by default (ISO 8601, the way OpenClaw writes it).
+HEADER_TIMESTAMP = "2026-09-01T12:00:00.000Z"
 
 
 class AgentSessionFactory(factory.Factory):  # type: ignore[misc]
@@ -39,6 +42,16 @@ class MessageFactory(factory.DictFactory):  # type: ignore[misc]
     class Params:
         role = "user"
         text = factory.Sequence(lambda n: f"message number {n}")
+
+
+class SessionHeaderFactory(factory.DictFactory):  # type: ignore[misc]
+    """The first line of an OpenClaw transcript file: the session header."""
+
+    type = "session"
+    version = 4
+    id = factory.Sequence(lambda n: f"session-{n}")
+    timestamp = HEADER_TIMESTAMP
+    cwd = "/home/dev/project"
 
 
 #: ``msg``'s default parent: no ``parentId`` key at all (older writers), so the event chains to
@@ -82,10 +95,29 @@ def chain(
     return events
 
 
+def jsonl_file(path: Path, lines: Iterable[Mapping[str, Any] | str]) -> Path:
+    """``lines`` written to ``path`` one a line: an object as its JSON (non-ASCII as it is), a
+    string as it is (a malformed line, a blank one)."""
+    text = "".join(
+        (line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n"
+        for line in lines
+    )
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def events_file(
+    path: Path,
+    session_id: str,
+    events: Iterable[Mapping[str, Any] | str],
+    **header: Any,
+) -> Path:
+    """An OpenClaw transcript file at ``path``: a :class:`SessionHeaderFactory` header line for
+    ``session_id`` (``header`` overrides its fields), then ``events`` (see :func:`jsonl_file`)."""
+    return jsonl_file(path, [SessionHeaderFactory(id=session_id, **header), *events])
+
+
 def transcript_file(path: Path, session_id: str, texts: list[str], *, prefix: str = "m") -> Path:
     """An OpenClaw transcript file at ``path``: the session header line, then :func:`chain` of
     ``texts`` (ids ``{prefix}0``...), one JSON object per line."""
-    header = {"type": "session", "version": 4, "id": session_id, "timestamp": "2026-09-01T12:00"}
-    lines = [json.dumps(header), *(json.dumps(e) for e in chain(texts, prefix=prefix))]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return events_file(path, session_id, chain(texts, prefix=prefix))

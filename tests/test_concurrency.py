@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import events_file, msg
 from sqlalchemy import Engine, text
 
 from openclaw_fts import Caller, TranscriptStore
@@ -29,6 +30,8 @@ EVENTS_PER_WRITER = 1000
 SHARED_SESSIONS = 4
 #: Seconds a worker may take before the test calls it hung.
 WORKER_TIMEOUT = 75.0
+#: The timestamp of an imported transcript's first message (epoch ms).
+IMPORT_T0 = 1_780_000_000_000
 
 pytestmark = pytest.mark.slow
 
@@ -151,35 +154,24 @@ def assert_index_exact(engine: Engine, writers: dict[str, Any], extra: set[str])
 
 def imported_transcript(path: Path, session_id: str, n: int) -> set[str]:
     """A JSONL transcript with a branch and a rewind; returns the ids its active branch indexes."""
-    lines: list[dict[str, Any]] = [
-        {"type": "session", "version": 4, "id": session_id, "timestamp": "2026-01-01T00:00:00Z"}
-    ]
+    events: list[dict[str, Any]] = []
     parent = None
     active: list[str] = []
     for i in range(n):
         eid = f"{session_id}-m{i}"
-        lines.append(
-            {
-                "type": "message",
-                "id": eid,
-                "parentId": parent,
-                "timestamp": 1_780_000_000_000 + i,
-                "message": {
-                    "role": "user" if i % 2 == 0 else "assistant",
-                    "content": f"imported {session_id} line {i} rollback migration",
-                },
-            }
-        )
+        text = f"imported {session_id} line {i} rollback migration"
+        role = "user" if i % 2 == 0 else "assistant"
+        events.append(msg(eid, text, parent=parent, role=role, ts=IMPORT_T0 + i))
         active.append(eid)
         parent = eid
         if i == n // 2:
             # rewind to the first message: everything after it is off the active branch
-            lines.append(
+            events.append(
                 {"type": "leaf", "id": f"{session_id}-leaf", "parentId": eid, "targetId": active[0]}
             )
             parent = f"{session_id}-leaf"
             active = active[:1]
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    events_file(path, session_id, events)
     return set(active)
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import events_file, msg
 from sqlalchemy import Engine, text
 
 from openclaw_fts import TranscriptStore
@@ -40,6 +41,8 @@ KILLS = 20
 #: since the tree is planned from the derived columns).
 RECONCILE_KILL_WITHIN_S = 0.05
 SEED = 20260917
+#: The timestamp of each reconciler-crash transcript's first message (epoch ms).
+CRASH_T0 = 1_785_000_000_000
 SESSIONS = ("crash-0", "crash-1", "crash-2")
 
 pytestmark = pytest.mark.slow
@@ -251,32 +254,23 @@ def test_writer_killed_mid_append_many(tmp_path: Path) -> None:
 
 def write_transcript(path: Path, sid: str, n: int, rng: random.Random) -> None:
     """A transcript with branches: a rewind, a branch switch back, and text on every branch."""
-    lines: list[dict[str, Any]] = [{"type": "session", "version": 4, "id": sid}]
+    events: list[dict[str, Any]] = []
     ids: list[str] = []
     parent: str | None = None
     for i in range(n):
         eid = f"{sid}-{i}"
-        lines.append(
-            {
-                "type": "message",
-                "id": eid,
-                "parentId": parent,
-                "timestamp": 1_785_000_000_000 + i * 1000,
-                "message": {
-                    "role": "user" if i % 2 == 0 else "assistant",
-                    "content": f"reconcile crash {sid} message {i} " + "lorem " * rng.randint(1, 9),
-                },
-            }
-        )
+        text = f"reconcile crash {sid} message {i} " + "lorem " * rng.randint(1, 9)
+        role = "user" if i % 2 == 0 else "assistant"
+        events.append(msg(eid, text, parent=parent, role=role, ts=CRASH_T0 + i * 1000))
         ids.append(eid)
         parent = eid
         if rng.random() < 0.01 and len(ids) > 3:
             target = rng.choice(ids[:-1])
-            lines.append(
+            events.append(
                 {"type": "leaf", "id": f"{sid}-leaf{i}", "parentId": eid, "targetId": target}
             )
             parent = f"{sid}-leaf{i}"
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    events_file(path, sid, events)
 
 
 def event_count(engine: Engine) -> int:

@@ -339,3 +339,27 @@ def test_the_files_the_pages_cite_exist(page: Path) -> None:
         and not any(f == name or f.endswith("/" + name) for f in files)
     )
     assert not missing, f"{page.name} cites files the repository does not have: {missing}"
+
+
+#: A link to a section of a page: ``](performance.md#writes)`` or ``](#reproducing)``.
+SECTION_LINK_RE = re.compile(r"\]\(((?:[\w\-]+\.md)?)#([^)\s]+)\)")
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings (lower case, punctuation dropped, spaces
+    as hyphens)."""
+    text = page.read_text(encoding="utf-8")
+    headings = re.findall(r"^#{1,6} (.+?)\s*$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_section_links_reach_a_heading(page: Path) -> None:
+    """Every ``page.md#section`` link (the goals table of docs/benchmarks.md links the
+    profiles in docs/performance.md) lands on a heading that exists."""
+    broken = []
+    for target, anchor in SECTION_LINK_RE.findall(page.read_text(encoding="utf-8")):
+        linked = page.parent / target if target else page
+        if not linked.is_file() or anchor not in _anchors(linked):
+            broken.append(f"{target}#{anchor}")
+    assert not broken, f"{page.name} links sections that do not exist: {broken}"

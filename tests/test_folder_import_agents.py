@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import chain
+from factories import chain, events_file
 
 from openclaw_fts import Caller, TranscriptStore
 
@@ -25,18 +25,12 @@ HEADER_TS = "2026-09-22T01:00:00.000Z"
 SEARCH_LIMIT = 25
 
 
-def header(session_id: str) -> dict[str, Any]:
-    return {"type": "session", "version": 3, "id": session_id, "timestamp": HEADER_TS, "cwd": "/"}
-
-
 def write_transcript(
     folder: Path, name: str, session_id: str, events: list[dict[str, Any]]
 ) -> Path:
+    """``folder/name``: a transcript whose header names ``session_id`` (a version-3 header)."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    lines = [header(session_id), *events]
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    return path
+    return events_file(folder / name, session_id, events, version=3, timestamp=HEADER_TS, cwd="/")
 
 
 def write_index(folder: Path, entries: dict[str, dict[str, Any]]) -> None:

@@ -63,6 +63,7 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     used: list[int] = []
     sqlite_top = sqlite_read.impact.top_hits
     pg_rows = PostgresSearch._impact_rows
+    pg_folded = PostgresSearch._folded_rows
 
     def top_hits(*args: Any, **kwargs: Any) -> Any:
         found = sqlite_top(*args, **kwargs)
@@ -74,7 +75,13 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         used.extend([1] if found is not None else [])
         return found
 
+    def folded_rows(self: PostgresSearch, *args: Any, **kwargs: Any) -> Any:
+        found = pg_folded(self, *args, **kwargs)
+        used.extend([1] if found[0][3] else [])  # the one statement's ``listed``
+        return found
+
     monkeypatch.setattr(sqlite_read.impact, "top_hits", top_hits)
+    monkeypatch.setattr(PostgresSearch, "_folded_rows", folded_rows)
     monkeypatch.setattr(PostgresSearch, "_impact_rows", impact_rows)
     yield used
 
@@ -126,6 +133,21 @@ def test_other_queries_take_the_exact_path(
     assert walks == []
 
 
+def test_a_caller_who_sees_few_of_the_list_gets_the_exact_path(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    """An ``agent`` caller whose agent holds fewer of the word's messages than the limit asks
+    for: the list's visible rows cannot answer, the exact path does (every match)."""
+    corpus.create_session("lone", "agent:lone:me", agent_id="lone")
+    few = ["alpha among the few", "only alpha here", "beta without the other"]
+    corpus.append_many("lone", chain(few))
+    lone = Caller("agent:lone:me", visibility="agent")
+    fast, exact = _both_paths(corpus, monkeypatch, lone, "alpha")
+    assert fast == exact
+    assert {h[:2] for h in fast} == {("lone", "m0"), ("lone", "m1")}
+    assert walks == []
+
+
 def test_appended_rows_join_the_lists(
     corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
 ) -> None:
@@ -138,6 +160,25 @@ def test_appended_rows_join_the_lists(
     new = {("s1", f"m{PER_SESSION + k}") for k in range(len(short))}
     assert len(new & {h[:2] for h in fast}) >= 3
     _same_hits(corpus, monkeypatch, walks)
+
+
+def test_a_tie_longer_than_the_limit_is_broken_as_the_exact_path_breaks_it(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    """Many rows of one word alone, in two sessions (PostgreSQL's best score, a tie far longer
+    than the limit): the walk reads every row tied at its cut, and the order among them is
+    the exact path's (newest first, then key, id)."""
+    tied = ["alpha"] * (LIMIT * 12)
+    for n in (1, 3):
+        corpus.append_many(f"s{n}", chain(tied, start=PER_SESSION, parent=f"m{PER_SESSION - 1}"))
+    for limit in (LIMIT, LIMIT + 5):
+        backend = type(base.backend_for(corpus.engine.dialect.name))
+        fast = _ids(corpus.search(CALLERS["all"], "alpha", limit=limit))
+        monkeypatch.setattr(backend, "IMPACT_LISTS", False)
+        exact = _ids(corpus.search(CALLERS["all"], "alpha", limit=limit))
+        monkeypatch.setattr(backend, "IMPACT_LISTS", True)
+        assert [h[:2] for h in fast] == [h[:2] for h in exact]
+    assert len(walks) == 2
 
 
 def test_rewinds_and_deleted_sessions_leave_the_lists(

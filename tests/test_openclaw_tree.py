@@ -14,12 +14,12 @@ the scan implements), in this project's words.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import events_file
 
 from openclaw_fts import Caller, TranscriptStore, indexer
 
@@ -287,10 +287,7 @@ def store_case(
     store: TranscriptStore, tmp_path: Path, events: list[dict[str, Any]], way: str
 ) -> None:
     if way == "import":
-        header = {"type": "session", "version": 4, "id": SID, "timestamp": "2026-09-01T12:00:00Z"}
-        path = tmp_path / f"{SID}.jsonl"
-        lines = [json.dumps(e) for e in [header, *events]]
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        path = events_file(tmp_path / f"{SID}.jsonl", SID, events)
         report = store.import_jsonl(path, session_key=KEY)
         assert report["errorCount"] == 0
         store.reconcile()

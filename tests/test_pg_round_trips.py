@@ -18,10 +18,15 @@ from pgserver import PgServer
 from psycopg import pq
 from sqlalchemy import create_engine, event
 
-from openclaw_fts import Caller, TranscriptStore
+from openclaw_fts import AgentToAgent, Caller, TranscriptStore
+from openclaw_fts.index.impact import FREQUENT_TERM_MIN_DOCS
+from openclaw_fts.index.postgresql.read import PostgresSearch
 
 KEY = "agent:main:main"
 SELF = Caller(KEY, visibility="self")
+WIDE = Caller(KEY, visibility="all", agent_to_agent=AgentToAgent(True))
+#: Hits asked of a search its word's impact list answers.
+LIST_LIMIT = 10
 #: Searches counted after the first (which also connects).
 SEARCHES = 4
 #: A frontend message that ends a round trip.
@@ -134,3 +139,40 @@ def test_a_read_is_retried_once_when_the_server_cut_its_connection(
     finally:
         store.close()
         host.dispose()
+
+
+def test_a_search_one_frequent_word_answers_from_its_list_is_one_round_trip(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A wide caller's one-word search of a tracked word walks the word's impact list inside
+    the same one statement (the pending probe, the walk, the bodies): one round trip, the
+    exact path's hits."""
+    store = TranscriptStore(pg_url, background=False)
+    try:
+        store.create_session("rt-3", KEY)
+        texts = [f"puffin {'cliff ' * (i % 7)}note {i}" for i in range(FREQUENT_TERM_MIN_DOCS)]
+        store.append_many("rt-3", chain(texts))
+        store.optimize()  # tracks "puffin"
+        trace = Trace(store, tmp_path / "trace")
+        first = store.search(WIDE, "puffin", limit=LIST_LIMIT)
+        assert len(first["results"]) == LIST_LIMIT
+        mark = trace.mark()
+        for _ in range(SEARCHES):
+            assert store.search(WIDE, "puffin", limit=LIST_LIMIT) == first
+        trips = trace.round_trips(mark)
+        assert len(trips) == SEARCHES, trips
+        assert "message_impact" in trace.path.read_text()[mark:]  # the list was walked
+        # a word without a list (in 6 messages of 7: under the threshold) walks nothing
+        rarer = store.search(WIDE, "cliff", limit=LIST_LIMIT)
+        assert len(rarer["results"]) == LIST_LIMIT
+        mark = trace.mark()
+        for _ in range(SEARCHES):
+            assert store.search(WIDE, "cliff", limit=LIST_LIMIT) == rarer
+        assert len(trace.round_trips(mark)) == SEARCHES
+        PostgresSearch.IMPACT_LISTS = False
+        try:
+            assert store.search(WIDE, "puffin", limit=LIST_LIMIT) == first  # scores too
+        finally:
+            PostgresSearch.IMPACT_LISTS = True
+    finally:
+        store.close()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from engines import count_matches, full_text_integrity
-from factories import chain, msg
+from factories import chain, events_file, jsonl_file, msg
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -149,14 +149,6 @@ def fts_count(engine: Engine, word: str) -> int:
         return count_matches(conn, word)
 
 
-def write_jsonl(path: Path, lines: list[Any]) -> Path:
-    with path.open("w", encoding="utf-8") as handle:
-        for line in lines:
-            handle.write(line if isinstance(line, str) else json.dumps(line, ensure_ascii=False))
-            handle.write("\n")
-    return path
-
-
 def insert_raw_sessions(
     engine: Engine, sessions: int, events_each: int, *, word: str = "rawword"
 ) -> None:
@@ -262,10 +254,10 @@ def test_pending_session_hides_rewound_away_text(store: TranscriptStore, tmp_pat
     store.create_session("s1", KEY)
     store.append_many("s1", chain(["keepword start", "staleword reply"]))
     assert found(store, "staleword") == {"m1"}
-    path = write_jsonl(
+    path = events_file(
         tmp_path / "s1.jsonl",
+        "s1",
         [
-            {"type": "session", "version": 4, "id": "s1"},
             {"type": "leaf", "id": "lx", "parentId": "m1", "targetId": "m0"},
             msg("m2", "freshword after rewind", parent="lx", role="assistant"),
         ],
@@ -542,15 +534,14 @@ def test_import_is_idempotent(store: TranscriptStore) -> None:
 
 
 def test_import_appends_only_new_events(store: TranscriptStore, tmp_path: Path) -> None:
-    lines = [
-        {"type": "session", "version": 4, "id": "grow"},
-        *chain(["growword one", "growword two"]),
-    ]
-    store.import_jsonl(write_jsonl(tmp_path / "grow.jsonl", lines), session_key=KEY)
+    lines = chain(["growword one", "growword two"])
+    store.import_jsonl(events_file(tmp_path / "grow.jsonl", "grow", lines), session_key=KEY)
     store.reconcile()
     assert found(store, "growword") == {"m0", "m1"}
     lines += chain(["growword three"], parent="m1", start=2)
-    report = store.import_jsonl(write_jsonl(tmp_path / "grow.jsonl", lines), session_key=KEY)
+    report = store.import_jsonl(
+        events_file(tmp_path / "grow.jsonl", "grow", lines), session_key=KEY
+    )
     assert report["imported"] == 1 and report["skippedDuplicates"] == 3
     assert store.index_status()["pending"] == 1
     store.reconcile()
@@ -560,10 +551,10 @@ def test_import_appends_only_new_events(store: TranscriptStore, tmp_path: Path) 
 def test_import_reports_malformed_lines_and_keeps_the_rest(
     store: TranscriptStore, tmp_path: Path
 ) -> None:
-    path = write_jsonl(
+    path = events_file(
         tmp_path / "broken.jsonl",
+        "broken",
         [
-            {"type": "session", "version": 4, "id": "broken"},
             msg("m1", "goodword first"),
             '{"type": "message", "id": "bad", "message": {',  # line 3: truncated JSON
             msg("m2", "goodword second", parent="m1", role="assistant"),
@@ -607,14 +598,8 @@ def test_non_transcript_file_refused(store: TranscriptStore, tmp_path: Path, con
 
 def _long_transcript(path: Path, sid: str, events: int) -> Path:
     filler = "lorem ipsum dolor sit amet " * 20
-    with path.open("w", encoding="utf-8") as handle:
-        handle.write(json.dumps({"type": "session", "version": 4, "id": sid}) + "\n")
-        parent = None
-        for i in range(events):
-            handle.write(json.dumps(msg(f"e{i}", f"streamword {i} {filler}", parent=parent)))
-            handle.write("\n")
-            parent = f"e{i}"
-    return path
+    texts = [f"streamword {i} {filler}" for i in range(events)]
+    return events_file(path, sid, chain(texts, prefix="e"))
 
 
 def _import_peak(store: TranscriptStore, path: Path) -> tuple[dict[str, Any], int]:
@@ -646,14 +631,8 @@ def test_import_is_streaming(store: TranscriptStore, tmp_path: Path) -> None:
 def test_import_dir_with_sessions_index(store: TranscriptStore, tmp_path: Path) -> None:
     folder = tmp_path / "sessions"
     folder.mkdir()
-    write_jsonl(
-        folder / "aaa.jsonl",
-        [{"type": "session", "version": 4, "id": "aaa"}, msg("x1", "dirword main")],
-    )
-    write_jsonl(
-        folder / "bbb.jsonl",
-        [{"type": "session", "version": 4, "id": "bbb"}, msg("y1", "dirword child")],
-    )
+    events_file(folder / "aaa.jsonl", "aaa", [msg("x1", "dirword main")])
+    events_file(folder / "bbb.jsonl", "bbb", [msg("y1", "dirword child")])
     (folder / "sessions.json").write_text(
         json.dumps(
             {
@@ -717,11 +696,8 @@ def test_append_racing_reconcile_leaves_session_pending(
 def test_append_racing_reconcile_of_imported_session(
     store: TranscriptStore, db_url: str, tmp_path: Path
 ) -> None:
-    lines = [
-        {"type": "session", "version": 4, "id": "imp"},
-        *chain([f"impword {i}" for i in range(30)]),
-    ]
-    store.import_jsonl(write_jsonl(tmp_path / "imp.jsonl", lines), session_key=KEY)
+    lines = chain([f"impword {i}" for i in range(30)])
+    store.import_jsonl(events_file(tmp_path / "imp.jsonl", "imp", lines), session_key=KEY)
     rengine = make_engine(db_url)
     stop = threading.Event()
 
@@ -887,7 +863,8 @@ def test_index_status_counts(store: TranscriptStore, tmp_path: Path) -> None:
     assert store.index_status() == {"pending": 0, "indexed": 2, "total": 2}
     store.import_jsonl(FIXTURES / "branchy.jsonl", session_key="agent:main:imported")
     assert store.index_status() == {"pending": 1, "indexed": 2, "total": 3}
-    path = write_jsonl(tmp_path / "clean.jsonl", [msg("c2", "behind", parent="c1")])
+    # No header: more events of the stored session "clean", named by the import
+    path = jsonl_file(tmp_path / "clean.jsonl", [msg("c2", "behind", parent="c1")])
     store.import_jsonl(path, session_key=KEY, session_id="clean")
     assert store.index_status() == {"pending": 2, "indexed": 1, "total": 3}
     store.reconcile()

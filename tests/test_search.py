@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import regex
-from factories import T0, chain, msg
+from factories import T0, chain, events_file, msg
 from sqlalchemy import Engine
 
 from openclaw_fts import AgentToAgent, Caller, ToolInputError, TranscriptStore
@@ -454,6 +454,30 @@ def test_a_long_tie_orders_like_the_full_statement(store: TranscriptStore, limit
     assert everything["truncated"] is True
 
 
+@pytest.mark.parametrize("limit", [1, 5, 20])
+def test_a_tie_longer_than_the_first_probe_orders_like_the_full_statement(
+    store: TranscriptStore, limit: int
+) -> None:
+    # 30 equal best scores (longer than the first score-only probe, shorter than the second)
+    # and 60 lower ones behind them: the second probe decides, in the joined statement's order.
+    for n in range(3):
+        store.create_session(f"s{n}", f"agent:main:k{n}")
+        store.append_many(
+            f"s{n}",
+            [msg(f"m{i}", "identical gnu words", ts=T0 + i % 4) for i in range(10)]
+            + [
+                msg(f"w{i}", "a gnu among many other words " + "filler " * 12, ts=T0 + i)
+                for i in range(20)
+            ],
+        )
+    everything = store.search(EVERYTHING, "gnu", limit=limit)
+    agent = store.search(AGENT_CALLER, "gnu", limit=limit)
+    assert everything == agent
+    got = [(r["timestamp"], r["sessionKey"], r["messageId"]) for r in everything["results"]]
+    assert got == sorted(got, key=lambda g: (-g[0], g[1], g[2])) and len(got) == limit
+    assert all(r["messageId"].startswith("m") for r in everything["results"])
+
+
 def test_order_recent_sorts_by_timestamp_then_the_same_tiebreaks(store: TranscriptStore) -> None:
     store.create_session("sz", "agent:main:zeta")
     store.create_session("sa", "agent:main:alpha")
@@ -649,17 +673,11 @@ def test_rewound_away_messages_are_not_found(store: TranscriptStore) -> None:
 # --------------------------------------------------------------------------- pending sessions
 
 
-def _write_jsonl(path: Path, session_id: str, events: list[dict[str, Any]]) -> Path:
-    header = {"type": "session", "version": 4, "id": session_id, "timestamp": _iso(T0, z=True)}
-    path.write_text("\n".join(json.dumps(e) for e in [header, *events]) + "\n", encoding="utf-8")
-    return path
-
-
 def test_visible_pending_session_sets_indexing_and_warning(
     store: TranscriptStore, tmp_path: Path
 ) -> None:
     add_session(store, "s1", OWN, ["zebra live"])
-    _write_jsonl(tmp_path / "imp.jsonl", "imp", [msg("i0", "zebra imported")])
+    events_file(tmp_path / "imp.jsonl", "imp", [msg("i0", "zebra imported")])
     store.import_jsonl(tmp_path / "imp.jsonl", session_key=OWN)
     out = store.search(CALLER, "zebra")
     assert set(out) == {"results", "indexing", "warning"}
@@ -679,7 +697,7 @@ def test_pending_session_the_caller_cannot_see_does_not_set_indexing(
     store: TranscriptStore, tmp_path: Path
 ) -> None:
     add_session(store, "s1", OWN, ["zebra live"])
-    _write_jsonl(tmp_path / "imp.jsonl", "imp", [msg("i0", "zebra imported")])
+    events_file(tmp_path / "imp.jsonl", "imp", [msg("i0", "zebra imported")])
     store.import_jsonl(tmp_path / "imp.jsonl", session_key="agent:ops:main")
     out = store.search(CALLER, "zebra")
     assert set(out) == {"results"}
@@ -693,7 +711,7 @@ def test_pending_session_hides_its_stale_rows_until_reconciled(
     store: TranscriptStore, tmp_path: Path, caller: Caller
 ) -> None:
     first = [msg("m0", "zebra keep"), msg("m1", "zebra oldword", parent="m0")]
-    _write_jsonl(tmp_path / "a.jsonl", "imp", first)
+    events_file(tmp_path / "a.jsonl", "imp", first)
     store.import_jsonl(tmp_path / "a.jsonl", session_key=OWN)
     store.reconcile()
     assert set(ids(store.search(caller, "zebra"))) == {"m0", "m1"}
@@ -703,7 +721,7 @@ def test_pending_session_hides_its_stale_rows_until_reconciled(
         {"type": "leaf", "id": "l1", "parentId": "m1", "targetId": "m0"},
         msg("m2", "zebra newword", parent="l1", ts=T0 + 5000),
     ]
-    _write_jsonl(tmp_path / "b.jsonl", "imp", more)
+    events_file(tmp_path / "b.jsonl", "imp", more)
     store.import_jsonl(tmp_path / "b.jsonl", session_key=OWN)
     pending = store.search(caller, "oldword")
     assert pending["results"] == []
@@ -1220,7 +1238,7 @@ def _narrow_corpus(store: TranscriptStore, tmp_path: Path) -> None:
     add_session(store, "else", "agent:main:other", ["lantern report"] * 40)
     add_session(store, "ops", "agent:ops:main", ["lantern beacon"] * 40)
     add_session(store, "shy", "agent:main:subagent:shy", ["lantern"] * 5, incognito=True)
-    _write_jsonl(tmp_path / "p.jsonl", "pend", [msg("p0", "lantern pending")])
+    events_file(tmp_path / "p.jsonl", "pend", [msg("p0", "lantern pending")])
     meta = SessionMeta(session_key="agent:main:subagent:pend", spawned_by=OWN)
     store.import_jsonl(tmp_path / "p.jsonl", meta=meta)
 

@@ -6,13 +6,12 @@ and results valid against the tool's output schema."""
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import msg
+from factories import events_file, msg
 from jsonschema import Draft202012Validator
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, tools
@@ -157,12 +156,11 @@ def test_one_row_per_key_with_its_current_incarnation(
     store.append("new", msg("n1", "new text", parent=None, ts=NOW_MS - 20 * MINUTE_MS))
     store.create_session("secret", "agent:main:dashboard:incognito-x")
     store.create_session("flagged", "agent:main:private", incognito=True)
-    transcript = tmp_path / "imported.jsonl"
-    transcript.write_text(
-        json.dumps({"type": "session", "id": "imported", "timestamp": "2026-03-14T09:00:00Z"})
-        + "\n"
-        + json.dumps(msg("i1", "imported text", parent=None, ts=NOW_MS - 30 * MINUTE_MS))
-        + "\n"
+    transcript = events_file(
+        tmp_path / "imported.jsonl",
+        "imported",
+        [msg("i1", "imported text", parent=None, ts=NOW_MS - 30 * MINUTE_MS)],
+        timestamp="2026-03-14T09:00:00Z",
     )
     store.import_jsonl(transcript, session_key="agent:main:imported")  # left pending
     caller = Caller("agent:main:main", visibility="all")

@@ -65,6 +65,13 @@ def test_never_a_word_the_caller_cannot_search(populated: TranscriptStore) -> No
     assert "walrus" not in warning(populated, SELF, "walrsu")  # another key of main's agent
     assert "walrus" in warning(populated, MAIN, "walrsu")
     assert populated.suggest(SELF, "walrsu") == []
+    # A narrow caller's own words are suggested (proved within its sessions' tokens).
+    assert populated.suggest(SELF, "borow") == ["borrow"]
+    assert populated.suggest(SELF, "deplyoment") == ["deployment"]
+    assert "deploy*" in warning(populated, SELF, "deploy")
+    assert "deploy*" not in warning(
+        populated, Caller("agent:main:side", visibility="self"), "deploy"
+    )
 
 
 def test_a_batch_names_the_query(populated: TranscriptStore) -> None:

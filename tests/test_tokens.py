@@ -288,3 +288,33 @@ def test_fast_paths_give_the_exact_tokens(text: str) -> None:
         assert list(zip(starts, ends, norms, strict=True)) == [
             tuple(token) for token in iter_tokens(text, pos)
         ]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.text(
+        alphabet=st.one_of(
+            st.characters(max_codepoint=0x24F),  # the Latin fast path's whole range
+            st.sampled_from([" ", "_", "é", "ß", "ǅ", "²", "ª", "\u0250", "\u0301"]),
+        ),
+        max_size=80,
+    )
+)
+def test_the_latin_fast_path_gives_the_exact_tokens(text: str) -> None:
+    for pos in (0, 1, len(text) // 2):
+        starts, ends, norms = scan_tokens(text, pos)
+        assert list(zip(starts, ends, norms, strict=True)) == [
+            tuple(token) for token in iter_tokens(text, pos)
+        ]
+
+
+def test_every_latin_character_tokenizes_as_fts5_does(fts: sqlite3.Connection) -> None:
+    # Each code point below U+0250 between two letters and alone: the fast path's tokens are
+    # the exact pattern's, and their folded forms are FTS5's own.
+    for cp in range(0x20, 0x250):
+        text = f"a{chr(cp)}b {chr(cp)}"
+        starts, ends, norms = scan_tokens(text)
+        assert list(zip(starts, ends, norms, strict=True)) == [
+            tuple(token) for token in iter_tokens(text)
+        ], hex(cp)
+        assert norms == fts5_tokens(fts, text), hex(cp)

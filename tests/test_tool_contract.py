@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import check_search_output
-from factories import chain, msg
+from factories import chain, events_file, msg
 
 from openclaw_fts import AgentToAgent, Caller, ToolInputError, TranscriptStore, tools
 from openclaw_fts.history import CHAT_HISTORY_MAX_ENTRIES, DEFAULT_HISTORY_LIMIT
@@ -383,10 +383,7 @@ def test_batch_limit_is_per_query_and_truncation_is_named(zoo: TranscriptStore) 
 
 
 def test_batch_while_indexing_names_every_query(tmp_path: Path, store: TranscriptStore) -> None:
-    transcript = tmp_path / "t.jsonl"
-    lines = [{"type": "session", "version": 4, "id": "imp", "timestamp": "2026-09-01T00:00:00Z"}]
-    lines += chain(["zebra imported"])
-    transcript.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    transcript = events_file(tmp_path / "t.jsonl", "imp", chain(["zebra imported"]))
     store.import_jsonl(transcript, session_key=ME)  # stored, not indexed yet
     out = store.search(Caller(ME), "zebra", queries=["lion"])
     assert out["indexing"] is True and out["indexingQueries"] == [0, 1]

@@ -9,7 +9,7 @@ every value is a bound parameter.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -36,10 +36,28 @@ def user_filters(req: SearchRequest, params: dict[str, Any]) -> str:
     return " ".join(filters)
 
 
-def hit_texts(conn: Connection, hits: list[Hit], bodies: Mapping[int, str]) -> dict[int, str]:
+#: Runs a statement with named parameters and returns its rows (a backend's own cursor).
+Execute = Callable[[str, dict[str, Any]], Iterable[Any]]
+
+
+def _through_sqlalchemy(conn: Connection) -> Execute:
+    def run(sql: str, params: dict[str, Any]) -> Iterable[Any]:
+        return conn.execute(text(sql), params)
+
+    return run
+
+
+def hit_texts(
+    conn: Connection,
+    hits: list[Hit],
+    bodies: Mapping[int, str],
+    execute: Execute | None = None,
+) -> dict[int, str]:
     """Each hit's searchable text by index row id: its stored ``body`` (the masked text) unless
     CJK was spaced for the index, in which case the message is re-read from its event through
-    the one predicate (``transcript.index_row``); those events are read in one statement."""
+    the one predicate (``transcript.index_row``); those events are read in one statement, on
+    ``execute`` when given (SQLite: the DBAPI cursor, which spares SQLAlchemy's compiling of a
+    statement whose text changes with the number of hits), else through SQLAlchemy."""
     texts: dict[int, str] = {}
     reread: list[Hit] = []
     for hit in hits:
@@ -48,13 +66,15 @@ def hit_texts(conn: Connection, hits: list[Hit], bodies: Mapping[int, str]) -> d
             texts[hit[0]] = body
         else:
             reread.append(hit)
-    originals = _original_texts(conn, [(hit[1], hit[2]) for hit in reread])
+    originals = _original_texts(conn, [(hit[1], hit[2]) for hit in reread], execute)
     for hit in reread:
         texts[hit[0]] = originals.get((hit[1], hit[2]), "")
     return texts
 
 
-def _original_texts(conn: Connection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+def _original_texts(
+    conn: Connection, keys: list[tuple[str, int]], execute: Execute | None = None
+) -> dict[tuple[str, int], str]:
     """The clean message text of each ``(session_id, seq)`` (a search's hits: at most the tools'
     limit + 1), read in one statement."""
     if not keys:
@@ -64,12 +84,9 @@ def _original_texts(conn: Connection, keys: list[tuple[str, int]]) -> dict[tuple
     for n, (session_id, seq) in enumerate(dict.fromkeys(keys)):
         conditions.append(f"(session_id = :sid{n} AND seq = :seq{n})")
         params[f"sid{n}"], params[f"seq{n}"] = session_id, seq
-    rows = conn.execute(
-        text(
-            "SELECT session_id, seq, event FROM transcript_events WHERE " + " OR ".join(conditions)
-        ),
-        params,
-    )
+    sql = "SELECT session_id, seq, event FROM transcript_events WHERE " + " OR ".join(conditions)
+    run = execute or _through_sqlalchemy(conn)
+    rows = run(sql, params)
     texts: dict[tuple[str, int], str] = {}
     for session_id, seq, stored in rows:
         event = stored_event(stored)

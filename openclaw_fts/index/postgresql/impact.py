@@ -182,25 +182,43 @@ def drift(conn: Connection) -> dict[str, dict[str, int]]:
     }
 
 
-#: Rows beyond ``limit + 1`` a walk reads, so the rows tied on the impact at the limit are all
-#: in hand for the exact path's tie-break (a longer tie is read by a second statement).
-TIE_MARGIN_ROWS = 64
+#: Every tracked word (a search remembers them per pooled connection).
+TRACKED_WORDS_SQL = f"SELECT term FROM {TERMS_TABLE}"
+#: Whether ``:impact_word`` is tracked, as a column named ``tracked``.
+TRACKED_SQL = f"EXISTS (SELECT 1 FROM {TERMS_TABLE} AS tt WHERE tt.term = :impact_word) AS tracked"
 
 
-def _walk_sql(where: str, scope: str, pending: str, *, tied: bool) -> str:
-    """The walk of a word's list, rows in descending impact only: the planner reads the list's
-    index backwards through nested loops and stops at the limit (a sort on the exact path's
-    whole key would read every row of the walk first)."""
-    extra = "AND impact = :impact_tie " if tied else ""
+def walk_sql(where: str, scope: str, condition: str = "") -> str:
+    """The walk of a word's list: its first :data:`WALK_CAP_ROWS` rows in descending impact,
+    joined to their index rows and sessions, the first ``:impact_rows`` that satisfy ``where``
+    (the visibility over ``s``), ``scope`` and ``condition`` (each ``''`` or ``' AND …'``),
+    with their bodies. ``WITH TIES`` at both cuts: the rows tied on the impact at a cut come
+    along, so the exact path's tie-break (newest, session key, message id, row id) can order
+    them. Rows in descending impact only: the planner reads the list's index backwards through
+    nested loops and stops at the limit (a sort on the exact path's whole key would read every
+    row of the walk first). ``rank`` is the impact as ``ts_rank`` returns it (a ``real``; the
+    column holds it widened), so a score is the exact path's to the last digit."""
     return (
         "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
-        "s.session_key, -i.impact AS rank, mi.body "
-        f"FROM (SELECT row_id, impact FROM {IMPACT_TABLE} WHERE term = :impact_word {extra}"
-        "ORDER BY impact DESC LIMIT :impact_cap) AS i "
+        "s.session_key, -CAST(i.impact AS real) AS rank, mi.body "
+        f"FROM (SELECT row_id, impact FROM {IMPACT_TABLE} WHERE term = :impact_word "
+        "ORDER BY impact DESC FETCH FIRST :impact_cap ROWS WITH TIES) AS i "
         f"JOIN {CONTENT_TABLE} AS mi ON mi.id = i.row_id "
-        f"JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
-        f"WHERE {where}{scope} ORDER BY i.impact DESC LIMIT :impact_rows"
+        "JOIN openclaw_sessions AS s ON s.session_id = mi.session_id "
+        f"WHERE {where}{scope}{condition} "
+        "ORDER BY i.impact DESC FETCH FIRST :impact_rows ROWS WITH TIES"
     )
+
+
+def walk_params(word: str, want: int) -> dict[str, Any]:
+    """:func:`walk_sql`'s own parameters."""
+    return {"impact_word": word, "impact_cap": WALK_CAP_ROWS, "impact_rows": want}
+
+
+def exact_order(row: Any) -> tuple[Any, ...]:
+    """The exact path's order of a walked row (impact, then newest, session key, message id,
+    row id: ``COLLATE "C"`` is code point order, as Python compares strings)."""
+    return (row[7], -row[5], row[6], row[3], row[0])
 
 
 def top_rows(
@@ -210,30 +228,17 @@ def top_rows(
     where: str,
     params: dict[str, Any],
     *,
-    pending: str,
+    condition: str,
     scope: str,
 ) -> list[Any] | None:
-    """The first ``want`` visible rows of ``word``'s list in the exact path's order (impact,
-    then newest, session key, message id, row id: ``COLLATE "C"`` is code point order, as
-    Python compares strings), with their bodies; None when the list's first
-    :data:`WALK_CAP_ROWS` rows hold fewer than ``want`` visible ones (or the word is not
-    tracked: its list is empty). ``where``/``scope``: the visibility over sessions ``s`` and
-    index rows ``mi``; ``pending``: the join to exactly indexed sessions ('' when none is)."""
-    bound = {
-        **params,
-        "impact_word": word,
-        "impact_cap": WALK_CAP_ROWS,
-        "impact_rows": want + TIE_MARGIN_ROWS,
-    }
-    rows = list(conn.execute(text(_walk_sql(where, scope, pending, tied=False)), bound).all())
+    """The first ``want`` visible rows of ``word``'s list in the exact path's order, with
+    their bodies, in one statement; None when the list's first :data:`WALK_CAP_ROWS` rows
+    hold fewer than ``want`` visible ones (or the word is not tracked: its list is empty).
+    ``where``/``scope``: the visibility over sessions ``s`` and index rows ``mi``;
+    ``condition``: the pending condition ('' when nothing visible is pending)."""
+    bound = {**params, **walk_params(word, want)}
+    rows = list(conn.execute(text(walk_sql(where, scope, condition)), bound).all())
     if len(rows) < want:
         return None
-    if len(rows) == want + TIE_MARGIN_ROWS and rows[want - 1][7] == rows[-1][7]:
-        seen = {r[0] for r in rows}
-        ties = conn.execute(
-            text(_walk_sql(where, scope, pending, tied=True)),
-            {**bound, "impact_tie": -rows[-1][7], "impact_rows": WALK_CAP_ROWS},
-        ).all()
-        rows.extend(r for r in ties if r[0] not in seen)
-    rows.sort(key=lambda r: (r[7], -r[5], r[6], r[3], r[0]))
+    rows.sort(key=exact_order)
     return rows[:want]

@@ -42,8 +42,13 @@ VOCAB_TABLE = "temp.openclaw_fts_vocab"
 NEAR_PREFIX_CHARS = 2
 
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
-#: at the limit are all in hand (equal scores are common: short messages of equal length); a
-#: longer tie falls back to the full ORDER BY. Measured: a LIMIT of 75 costs what 11 does.
+#: at the limit are all in hand (equal scores are common: short messages of equal length): first
+#: :data:`FIRST_TIE_PROBE_ROWS`, then, when those cannot prove the answer (a longer tie, too
+#: few visible rows), :data:`TIE_PROBE_ROWS`; beyond that the full ORDER BY decides. Measured at
+#: 100k events (CPU time, `all` caller, the bench's mid / two-word / phrase / prefix / CJK
+#: queries): fetching 75 rows and joining them cost 1.2-1.6 ms a search, 19 rows 0.8-1.2 ms,
+#: and none of those queries needed the second probe.
+FIRST_TIE_PROBE_ROWS = 8
 TIE_PROBE_ROWS = 64
 #: Matches of a query (over every session) above which a caller who sees a share of the
 #: sessions (``agent``; ``all`` with or without agent-to-agent) is ranked by FTS5 alone, like a
@@ -82,6 +87,19 @@ def _visible_sql(
         return pred.sql, params
     params["only_key"] = session_key
     return f"({pred.sql} AND s.session_key = :only_key)", params
+
+
+def _scoped_match(match: str, where: str) -> str:
+    """The FTS5 expression ``match`` (a parameter) AND one of the visible sessions' tokens in
+    the ``sess`` column (``where``: the visibility over alias ``s``): FTS5 intersects the
+    text's doclist with the visible sessions' tokens, so a narrow caller's statement never
+    reads a match outside its sessions. The subquery's own alias ``s`` shadows an outer one."""
+    return (
+        f"'(' || {match} || ') AND sess : (' || coalesce((SELECT group_concat("
+        f"'{SESSION_TOKEN_PREFIX}' || st2.id, ' OR ') FROM openclaw_sessions AS s JOIN "
+        "openclaw_index_state AS st2 ON st2.session_id = s.session_id "
+        f"WHERE {where}), '{session_token(0)}') || ')'"
+    )
 
 
 def narrow_score(marked: str) -> float:
@@ -187,9 +205,10 @@ class SqliteSearch:
             and (pred.everything or not self._at_most(conn, req, self._rank_all_bound(conn)))
         ):
             where, params = _visible_sql(caller, None, pred)
-            top = self._top_visible(conn, req, ":q", where, params)
-            if top is not None:
-                return top
+            for extra in (FIRST_TIE_PROBE_ROWS, TIE_PROBE_ROWS):
+                top = self._top_visible(conn, req, ":q", where, params, extra)
+                if top is not None:
+                    return top
         sql, params = self._hits_sql(caller, req, exact=exact, pred=pred)
         # The DBAPI cursor (sqlite3 takes the same :name parameters): SQLAlchemy's statement
         # handling cost ~0.3 ms a search, a third of a narrow search's SQL time.
@@ -210,15 +229,19 @@ class SqliteSearch:
         if not hits:
             return {}
         marks = ", ".join("?" * len(hits))
+        cur = cursor(conn)
         bodies = dict(
-            cursor(conn)
-            .execute(
+            cur.execute(
                 f"SELECT id, body FROM {CONTENT_TABLE} WHERE id IN ({marks})",
                 [h[0] for h in hits],
-            )
-            .fetchall()
+            ).fetchall()
         )
-        return hit_texts(conn, hits, bodies)
+
+        def execute(sql: str, params: dict[str, Any]) -> list[Any]:
+            rows: list[Any] = cur.execute(sql, params).fetchall()
+            return rows
+
+        return hit_texts(conn, hits, bodies, execute)
 
     @staticmethod
     def _hits_sql(
@@ -240,12 +263,7 @@ class SqliteSearch:
             # FTS5 intersects the text doclist with the visible sessions' tokens, so ranking
             # only scores rows the caller may see (8 ms instead of 268 ms measured). The
             # subquery re-uses the visibility SQL: its own alias `s` shadows the outer one.
-            match = (
-                "'(' || :q || ') AND sess : (' || coalesce((SELECT group_concat("
-                f"'{SESSION_TOKEN_PREFIX}' || st2.id, ' OR ') FROM openclaw_sessions AS s JOIN "
-                "openclaw_index_state AS st2 ON st2.session_id = s.session_id "
-                f"WHERE {where}), '{session_token(0)}') || ')'"
-            )
+            match = _scoped_match(":q", where)
         filters = user_filters(req, params)
         score = f"bm25({FTS_TABLE}, {BM25_WEIGHTS})"
         # mi.id last: two incarnations of one session key may hold the same message id.
@@ -356,18 +374,27 @@ class SqliteSearch:
         visible row."""
         where, params = _visible_sql(caller, None)
         cur = cursor(conn)
+        if caller.is_narrow:
+            # The visible sessions' tokens in the MATCH (as the narrow ranked statement does):
+            # joining each match to its session read a common word's whole doclist for a
+            # caller who sees none of it (measured ~2 ms a word at 100k events).
+            sql = (
+                f"SELECT EXISTS (SELECT 1 FROM {FTS_TABLE} "
+                f"WHERE {FTS_TABLE} MATCH {_scoped_match(':m', where)})"
+            )
+        else:
+            sql = (
+                f"SELECT EXISTS (SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
+                f"ON mi.id = {FTS_TABLE}.rowid CROSS JOIN openclaw_sessions AS s "
+                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where})"
+            )
         proved: list[tuple[str, int]] = []
         for word, count in words:
             if len(proved) >= want:
                 break
             phrase = '"' + word.replace('"', '""') + '"' + (" *" if prefix else "")
             params["m"] = f"body : {phrase}"
-            seen = cur.execute(
-                f"SELECT EXISTS (SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
-                f"ON mi.id = {FTS_TABLE}.rowid CROSS JOIN openclaw_sessions AS s "
-                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where})",
-                params,
-            ).fetchone()[0]
+            seen = cur.execute(sql, params).fetchone()[0]
             if seen:
                 proved.append((word, count))
         return proved
@@ -396,16 +423,22 @@ class SqliteSearch:
 
     @staticmethod
     def _top_visible(
-        conn: Connection, req: SearchRequest, match: str, where: str, params: dict[str, Any]
+        conn: Connection,
+        req: SearchRequest,
+        match: str,
+        where: str,
+        params: dict[str, Any],
+        extra: int = TIE_PROBE_ROWS,
     ) -> list[Hit] | None:
         """The ranked hits of a search with no filter but visibility, in a snapshot where no
         session is pending: FTS5 alone ranks ``match`` (no join per match, as raw SQL would),
         then only the top rows are joined and judged by ``where``. None when fewer than
-        ``limit + 1`` of the :data:`TIE_PROBE_ROWS` extra rows fetched are visible, or the
-        score at the limit ties with the last row fetched: the full statement then decides."""
+        ``limit + 1`` of the ``extra`` rows fetched beyond them are visible, or the score at
+        the limit ties with the last row fetched: a longer probe or the full statement then
+        decides."""
         assert req.compiled is not None
         want = req.limit + 1
-        fetch = want + TIE_PROBE_ROWS
+        fetch = want + extra
         ranked = (
             cursor(conn)
             .execute(
