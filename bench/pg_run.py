@@ -271,11 +271,21 @@ class PgBench(Bench):
     # -- size ------------------------------------------------------------------------------
 
     def table_sizes(self, url: str) -> dict[str, int]:
+        """:data:`TABLES`, then any other table of the index (``message_*``: the impact
+        lists), each with its indexes and TOAST."""
         with contextlib.closing(self.raw_conn(url)) as conn:
             conn.execute("VACUUM ANALYZE")
+            others = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                    " ORDER BY tablename"
+                )
+                if str(r[0]).startswith("message_") and r[0] not in TABLES
+            ]
             return {
                 t: int(conn.execute("SELECT pg_total_relation_size(%s)", (t,)).fetchone()[0])
-                for t in TABLES
+                for t in (*TABLES, *others)
             }
 
     def fig_size(self) -> None:
@@ -292,7 +302,7 @@ class PgBench(Bench):
             Row("size: raw indexed text", "MB", text_bytes / 1e6, text_bytes / 1e6, 1.0,
                 "printed", None, note=f"{state.index_rows:,} rows")
         )  # fmt: skip
-        for name in TABLES:
+        for name in dict.fromkeys((*plugin, *base)):
             p, b = plugin.get(name), base.get(name)
             share = (p or 0) / text_bytes if text_bytes else 0.0
             self.add(

@@ -647,6 +647,7 @@ def _slug(heading: str) -> str:
 #: Which sections of the docs profile the gap of a goal, by (goal key, engine): (page under
 #: docs/, heading). A goal's cell links those whose heading exists when the page is written.
 _FIXED = ("performance.md", "A search's fixed cost")
+_SQLITE_PEER = ("performance.md", "SQLite search against sqlite-utils at 100k")
 _TOPK = ("performance.md", "Top-k for common words")
 _LISTS = ("performance.md", "Impact lists")
 _WRITES = ("performance.md", "Writes")
@@ -655,9 +656,9 @@ _SCALE = (
     "Measured: 100k, 1m and 10m messages on one server, a standby, and the partitioned layout",
 )
 GAP_SECTIONS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
-    ("peer", "sqlite"): (_FIXED,),
+    ("peer", "sqlite"): (_FIXED, _SQLITE_PEER),
     ("peer", "pg"): (_FIXED,),
-    ("tantivy", "sqlite"): (_FIXED, _TOPK),
+    ("tantivy", "sqlite"): (_SQLITE_PEER, _TOPK),
     ("tantivy", "pg"): (_FIXED, _TOPK),
     ("very common", "sqlite"): (_TOPK, _LISTS),
     ("very common", "pg"): (_TOPK, _LISTS),
@@ -706,18 +707,20 @@ def _search_verdicts(
         ("tantivy", "tantivy", GOAL_TANTIVY),
     ):
         ratios = [
-            (max(p[label]["ratio"], p[label].get("ratio_p95") or 0.0), k, v)
+            (p[label]["ratio"], p[label].get("ratio_p95") or 0.0, k, v)
             for (k, v), row in rows.items()
             if (p := _row_peers(row)).get(label, {}).get("ratio") is not None
         ]
         if not ratios:
             out[key] = (None, "not measured")
             continue
-        worst = max(ratios)
-        good = sum(r <= limit for r, _, _ in ratios)
+        good = sum(max(r50, r95) <= limit for r50, r95, _, _ in ratios)
+        p50 = max(ratios)
+        p95 = max(ratios, key=lambda r: r[1])
         out[key] = (
             good == len(ratios),
-            f"{good} of {len(ratios)} cells, worst {ratio(worst[0])}× (`{worst[2]}` {worst[1]})",
+            f"{good} of {len(ratios)} cells; worst p50 {ratio(p50[0])}× (`{p50[3]}` {p50[2]}), "
+            f"worst p95 {ratio(p95[1])}× (`{p95[3]}` {p95[2]})",
         )
     row = rows.get(("very common", "all"))
     if row is not None:

@@ -264,3 +264,29 @@ def test_the_lists_survive_the_partitioned_layout_undone(
     assert corpus.delete_session("s1")
     assert check(corpus.engine).ok
     _same_hits(corpus, monkeypatch, walks)
+
+
+def test_appended_rows_of_any_script_join_the_lists_with_their_exact_lengths(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    # bm25's best rows (the word six times, little else) whose token counts the writer must
+    # get right: punctuation and underscores split words, accents fold, other scripts count
+    tricky = [
+        "alpha_alpha-alpha.alpha/alpha:alpha",
+        "alpha alpha alpha alpha alpha alpha x_1",
+        "Alpha ALPHA alpha alpha alpha alpha Café",
+        "alpha alpha alpha alpha alpha alpha 東京 ünïcode",
+        "alpha alpha alpha alpha alpha alpha 🚀 it's",
+    ]
+    corpus.append_many("s1", chain(tricky, start=PER_SESSION, parent=f"m{PER_SESSION - 1}"))
+    fast, exact = _both_paths(corpus, monkeypatch, CALLERS["all"], "alpha")
+    assert [h[:2] for h in fast] == [h[:2] for h in exact]
+    # the same scores up to the word's constant factor (SQLite's IDF): the lists' stored
+    # occurrences and lengths are the ones the engine scores with (PostgreSQL: float4)
+    assert [h[2] / fast[0][2] for h in fast] == pytest.approx(
+        [h[2] / exact[0][2] for h in exact], rel=1e-6
+    )
+    if corpus.engine.dialect.name == "sqlite":  # bm25's best rows (ts_rank prefers shorter)
+        new = {("s1", f"m{PER_SESSION + k}") for k in range(len(tricky))}
+        assert new <= {h[:2] for h in fast}
+    assert check(corpus.engine).impact_drift == {}

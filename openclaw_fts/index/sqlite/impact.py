@@ -95,6 +95,12 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
+def _size_sum(blob: bytes) -> int:
+    """The sum of a ``docsize`` record's varints: its bytes' sum when every count is below 128
+    (each one byte), as almost every row's is; else decoded."""
+    return sum(blob) if blob.isascii() else sum(_varints(blob))
+
+
 def avg_len(cur: sqlite3.Cursor) -> float:
     """The index's average row length in tokens (all columns), as bm25 computes it."""
     row = cur.execute(f"SELECT block FROM {DATA_TABLE} WHERE id = ?", (AVERAGES_ROWID,)).fetchone()
@@ -114,7 +120,7 @@ def _doc_lens(cur: sqlite3.Cursor, ids: Sequence[int]) -> dict[int, int]:
             f"SELECT id, sz FROM {DOCSIZE_TABLE} WHERE id IN (SELECT value FROM json_each(?))",
             (chunk,),
         ):
-            found[int(row_id)] = sum(_varints(bytes(size)))
+            found[int(row_id)] = _size_sum(bytes(size))
     return found
 
 
@@ -203,6 +209,7 @@ def promote_recent(cur: sqlite3.Cursor, newest: int) -> list[str]:
         )
     }
     average = avg_len(cur)
+    sizes: dict[int, int] = {}
     added = []
     for word in candidates:
         if word in known:
@@ -212,7 +219,7 @@ def promote_recent(cur: sqlite3.Cursor, newest: int) -> list[str]:
             (f'body : "{word}"', FREQUENT_TERM_MIN_DOCS),
         ).fetchone()[0]
         if docs >= FREQUENT_TERM_MIN_DOCS:
-            track(cur, word, _count(cur, word), average)
+            track(cur, word, _count(cur, word), average, sizes)
             added.append(word)
     return added
 
@@ -250,14 +257,18 @@ def promote(cur: sqlite3.Cursor, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> list
     if not new:
         return []
     average = avg_len(cur)
+    sizes: dict[int, int] = {}
     for term, docs in new:
-        track(cur, term, docs, average)
+        track(cur, term, docs, average, sizes)
     return [term for term, _ in new]
 
 
-def _occurrences(cur: sqlite3.Cursor, term: str) -> tuple[dict[int, int], dict[int, int]]:
+def _occurrences(
+    cur: sqlite3.Cursor, term: str, sizes: dict[int, int] | None = None
+) -> tuple[dict[int, int], dict[int, int]]:
     """``term``'s occurrences per row of the body (from FTS5's own instances) and those rows'
-    lengths (from FTS5's size records)."""
+    lengths (from FTS5's size records; ``sizes``: lengths already read in this transaction,
+    extended with the ones read here — words tracked together share most of their rows)."""
     cur.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_INSTANCES} "
         f"USING fts5vocab(main, '{FTS_TABLE}', 'instance')"
@@ -269,15 +280,23 @@ def _occurrences(cur: sqlite3.Cursor, term: str) -> tuple[dict[int, int], dict[i
             (term,),
         ).fetchall()
     )
-    lens = _doc_lens(cur, sorted(tfs))
-    return tfs, lens
+    if sizes is None:
+        return tfs, _doc_lens(cur, sorted(tfs))
+    sizes.update(_doc_lens(cur, sorted(row for row in tfs if row not in sizes)))
+    return tfs, sizes
 
 
-def track(cur: sqlite3.Cursor, term: str, docs: int, average: float) -> None:
+def track(
+    cur: sqlite3.Cursor,
+    term: str,
+    docs: int,
+    average: float,
+    sizes: dict[int, int] | None = None,
+) -> None:
     """Write ``term``'s list (occurrences per row from FTS5's own instances; its best rows, see
     ``impact.LIST_MIN_ROWS``) and make it tracked with ``average`` as its fixed average
-    length."""
-    tfs, lens = _occurrences(cur, term)
+    length. ``sizes``: row lengths an earlier :func:`track` of the same transaction read."""
+    tfs, lens = _occurrences(cur, term, sizes)
     rows = sorted(
         (
             (row_id, term, bm25_factor(tf, lens[row_id], average), tf, lens[row_id])
@@ -300,9 +319,11 @@ def track(cur: sqlite3.Cursor, term: str, docs: int, average: float) -> None:
     )
 
 
-def _expected(cur: sqlite3.Cursor, term: str, average: float, cut: float) -> set[int]:
+def _expected(
+    cur: sqlite3.Cursor, term: str, average: float, cut: float, sizes: dict[int, int]
+) -> set[int]:
     """The rows ``term``'s list should hold, from FTS5's instances and row sizes."""
-    tfs, lens = _occurrences(cur, term)
+    tfs, lens = _occurrences(cur, term, sizes)
     return {
         row_id
         for row_id, tf in tfs.items()
@@ -314,8 +335,9 @@ def drift(cur: sqlite3.Cursor) -> dict[str, dict[str, int]]:
     """Each tracked word whose list differs from what FTS5 says it should hold."""
     found: dict[str, dict[str, int]] = {}
     terms = cur.execute(f"SELECT term, avg_len, min_impact FROM {TERMS_TABLE}").fetchall()
+    sizes: dict[int, int] = {}
     for term, average, cut in terms:
-        want = _expected(cur, str(term), float(average), float(cut))
+        want = _expected(cur, str(term), float(average), float(cut), sizes)
         have = {
             int(r)
             for (r,) in cur.execute(f"SELECT row_id FROM {IMPACT_TABLE} WHERE term = ?", (term,))
@@ -328,8 +350,9 @@ def drift(cur: sqlite3.Cursor) -> dict[str, dict[str, int]]:
 def rebuild(cur: sqlite3.Cursor) -> None:
     """Rewrite every tracked word's list from FTS5 (after FTS5 was rebuilt from its content)."""
     average = avg_len(cur)
+    sizes: dict[int, int] = {}
     for term, docs in cur.execute(f"SELECT term, docs FROM {TERMS_TABLE}").fetchall():
-        track(cur, str(term), int(docs), average)
+        track(cur, str(term), int(docs), average, sizes)
     promote(cur)
 
 
