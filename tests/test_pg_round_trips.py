@@ -27,6 +27,10 @@ SELF = Caller(KEY, visibility="self")
 WIDE = Caller(KEY, visibility="all", agent_to_agent=AgentToAgent(True))
 #: Hits asked of a search its word's impact list answers.
 LIST_LIMIT = 10
+#: The start of a one-statement search's row in the trace (``wrote`` NULL, ``pending``,
+#: ``listed``, ``tracked``): answered by the word's list, or by ranking a word without one.
+LISTED_ROW = "-1 1 'f' 1 't' 1 't'"
+UNTRACKED_ROW = "-1 1 'f' 1 'f' 1 'f'"
 #: Searches counted after the first (which also connects).
 SEARCHES = 4
 #: A frontend message that ends a round trip.
@@ -161,7 +165,7 @@ def test_a_search_one_frequent_word_answers_from_its_list_is_one_round_trip(
             assert store.search(WIDE, "puffin", limit=LIST_LIMIT) == first
         trips = trace.round_trips(mark)
         assert len(trips) == SEARCHES, trips
-        assert "message_impact" in trace.path.read_text()[mark:]  # the list was walked
+        assert LISTED_ROW in trace.path.read_text()[mark:]  # the list answered
         # a word without a list (in 6 messages of 7: under the threshold) walks nothing
         rarer = store.search(WIDE, "cliff", limit=LIST_LIMIT)
         assert len(rarer["results"]) == LIST_LIMIT
@@ -169,6 +173,20 @@ def test_a_search_one_frequent_word_answers_from_its_list_is_one_round_trip(
         for _ in range(SEARCHES):
             assert store.search(WIDE, "cliff", limit=LIST_LIMIT) == rarer
         assert len(trace.round_trips(mark)) == SEARCHES
+        assert UNTRACKED_ROW in trace.path.read_text()[mark:]  # no walk
+        # "cliff" becomes frequent: a pooled connection learns it from its next search there
+        # (which ranks every match), then walks its list
+        more = [f"cliff again {i}" for i in range(FREQUENT_TERM_MIN_DOCS // 5)]
+        store.append_many("rt-3", chain(more, start=len(texts), parent=f"m{len(texts) - 1}"))
+        store.optimize()
+        learnt = store.search(WIDE, "cliff", limit=LIST_LIMIT)
+        for _ in range(store.engine.pool.checkedin()):  # each pooled connection learns it
+            assert store.search(WIDE, "cliff", limit=LIST_LIMIT) == learnt
+        mark = trace.mark()
+        for _ in range(SEARCHES):
+            assert store.search(WIDE, "cliff", limit=LIST_LIMIT) == learnt
+        assert len(trace.round_trips(mark)) == SEARCHES
+        assert LISTED_ROW in trace.path.read_text()[mark:]  # the list answered
         PostgresSearch.IMPACT_LISTS = False
         try:
             assert store.search(WIDE, "puffin", limit=LIST_LIMIT) == first  # scores too
