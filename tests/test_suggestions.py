@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import check_search_output
-from factories import msg
+from factories import chain, msg
 from test_cli import loads, ok, run
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, tools
@@ -72,6 +72,24 @@ def test_never_a_word_the_caller_cannot_search(populated: TranscriptStore) -> No
     assert "deploy*" not in warning(
         populated, Caller("agent:main:side", visibility="self"), "deploy"
     )
+
+
+def test_near_words_are_ordered_by_what_the_caller_may_see(store: TranscriptStore) -> None:
+    # Two words one edit from "walrut". Over every session "walrus" is the more frequent
+    # (9 messages against 5), mostly in a session of another agent; what main's own session
+    # holds, and what main's agent holds, has "walnut" the more frequent.
+    texts = {
+        ("s-main", "agent:main:main"): ["walnut bread", "walnut cake", "a walrus tusk"],
+        ("s-side", "agent:main:side"): ["walnut tree"] * 3,
+        ("s-ops", "agent:ops:main"): ["the walrus swims"] * 8,
+    }
+    for (sid, key), lines in texts.items():
+        store.create_session(sid, key)
+        store.append_many(sid, chain(lines, prefix=f"{sid}-"))
+    assert store.suggest(SELF, "walrut") == ["walnut", "walrus"]  # 2 against 1
+    assert store.suggest(MAIN, "walrut") == ["walnut", "walrus"]  # 5 against 1
+    assert store.suggest(EVERYONE, "walrut") == ["walrus", "walnut"]  # 9 against 5
+    assert warning(store, SELF, "walrut") == "No matches. Did you mean: walnut, walrus?"
 
 
 def test_a_batch_names_the_query(populated: TranscriptStore) -> None:

@@ -107,9 +107,10 @@ class Reader(Protocol):
     ) -> list[tuple[str, int]]:
         """Up to ``want`` indexed words within ``max_distance`` edits of ``token`` (a folded
         index token) that occur in a message the caller may see, nearest and most frequent
-        first, each with how many indexed messages hold it (of any session: it only orders
-        suggestions and is never shown). Visibility is in the statement that proves each
-        word: a word only in sessions the caller cannot see is never returned."""
+        first, each with how many indexed messages the caller may see hold it (up to a
+        backend's cap; it only orders suggestions and is never shown). Visibility is in the
+        statements that prove and count each word: a word only in sessions the caller cannot
+        see is never returned, and those sessions change neither the counts nor the order."""
         ...
 
     def visible_words(
@@ -123,9 +124,11 @@ class Reader(Protocol):
     ) -> list[tuple[str, int]]:
         """Up to ``want`` of ``words`` (folded index tokens) that occur as a word (``prefix``:
         as the start of a word) in an indexed message the caller may see, with how many
-        indexed messages hold each (of any session: it only orders suggestions and is never
-        shown), most frequent first. Visibility is in the statement that proves each word: a
-        word only in sessions the caller cannot see is never returned."""
+        indexed messages the caller may see hold each (up to a backend's cap; a backend may
+        give 0 when one word is wanted, which needs no order; it only orders suggestions and
+        is never shown), most frequent first. Visibility is in the statements that prove and
+        count each word: a word only in sessions the caller cannot see is never returned, and
+        those sessions change neither the counts nor the order."""
         ...
 
     # sessions and their events

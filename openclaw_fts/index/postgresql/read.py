@@ -62,7 +62,9 @@ RANK_NORMALIZATION = 1
 DIALECT = "postgresql"
 #: Near words keep this many first letters of the misspelt word (as on SQLite).
 NEAR_PREFIX_CHARS = 2
-#: Most messages counted per suggested word (the count only orders suggestions).
+#: Most messages counted per suggested word (the count only orders suggestions): messages the
+#: caller may see, never of any session (a count over the whole index would let sessions the
+#: caller cannot see decide which near word comes first).
 WORD_COUNT_CAP = 1000
 
 #: The first statement of a search: sets :data:`FORCE_CUSTOM_PLAN` for the transaction and reads
@@ -599,24 +601,23 @@ class PostgresSearch:
         _custom_plans(conn)
         if caller.is_narrow:
             where, params = _visible_sql(caller, None)
-            params.update(narrow_events=NARROW_SCAN_EVENTS, words=candidates)
+            params.update(narrow_events=NARROW_SCAN_EVENTS, words=candidates, want=want)
             if conn.execute(text(_few_events_sql(where)), params).scalar():
-                # The lexemes of the caller's own rows: as many as its sessions hold, where a
-                # GIN probe per candidate reads the candidate's whole posting list.
-                present = [
-                    str(r[0])
-                    for r in conn.execute(
-                        text(
-                            "SELECT c.w FROM unnest(CAST(:words AS text[])) WITH ORDINALITY "
-                            "AS c(w, n) WHERE c.w IN (SELECT l.lexeme FROM openclaw_sessions "
-                            f"AS s CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
-                            f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS l WHERE {where}) "
-                            "ORDER BY c.n"
-                        ),
-                        params,
-                    )
-                ]
-                return self.visible_words(conn, caller, present, want=want)
+                # The lexemes of the caller's own rows, counted there: as many rows as its
+                # sessions hold (a GIN probe per candidate would read the candidate's whole
+                # posting list). Each is visible (the rows are), and its count is the number
+                # of the caller's messages that hold it (a tsvector holds a lexeme once).
+                rows = conn.execute(
+                    text(
+                        "SELECT l.lexeme, count(*) AS n FROM openclaw_sessions AS s "
+                        f"CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
+                        f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS l "
+                        f"WHERE {where} AND l.lexeme = ANY(CAST(:words AS text[])) "
+                        'GROUP BY l.lexeme ORDER BY n DESC, l.lexeme COLLATE "C" LIMIT :want'
+                    ),
+                    params,
+                ).all()
+                return [(str(r[0]), int(r[1])) for r in rows]
         # Inside the LATERAL the lexeme is an outer reference, estimated at the default
         # selectivity: a LIMIT 1 then looks cheaper as a sequential scan, which for a lexeme
         # no row holds reads the whole table, per candidate (measured 22 s for 480 candidates
@@ -651,11 +652,18 @@ class PostgresSearch:
         prefix: bool = False,
         want: int = 1,
     ) -> list[tuple[str, int]]:
-        """See the Reader protocol. One statement proves which words occur in a message the
-        caller may see: a GIN probe per word joined to the visibility, stopping at the first
-        visible match (no vocabulary table: a word no message holds costs one index lookup).
-        The proved words are then ordered by how many messages hold them, counted up to
-        :data:`WORD_COUNT_CAP` each."""
+        """See the Reader protocol. One statement counts, for each word, the messages the
+        caller may see that hold it, up to :data:`WORD_COUNT_CAP` (the visibility predicate
+        inside the count; a word counted 0 is not visible): the count both proves the word
+        and orders the words. No vocabulary table: a word no message holds costs one index
+        lookup. A narrow caller's count has the two branches of its ranked statement
+        (:func:`hits_sql`), of which a one-time filter runs one: its sessions' rows tested
+        one by one while they hold at most :data:`NARROW_SCAN_EVENTS` events (no GIN probe,
+        whose bitmap is the word's whole posting list), else the word's GIN matches joined to
+        its sessions. A wider caller's count is the latter: the word's GIN bitmap (as every
+        search of the word reads), then its rows joined to their sessions until
+        :data:`WORD_COUNT_CAP` visible ones are found -- at worst every match of the word,
+        when the caller sees few of them."""
         plain = [w for w in dict.fromkeys(words) if w.isalnum()]  # no tsquery syntax
         if not plain:
             return []
@@ -663,20 +671,30 @@ class PostgresSearch:
         operand = "c.w || ':*'" if prefix else "c.w"
         query = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, {operand})"
         params.update(words=plain, cap=WORD_COUNT_CAP)
+        counted = (
+            f"SELECT 1 FROM {CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
+            f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ {query} AND {where}"
+        )
+        if caller.is_narrow:
+            params["narrow_events"] = NARROW_SCAN_EVENTS
+            few = f"({_few_events_sql(where)})"
+            counted = (
+                f"SELECT 1 FROM openclaw_sessions AS s CROSS JOIN LATERAL "
+                f"({_session_rows_sql(None)}) AS mi WHERE {few} AND {where} "
+                f"AND mi.{TSVECTOR_COLUMN} @@ {query} UNION ALL {counted} AND NOT {few}"
+            )
         _one_snapshot(conn)
         _custom_plans(conn)
         rows = conn.execute(
             text(
-                "SELECT c.w, (SELECT count(*) FROM (SELECT 1 FROM "
-                f"{CONTENT_TABLE} AS x WHERE x.{TSVECTOR_COLUMN} @@ {query} LIMIT :cap) AS k) "
-                "FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) "
-                f"WHERE EXISTS (SELECT 1 FROM {CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
-                f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ {query} "
-                f"AND {where}) ORDER BY c.n"
+                f"SELECT c.w, (SELECT count(*) FROM ({counted} LIMIT :cap) AS k) AS n "
+                "FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) ORDER BY c.n"
             ),
             params,
         ).all()
-        found = sorted(((str(r[0]), int(r[1])) for r in rows), key=lambda wc: (-wc[1], wc[0]))
+        found = sorted(
+            ((str(r[0]), int(r[1])) for r in rows if r[1]), key=lambda wc: (-wc[1], wc[0])
+        )
         return found[:want]
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:

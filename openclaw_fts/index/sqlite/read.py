@@ -40,6 +40,10 @@ VOCAB_TABLE = "temp.openclaw_fts_vocab"
 #: Near words share this many first letters with the misspelt word: the vocabulary is read
 #: over that range of terms only (a slip in the first two letters is not corrected).
 NEAR_PREFIX_CHARS = 2
+#: Most messages counted per near word (the count only orders suggestions): messages the caller
+#: may see, never the vocabulary's count over every session (which would let sessions the
+#: caller cannot see decide which near word comes first).
+WORD_COUNT_CAP = 1000
 
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
 #: at the limit are all in hand (equal scores are common: short messages of equal length): first
@@ -100,6 +104,11 @@ def _scoped_match(match: str, where: str) -> str:
         "openclaw_index_state AS st2 ON st2.session_id = s.session_id "
         f"WHERE {where}), '{session_token(0)}') || ')'"
     )
+
+
+def _match_word(word: str, prefix: bool) -> str:
+    """The FTS5 expression of one word (``prefix``: as the start of a word) in the body."""
+    return "body : " + '"' + word.replace('"', '""') + '"' + (" *" if prefix else "")
 
 
 def narrow_score(marked: str) -> float:
@@ -323,8 +332,11 @@ class SqliteSearch:
         (:data:`VOCAB_TABLE`, FTS5's ``fts5vocab`` over the body column): only the terms that
         share the token's first :data:`NEAR_PREFIX_CHARS` letters (a range of the term
         B-tree, not the whole vocabulary), of a length within ``max_distance``; the edit
-        distance is computed here, and the nearest, most frequent candidates are proved
-        visible one statement each until ``want`` are."""
+        distance is computed here. The vocabulary's document counts are of every session and
+        order nothing: the nearest candidates are counted among the messages the caller may
+        see (:meth:`_count_visible`, one statement each, a nearer distance first), and the
+        visible ones are ordered by that count; a farther distance is counted only when the
+        nearer ones give fewer than ``want``."""
         if len(token) <= NEAR_PREFIX_CHARS:
             return []
         low = token[:NEAR_PREFIX_CHARS]
@@ -335,18 +347,23 @@ class SqliteSearch:
             f"USING fts5vocab(main, '{FTS_TABLE}', 'col')"
         )
         rows = cur.execute(
-            f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term >= ? AND term < ? "
+            f"SELECT term FROM {VOCAB_TABLE} WHERE term >= ? AND term < ? "
             "AND col = 'body' AND length(term) BETWEEN ? AND ?",
             (low, high, len(token) - max_distance, len(token) + max_distance),
         ).fetchall()
-        ranked = sorted(
-            (distance, -int(doc), str(term))
-            for term, doc in rows
-            if term != token
-            and (distance := edit_distance(token, str(term), max_distance)) <= max_distance
-        )
-        words = [(term, -doc) for _, doc, term in ranked]
-        return self._prove_visible(conn, caller, words, prefix=False, want=want)
+        by_distance: dict[int, list[str]] = {}
+        for (term,) in rows:
+            if term != token:
+                distance = edit_distance(token, str(term), max_distance)
+                if distance <= max_distance:
+                    by_distance.setdefault(distance, []).append(str(term))
+        found: list[tuple[str, int]] = []
+        for distance in sorted(by_distance):
+            if len(found) >= want:
+                break
+            counted = self._count_visible(conn, caller, by_distance[distance], prefix=False)
+            found.extend(sorted(counted, key=lambda wc: (-wc[1], wc[0])))
+        return found[:want]
 
     def visible_words(
         self,
@@ -357,21 +374,10 @@ class SqliteSearch:
         prefix: bool = False,
         want: int = 1,
     ) -> list[tuple[str, int]]:
-        """See the Reader protocol: each word proved by one statement, in the order given."""
-        return self._prove_visible(conn, caller, [(w, 0) for w in words], prefix=prefix, want=want)
-
-    @staticmethod
-    def _prove_visible(
-        conn: Connection,
-        caller: Caller,
-        words: Sequence[tuple[str, int]],
-        *,
-        prefix: bool,
-        want: int,
-    ) -> list[tuple[str, int]]:
-        """The first ``want`` of ``words`` that match a message the caller may search: one
-        statement each, the MATCH joined to the visibility predicate, stopping at the first
-        visible row."""
+        """See the Reader protocol: each word proved by one statement, in the order given,
+        until ``want`` are; the count of a proved word is the messages the caller may see that
+        hold it, up to :data:`WORD_COUNT_CAP` (a second statement), when more than one is
+        wanted (one word wanted needs no order)."""
         where, params = _visible_sql(caller, None)
         cur = cursor(conn)
         if caller.is_narrow:
@@ -388,16 +394,48 @@ class SqliteSearch:
                 f"ON mi.id = {FTS_TABLE}.rowid CROSS JOIN openclaw_sessions AS s "
                 f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where})"
             )
-        proved: list[tuple[str, int]] = []
-        for word, count in words:
+        proved: list[str] = []
+        for word in words:
             if len(proved) >= want:
                 break
-            phrase = '"' + word.replace('"', '""') + '"' + (" *" if prefix else "")
-            params["m"] = f"body : {phrase}"
-            seen = cur.execute(sql, params).fetchone()[0]
-            if seen:
-                proved.append((word, count))
-        return proved
+            params["m"] = _match_word(word, prefix)
+            if cur.execute(sql, params).fetchone()[0]:
+                proved.append(word)
+        if want <= 1:
+            return [(word, 0) for word in proved]
+        counted = self._count_visible(conn, caller, proved, prefix=prefix)
+        return sorted(counted, key=lambda wc: (-wc[1], wc[0]))
+
+    @staticmethod
+    def _count_visible(
+        conn: Connection, caller: Caller, words: Sequence[str], *, prefix: bool
+    ) -> list[tuple[str, int]]:
+        """Each of ``words`` that matches a message the caller may search, with how many such
+        messages hold it, up to :data:`WORD_COUNT_CAP`: one statement each, the MATCH joined
+        to the visibility predicate (a narrow caller's sessions' tokens in the MATCH, as its
+        ranked statement has them), counting visible rows only, so neither which words are
+        returned nor their counts depend on sessions the caller cannot see."""
+        where, params = _visible_sql(caller, None)
+        params["cap"] = WORD_COUNT_CAP
+        if caller.is_narrow:
+            # The visible sessions' tokens in the MATCH: joining each match to its session
+            # read a common word's whole doclist for a caller who sees none of it.
+            rows = f"SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH {_scoped_match(':m', where)}"
+        else:
+            rows = (
+                f"SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
+                f"ON mi.id = {FTS_TABLE}.rowid CROSS JOIN openclaw_sessions AS s "
+                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where}"
+            )
+        sql = f"SELECT count(*) FROM ({rows} LIMIT :cap)"
+        cur = cursor(conn)
+        counted: list[tuple[str, int]] = []
+        for word in dict.fromkeys(words):
+            params["m"] = _match_word(word, prefix)
+            n = int(cur.execute(sql, params).fetchone()[0])
+            if n:
+                counted.append((word, n))
+        return counted
 
     @staticmethod
     def _rank_all_bound(conn: Connection) -> int:
