@@ -4,10 +4,13 @@ and the prefix form of a word.
 Invariant: every suggested word is proved, by the index backend's
 :meth:`~openclaw_fts.index.base.Reader.visible_words`, to occur in a message of a session the
 caller may search (the visibility predicate is in the statement that proves it), so a
-suggestion never reveals a word found only in sessions the caller cannot see; and the near
-words are ordered by how many messages the caller may see hold them (counted with the same
-predicate, never over the whole index), so neither their order nor which of them are kept
-depends on sessions the caller cannot see. The work is
+suggestion never reveals a word found only in sessions the caller cannot see. Near words are
+ordered by how many messages the caller may see hold them (counted with the same predicate,
+not over the whole index), so neither their order nor which of them are kept depends on
+sessions the caller cannot see -- on PostgreSQL, and for a ``self`` or ``tree`` caller on
+SQLite; a wider caller on SQLite keeps the order of FTS5's vocabulary (frequency over every
+session), where counting cost its searches that find nothing more (measured:
+docs/performance.md). The work is
 bounded by named constants (:data:`MAX_CORRECTED_TOKENS` tokens, one edit each) and runs only
 when a query found nothing.
 """
@@ -50,8 +53,8 @@ def _tokens(compiled: CompiledQuery) -> list[str]:
 
 def suggestions(conn: Connection, caller: Caller, compiled: CompiledQuery | None) -> list[str]:
     """For a query that found nothing: up to :data:`MAX_SUGGESTIONS` words one edit away
-    from a query word that no visible message holds (those most frequent in the messages the
-    caller may see first), and that word's
+    from a query word that no visible message holds (most frequent first, see the module's
+    invariant), and that word's
     prefix form (``word*``) when visible words start with it."""
     if compiled is None:
         return []

@@ -110,7 +110,9 @@ class Reader(Protocol):
         first, each with how many indexed messages the caller may see hold it (up to a
         backend's cap; it only orders suggestions and is never shown). Visibility is in the
         statements that prove and count each word: a word only in sessions the caller cannot
-        see is never returned, and those sessions change neither the counts nor the order."""
+        see is never returned, and those sessions change neither the counts nor the order
+        (except for a wide caller on SQLite, whose count is FTS5's over every session:
+        :meth:`~openclaw_fts.index.sqlite.read.SqliteSearch.near_words` says why)."""
         ...
 
     def visible_words(
@@ -124,9 +126,9 @@ class Reader(Protocol):
     ) -> list[tuple[str, int]]:
         """Up to ``want`` of ``words`` (folded index tokens) that occur as a word (``prefix``:
         as the start of a word) in an indexed message the caller may see, with how many
-        indexed messages the caller may see hold each (up to a backend's cap; a backend may
-        give 0 when one word is wanted, which needs no order; it only orders suggestions and
-        is never shown), most frequent first. Visibility is in the statements that prove and
+        indexed messages the caller may see hold each (up to a backend's cap, or 0 from a
+        backend that does not count them; it only orders suggestions and is never shown),
+        most frequent first. Visibility is in the statements that prove and
         count each word: a word only in sessions the caller cannot see is never returned, and
         those sessions change neither the counts nor the order."""
         ...

@@ -40,9 +40,10 @@ VOCAB_TABLE = "temp.openclaw_fts_vocab"
 #: Near words share this many first letters with the misspelt word: the vocabulary is read
 #: over that range of terms only (a slip in the first two letters is not corrected).
 NEAR_PREFIX_CHARS = 2
-#: Most messages counted per near word (the count only orders suggestions): messages the caller
-#: may see, never the vocabulary's count over every session (which would let sessions the
-#: caller cannot see decide which near word comes first).
+#: Most messages counted per near word of a narrow caller (the count only orders suggestions):
+#: messages of its sessions, not the vocabulary's count over every session (which lets sessions
+#: the caller cannot see decide which near word comes first; wide callers keep it, see
+#: :meth:`SqliteSearch.near_words`).
 WORD_COUNT_CAP = 1000
 
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
@@ -104,6 +105,11 @@ def _scoped_match(match: str, where: str) -> str:
         "openclaw_index_state AS st2 ON st2.session_id = s.session_id "
         f"WHERE {where}), '{session_token(0)}') || ')'"
     )
+
+
+def _most_first(word_count: tuple[str, int]) -> tuple[int, str]:
+    """The order of counted words: the highest count first, then the word."""
+    return (-word_count[1], word_count[0])
 
 
 def _match_word(word: str, prefix: bool) -> str:
@@ -332,11 +338,18 @@ class SqliteSearch:
         (:data:`VOCAB_TABLE`, FTS5's ``fts5vocab`` over the body column): only the terms that
         share the token's first :data:`NEAR_PREFIX_CHARS` letters (a range of the term
         B-tree, not the whole vocabulary), of a length within ``max_distance``; the edit
-        distance is computed here. The vocabulary's document counts are of every session and
-        order nothing: the nearest candidates are counted among the messages the caller may
-        see (:meth:`_count_visible`, one statement each, a nearer distance first), and the
-        visible ones are ordered by that count; a farther distance is counted only when the
-        nearer ones give fewer than ``want``."""
+        distance is computed here. A narrow caller's nearest candidates are counted among
+        the messages of its sessions (:meth:`_most_visible`; the vocabulary's document counts,
+        of every session, only bound those counts), the visible ones ordered by that count,
+        a farther distance counted only when the nearer ones give fewer than ``want``. A
+        wider caller's candidates keep the vocabulary's order (nearest, then most frequent
+        over every session) and are proved visible one statement each until ``want`` are
+        (:meth:`_prove`): so which of its visible near words come first, and which are kept
+        past ``want``, follows their frequency in sessions it may not see. Counting them among
+        its visible messages instead (a statement per candidate joining up to
+        :data:`WORD_COUNT_CAP` matches to their sessions) made such a search 0.3-0.6 ms
+        slower at 100k events with a cap of 100 and 1-2.5 ms with 1,000, measured
+        (docs/performance.md), where a narrow caller's counts cost nothing more."""
         if len(token) <= NEAR_PREFIX_CHARS:
             return []
         low = token[:NEAR_PREFIX_CHARS]
@@ -347,23 +360,50 @@ class SqliteSearch:
             f"USING fts5vocab(main, '{FTS_TABLE}', 'col')"
         )
         rows = cur.execute(
-            f"SELECT term FROM {VOCAB_TABLE} WHERE term >= ? AND term < ? "
+            f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term >= ? AND term < ? "
             "AND col = 'body' AND length(term) BETWEEN ? AND ?",
             (low, high, len(token) - max_distance, len(token) + max_distance),
         ).fetchall()
-        by_distance: dict[int, list[str]] = {}
-        for (term,) in rows:
-            if term != token:
-                distance = edit_distance(token, str(term), max_distance)
-                if distance <= max_distance:
-                    by_distance.setdefault(distance, []).append(str(term))
+        near = [
+            (distance, str(term), int(doc))
+            for term, doc in rows
+            if term != token
+            and (distance := edit_distance(token, str(term), max_distance)) <= max_distance
+        ]
+        if not caller.is_narrow:
+            # The vocabulary's order, nearest and most frequent over every session first:
+            # counting each candidate among the visible messages cost a wide caller's search
+            # that finds nothing 0.3-2.5 ms more at 100k events (docs/performance.md).
+            ranked = [(term, doc) for _, term, doc in sorted(near, key=lambda n: (n[0], -n[2]))]
+            proved = self._prove(conn, caller, [t for t, _ in ranked], prefix=False, want=want)
+            docs = dict(ranked)
+            return [(term, docs[term]) for term in proved]
+        by_distance: dict[int, list[tuple[str, int]]] = {}
+        for distance, term, doc in near:
+            by_distance.setdefault(distance, []).append((term, min(doc, WORD_COUNT_CAP)))
         found: list[tuple[str, int]] = []
         for distance in sorted(by_distance):
             if len(found) >= want:
                 break
-            counted = self._count_visible(conn, caller, by_distance[distance], prefix=False)
-            found.extend(sorted(counted, key=lambda wc: (-wc[1], wc[0])))
-        return found[:want]
+            found += self._most_visible(conn, caller, by_distance[distance], want - len(found))
+        return found
+
+    def _most_visible(
+        self, conn: Connection, caller: Caller, words: list[tuple[str, int]], want: int
+    ) -> list[tuple[str, int]]:
+        """The ``want`` of ``words`` that the most messages the caller may see hold (ties:
+        the word), with those counts (:meth:`_count_visible`, capped). Each word comes with
+        an upper bound of its count (the vocabulary's, of every session, capped): the words
+        are counted in the order of their bounds, and counting stops when no word left can
+        reach the ``want``-th count found. The answer is the one counting every word gives:
+        the bounds decide only how many statements run, never which words are returned."""
+        counted: list[tuple[str, int]] = []
+        for word, bound in sorted(words, key=_most_first):
+            if len(counted) >= want and _most_first((word, bound)) > _most_first(counted[want - 1]):
+                break  # this word, and every word after it, has fewer than the want-th
+            counted += self._count_visible(conn, caller, [word], prefix=False)
+            counted.sort(key=_most_first)
+        return counted[:want]
 
     def visible_words(
         self,
@@ -375,9 +415,17 @@ class SqliteSearch:
         want: int = 1,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol: each word proved by one statement, in the order given,
-        until ``want`` are; the count of a proved word is the messages the caller may see that
-        hold it, up to :data:`WORD_COUNT_CAP` (a second statement), when more than one is
-        wanted (one word wanted needs no order)."""
+        until ``want`` are (:meth:`_prove`); their counts are not read (0): the one caller,
+        :mod:`openclaw_fts.suggest`, wants one word, which needs no order."""
+        return [(word, 0) for word in self._prove(conn, caller, words, prefix=prefix, want=want)]
+
+    @staticmethod
+    def _prove(
+        conn: Connection, caller: Caller, words: Sequence[str], *, prefix: bool, want: int
+    ) -> list[str]:
+        """The first ``want`` of ``words`` that match a message the caller may search: one
+        statement each, the MATCH joined to the visibility predicate, stopping at the first
+        visible row."""
         where, params = _visible_sql(caller, None)
         cur = cursor(conn)
         if caller.is_narrow:
@@ -401,33 +449,23 @@ class SqliteSearch:
             params["m"] = _match_word(word, prefix)
             if cur.execute(sql, params).fetchone()[0]:
                 proved.append(word)
-        if want <= 1:
-            return [(word, 0) for word in proved]
-        counted = self._count_visible(conn, caller, proved, prefix=prefix)
-        return sorted(counted, key=lambda wc: (-wc[1], wc[0]))
+        return proved
 
     @staticmethod
     def _count_visible(
         conn: Connection, caller: Caller, words: Sequence[str], *, prefix: bool
     ) -> list[tuple[str, int]]:
-        """Each of ``words`` that matches a message the caller may search, with how many such
-        messages hold it, up to :data:`WORD_COUNT_CAP`: one statement each, the MATCH joined
-        to the visibility predicate (a narrow caller's sessions' tokens in the MATCH, as its
-        ranked statement has them), counting visible rows only, so neither which words are
-        returned nor their counts depend on sessions the caller cannot see."""
+        """Each of ``words`` that matches a message of a narrow caller's sessions, with how
+        many of those messages hold it, up to :data:`WORD_COUNT_CAP`: one statement each, the
+        visible sessions' tokens in the MATCH (as the narrow ranked statement has them), so
+        neither which words are returned nor their counts depend on other sessions."""
+        assert caller.is_narrow
         where, params = _visible_sql(caller, None)
         params["cap"] = WORD_COUNT_CAP
-        if caller.is_narrow:
-            # The visible sessions' tokens in the MATCH: joining each match to its session
-            # read a common word's whole doclist for a caller who sees none of it.
-            rows = f"SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH {_scoped_match(':m', where)}"
-        else:
-            rows = (
-                f"SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
-                f"ON mi.id = {FTS_TABLE}.rowid CROSS JOIN openclaw_sessions AS s "
-                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where}"
-            )
-        sql = f"SELECT count(*) FROM ({rows} LIMIT :cap)"
+        sql = (
+            f"SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} "
+            f"WHERE {FTS_TABLE} MATCH {_scoped_match(':m', where)} LIMIT :cap)"
+        )
         cur = cursor(conn)
         counted: list[tuple[str, int]] = []
         for word in dict.fromkeys(words):
