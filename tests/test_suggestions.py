@@ -75,7 +75,7 @@ def test_never_a_word_the_caller_cannot_search(populated: TranscriptStore) -> No
 
 
 def test_near_words_are_ordered_by_what_the_caller_may_see(
-    store: TranscriptStore, db_url: str
+    store: TranscriptStore, db_engine: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two words one edit from "walrut". Over every session "walrus" is the more frequent
     # (9 messages against 5), mostly in a session of another agent; what main's own session
@@ -93,8 +93,15 @@ def test_near_words_are_ordered_by_what_the_caller_may_see(
     assert store.suggest(EVERYONE, "walrut") == ["walrus", "walnut"]  # 9 against 5
     # A wide caller: its visible counts on PostgreSQL (5 against 1); FTS5's vocabulary order
     # on SQLite, where counting cost more (openclaw_fts/index/sqlite/read.py, near_words).
-    wide = ["walnut", "walrus"] if db_url.startswith("postgresql") else ["walrus", "walnut"]
+    wide = ["walnut", "walrus"] if db_engine == "postgresql" else ["walrus", "walnut"]
     assert store.suggest(MAIN, "walrut") == wide
+    if db_engine == "postgresql":
+        # A narrow caller whose sessions are too many to read row by row: counted through the
+        # GIN index, with the visibility inside the count.
+        from openclaw_fts.index.postgresql import read
+
+        monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", -1)
+        assert store.suggest(SELF, "walrut") == ["walnut", "walrus"]
 
 
 def test_a_batch_names_the_query(populated: TranscriptStore) -> None:

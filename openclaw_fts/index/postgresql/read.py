@@ -79,6 +79,9 @@ _BEGIN_SEARCH_SQL = (
 SESSION_CUSTOM_PLANS = "openclaw_fts_pg_session_custom_plans"
 #: Where a pooled connection marks the transaction it set ``plan_cache_mode`` in.
 _CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
+#: Where a pooled connection remembers, for the current transaction, which narrow callers'
+#: sessions hold at most :data:`NARROW_SCAN_EVENTS` events (:func:`_few_caller_rows`).
+_FEW_ROWS_MEMO = "openclaw_fts_pg_few_rows"
 #: Where a pooled connection remembers ``pending_visible`` answers for one snapshot.
 _PENDING_VISIBLE_MEMO = "openclaw_fts_pg_pending_visible"
 #: Where a pooled connection remembers which words have impact lists
@@ -380,6 +383,23 @@ def _custom_plans(conn: Connection) -> None:
         _keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
 
 
+def _few_caller_rows(conn: Connection, caller: Caller) -> bool:
+    """Whether ``caller`` is narrow and its visible sessions hold at most
+    :data:`NARROW_SCAN_EVENTS` events (:func:`_few_events_sql`): asked once per caller and
+    transaction (the suggestions of one search ask it for each statement they run), so call
+    it after :func:`_one_snapshot`."""
+    if not caller.is_narrow:
+        return False
+    where, params = _visible_sql(caller, None)
+    key = (where, tuple(sorted((k, repr(v)) for k, v in params.items())))
+    memo: dict[Any, bool] = _kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
+    if key not in memo:
+        params["narrow_events"] = NARROW_SCAN_EVENTS
+        memo[key] = bool(conn.execute(text(_few_events_sql(where)), params).scalar())
+        _keep_for_transaction(conn, _FEW_ROWS_MEMO, memo)  # the statement began it
+    return memo[key]
+
+
 class PostgresSearch:
     """The search methods of :class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one
     instance per process, shared by threads: what it remembers lives on the pooled connection,
@@ -579,11 +599,14 @@ class PostgresSearch:
         are lexemes of the index at all: one GIN lookup each (a LATERAL probe per candidate,
         so the planner sees one lexeme at a time; an OR of hundreds of lexemes is estimated
         to match most rows and read by a sequential scan -- measured 1.3 s at 15k rows);
-        the few found are then proved visible by :meth:`visible_words`. A narrow caller whose
-        sessions hold at most :data:`NARROW_SCAN_EVENTS` events keeps instead the candidates
-        among the lexemes of its own rows (a GIN lookup builds the candidate's whole posting
-        list, so the probes cost what the candidates' frequencies over the whole index do:
-        7.8 ms for 107 candidates at 1m messages); the same words survive :meth:`visible_words`.
+        the few found are then proved visible, and counted among the messages the caller may
+        see, by :meth:`visible_words`. A narrow caller whose sessions hold at most
+        :data:`NARROW_SCAN_EVENTS` events keeps instead the candidates among the lexemes of
+        its own rows, counted there, in one statement (a GIN lookup builds the candidate's
+        whole posting list, so the probes cost what the candidates' frequencies over the
+        whole index do: 7.8 ms for 107 candidates at 1m messages, and counting a frequent one
+        over the index 225 ms at 10m, docs/scale.md): the words :meth:`visible_words` would
+        give, with the counts it would give below :data:`WORD_COUNT_CAP`.
         ``max_distance`` beyond 1 is not reached here."""
         if len(token) <= NEAR_PREFIX_CHARS or max_distance < 1:
             return []
@@ -599,25 +622,24 @@ class PostgresSearch:
             return []
         _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         _custom_plans(conn)
-        if caller.is_narrow:
+        if _few_caller_rows(conn, caller):
             where, params = _visible_sql(caller, None)
-            params.update(narrow_events=NARROW_SCAN_EVENTS, words=candidates, want=want)
-            if conn.execute(text(_few_events_sql(where)), params).scalar():
-                # The lexemes of the caller's own rows, counted there: as many rows as its
-                # sessions hold (a GIN probe per candidate would read the candidate's whole
-                # posting list). Each is visible (the rows are), and its count is the number
-                # of the caller's messages that hold it (a tsvector holds a lexeme once).
-                rows = conn.execute(
-                    text(
-                        "SELECT l.lexeme, count(*) AS n FROM openclaw_sessions AS s "
-                        f"CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
-                        f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS l "
-                        f"WHERE {where} AND l.lexeme = ANY(CAST(:words AS text[])) "
-                        'GROUP BY l.lexeme ORDER BY n DESC, l.lexeme COLLATE "C" LIMIT :want'
-                    ),
-                    params,
-                ).all()
-                return [(str(r[0]), int(r[1])) for r in rows]
+            params.update(words=candidates, want=want)
+            # The lexemes of the caller's own rows, counted there: as many rows as its
+            # sessions hold (a GIN probe per candidate would read the candidate's whole
+            # posting list). Each is visible (the rows are), and its count is the number
+            # of the caller's messages that hold it (a tsvector holds a lexeme once).
+            rows = conn.execute(
+                text(
+                    "SELECT l.lexeme, count(*) AS n FROM openclaw_sessions AS s "
+                    f"CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
+                    f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS l "
+                    f"WHERE {where} AND l.lexeme = ANY(CAST(:words AS text[])) "
+                    'GROUP BY l.lexeme ORDER BY n DESC, l.lexeme COLLATE "C" LIMIT :want'
+                ),
+                params,
+            ).all()
+            return [(str(r[0]), int(r[1])) for r in rows]
         # Inside the LATERAL the lexeme is an outer reference, estimated at the default
         # selectivity: a LIMIT 1 then looks cheaper as a sequential scan, which for a lexeme
         # no row holds reads the whole table, per candidate (measured 22 s for 480 candidates
@@ -656,46 +678,42 @@ class PostgresSearch:
         caller may see that hold it, up to :data:`WORD_COUNT_CAP` (the visibility predicate
         inside the count; a word counted 0 is not visible): the count both proves the word
         and orders the words. No vocabulary table: a word no message holds costs one index
-        lookup. A narrow caller's count has the two branches of its ranked statement
-        (:func:`hits_sql`), of which a one-time filter runs one: its sessions' rows tested
-        one by one while they hold at most :data:`NARROW_SCAN_EVENTS` events (no GIN probe,
-        whose bitmap is the word's whole posting list), else the word's GIN matches joined to
-        its sessions. A wider caller's count is the latter: the word's GIN bitmap (as every
-        search of the word reads), then its rows joined to their sessions until
-        :data:`WORD_COUNT_CAP` visible ones are found -- at worst every match of the word,
-        when the caller sees few of them."""
+        lookup. A narrow caller whose sessions hold at most :data:`NARROW_SCAN_EVENTS` events
+        (:func:`_few_caller_rows`) has its sessions' rows tested one by one (no GIN probe,
+        whose bitmap is the word's whole posting list); any other caller's count is the
+        word's GIN matches joined to their sessions until :data:`WORD_COUNT_CAP` visible ones
+        are found -- the word's whole GIN bitmap (as every search of the word reads), and at
+        worst every match of the word, when the caller sees few of them."""
         plain = [w for w in dict.fromkeys(words) if w.isalnum()]  # no tsquery syntax
         if not plain:
             return []
-        where, params = _visible_sql(caller, None)
-        operand = "c.w || ':*'" if prefix else "c.w"
-        query = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, {operand})"
-        params.update(words=plain, cap=WORD_COUNT_CAP)
-        counted = (
-            f"SELECT 1 FROM {CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
-            f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ {query} AND {where}"
-        )
-        if caller.is_narrow:
-            params["narrow_events"] = NARROW_SCAN_EVENTS
-            few = f"({_few_events_sql(where)})"
-            counted = (
-                f"SELECT 1 FROM openclaw_sessions AS s CROSS JOIN LATERAL "
-                f"({_session_rows_sql(None)}) AS mi WHERE {few} AND {where} "
-                f"AND mi.{TSVECTOR_COLUMN} @@ {query} UNION ALL {counted} AND NOT {few}"
-            )
         _one_snapshot(conn)
         _custom_plans(conn)
-        rows = conn.execute(
+        where, params = _visible_sql(caller, None)
+        params.update(words=plain, cap=WORD_COUNT_CAP)
+        if _few_caller_rows(conn, caller):
+            rows = (
+                f"openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
+                f"WHERE {where} AND mi.{TSVECTOR_COLUMN} @@ q.q"
+            )
+        else:
+            rows = (
+                f"{CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
+                f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ q.q AND {where}"
+            )
+        operand = "c.w || ':*'" if prefix else "c.w"
+        # The tsquery once per word (a function in FROM), not once per row tested.
+        found = conn.execute(
             text(
-                f"SELECT c.w, (SELECT count(*) FROM ({counted} LIMIT :cap) AS k) AS n "
-                "FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) ORDER BY c.n"
+                f"SELECT c.w, (SELECT count(*) FROM (SELECT 1 FROM {rows} LIMIT :cap) AS k) "
+                "FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) CROSS JOIN "
+                f"LATERAL to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, {operand}) AS q(q) "
+                "ORDER BY c.n"
             ),
             params,
         ).all()
-        found = sorted(
-            ((str(r[0]), int(r[1])) for r in rows if r[1]), key=lambda wc: (-wc[1], wc[0])
-        )
-        return found[:want]
+        counted = [(str(r[0]), int(r[1])) for r in found if r[1]]
+        return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
         """The stored (masked) body when it is the message's clean text; a body whose CJK was
