@@ -8,7 +8,8 @@ Invariant: every event appended to a stored session — through an ORM flush (``
 higher seq; ids distinct within the append; at most :data:`~openclaw_fts.validation.MAX_SEQ`;
 the derived columns of ``transcript.derived_columns``; checked against what the engine can
 store) and then :func:`write_append` (the backend's ``Writer.insert_events``, which raises
-``last_seq`` in the same call, then ``indexer.on_appended``), in one transaction on the
+``last_seq`` in the same call, then ``indexer.on_appended``; or, for a plain extension of a
+clean session, ``Writer.append_and_extend``, which writes both), in one transaction on the
 caller's connection. :func:`append_events` runs the two back to back; an ORM flush plans in
 ``before_flush`` (the objects become persistent there, so SQLAlchemy's unit of work emits no
 INSERT of its own) and writes in ``after_flush``, inside the flush, so a failed write rolls
@@ -26,7 +27,7 @@ from sqlalchemy import Connection
 from . import indexer, transcript
 from .errors import DuplicateEventError, InvalidEventError, UnknownSessionError, quoted
 from .index.base import Writer, writer
-from .rows import SessionContext
+from .rows import Extension, SessionContext
 from .tokens import is_valid_unicode
 from .validation import EVENT_TEXT_COLUMNS, MAX_SEQ, distinct_event_ids, serialise_event
 
@@ -134,11 +135,28 @@ def plan_append(
 def write_append(conn: Connection, plan: PlannedAppend, *, index: bool = True) -> None:
     """Insert a planned append's rows, raise the session's ``last_seq`` and (``index``) index
     them, in the transaction that planned it. A taken event id raises
-    ``sqlalchemy.exc.IntegrityError``."""
+    ``sqlalchemy.exc.IntegrityError``.
+
+    A plain extension of a clean session, decided before the write without reading anything
+    (``indexer.extension``), is written with its index rows by the backend's
+    ``append_and_extend`` (one statement on PostgreSQL); anything else is written, then
+    indexed by ``indexer.on_appended`` or repaired, as before."""
     if not plan.rows:
         return
-    writer(conn).insert_events(conn, plan.rows, plan.appended[-1].seq)
-    if index:
+    backend = writer(conn)
+    last_seq = plan.appended[-1].seq
+    found = (
+        indexer.extension(None, plan.session_id, plan.appended, plan.context)
+        if index and plan.context is not None
+        else None
+    )
+    if isinstance(found, Extension):
+        backend.append_and_extend(conn, plan.rows, last_seq, found)
+        return
+    backend.insert_events(conn, plan.rows, last_seq)
+    if isinstance(found, indexer.Repair):
+        indexer.repair_or_mark(conn, plan.session_id, was_clean=found.was_clean)
+    elif index:
         indexer.on_appended(conn, plan.session_id, plan.appended, plan.context)
 
 

@@ -160,6 +160,22 @@ class Finish:
     seq_of_tip: Mapping[str, int]
 
 
+@dataclass(frozen=True, slots=True)
+class Extension:
+    """What a plain append adds to a clean session's index (``indexer.extension``): its index
+    rows, the state's new watermark and leaf, the active branch's new tip (``session_id``, the
+    tip's seq; None: the leaf did not move) and the side tips it records (tip, seq, the
+    parent that stops being an inactive tip)."""
+
+    session_id: str
+    state_id: int
+    rows: list[NewRow]
+    indexed_seq: int
+    leaf: str | None
+    tip: tuple[str, int | None] | None
+    side_tips: list[tuple[str, int, str | None]]
+
+
 @dataclass(frozen=True)
 class LeaseWait:
     """Why a reconciler is waiting: who holds the lease and for how much longer (0: until it

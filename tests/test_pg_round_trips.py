@@ -35,6 +35,8 @@ UNTRACKED_ROW = "-1 1 'f' 1 'f' 1 'f'"
 SEARCHES = 4
 #: A frontend message that ends a round trip.
 ROUND_TRIP = re.compile(r"^F\t\d+\t(?:Sync|Query)\b.*$", re.MULTILINE)
+#: A statement the client parses (its text; a prepared one is not sent again).
+PARSE = re.compile(r"^F\t\d+\tParse\t.*$", re.MULTILINE)
 
 
 class Trace:
@@ -56,6 +58,10 @@ class Trace:
     def mark(self) -> int:
         self.handle.flush()
         return len(self.path.read_text())
+
+    def text(self, since: int) -> str:
+        self.handle.flush()
+        return self.path.read_text()[since:]
 
     def round_trips(self, since: int) -> list[str]:
         self.handle.flush()
@@ -108,21 +114,31 @@ def test_a_batch_and_suggestions_still_read_one_snapshot(
     assert "ROLLBACK" in trips[-1], trips
 
 
-def test_an_append_of_several_messages_is_five_round_trips(
+def test_an_append_of_several_messages_is_four_round_trips(
     pg_store: TranscriptStore, tmp_path: Path
 ) -> None:
-    """``BEGIN``, the session row locked and read with its index state, every event and
-    ``last_seq``, every index row with the index state and the branch tip, ``COMMIT``."""
+    """``BEGIN``, the session row locked and read with its index state, ONE statement with
+    every event, ``last_seq``, every index row, the index state and the branch tip,
+    ``COMMIT``."""
     trace = Trace(pg_store, tmp_path / "trace")
     pg_store.search(SELF, "puffin")  # connects
     mark = trace.mark()
-    events = chain([f"puffin number {i}" for i in range(5)], start=3, parent="m2")
+    events = chain([f'puffin \\ "number" {i}' for i in range(5)], start=3, parent="m2")
     assert len(pg_store.append_many("rt-1", events)) == 5
     trips = trace.round_trips(mark)
-    assert len(trips) == 5, trips
+    assert len(trips) == 4, trips
     assert "BEGIN" in trips[0] and "COMMIT" in trips[-1]
-    assert len(pg_store.search(SELF, "puffin")["results"]) == 7
+    parsed = PARSE.findall(trace.text(mark))
+    assert len(parsed) == 2 and "FOR UPDATE" in parsed[0], parsed
+    assert all(t in parsed[1] for t in ("transcript_events", "message_index", "openclaw_branches"))
+    hits = pg_store.search(SELF, "puffin")["results"]
+    assert len(hits) == 7
     assert pg_store.index_status()["pending"] == 0
+    history = pg_store.history(SELF, KEY)
+    assert "messages" in history
+    assert [m["content"] for m in history["messages"]][3:] == [
+        f'puffin \\ "number" {i}' for i in range(5)
+    ]
 
 
 def test_a_read_is_retried_once_when_the_server_cut_its_connection(

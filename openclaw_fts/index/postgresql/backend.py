@@ -28,7 +28,7 @@ from sqlalchemy.exc import DisconnectionError
 
 from ...jsonsafe import stored_event
 from ...query import CompiledQuery
-from ...rows import EVENT_COLUMNS, EventRow, NewRow, SessionContext
+from ...rows import EVENT_COLUMNS, EventRow, Extension, NewRow, SessionContext
 from ..base import Lease, with_sync_driver
 from ..impact import IMPACT_TABLE
 from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
@@ -102,23 +102,27 @@ _EVENT_COLUMN_TYPES = {
     "timestamp_ms": "bigint",
     "event": "text",
 }
-#: :meth:`PostgresqlBackend.insert_events`' statement: every event of an append as arrays
-#: through ``unnest`` (one multi-row INSERT, in order) and the session's ``last_seq`` in a
-#: data-modifying CTE. The ``AFTER INSERT`` trigger that raises ``last_seq`` runs after the
-#: statement and finds nothing left to raise.
-_INSERT_EVENTS_AND_BUMP = (
-    "WITH bump AS (UPDATE openclaw_sessions SET last_seq = :last_seq, "
-    "updated_at = CURRENT_TIMESTAMP WHERE session_id = :bump_sid) "
+#: The data-modifying CTE that raises a session's ``last_seq`` with its events.
+_BUMP = (
+    "bump AS (UPDATE openclaw_sessions SET last_seq = :last_seq, "
+    "updated_at = CURRENT_TIMESTAMP WHERE session_id = :bump_sid)"
+)
+#: Every event of an append as arrays through ``unnest`` (one multi-row INSERT, in order).
+_INSERT_EVENTS = (
     f"INSERT INTO transcript_events ({', '.join(EVENT_COLUMNS)}) "
     "SELECT * FROM unnest("
     + ", ".join(f"CAST(:{c} AS {_EVENT_COLUMN_TYPES[c]}[])" for c in EVENT_COLUMNS)
     + ")"
 )
+#: :meth:`PostgresqlBackend.insert_events`' statement: the events and the session's
+#: ``last_seq`` (:data:`_BUMP`). The ``AFTER INSERT`` trigger that raises ``last_seq`` runs
+#: after the statement and finds nothing left to raise.
+_INSERT_EVENTS_AND_BUMP = f"WITH {_BUMP} {_INSERT_EVENTS}"
 #: :meth:`PostgresqlBackend.extend_index`' statement. The UPDATE runs whether or not any row is
 #: inserted (PostgreSQL runs every data-modifying CTE to completion).
 _EXTEND_INDEX = (
-    "WITH state AS (UPDATE openclaw_index_state SET indexed_seq = :seq, indexed_leaf = :leaf, "
-    "generation = generation + 1 WHERE id = :id) "
+    "WITH state AS (UPDATE openclaw_index_state SET indexed_seq = :indexed_seq, "
+    "indexed_leaf = :leaf, generation = generation + 1 WHERE id = :id) "
     f"INSERT INTO {CONTENT_TABLE} (session_id, seq, event_id, role, timestamp_ms, body, sess) "
     "SELECT * FROM unnest(CAST(:sids AS text[]), CAST(:seqs AS bigint[]), "
     "CAST(:eids AS text[]), CAST(:roles AS text[]), CAST(:ts AS bigint[]), "
@@ -132,6 +136,15 @@ _EXTEND_INDEX_AND_TIP = (
     "first_branch AS (INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
     "SELECT :tip_sid, :leaf, :tip_seq, TRUE WHERE NOT EXISTS (SELECT 1 FROM moved)), "
     + _EXTEND_INDEX.removeprefix("WITH ")
+)
+#: :meth:`PostgresqlBackend.append_and_extend`' statements: an append's events, ``last_seq``,
+#: index rows, index state and (the second) branch tip in ONE statement. Every CTE reads the
+#: statement's one snapshot and none reads what another writes (the index rows reference the
+#: session, not the events), so the order of the writes is immaterial; the events' triggers
+#: and the index rows' statement trigger (:mod:`.impact`) run after it, as after two.
+_APPEND = f"WITH {_BUMP}, events AS ({_INSERT_EVENTS}), " + _EXTEND_INDEX.removeprefix("WITH ")
+_APPEND_AND_TIP = f"WITH {_BUMP}, events AS ({_INSERT_EVENTS}), " + (
+    _EXTEND_INDEX_AND_TIP.removeprefix("WITH ")
 )
 #: :meth:`PostgresqlBackend.locked_context`: the session's row locked and its context read in
 #: one statement.
@@ -289,9 +302,57 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         event id or seq fails the whole statement, the ``UPDATE`` included, with SQLAlchemy's
         ``IntegrityError`` (statements run through ``text()``)."""
         for chunk in _chunks_of_events(rows):
-            params: dict[str, Any] = {c: [r[c] for r in chunk] for c in EVENT_COLUMNS}
-            params.update(last_seq=last_seq, bump_sid=chunk[0]["session_id"])
-            self.run(conn, _INSERT_EVENTS_AND_BUMP, params)
+            self.run_arrays(conn, _INSERT_EVENTS_AND_BUMP, self._events_params(chunk, last_seq))
+
+    def run_arrays(self, conn: Connection, statement: str, params: dict[str, Any]) -> None:
+        """One write whose arrays are large (an append's events and index rows)."""
+        self.run(conn, statement, params)
+
+    def append_and_extend(
+        self, conn: Connection, rows: Sequence[EventRow], last_seq: int, extension: Extension
+    ) -> None:
+        """The append's events, ``last_seq``, index rows, index state and branch tip in ONE
+        statement (:data:`_APPEND`, :data:`_APPEND_AND_TIP`): an append is its locked read
+        and this. An append with side tips, or whose events take more than one
+        :data:`INSERT_CHUNK_CHARS` chunk, writes them in the statements of
+        :meth:`insert_events` and :meth:`extend_index`."""
+        if extension.side_tips or sum(len(r["event"] or "") for r in rows) >= INSERT_CHUNK_CHARS:
+            super().append_and_extend(conn, rows, last_seq, extension)
+            return
+        params = self._events_params(rows, last_seq)
+        params.update(
+            self._extend_params(
+                extension.state_id, extension.rows, extension.indexed_seq, extension.leaf
+            )
+        )
+        if extension.tip is None:
+            self.run_arrays(conn, _APPEND, params)
+            return
+        params.update(tip_sid=extension.tip[0], tip_seq=extension.tip[1])
+        self.run_arrays(conn, _APPEND_AND_TIP, params)
+
+    @staticmethod
+    def _events_params(rows: Sequence[EventRow], last_seq: int) -> dict[str, Any]:
+        params: dict[str, Any] = {c: [r[c] for r in rows] for c in EVENT_COLUMNS}
+        params.update(last_seq=last_seq, bump_sid=rows[0]["session_id"])
+        return params
+
+    @staticmethod
+    def _extend_params(
+        state_id: int, rows: Sequence[NewRow], indexed_seq: int, leaf: str | None
+    ) -> dict[str, Any]:
+        return {
+            "id": state_id,
+            "indexed_seq": indexed_seq,
+            "leaf": leaf,
+            "sids": [r.session_id for r in rows],
+            "seqs": [r.seq for r in rows],
+            "eids": [r.event_id for r in rows],
+            "roles": [r.role for r in rows],
+            "ts": [r.timestamp_ms for r in rows],
+            "bodies": [indexable_body(r.body) for r in rows],
+            "sess": [r.sess for r in rows],
+        }
 
     def extend_index(
         self,
@@ -306,23 +367,12 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         """The appended rows, the session's new index watermark and, with ``tip``, its active
         branch's new tip in ONE statement (data-modifying CTEs; the rows as arrays through
         ``unnest``, in order): an append's index side is one round trip."""
-        params: dict[str, Any] = {
-            "id": state_id,
-            "seq": indexed_seq,
-            "leaf": leaf,
-            "sids": [r.session_id for r in rows],
-            "seqs": [r.seq for r in rows],
-            "eids": [r.event_id for r in rows],
-            "roles": [r.role for r in rows],
-            "ts": [r.timestamp_ms for r in rows],
-            "bodies": [indexable_body(r.body) for r in rows],
-            "sess": [r.sess for r in rows],
-        }
+        params = self._extend_params(state_id, rows, indexed_seq, leaf)
         if tip is None:
-            self.run(conn, _EXTEND_INDEX, params)
+            self.run_arrays(conn, _EXTEND_INDEX, params)
             return
         params.update(tip_sid=tip[0], tip_seq=tip[1])
-        self.run(conn, _EXTEND_INDEX_AND_TIP, params)
+        self.run_arrays(conn, _EXTEND_INDEX_AND_TIP, params)
 
     def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
         if ids:
