@@ -53,6 +53,21 @@ def _text(statement: str) -> TextClause:
     return text(statement)
 
 
+#: A bound array of :func:`_psycopg_sql`'s statements (``CAST(:name AS type[])``) ...
+_ARRAY_PARAM = re.compile(r"CAST\(:(\w+) AS (\w+\[\])\)")
+#: ... and any other bound parameter.
+_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+
+
+@functools.lru_cache(maxsize=64)
+def _psycopg_sql(statement: str) -> str:
+    """``statement`` (``:name`` parameters, no ``%``) in psycopg's own placeholders: each array
+    as ``%(name)b``, sent in binary — psycopg's text format would quote each element and escape
+    every ``"`` and ``\\`` of an event's JSON with a regular-expression substitution — and any
+    other parameter as ``%(name)s``."""
+    return _PARAM.sub(r"%(\1)s", _ARRAY_PARAM.sub(r"CAST(%(\1)b AS \2)", statement))
+
+
 #: A ``tsvector`` cannot exceed 1 MB (its size grows with the distinct words and, up to 256
 #: each, their positions, not with the text's length). A message whose estimated ``tsvector``
 #: stays under :data:`TSVECTOR_BUDGET_BYTES` is indexed whole, however long (10 MB of a few
@@ -305,8 +320,14 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
             self.run_arrays(conn, _INSERT_EVENTS_AND_BUMP, self._events_params(chunk, last_seq))
 
     def run_arrays(self, conn: Connection, statement: str, params: dict[str, Any]) -> None:
-        """One write whose arrays are large (an append's events and index rows)."""
-        self.run(conn, statement, params)
+        """One write whose arrays are large (an append's events and index rows). On psycopg,
+        its arrays bound in binary (:func:`_psycopg_sql`; still through SQLAlchemy, so a
+        violated constraint raises its ``IntegrityError``); on another driver (asyncpg under
+        a host's ``AsyncSession``) through ``text()`` as any statement."""
+        if conn.dialect.driver == PSYCOPG:
+            conn.exec_driver_sql(_psycopg_sql(statement), params)
+        else:
+            self.run(conn, statement, params)
 
     def append_and_extend(
         self, conn: Connection, rows: Sequence[EventRow], last_seq: int, extension: Extension
