@@ -439,7 +439,8 @@ def finalize(conn: Connection, plan: Plan) -> None:
     )
 
 
-def start_empty(conn: Connection, session_id: str) -> None:
+def start_empty(conn: Connection, session_id: str) -> StateRow:
     """A session created with no events: a clean, empty index state and an empty branch."""
-    create_state(conn, session_id, clean=True)
+    state = create_state(conn, session_id, clean=True)
     writer(conn).write_branches(conn, session_id, transcript.resolve_tree(()), {})
+    return state

@@ -208,6 +208,23 @@ class Writer(Protocol):
         allows; the same ``IntegrityError`` as :meth:`insert_events` when an id is taken."""
         ...
 
+    #: Whether :meth:`append_guarded` can write an append (else it always answers False).
+    one_statement_appends: bool
+
+    def append_guarded(
+        self,
+        conn: Connection,
+        rows: Sequence[EventRow],
+        last_seq: int,
+        extension: Extension,
+        known: SessionContext,
+    ) -> bool:
+        """:meth:`lock_session` and :meth:`append_and_extend` in one statement that writes only
+        while the session's :meth:`locked_context` would still read ``known``; True when it
+        wrote, False when it wrote nothing (the guard failed, or the engine or the append
+        does not allow it: the caller appends in a transaction instead)."""
+        ...
+
     def unstorable(self, values: Iterable[object]) -> str | None:
         """Why one of these text values cannot be stored on this engine (None: all can)."""
         ...

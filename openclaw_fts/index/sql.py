@@ -216,6 +216,19 @@ class SqlBackend:
             raise IntegrityError(_INSERT_EVENTS, None, exc) from None
         self.run(conn, _BUMP_SESSION, {"seq": last_seq, "sid": rows[0]["session_id"]})
 
+    #: One statement per append is PostgreSQL's (SQLite's write lock is the transaction's).
+    one_statement_appends = False
+
+    def append_guarded(
+        self,
+        conn: Connection,
+        rows: Sequence[EventRow],
+        last_seq: int,
+        extension: Extension,
+        known: SessionContext,
+    ) -> bool:
+        return False
+
     def append_and_extend(
         self, conn: Connection, rows: Sequence[EventRow], last_seq: int, extension: Extension
     ) -> None:

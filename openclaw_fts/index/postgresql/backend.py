@@ -161,6 +161,49 @@ _APPEND = f"WITH {_BUMP}, events AS ({_INSERT_EVENTS}), " + _EXTEND_INDEX.remove
 _APPEND_AND_TIP = f"WITH {_BUMP}, events AS ({_INSERT_EVENTS}), " + (
     _EXTEND_INDEX_AND_TIP.removeprefix("WITH ")
 )
+#: :meth:`PostgresqlBackend.append_guarded`'s guard: the session's row and its index state
+#: locked (``FOR UPDATE OF`` both, the session's first as every append takes them; a row a
+#: concurrent transaction changed is read again at its newest version) and equal to what the
+#: caller expects: ``last_seq``, incognito, the state's id, watermark, leaf, generation, clean
+#: and current.
+_GUARD = (
+    "guard AS (SELECT 1 FROM openclaw_sessions s JOIN openclaw_index_state st "
+    "ON st.session_id = s.session_id WHERE s.session_id = :bump_sid "
+    "AND s.last_seq = :known_last_seq AND s.incognito = :known_incognito AND st.id = :id "
+    "AND st.indexed_seq = :known_indexed_seq "
+    "AND st.indexed_leaf IS NOT DISTINCT FROM CAST(:known_leaf AS text) "
+    "AND st.generation = :known_generation AND st.needs_rebuild = FALSE "
+    "AND st.index_version = :known_version FOR UPDATE OF s, st)"
+)
+_GUARDED = " AND EXISTS (SELECT 1 FROM guard)"
+#: Every write of :data:`_APPEND_AND_TIP` as a data-modifying CTE that runs only when
+#: :data:`_GUARD` holds; the statement answers 1 (written) or 0 (nothing written).
+_GUARDED_APPEND_AND_TIP = (
+    f"WITH {_GUARD}, "
+    "bump AS (UPDATE openclaw_sessions SET last_seq = :last_seq, "
+    f"updated_at = CURRENT_TIMESTAMP WHERE session_id = :bump_sid{_GUARDED}), "
+    f"events AS ({_INSERT_EVENTS} WHERE TRUE{_GUARDED}), "
+    "moved AS (UPDATE openclaw_branches SET tip_id = :leaf, tip_seq = :tip_seq "
+    f"WHERE session_id = :bump_sid AND is_active = TRUE{_GUARDED} RETURNING 1), "
+    "first_branch AS (INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
+    "SELECT :bump_sid, :leaf, :tip_seq, TRUE WHERE NOT EXISTS (SELECT 1 FROM moved)"
+    f"{_GUARDED}), "
+    "state AS (UPDATE openclaw_index_state SET indexed_seq = :indexed_seq, "
+    f"indexed_leaf = :leaf, generation = generation + 1 WHERE id = :id{_GUARDED}), "
+    f"index_rows AS (INSERT INTO {CONTENT_TABLE} "
+    "(session_id, seq, event_id, role, timestamp_ms, body, sess) "
+    "SELECT * FROM unnest(CAST(:sids AS text[]), CAST(:seqs AS bigint[]), "
+    "CAST(:eids AS text[]), CAST(:roles AS text[]), CAST(:ts AS bigint[]), "
+    f"CAST(:bodies AS text[]), CAST(:sess AS text[])) WHERE TRUE{_GUARDED}) "
+    "SELECT count(*) FROM guard"
+)
+#: ... without moving the branch tip.
+_GUARDED_APPEND = _GUARDED_APPEND_AND_TIP.replace(
+    _GUARDED_APPEND_AND_TIP[
+        _GUARDED_APPEND_AND_TIP.index("moved AS") : _GUARDED_APPEND_AND_TIP.index("state AS")
+    ],
+    "",
+)
 #: :meth:`PostgresqlBackend.locked_context`: the session's row locked and its context read in
 #: one statement.
 _LOCKED_CONTEXT = f"{SESSION_CONTEXT} FOR UPDATE OF s"
@@ -266,6 +309,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     hot_standbys = True
     transaction_poolers = True
     partitions_by_agent = True
+    one_statement_appends = True
 
     #: The JSON of a row whose ``parent_id`` column is empty (few: roots and malformed rows);
     #: :meth:`parent_type` reads it.
@@ -319,15 +363,14 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         for chunk in _chunks_of_events(rows):
             self.run_arrays(conn, _INSERT_EVENTS_AND_BUMP, self._events_params(chunk, last_seq))
 
-    def run_arrays(self, conn: Connection, statement: str, params: dict[str, Any]) -> None:
+    def run_arrays(self, conn: Connection, statement: str, params: dict[str, Any]) -> Any:
         """One write whose arrays are large (an append's events and index rows). On psycopg,
         its arrays bound in binary (:func:`_psycopg_sql`; still through SQLAlchemy, so a
         violated constraint raises its ``IntegrityError``); on another driver (asyncpg under
         a host's ``AsyncSession``) through ``text()`` as any statement."""
         if conn.dialect.driver == PSYCOPG:
-            conn.exec_driver_sql(_psycopg_sql(statement), params)
-        else:
-            self.run(conn, statement, params)
+            return conn.exec_driver_sql(_psycopg_sql(statement), params)
+        return self.run(conn, statement, params)
 
     def append_and_extend(
         self, conn: Connection, rows: Sequence[EventRow], last_seq: int, extension: Extension
@@ -351,6 +394,47 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
             return
         params.update(tip_sid=extension.tip[0], tip_seq=extension.tip[1])
         self.run_arrays(conn, _APPEND_AND_TIP, params)
+
+    def append_guarded(
+        self,
+        conn: Connection,
+        rows: Sequence[EventRow],
+        last_seq: int,
+        extension: Extension,
+        known: SessionContext,
+    ) -> bool:
+        """:meth:`append_and_extend` in ONE statement that also takes the append lock
+        (:data:`_GUARDED_APPEND`, :data:`_GUARDED_APPEND_AND_TIP`): it writes only while the
+        session and its index state are still ``known`` (what :meth:`locked_context` would
+        read), and answers whether it wrote. On a connection in autocommit the append is then
+        one round trip. An append with side tips, or whose events take more than one chunk,
+        is not tried (False)."""
+        state = known.state
+        if (
+            state is None
+            or extension.side_tips
+            or sum(len(r["event"] or "") for r in rows) >= INSERT_CHUNK_CHARS
+        ):
+            return False
+        params = self._events_params(rows, last_seq)
+        params.update(
+            self._extend_params(
+                extension.state_id, extension.rows, extension.indexed_seq, extension.leaf
+            ),
+            known_last_seq=known.last_seq,
+            known_incognito=known.incognito,
+            known_indexed_seq=state.indexed_seq,
+            known_leaf=state.indexed_leaf,
+            known_generation=state.generation,
+            known_version=state.index_version,
+        )
+        if extension.state_id != state.id:
+            return False
+        statement = _GUARDED_APPEND
+        if extension.tip is not None:
+            params.update(tip_seq=extension.tip[1])
+            statement = _GUARDED_APPEND_AND_TIP
+        return bool(self.run_arrays(conn, statement, params).scalar())
 
     @staticmethod
     def _events_params(rows: Sequence[EventRow], last_seq: int) -> dict[str, Any]:
