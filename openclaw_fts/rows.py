@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 #: 5: and more (values under names that say little, YAML tags, INI continuation lines, …).
 #: 6: and more (Gradle/DSL ``name "value"`` lines, connection-string ``Pwd=``, UUIDs under a
 #: ``<word>_key`` name, SDK start-up keys, Composio keys; docs/redaction.md).
-INDEX_VERSION = 6
+#: 7: a URL's or ``curl -u``'s password shaped like a field name (``db_password``) is masked.
+INDEX_VERSION = 7
 
 # --------------------------------------------------------------------------- the read side
 
