@@ -334,6 +334,10 @@ class Bench:
     def baseline(self, path: Path, *, create: bool = True) -> Any:
         return raw.Baseline(path, create=create)
 
+    def settle(self, store: Any) -> None:
+        """After the live ingest, what a host does after a bulk load before searching. SQLite:
+        nothing (its writer tracks newly frequent words itself, from FTS5's vocabulary)."""
+
     def count_index_rows(self, path: Path) -> int:
         with contextlib.closing(self.raw_conn(path)) as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -465,6 +469,7 @@ class Bench:
         if status["pending"]:
             self.warn(f"live ingest left {status['pending']} pending sessions; reconciling")
             store.reconcile()
+        self.settle(store)
         store.close()
         base.checkpoint()
         base.close()

@@ -8,25 +8,32 @@ Invariant: every event appended to a stored session — through an ORM flush (``
 higher seq; ids distinct within the append; at most :data:`~openclaw_fts.validation.MAX_SEQ`;
 the derived columns of ``transcript.derived_columns``; checked against what the engine can
 store) and then :func:`write_append` (the backend's ``Writer.insert_events``, which raises
-``last_seq`` in the same call, then ``indexer.on_appended``), in one transaction on the
+``last_seq`` in the same call, then ``indexer.on_appended``; or, for a plain extension of a
+clean session, ``Writer.append_and_extend``, which writes both), in one transaction on the
 caller's connection. :func:`append_events` runs the two back to back; an ORM flush plans in
 ``before_flush`` (the objects become persistent there, so SQLAlchemy's unit of work emits no
 INSERT of its own) and writes in ``after_flush``, inside the flush, so a failed write rolls
-the flush back as SQLAlchemy's own would.
+the flush back as SQLAlchemy's own would. The one exception to the locked read:
+:func:`append_in_one_statement` numbers and indexes from what an :class:`AppendMemo`
+remembers, in ONE statement (``Writer.append_guarded``) that takes the lock and writes only
+if the session still is what was remembered — the same writes the locked read would have
+led to, or none.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 from . import indexer, transcript
 from .errors import DuplicateEventError, InvalidEventError, UnknownSessionError, quoted
-from .index.base import Writer, writer
-from .rows import SessionContext
+from .index.base import Writer, backend, writer
+from .rows import Extension, SessionContext, StateRow
 from .tokens import is_valid_unicode
 from .validation import EVENT_TEXT_COLUMNS, MAX_SEQ, distinct_event_ids, serialise_event
 
@@ -105,11 +112,14 @@ def plan_append(
     seqs: Sequence[int | None] | None = None,
     *,
     created: bool = False,
+    known: SessionContext | None = None,
 ) -> PlannedAppend:
     """Validate ``events`` (in append order; ``seqs[i]``: a seq the host gave, or None) and
     number them after the session's ``last_seq``; writes nothing. Takes the session's append
     lock and reads its ``last_seq`` on ``conn`` — unless ``created``: the session's row is
     written later in the same ORM flush, so it has no event yet and nobody else can see it.
+    ``known``: the session as the caller expects it, used instead of the locked read (only
+    for :func:`append_in_one_statement`, whose write checks it under the lock).
     Raises on bad input, an unknown session, two events with one id or a taken seq."""
     if not isinstance(session_id, str) or not is_valid_unicode(session_id):
         raise UnknownSessionError(f"unknown session {quoted(session_id)}")
@@ -117,8 +127,8 @@ def plan_append(
     backend = writer(conn)
     if backend.unstorable([session_id]) is not None:
         raise UnknownSessionError(f"unknown session {quoted(session_id)}")  # none can hold it
-    context: SessionContext | None = None
-    if not created:
+    context = known
+    if not created and context is None:
         context = backend.locked_context(conn, session_id)
         if context is None:
             raise UnknownSessionError(f"unknown session {quoted(session_id)}")
@@ -131,22 +141,136 @@ def plan_append(
     return PlannedAppend(session_id, rows, [item for item, _ in numbered], context)
 
 
-def write_append(conn: Connection, plan: PlannedAppend, *, index: bool = True) -> None:
+def write_append(conn: Connection, plan: PlannedAppend, *, index: bool = True) -> Extension | None:
     """Insert a planned append's rows, raise the session's ``last_seq`` and (``index``) index
     them, in the transaction that planned it. A taken event id raises
-    ``sqlalchemy.exc.IntegrityError``."""
+    ``sqlalchemy.exc.IntegrityError``.
+
+    A plain extension of a clean session, decided before the write without reading anything
+    (``indexer.extension``), is written with its index rows by the backend's
+    ``append_and_extend`` (one statement on PostgreSQL); anything else is written, then
+    indexed by ``indexer.on_appended`` or repaired, as before. Returns the extension when it
+    was one."""
     if not plan.rows:
-        return
-    writer(conn).insert_events(conn, plan.rows, plan.appended[-1].seq)
-    if index:
+        return None
+    backend = writer(conn)
+    last_seq = plan.appended[-1].seq
+    found = (
+        indexer.extension(None, plan.session_id, plan.appended, plan.context)
+        if index and plan.context is not None
+        else None
+    )
+    if isinstance(found, Extension):
+        backend.append_and_extend(conn, plan.rows, last_seq, found)
+        return found
+    backend.insert_events(conn, plan.rows, last_seq)
+    if isinstance(found, indexer.Repair):
+        indexer.repair_or_mark(conn, plan.session_id, was_clean=found.was_clean)
+    elif index:
         indexer.on_appended(conn, plan.session_id, plan.appended, plan.context)
+    return None
 
 
 def append_events(
-    conn: Connection, session_id: str, events: Sequence[Mapping[str, Any]]
+    conn: Connection,
+    session_id: str,
+    events: Sequence[Mapping[str, Any]],
+    memo: AppendMemo | None = None,
 ) -> list[int]:
     """Append ``events`` to a session on ``conn`` (:func:`plan_append`, then
-    :func:`write_append`); returns their seqs. Raises on bad input."""
+    :func:`write_append`); returns their seqs. Raises on bad input. ``memo``: remembers the
+    session as the append leaves it (a plain extension), or forgets it, on an engine that
+    has one-statement appends (on another, it stays empty)."""
     plan = plan_append(conn, session_id, events)
-    write_append(conn, plan)
+    found = write_append(conn, plan)
+    if memo is not None and writer(conn).one_statement_appends:
+        memo.note(plan, found)
     return [a.seq for a in plan.appended]
+
+
+def append_in_one_statement(
+    engine: Engine, session_id: str, events: Sequence[Mapping[str, Any]], memo: AppendMemo
+) -> list[int] | None:
+    """Append ``events`` as ONE statement in autocommit, no transaction around it, when the
+    engine allows it (``Writer.one_statement_appends``), ``memo`` knows the session and the
+    append is a plain extension of it: planned from what ``memo`` knows, written by
+    ``Writer.append_guarded``, which checks under the append lock that the session is still
+    what ``memo`` says and writes nothing otherwise. Returns the seqs, or None when nothing
+    was written (the caller then appends in a transaction, :func:`append_events`). Raises
+    on bad input, and ``sqlalchemy.exc.IntegrityError`` on a taken event id (nothing
+    written)."""
+    known = memo.get(session_id)
+    if known is None:
+        return None
+    with engine.connect() as base:
+        found_backend = backend(base)
+        if not found_backend.one_statement_appends:
+            return None
+        conn = base.execution_options(**found_backend.snapshot_options(one_statement=True))
+        plan = plan_append(conn, session_id, events, known=known)
+        found = indexer.extension(None, session_id, plan.appended, known)
+        if not isinstance(found, Extension):
+            return None
+        memo.forget(session_id)  # remembered again below, once written
+        if not found_backend.append_guarded(conn, plan.rows, plan.appended[-1].seq, found, known):
+            return None
+        memo.note(plan, found)
+    return [a.seq for a in plan.appended]
+
+
+#: Sessions an :class:`AppendMemo` remembers (the most recently appended to).
+REMEMBERED_SESSIONS = 4096
+
+
+class AppendMemo:
+    """What one store knows of the sessions it appended to: each one's context as its last
+    plain extension left it (``last_seq``, incognito, index state), so its next append can
+    skip the locked read (:func:`append_in_one_statement`). Only a hint: the write checks it
+    under the lock. Thread-safe; at most :data:`REMEMBERED_SESSIONS`, the least recent
+    forgotten first."""
+
+    def __init__(self, size: int = REMEMBERED_SESSIONS) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._known: OrderedDict[str, SessionContext] = OrderedDict()
+
+    def get(self, session_id: str) -> SessionContext | None:
+        """What is remembered of ``session_id`` (None: nothing, or not a session id at all —
+        :func:`plan_append` refuses it in a transaction)."""
+        if not isinstance(session_id, str):
+            return None
+        with self._lock:
+            return self._known.get(session_id)
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._known.pop(session_id, None)
+
+    def put(self, session_id: str, context: SessionContext) -> None:
+        """Remember ``session_id`` as ``context`` (the most recent)."""
+        with self._lock:
+            self._known[session_id] = context
+            self._known.move_to_end(session_id)
+            while len(self._known) > self._size:
+                self._known.popitem(last=False)
+
+    def note(self, plan: PlannedAppend, found: Extension | None) -> None:
+        """Remember the session as ``plan`` written as ``found`` leaves it (None: not a plain
+        extension, forgotten)."""
+        context, state = plan.context, plan.context.state if plan.context else None
+        if found is None or context is None or state is None or not plan.appended:
+            self.forget(plan.session_id)
+            return
+        after = SessionContext(
+            plan.appended[-1].seq,
+            context.incognito,
+            StateRow(
+                state.id,
+                found.indexed_seq,
+                found.leaf,
+                False,
+                state.generation + 1,
+                state.index_version,
+            ),
+        )
+        self.put(plan.session_id, after)

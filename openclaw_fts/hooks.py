@@ -49,7 +49,7 @@ from .errors import (
 )
 from .index.base import backend
 from .models import AgentSession, TranscriptEvent
-from .rows import EVENT_COLUMNS
+from .rows import EVENT_COLUMNS, SessionContext
 from .validation import MAX_EVENT_BYTES as MAX_EVENT_BYTES
 from .validation import MAX_EVENT_DEPTH as MAX_EVENT_DEPTH
 from .validation import MAX_SEQ as MAX_SEQ
@@ -61,6 +61,9 @@ from .validation import (
 
 #: Key under which a flush's work travels from ``before_flush`` to ``after_flush``.
 _INFO_KEY = "openclaw_fts.flush"
+#: ``Session.info`` key: the sessions the session's flushes created, each as its context
+#: (``SessionContext``) right after, by id (``TranscriptStore.create_session`` remembers it).
+CREATED_KEY = "openclaw_fts.created"
 #: Key of the appended objects made persistent in ``before_flush``, each with the transaction
 #: (the innermost savepoint, else the root) whose rollback sends them back to transient.
 _PERSISTED_KEY = "openclaw_fts.persisted"
@@ -223,7 +226,9 @@ def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
     for sid in work.new_sessions:
         context = indexer.read_context(conn, sid)
         if context is not None and context.state is None:
-            indexer.start_empty(conn, sid)
+            state = indexer.start_empty(conn, sid)
+            created = session.info.setdefault(CREATED_KEY, {})
+            created[sid] = SessionContext(context.last_seq, context.incognito, state)
     for plan in work.appends:
         try:
             write_append(conn, plan, index=plan.session_id not in work.rebuild)

@@ -25,7 +25,7 @@ from . import transcript
 from .index.base import reader, writer
 from .index.pending import is_exact
 from .jsonsafe import stored_event as parse_event
-from .rows import Finish, NewRow, SessionContext, StateRow, StoredRow, session_token
+from .rows import Extension, Finish, NewRow, SessionContext, StateRow, StoredRow, session_token
 from .tokens import index_body
 
 #: A stale session whose active branch is at most this many events is repaired inline, in the
@@ -89,27 +89,50 @@ def on_appended(
     context: SessionContext | None = None,
 ) -> None:
     """Index what was just appended to one session: extend the indexed branch, or repair.
-    ``context`` is the session as read before the append (saves a query when given).
-
-    The fast path handles only appends whose place ``transcript.resolve_tree`` gives without
-    the rest of the tree; anything else goes to :func:`repair_or_mark` (the diff). It trusts
-    ``indexed_leaf`` only when it is set: :func:`finalize` leaves it empty unless the indexed
-    branch is a rooted path (``Tree.rooted``), and a fresh session has no events at all."""
+    ``context`` is the session as read before the append (saves a query when given)."""
     context = context or read_context(conn, session_id)
     if context is None or not appended:
         return
+    found = extension(conn, session_id, appended, context)
+    if isinstance(found, Extension):
+        extend(conn, found)
+    elif found is not None:  # never None when given a connection
+        repair_or_mark(conn, session_id, was_clean=found.was_clean)
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """:func:`extension`'s answer for an append that is not a plain extension: diff the
+    session (``was_clean``: it was clean at its watermark before the append)."""
+
+    was_clean: bool
+
+
+def extension(
+    conn: Connection | None,
+    session_id: str,
+    appended: Sequence[Appended],
+    context: SessionContext,
+) -> Extension | Repair | None:
+    """What ``appended`` (already stored, or about to be in the same statement) adds to the
+    session's index, or :class:`Repair`. ``conn`` None: decided without reading the database
+    at all, and None when that needs a read (an append that names an earlier event but not
+    the indexed leaf or the append cursor).
+
+    The fast path handles only appends whose place ``transcript.resolve_tree`` gives without
+    the rest of the tree; anything else is a repair (the diff). It trusts ``indexed_leaf``
+    only when it is set: :func:`finalize` leaves it empty unless the indexed branch is a
+    rooted path (``Tree.rooted``), and a fresh session has no events at all."""
     incognito, state = context.incognito, context.state
     if (
         state is None
         or state.indexed_seq != appended[0].seq - 1  # exact up to just before this append
         or not is_exact(state, state.indexed_seq)
     ):
-        repair_or_mark(conn, session_id)
-        return
+        return Repair(was_clean=False)
     leaf = state.indexed_leaf
     if leaf is None and state.indexed_seq >= 0:
-        repair_or_mark(conn, session_id, was_clean=True)  # empty, unrooted or "no leaf" branch
-        return
+        return Repair(was_clean=True)  # empty, unrooted or "no leaf" branch
     rows: list[NewRow] = []
     token = session_token(state.id)
     expected = appended[0].seq
@@ -120,8 +143,7 @@ def on_appended(
     for item in appended:
         node = item.node
         if item.seq != expected or node.type == transcript.LEAF_TYPE:
-            repair_or_mark(conn, session_id, was_clean=True)
-            return
+            return Repair(was_clean=True)
         expected += 1
         canonical = node.type in transcript.CANONICAL_TYPES
         if (
@@ -136,9 +158,10 @@ def on_appended(
             # branch is a rooted path); only the branch records gain a tip (and its parent, if
             # it was an inactive tip, loses one). It becomes the append cursor.
             parent = _off_branch_parent(conn, session_id, node, leaf) if leaf else _UNRESOLVED
+            if parent == _UNREAD:
+                return None
             if parent == _UNRESOLVED:
-                repair_or_mark(conn, session_id, was_clean=True)
-                return
+                return Repair(was_clean=True)
             side_tips.append((node.event_id, item.seq, parent if parent != leaf else None))
             cursor = node.event_id
             continue
@@ -146,41 +169,53 @@ def on_appended(
             not node.has_parent
             or node.parent_id == leaf
             or (cursor != _UNRESOLVED and node.parent_id == cursor)
-            or (
-                item is appended[0]
-                and _extends_leaf(conn, session_id, node.parent_id, item.seq, leaf)
-            )
         ):
-            repair_or_mark(conn, session_id, was_clean=True)
-            return
+            if item is not appended[0]:
+                return Repair(was_clean=True)
+            if conn is None:
+                return None
+            if not _extends_leaf(conn, session_id, node.parent_id, item.seq, leaf):
+                return Repair(was_clean=True)
         leaf = cursor = node.event_id
         row = None if incognito else transcript.index_row(item.seq, item.event)
         if row is not None:
             rows.append(_new_row(session_id, token, row))
-    backend = writer(conn)
     tip = (session_id, _seq_of(appended, leaf)) if leaf != state.indexed_leaf else None
-    backend.extend_index(conn, state.id, rows, appended[-1].seq, leaf, tip=tip)
-    if side_tips:
-        backend.add_side_tips(conn, session_id, side_tips)
+    return Extension(session_id, state.id, rows, appended[-1].seq, leaf, tip, side_tips)
+
+
+def extend(conn: Connection, found: Extension) -> None:
+    """Write an :class:`Extension` of events already stored."""
+    backend = writer(conn)
+    backend.extend_index(
+        conn, found.state_id, found.rows, found.indexed_seq, found.leaf, tip=found.tip
+    )
+    if found.side_tips:
+        backend.add_side_tips(conn, found.session_id, found.side_tips)
 
 
 #: The fast path could not tell where an append hangs without resolving the tree.
 _UNRESOLVED = "\0unresolved"
+#: ... nor without a read, and was given no connection.
+_UNREAD = "\0unread"
 
 
 def _off_branch_parent(
-    conn: Connection, session_id: str, node: transcript.TreeNode, leaf: str
+    conn: Connection | None, session_id: str, node: transcript.TreeNode, leaf: str
 ) -> str | None:
     """Where ``transcript.resolve_tree`` hangs a side append or an opaque row: the current leaf
     when it names no parent (side appends only), null for an explicit null, else the earlier
     tree event it names; ``_UNRESOLVED`` when it names a leaf control, an unknown id, a header
-    or a row written without derived columns (rare: left to a repair)."""
+    or a row written without derived columns (rare: left to a repair); ``_UNREAD`` when that
+    needs a read and ``conn`` is None."""
     if not node.has_parent:
         return leaf
     if node.parent_id is None:
         return None
     if node.parent_id == leaf:
         return leaf
+    if conn is None:
+        return _UNREAD
     row = reader(conn).earlier_event(conn, session_id, node.parent_id, node.seq)
     if row is None or row.type in (None, transcript.LEAF_TYPE, transcript.HEADER_TYPE):
         return _UNRESOLVED
@@ -404,7 +439,8 @@ def finalize(conn: Connection, plan: Plan) -> None:
     )
 
 
-def start_empty(conn: Connection, session_id: str) -> None:
+def start_empty(conn: Connection, session_id: str) -> StateRow:
     """A session created with no events: a clean, empty index state and an empty branch."""
-    create_state(conn, session_id, clean=True)
+    state = create_state(conn, session_id, clean=True)
     writer(conn).write_branches(conn, session_id, transcript.resolve_tree(()), {})
+    return state

@@ -320,8 +320,12 @@ def _trim_value(text: str, start: int, end: int) -> int:
     return end
 
 
-def _is_reference(value: str, name: str | None) -> bool:
-    """Whether ``value`` names a secret instead of being one (``$TOKEN``, ``null``, …)."""
+def _is_reference(value: str, name: str | None, literal: bool = False) -> bool:
+    """Whether ``value`` names a secret instead of being one (``$TOKEN``, ``null``, …).
+
+    ``literal``: the value sits where no variable or field name can stand (a URL's password,
+    ``curl -u user:password``), so a name-shaped value (``db_password``) is the secret itself.
+    """
     if value in _PLACEHOLDERS or _BRACE_PLACEHOLDER_RE.fullmatch(value):
         return True  # a format placeholder (``key=%s``, ``token={}``)
     if value.startswith(_TEMPLATE_PREFIXES) or value.startswith(_SOURCE_PREFIXES):
@@ -332,7 +336,7 @@ def _is_reference(value: str, name: str | None) -> bool:
         or _FORMAT_FIELD_RE.fullmatch(value)
     ):
         return True  # ``= [PGconn_ptr]``, ``": {``, ``'[secret key]'``, ``f'{name}.lang'``
-    if "EXAMPLE" in value or _NAME_VALUE_RE.fullmatch(value):
+    if "EXAMPLE" in value or (not literal and _NAME_VALUE_RE.fullmatch(value)):
         return True  # AWS's documentation placeholder; ``"input_token": "next_token"``
     if (
         MIN_PLACEHOLDER_RUN <= len(value) <= MAX_PLACEHOLDER_RUN
@@ -1174,12 +1178,20 @@ class _Scan:
         """``text[start:end]`` is a secret; ``whole``: mask it as ``***`` whatever its length."""
         self.spans.append((start, end, _FULL if whole else _PLAIN))
 
-    def value(self, start: int, end: int, name: str | None = None, whole: bool = False) -> None:
-        """Add ``text[start:end]`` (trailing punctuation trimmed) unless it is a reference."""
+    def value(
+        self,
+        start: int,
+        end: int,
+        name: str | None = None,
+        whole: bool = False,
+        literal: bool = False,
+    ) -> None:
+        """Add ``text[start:end]`` (trailing punctuation trimmed) unless it is a reference
+        (``literal``: see :func:`_is_reference`)."""
         text = self.text
         while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
             end -= 1
-        if end > start and not _is_reference(text[start:end], name):
+        if end > start and not _is_reference(text[start:end], name, literal):
             self.add(start, end, whole)
 
     def value_at(self, pos: int, whole: bool = False) -> tuple[int, int, bool] | None:
@@ -1436,7 +1448,7 @@ class _Scan:
             if not _is_reference(value, None):  # a flag's value is never a variable name
                 self.add(start, end, whole)
         if "-u" in text:
-            self._values(_CLI_USER_RE, whole=True)
+            self._values(_CLI_USER_RE, whole=True, literal=True)
         if "pass:" in text:
             self._values(_OPENSSL_PASS_RE, whole=True)
         if "password" in text:
@@ -1478,8 +1490,9 @@ class _Scan:
                     self.add(start, end, whole=True)
                 break
 
-    def _values(self, pattern: re.Pattern[str], whole: bool = False) -> None:
-        """Every ``value`` (or ``quoted``) group of ``pattern``."""
+    def _values(self, pattern: re.Pattern[str], whole: bool = False, literal: bool = False) -> None:
+        """Every ``value`` (or ``quoted``) group of ``pattern`` (``literal``: see
+        :func:`_is_reference`)."""
         budget = self.budget
         quoted = "quoted" in pattern.groupindex
         for m in pattern.finditer(self.text):
@@ -1490,7 +1503,7 @@ class _Scan:
             if quoted and m.start("quoted") >= 0:
                 self.add(m.start("quoted"), m.end("quoted"), whole)
             else:
-                self.value(m.start("value"), m.end("value"), whole=whole)
+                self.value(m.start("value"), m.end("value"), whole=whole, literal=literal)
 
     def headers(self) -> None:
         text = self.text
@@ -1531,7 +1544,7 @@ class _Scan:
 
     def urls(self) -> None:
         if "://" in self.text:
-            self._values(_URL_USERINFO_RE, whole=True)
+            self._values(_URL_USERINFO_RE, whole=True, literal=True)
         if "=#" in self.text:
             for m in _URL_HASH_PASSWORD_RE.finditer(self.text):
                 if is_password_name(_decode_name(m.group("name"))):

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 #: 5: and more (values under names that say little, YAML tags, INI continuation lines, …).
 #: 6: and more (Gradle/DSL ``name "value"`` lines, connection-string ``Pwd=``, UUIDs under a
 #: ``<word>_key`` name, SDK start-up keys, Composio keys; docs/redaction.md).
-INDEX_VERSION = 6
+#: 7: a URL's or ``curl -u``'s password shaped like a field name (``db_password``) is masked.
+INDEX_VERSION = 7
 
 # --------------------------------------------------------------------------- the read side
 
@@ -158,6 +159,22 @@ class Finish:
     leaf: str | None
     tree: Tree
     seq_of_tip: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Extension:
+    """What a plain append adds to a clean session's index (``indexer.extension``): its index
+    rows, the state's new watermark and leaf, the active branch's new tip (``session_id``, the
+    tip's seq; None: the leaf did not move) and the side tips it records (tip, seq, the
+    parent that stops being an inactive tip)."""
+
+    session_id: str
+    state_id: int
+    rows: list[NewRow]
+    indexed_seq: int
+    leaf: str | None
+    tip: tuple[str, int | None] | None
+    side_tips: list[tuple[str, int, str | None]]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
-from .append import append_events
+from .append import AppendMemo, append_events, append_in_one_statement
 from .caller import Caller
 from .dialects import require_index_dialect
 from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, write_engine
@@ -38,7 +38,7 @@ from .errors import (
     UnsupportedDatabaseError,
     quoted,
 )
-from .hooks import install
+from .hooks import CREATED_KEY, install
 from .index.base import backend, backend_of, dialect_of, known_backend, writer
 from .index.postgresql.pooling import use_transaction_pooler
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
@@ -140,6 +140,8 @@ class TranscriptStore:
             use_transaction_pooler(self.engine)
         #: The same engine, for the store's own writes: they begin with BEGIN IMMEDIATE.
         self.write_engine = write_engine(self.engine)
+        #: The sessions this store appended to, as its appends left them.
+        self._appended = AppendMemo()
         if inline_repair_max_events is not None or inline_repair_max_text_bytes is not None:
             bounds = (
                 INLINE_REPAIR_MAX_EVENTS
@@ -232,8 +234,12 @@ class TranscriptStore:
                 if db.get(AgentSession, session_id) is not None:
                     raise SessionExistsError(f"session {quoted(session_id)} already exists")
                 db.add(obj)
+                one_statement_appends = writer(db.connection()).one_statement_appends
         except IntegrityError:
             raise SessionExistsError(f"session {quoted(session_id)} already exists") from None
+        created = db.info.get(CREATED_KEY, {}).get(session_id)
+        if one_statement_appends and created is not None:
+            self._appended.put(session_id, created)  # its first append: one statement
         return obj
 
     def append(self, session_id: str, event: Mapping[str, Any]) -> int:
@@ -242,13 +248,18 @@ class TranscriptStore:
 
     @_primary_write
     def append_many(self, session_id: str, events: Iterable[Mapping[str, Any]]) -> list[int]:
-        """Append several events in one transaction; returns their ``seq``s."""
+        """Append several events in one transaction; returns their ``seq``s. On PostgreSQL, a
+        plain extension of a session this store appended to last is one statement
+        (:func:`~openclaw_fts.append.append_in_one_statement`)."""
         batch = list(events)
         if not batch:
             return []
         try:
+            seqs = append_in_one_statement(self.write_engine, session_id, batch, self._appended)
+            if seqs is not None:
+                return seqs
             with self.write_engine.begin() as conn:
-                return append_events(conn, session_id, batch)
+                return append_events(conn, session_id, batch, self._appended)
         except IntegrityError as exc:
             raise DuplicateEventError(
                 f"append to {quoted(session_id)} conflicts with a stored event ({exc.orig})"

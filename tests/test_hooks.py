@@ -366,15 +366,21 @@ def test_orm_append_sends_what_store_append_sends(
     store: TranscriptStore, host: sessionmaker[Session]
 ) -> None:
     """One append path: an event added in a host's session is written by the statements
-    ``TranscriptStore.append`` sends, and no other (but SQLite's write lock, which a deferred
-    host transaction takes before its first read)."""
+    ``TranscriptStore.append`` sends in a transaction, and no other (but SQLite's write lock,
+    which a deferred host transaction takes before its first read). The store is one that
+    never created or appended to the session (on PostgreSQL, a store that did appends in
+    one guarded statement instead)."""
     for sid in ("s1", "s2"):
         store.create_session(sid, KEY)
     store.append("s1", msg("a1", "warm up"))
     with host.begin() as db:
         db.add(TranscriptEvent(session_id="s2", event=msg("b1", "warm up")))
-    with statements_sent(store.engine) as via_store:
-        store.append("s1", msg("a2", "measured words", parent="a1"))
+    fresh = TranscriptStore(store.engine, background=False)
+    try:
+        with statements_sent(store.engine) as via_store:
+            fresh.append("s1", msg("a2", "measured words", parent="a1"))
+    finally:
+        fresh.close()
     with statements_sent(host_engine(host)) as via_orm, host.begin() as db:
         db.add(TranscriptEvent(session_id="s2", event=msg("b2", "measured words", parent="b1")))
     write_lock = without_values(TAKE_WRITE_LOCK)

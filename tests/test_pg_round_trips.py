@@ -19,6 +19,7 @@ from psycopg import pq
 from sqlalchemy import create_engine, event
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore
+from openclaw_fts.check import check
 from openclaw_fts.index.impact import FREQUENT_TERM_MIN_DOCS
 from openclaw_fts.index.postgresql.read import PostgresSearch
 
@@ -35,6 +36,13 @@ UNTRACKED_ROW = "-1 1 'f' 1 'f' 1 'f'"
 SEARCHES = 4
 #: A frontend message that ends a round trip.
 ROUND_TRIP = re.compile(r"^F\t\d+\t(?:Sync|Query)\b.*$", re.MULTILINE)
+#: A statement the client parses (its text; a prepared one is not sent again).
+PARSE = re.compile(r"^F\t\d+\tParse\t.*$", re.MULTILINE)
+#: A statement's parameters bound: their count and format codes (0 text, 1 binary).
+BIND_FORMATS = re.compile(r'^F\t\d+\tBind\t "[^"]*" "[^"]*" (\d+)((?: [01])*)', re.MULTILINE)
+#: The arrays of an append's one write (ten event columns, seven index row columns; its
+#: integers are bound in binary whatever the placeholder).
+APPEND_ARRAYS = 17
 
 
 class Trace:
@@ -56,6 +64,10 @@ class Trace:
     def mark(self) -> int:
         self.handle.flush()
         return len(self.path.read_text())
+
+    def text(self, since: int) -> str:
+        self.handle.flush()
+        return self.path.read_text()[since:]
 
     def round_trips(self, since: int) -> list[str]:
         self.handle.flush()
@@ -108,21 +120,107 @@ def test_a_batch_and_suggestions_still_read_one_snapshot(
     assert "ROLLBACK" in trips[-1], trips
 
 
-def test_an_append_of_several_messages_is_five_round_trips(
+def write_of(trace: Trace, mark: int) -> str:
+    """The one write statement parsed since ``mark``, its arrays checked to be bound in binary
+    (the text format would escape each JSON's quotes)."""
+    text = trace.text(mark)
+    parsed = [p for p in PARSE.findall(text) if "transcript_events" in p]
+    assert len(parsed) == 1, parsed
+    assert all(t in parsed[0] for t in ("message_index", "openclaw_index_state", "last_seq"))
+    formats = [m.group(2).split() for m in BIND_FORMATS.finditer(text)]
+    assert formats[-1].count("1") >= APPEND_ARRAYS, formats
+    return parsed[0]
+
+
+def contents(store: TranscriptStore) -> list[str]:
+    history = store.history(SELF, KEY)
+    assert "messages" in history
+    return [m["content"] for m in history["messages"]]
+
+
+def test_an_append_is_four_round_trips_then_one(
+    pg_store: TranscriptStore, pg_url: str, tmp_path: Path
+) -> None:
+    """A store that has not created or appended to the session: ``BEGIN``, the session row
+    locked and read with its index state, ONE statement with every event, ``last_seq``, every
+    index row, the index state and the branch tip, ``COMMIT``. From then on the store knows
+    the session, and an append is that statement guarded by what it knows, in autocommit:
+    one round trip."""
+    store = TranscriptStore(pg_url, background=False)
+    try:
+        trace = Trace(store, tmp_path / "trace")
+        store.search(SELF, "puffin")  # connects
+        mark = trace.mark()
+        texts = [f'puffin \\ "number" {i}' for i in range(5)]
+        assert store.append_many("rt-1", chain(texts, start=3, parent="m2")) == [3, 4, 5, 6, 7]
+        trips = trace.round_trips(mark)
+        assert len(trips) == 4, trips
+        assert "BEGIN" in trips[0] and "COMMIT" in trips[-1]
+        assert "FOR UPDATE OF s, st" not in write_of(trace, mark)
+        mark = trace.mark()
+        more = chain(["puffin again", "and a puffin"], start=8, parent="m7")
+        assert store.append_many("rt-1", more) == [8, 9]
+        assert len(trace.round_trips(mark)) == 1
+        assert "FOR UPDATE OF s, st" in write_of(trace, mark)
+        assert len(store.search(SELF, "puffin")["results"]) == 9
+        report = check(store.engine)
+        assert report.ok, report.as_dict()
+        assert contents(store)[3:] == [*texts, "puffin again", "and a puffin"]
+    finally:
+        store.close()
+
+
+def test_the_first_append_to_a_session_the_store_created_is_one_round_trip(
     pg_store: TranscriptStore, tmp_path: Path
 ) -> None:
-    """``BEGIN``, the session row locked and read with its index state, every event and
-    ``last_seq``, every index row with the index state and the branch tip, ``COMMIT``."""
     trace = Trace(pg_store, tmp_path / "trace")
     pg_store.search(SELF, "puffin")  # connects
+    pg_store.create_session("rt-2", "agent:main:other")
     mark = trace.mark()
-    events = chain([f"puffin number {i}" for i in range(5)], start=3, parent="m2")
-    assert len(pg_store.append_many("rt-1", events)) == 5
-    trips = trace.round_trips(mark)
-    assert len(trips) == 5, trips
-    assert "BEGIN" in trips[0] and "COMMIT" in trips[-1]
-    assert len(pg_store.search(SELF, "puffin")["results"]) == 7
-    assert pg_store.index_status()["pending"] == 0
+    assert pg_store.append_many("rt-2", chain(["a puffin", "another"])) == [0, 1]
+    assert len(trace.round_trips(mark)) == 1
+    assert "FOR UPDATE OF s, st" in write_of(trace, mark)
+    report = check(pg_store.engine)
+    assert report.ok, report.as_dict()
+
+
+def test_an_append_the_store_knows_wrong_writes_nothing_then_runs_in_a_transaction(
+    pg_store: TranscriptStore, pg_url: str, tmp_path: Path
+) -> None:
+    """Another store appended meanwhile (``last_seq`` moved), or re-indexed the session (its
+    index state's generation moved, ``last_seq`` did not): the guarded statement writes
+    nothing and the append runs in a transaction, as from a store that never knew the
+    session (here a fork, repaired: the other store's event is off the branch)."""
+    other = TranscriptStore(pg_url, background=False)
+
+    def append(text: str, seq: int, parent: str) -> list[str]:
+        mark = trace.mark()
+        event = chain([text], start=seq, parent=parent)[0]
+        assert pg_store.append("rt-1", event) == seq
+        return trace.round_trips(mark)
+
+    try:
+        trace = Trace(pg_store, tmp_path / "trace")
+        pg_store.search(SELF, "puffin")  # connects
+        assert other.append_many("rt-1", chain(["other puffin"], start=3, parent="m2")) == [3]
+        trips = append("mine, a puffin", 4, "m2")  # pg_store thinks m2 is the leaf, at seq 2
+        assert "Sync" in trips[0] and "BEGIN" in trips[1] and "COMMIT" in trips[-1], trips
+        assert len(append("puffin again", 5, "m4")) == 4  # a repair is not remembered
+        other.rebuild()
+        trips = append("and a puffin", 6, "m5")
+        assert len(trips) == 5 and "BEGIN" in trips[1], trips
+        assert len(append("the last puffin", 7, "m6")) == 1
+        assert contents(pg_store)[3:] == [
+            "mine, a puffin",
+            "puffin again",
+            "and a puffin",
+            "the last puffin",
+        ]
+        assert len(pg_store.search(SELF, "puffin")["results"]) == 6
+        report = check(pg_store.engine)
+        assert report.ok, report.as_dict()
+    finally:
+        other.close()
 
 
 def test_a_read_is_retried_once_when_the_server_cut_its_connection(

@@ -615,7 +615,14 @@ NOT_SECRETS = {
 }  # fmt: skip
 
 
-def _text(alphabet: str, low: int, high: int) -> st.SearchStrategy[str]:
+#: A lower-case snake name ending in a secret's word (``next_token``): after a name, in code,
+#: JSON or a query, the redactor reads it as the name of another field, not as a secret.
+FIELD_NAME_SHAPE = re.compile(r"[a-z]+(?:_[a-z]+)*_(?:token|key|secret|password|id)")
+
+
+def _text(alphabet: str, low: int, high: int, literal: bool = False) -> st.SearchStrategy[str]:
+    """Secrets over ``alphabet``; ``literal``: the form puts the value where no name can stand
+    (a URL's password, ``curl -u``), so a field-name-shaped value must be masked there too."""
     return st.text(alphabet=alphabet, min_size=low, max_size=high).filter(
         # a value that is itself a secret's name (``token=securityCode``) is read as a variable
         # and ``xxx`` … ``xxxxxxxx`` are placeholders
@@ -624,6 +631,7 @@ def _text(alphabet: str, low: int, high: int) -> st.SearchStrategy[str]:
             and not is_sensitive_name(s)
             and not (len(set(s)) == 1 and s[0] in "xX*#" and len(s) <= 8)
             and s.lower() != "salt"
+            and (literal or FIELD_NAME_SHAPE.fullmatch(s) is None)
         )
     )
 
@@ -670,17 +678,25 @@ CORPUS: list[Case] = [
     Case("cli-password", lambda s: f"tool --password {s}", _prefixed("p", PASSWORD_CHARS, 8, 40)),
     Case("cli-secret", lambda s: f"tool --secret={s}", _text(ALNUM, 10, 60)),
     Case("cli-client-secret", lambda s: f"x --client-secret {s}", _text(ALNUM, 10, 60)),
-    Case("curl-user", lambda s: f"curl -u admin:{s} https://x.test", _text(ALNUM, 8, 40)),
+    Case(
+        "curl-user",
+        lambda s: f"curl -u admin:{s} https://x.test",
+        _text(ALNUM, 8, 40, literal=True),
+    ),
     Case("auth-bearer", lambda s: f"Authorization: Bearer {s}", _text(URLSAFE, 18, 80)),
     Case("auth-basic", lambda s: f"Authorization: Basic {s}", _text(B64, 12, 60)),
     Case("bare-bearer", lambda s: f"Bearer {s}", _text(ALNUM, 18, 80)),
     Case(
         "url-https",
         lambda s: f"https://deploy:{s}@git.example.com/r.git",
-        _text(PASSWORD_CHARS, 6, 60),
+        _text(PASSWORD_CHARS, 6, 60, literal=True),
     ),
-    Case("url-postgres", lambda s: f"postgres://app:{s}@db:5432/app", _text(PASSWORD_CHARS, 6, 60)),
-    Case("url-redis", lambda s: f"redis://:{s}@cache:6379/0", _text(ALNUM, 6, 60)),
+    Case(
+        "url-postgres",
+        lambda s: f"postgres://app:{s}@db:5432/app",
+        _text(PASSWORD_CHARS, 6, 60, literal=True),
+    ),
+    Case("url-redis", lambda s: f"redis://:{s}@cache:6379/0", _text(ALNUM, 6, 60, literal=True)),
     Case("query-token", lambda s: f"https://a.test/cb?x=1&token={s}&y=2", _text(URLSAFE, 8, 60)),
     Case(
         "query-access_token", lambda s: f"https://a.test/?access_token={s}", _text(URLSAFE, 8, 60)
@@ -788,6 +804,25 @@ def test_no_eight_characters_of_a_masked_secret_survive(
         # a gram may show only if the surrounding text itself holds it
         assert gram not in out or gram in before + left or gram in right + after, (gram, out)
     assert redact_text(out) == out  # idempotent
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("git clone https://deploy:release_token@git.example.com/r.git", "release_token"),
+        ("postgres://app:db_password@db:5432/app", "db_password"),
+        ("curl -u admin:aa_key https://x.test", "aa_key"),
+    ],
+)
+def test_a_field_name_shaped_password_in_a_url_or_curl_is_masked(text: str, secret: str) -> None:
+    # where no variable can stand, ``db_password`` is the password, not the name of one
+    out = redact_text(text)
+    assert secret not in out and "***" in out
+
+
+def test_a_field_name_shaped_value_after_a_name_stays_a_reference() -> None:
+    text = '{"input_token": "next_token"}'
+    assert redact_text(text) == text
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c.family for c in CORPUS])

@@ -29,6 +29,7 @@ from ..errors import UnsupportedDatabaseError
 from ..rows import (
     EarlierEvent,
     EventRow,
+    Extension,
     Finish,
     Hit,
     LeaseWait,
@@ -202,6 +203,31 @@ class Writer(Protocol):
     def insert_events(self, conn: Connection, rows: Sequence[EventRow], last_seq: int) -> None:
         """Insert one session's rows and raise its ``last_seq``; a taken event id or seq raises
         ``sqlalchemy.exc.IntegrityError`` (whatever the driver)."""
+        ...
+
+    def append_and_extend(
+        self, conn: Connection, rows: Sequence[EventRow], last_seq: int, extension: Extension
+    ) -> None:
+        """:meth:`insert_events`, then what they add to the clean session's index
+        (:meth:`extend_index` and :meth:`add_side_tips`), in as few round trips as the engine
+        allows; the same ``IntegrityError`` as :meth:`insert_events` when an id is taken."""
+        ...
+
+    #: Whether :meth:`append_guarded` can write an append (else it always answers False).
+    one_statement_appends: bool
+
+    def append_guarded(
+        self,
+        conn: Connection,
+        rows: Sequence[EventRow],
+        last_seq: int,
+        extension: Extension,
+        known: SessionContext,
+    ) -> bool:
+        """:meth:`lock_session` and :meth:`append_and_extend` in one statement that writes only
+        while the session's :meth:`locked_context` would still read ``known``; True when it
+        wrote, False when it wrote nothing (the guard failed, or the engine or the append
+        does not allow it: the caller appends in a transaction instead)."""
         ...
 
     def unstorable(self, values: Iterable[object]) -> str | None:

@@ -28,6 +28,7 @@ from ..rows import (
     INDEX_VERSION,
     EarlierEvent,
     EventRow,
+    Extension,
     Finish,
     NewRow,
     SessionContext,
@@ -214,6 +215,36 @@ class SqlBackend:
         except self.INTEGRITY_ERRORS as exc:  # a taken event id or seq: SQLAlchemy's error
             raise IntegrityError(_INSERT_EVENTS, None, exc) from None
         self.run(conn, _BUMP_SESSION, {"seq": last_seq, "sid": rows[0]["session_id"]})
+
+    #: One statement per append is PostgreSQL's (SQLite's write lock is the transaction's).
+    one_statement_appends = False
+
+    def append_guarded(
+        self,
+        conn: Connection,
+        rows: Sequence[EventRow],
+        last_seq: int,
+        extension: Extension,
+        known: SessionContext,
+    ) -> bool:
+        return False
+
+    def append_and_extend(
+        self, conn: Connection, rows: Sequence[EventRow], last_seq: int, extension: Extension
+    ) -> None:
+        """The statements of :meth:`insert_events` then :meth:`extend_index` and
+        :meth:`add_side_tips`, as the append path ran them before this method existed."""
+        self.insert_events(conn, rows, last_seq)
+        self.extend_index(
+            conn,
+            extension.state_id,
+            extension.rows,
+            extension.indexed_seq,
+            extension.leaf,
+            tip=extension.tip,
+        )
+        if extension.side_tips:
+            self.add_side_tips(conn, extension.session_id, extension.side_tips)
 
     def last_seq(self, conn: Connection, session_id: str) -> int | None:
         row = self.run(

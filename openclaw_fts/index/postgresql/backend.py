@@ -28,7 +28,7 @@ from sqlalchemy.exc import DisconnectionError
 
 from ...jsonsafe import stored_event
 from ...query import CompiledQuery
-from ...rows import EVENT_COLUMNS, EventRow, NewRow, SessionContext
+from ...rows import EVENT_COLUMNS, EventRow, Extension, NewRow, SessionContext
 from ..base import Lease, with_sync_driver
 from ..impact import IMPACT_TABLE
 from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
@@ -51,6 +51,21 @@ from .replica import in_recovery
 def _text(statement: str) -> TextClause:
     """One ``TextClause`` per statement (SQLAlchemy caches its compiled form by identity)."""
     return text(statement)
+
+
+#: A bound array of :func:`_psycopg_sql`'s statements (``CAST(:name AS type[])``) ...
+_ARRAY_PARAM = re.compile(r"CAST\(:(\w+) AS (\w+\[\])\)")
+#: ... and any other bound parameter.
+_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+
+
+@functools.lru_cache(maxsize=64)
+def _psycopg_sql(statement: str) -> str:
+    """``statement`` (``:name`` parameters, no ``%``) in psycopg's own placeholders: each array
+    as ``%(name)b``, sent in binary — psycopg's text format would quote each element and escape
+    every ``"`` and ``\\`` of an event's JSON with a regular-expression substitution — and any
+    other parameter as ``%(name)s``."""
+    return _PARAM.sub(r"%(\1)s", _ARRAY_PARAM.sub(r"CAST(%(\1)b AS \2)", statement))
 
 
 #: A ``tsvector`` cannot exceed 1 MB (its size grows with the distinct words and, up to 256
@@ -102,23 +117,27 @@ _EVENT_COLUMN_TYPES = {
     "timestamp_ms": "bigint",
     "event": "text",
 }
-#: :meth:`PostgresqlBackend.insert_events`' statement: every event of an append as arrays
-#: through ``unnest`` (one multi-row INSERT, in order) and the session's ``last_seq`` in a
-#: data-modifying CTE. The ``AFTER INSERT`` trigger that raises ``last_seq`` runs after the
-#: statement and finds nothing left to raise.
-_INSERT_EVENTS_AND_BUMP = (
-    "WITH bump AS (UPDATE openclaw_sessions SET last_seq = :last_seq, "
-    "updated_at = CURRENT_TIMESTAMP WHERE session_id = :bump_sid) "
+#: The data-modifying CTE that raises a session's ``last_seq`` with its events.
+_BUMP = (
+    "bump AS (UPDATE openclaw_sessions SET last_seq = :last_seq, "
+    "updated_at = CURRENT_TIMESTAMP WHERE session_id = :bump_sid)"
+)
+#: Every event of an append as arrays through ``unnest`` (one multi-row INSERT, in order).
+_INSERT_EVENTS = (
     f"INSERT INTO transcript_events ({', '.join(EVENT_COLUMNS)}) "
     "SELECT * FROM unnest("
     + ", ".join(f"CAST(:{c} AS {_EVENT_COLUMN_TYPES[c]}[])" for c in EVENT_COLUMNS)
     + ")"
 )
+#: :meth:`PostgresqlBackend.insert_events`' statement: the events and the session's
+#: ``last_seq`` (:data:`_BUMP`). The ``AFTER INSERT`` trigger that raises ``last_seq`` runs
+#: after the statement and finds nothing left to raise.
+_INSERT_EVENTS_AND_BUMP = f"WITH {_BUMP} {_INSERT_EVENTS}"
 #: :meth:`PostgresqlBackend.extend_index`' statement. The UPDATE runs whether or not any row is
 #: inserted (PostgreSQL runs every data-modifying CTE to completion).
 _EXTEND_INDEX = (
-    "WITH state AS (UPDATE openclaw_index_state SET indexed_seq = :seq, indexed_leaf = :leaf, "
-    "generation = generation + 1 WHERE id = :id) "
+    "WITH state AS (UPDATE openclaw_index_state SET indexed_seq = :indexed_seq, "
+    "indexed_leaf = :leaf, generation = generation + 1 WHERE id = :id) "
     f"INSERT INTO {CONTENT_TABLE} (session_id, seq, event_id, role, timestamp_ms, body, sess) "
     "SELECT * FROM unnest(CAST(:sids AS text[]), CAST(:seqs AS bigint[]), "
     "CAST(:eids AS text[]), CAST(:roles AS text[]), CAST(:ts AS bigint[]), "
@@ -132,6 +151,58 @@ _EXTEND_INDEX_AND_TIP = (
     "first_branch AS (INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
     "SELECT :tip_sid, :leaf, :tip_seq, TRUE WHERE NOT EXISTS (SELECT 1 FROM moved)), "
     + _EXTEND_INDEX.removeprefix("WITH ")
+)
+#: :meth:`PostgresqlBackend.append_and_extend`' statements: an append's events, ``last_seq``,
+#: index rows, index state and (the second) branch tip in ONE statement. Every CTE reads the
+#: statement's one snapshot and none reads what another writes (the index rows reference the
+#: session, not the events), so the order of the writes is immaterial; the events' triggers
+#: and the index rows' statement trigger (:mod:`.impact`) run after it, as after two.
+_APPEND = f"WITH {_BUMP}, events AS ({_INSERT_EVENTS}), " + _EXTEND_INDEX.removeprefix("WITH ")
+_APPEND_AND_TIP = f"WITH {_BUMP}, events AS ({_INSERT_EVENTS}), " + (
+    _EXTEND_INDEX_AND_TIP.removeprefix("WITH ")
+)
+#: :meth:`PostgresqlBackend.append_guarded`'s guard: the session's row and its index state
+#: locked (``FOR UPDATE OF`` both, the session's first as every append takes them; a row a
+#: concurrent transaction changed is read again at its newest version) and equal to what the
+#: caller expects: ``last_seq``, incognito, the state's id, watermark, leaf, generation, clean
+#: and current.
+_GUARD = (
+    "guard AS (SELECT 1 FROM openclaw_sessions s JOIN openclaw_index_state st "
+    "ON st.session_id = s.session_id WHERE s.session_id = :bump_sid "
+    "AND s.last_seq = :known_last_seq AND s.incognito = :known_incognito AND st.id = :id "
+    "AND st.indexed_seq = :known_indexed_seq "
+    "AND st.indexed_leaf IS NOT DISTINCT FROM CAST(:known_leaf AS text) "
+    "AND st.generation = :known_generation AND st.needs_rebuild = FALSE "
+    "AND st.index_version = :known_version FOR UPDATE OF s, st)"
+)
+_GUARDED = " AND EXISTS (SELECT 1 FROM guard)"
+#: Every write of :data:`_APPEND_AND_TIP` as a data-modifying CTE that runs only when
+#: :data:`_GUARD` holds; the statement answers 1 (written) or 0 (nothing written).
+_GUARDED_APPEND_AND_TIP = (
+    f"WITH {_GUARD}, "
+    "bump AS (UPDATE openclaw_sessions SET last_seq = :last_seq, "
+    f"updated_at = CURRENT_TIMESTAMP WHERE session_id = :bump_sid{_GUARDED}), "
+    f"events AS ({_INSERT_EVENTS} WHERE TRUE{_GUARDED}), "
+    "moved AS (UPDATE openclaw_branches SET tip_id = :leaf, tip_seq = :tip_seq "
+    f"WHERE session_id = :bump_sid AND is_active = TRUE{_GUARDED} RETURNING 1), "
+    "first_branch AS (INSERT INTO openclaw_branches (session_id, tip_id, tip_seq, is_active) "
+    "SELECT :bump_sid, :leaf, :tip_seq, TRUE WHERE NOT EXISTS (SELECT 1 FROM moved)"
+    f"{_GUARDED}), "
+    "state AS (UPDATE openclaw_index_state SET indexed_seq = :indexed_seq, "
+    f"indexed_leaf = :leaf, generation = generation + 1 WHERE id = :id{_GUARDED}), "
+    f"index_rows AS (INSERT INTO {CONTENT_TABLE} "
+    "(session_id, seq, event_id, role, timestamp_ms, body, sess) "
+    "SELECT * FROM unnest(CAST(:sids AS text[]), CAST(:seqs AS bigint[]), "
+    "CAST(:eids AS text[]), CAST(:roles AS text[]), CAST(:ts AS bigint[]), "
+    f"CAST(:bodies AS text[]), CAST(:sess AS text[])) WHERE TRUE{_GUARDED}) "
+    "SELECT count(*) FROM guard"
+)
+#: ... without moving the branch tip.
+_GUARDED_APPEND = _GUARDED_APPEND_AND_TIP.replace(
+    _GUARDED_APPEND_AND_TIP[
+        _GUARDED_APPEND_AND_TIP.index("moved AS") : _GUARDED_APPEND_AND_TIP.index("state AS")
+    ],
+    "",
 )
 #: :meth:`PostgresqlBackend.locked_context`: the session's row locked and its context read in
 #: one statement.
@@ -238,6 +309,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     hot_standbys = True
     transaction_poolers = True
     partitions_by_agent = True
+    one_statement_appends = True
 
     #: The JSON of a row whose ``parent_id`` column is empty (few: roots and malformed rows);
     #: :meth:`parent_type` reads it.
@@ -289,9 +361,103 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         event id or seq fails the whole statement, the ``UPDATE`` included, with SQLAlchemy's
         ``IntegrityError`` (statements run through ``text()``)."""
         for chunk in _chunks_of_events(rows):
-            params: dict[str, Any] = {c: [r[c] for r in chunk] for c in EVENT_COLUMNS}
-            params.update(last_seq=last_seq, bump_sid=chunk[0]["session_id"])
-            self.run(conn, _INSERT_EVENTS_AND_BUMP, params)
+            self.run_arrays(conn, _INSERT_EVENTS_AND_BUMP, self._events_params(chunk, last_seq))
+
+    def run_arrays(self, conn: Connection, statement: str, params: dict[str, Any]) -> Any:
+        """One write whose arrays are large (an append's events and index rows). On psycopg,
+        its arrays bound in binary (:func:`_psycopg_sql`; still through SQLAlchemy, so a
+        violated constraint raises its ``IntegrityError``); on another driver (asyncpg under
+        a host's ``AsyncSession``) through ``text()`` as any statement."""
+        if conn.dialect.driver == PSYCOPG:
+            return conn.exec_driver_sql(_psycopg_sql(statement), params)
+        return self.run(conn, statement, params)
+
+    def append_and_extend(
+        self, conn: Connection, rows: Sequence[EventRow], last_seq: int, extension: Extension
+    ) -> None:
+        """The append's events, ``last_seq``, index rows, index state and branch tip in ONE
+        statement (:data:`_APPEND`, :data:`_APPEND_AND_TIP`): an append is its locked read
+        and this. An append with side tips, or whose events take more than one
+        :data:`INSERT_CHUNK_CHARS` chunk, writes them in the statements of
+        :meth:`insert_events` and :meth:`extend_index`."""
+        if extension.side_tips or sum(len(r["event"] or "") for r in rows) >= INSERT_CHUNK_CHARS:
+            super().append_and_extend(conn, rows, last_seq, extension)
+            return
+        params = self._events_params(rows, last_seq)
+        params.update(
+            self._extend_params(
+                extension.state_id, extension.rows, extension.indexed_seq, extension.leaf
+            )
+        )
+        if extension.tip is None:
+            self.run_arrays(conn, _APPEND, params)
+            return
+        params.update(tip_sid=extension.tip[0], tip_seq=extension.tip[1])
+        self.run_arrays(conn, _APPEND_AND_TIP, params)
+
+    def append_guarded(
+        self,
+        conn: Connection,
+        rows: Sequence[EventRow],
+        last_seq: int,
+        extension: Extension,
+        known: SessionContext,
+    ) -> bool:
+        """:meth:`append_and_extend` in ONE statement that also takes the append lock
+        (:data:`_GUARDED_APPEND`, :data:`_GUARDED_APPEND_AND_TIP`): it writes only while the
+        session and its index state are still ``known`` (what :meth:`locked_context` would
+        read), and answers whether it wrote. On a connection in autocommit the append is then
+        one round trip. An append with side tips, or whose events take more than one chunk,
+        is not tried (False)."""
+        state = known.state
+        if (
+            state is None
+            or extension.side_tips
+            or sum(len(r["event"] or "") for r in rows) >= INSERT_CHUNK_CHARS
+        ):
+            return False
+        params = self._events_params(rows, last_seq)
+        params.update(
+            self._extend_params(
+                extension.state_id, extension.rows, extension.indexed_seq, extension.leaf
+            ),
+            known_last_seq=known.last_seq,
+            known_incognito=known.incognito,
+            known_indexed_seq=state.indexed_seq,
+            known_leaf=state.indexed_leaf,
+            known_generation=state.generation,
+            known_version=state.index_version,
+        )
+        if extension.state_id != state.id:
+            return False
+        statement = _GUARDED_APPEND
+        if extension.tip is not None:
+            params.update(tip_seq=extension.tip[1])
+            statement = _GUARDED_APPEND_AND_TIP
+        return bool(self.run_arrays(conn, statement, params).scalar())
+
+    @staticmethod
+    def _events_params(rows: Sequence[EventRow], last_seq: int) -> dict[str, Any]:
+        params: dict[str, Any] = {c: [r[c] for r in rows] for c in EVENT_COLUMNS}
+        params.update(last_seq=last_seq, bump_sid=rows[0]["session_id"])
+        return params
+
+    @staticmethod
+    def _extend_params(
+        state_id: int, rows: Sequence[NewRow], indexed_seq: int, leaf: str | None
+    ) -> dict[str, Any]:
+        return {
+            "id": state_id,
+            "indexed_seq": indexed_seq,
+            "leaf": leaf,
+            "sids": [r.session_id for r in rows],
+            "seqs": [r.seq for r in rows],
+            "eids": [r.event_id for r in rows],
+            "roles": [r.role for r in rows],
+            "ts": [r.timestamp_ms for r in rows],
+            "bodies": [indexable_body(r.body) for r in rows],
+            "sess": [r.sess for r in rows],
+        }
 
     def extend_index(
         self,
@@ -306,23 +472,12 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         """The appended rows, the session's new index watermark and, with ``tip``, its active
         branch's new tip in ONE statement (data-modifying CTEs; the rows as arrays through
         ``unnest``, in order): an append's index side is one round trip."""
-        params: dict[str, Any] = {
-            "id": state_id,
-            "seq": indexed_seq,
-            "leaf": leaf,
-            "sids": [r.session_id for r in rows],
-            "seqs": [r.seq for r in rows],
-            "eids": [r.event_id for r in rows],
-            "roles": [r.role for r in rows],
-            "ts": [r.timestamp_ms for r in rows],
-            "bodies": [indexable_body(r.body) for r in rows],
-            "sess": [r.sess for r in rows],
-        }
+        params = self._extend_params(state_id, rows, indexed_seq, leaf)
         if tip is None:
-            self.run(conn, _EXTEND_INDEX, params)
+            self.run_arrays(conn, _EXTEND_INDEX, params)
             return
         params.update(tip_sid=tip[0], tip_seq=tip[1])
-        self.run(conn, _EXTEND_INDEX_AND_TIP, params)
+        self.run_arrays(conn, _EXTEND_INDEX_AND_TIP, params)
 
     def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
         if ids:

@@ -266,18 +266,10 @@ def folded_sql(
         "AND pg_current_snapshot()::text = :memo_snapshot "
         f"THEN CAST(:memo_pending AS boolean) ELSE ({probe}) END AS pending)"
     )
-    if word is None:
-        ranked, ranked_params = with_bodies_sql(
-            caller, req, exact=True, extra=_CLEAN_UNLESS_NONE_PENDING
-        )
-        params.update(ranked_params)
-        sql = (
-            f"{head} SELECT p.snapshot, p.wrote, p.pending, FALSE AS listed, FALSE AS tracked, "
-            f"r.* FROM p LEFT JOIN ({ranked}) AS r ON TRUE ORDER BY {order}"
-        )
-        return sql, params
-    params.update(impact.walk_params(word, req.limit + 1))
-    tracked = impact.TRACKED_SQL
+    tracked = "FALSE AS tracked"
+    if word is not None:
+        params.update(impact.walk_params(word, req.limit + 1))
+        tracked = impact.TRACKED_SQL
     if not walk:
         ranked, ranked_params = with_bodies_sql(
             caller, req, exact=True, extra=_CLEAN_UNLESS_NONE_PENDING
