@@ -129,9 +129,9 @@ class Reader(Protocol):
         as the start of a word) in an indexed message the caller may see, with how many
         indexed messages the caller may see hold each (up to a backend's cap, or 0 from a
         backend that does not count them; it only orders suggestions and is never shown),
-        most frequent first. Visibility is in the statements that prove and
-        count each word: a word only in sessions the caller cannot see is never returned, and
-        those sessions change neither the counts nor the order."""
+        most frequent first. Visibility is in the statements that prove and count each word:
+        a word only in sessions the caller cannot see is never returned, and those sessions
+        change neither the counts nor the order."""
         ...
 
     # sessions and their events

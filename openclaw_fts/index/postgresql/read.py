@@ -16,6 +16,9 @@ list holds enough visible rows. A narrow caller's ranked statement has two branc
 same conditions, of which a one-time filter runs exactly one: its sessions' rows tested one by
 one while those sessions hold at most :data:`NARROW_SCAN_EVENTS` events, else the GIN match
 set joined to them -- the same rows either way, ranked and ordered by the same outer ORDER BY.
+The words suggested when nothing is found are proved AND counted (the count orders them) with
+the visibility predicate in the counting statement, never over the whole index: sessions the
+caller cannot see decide neither which words are suggested nor their order.
 """
 
 from __future__ import annotations

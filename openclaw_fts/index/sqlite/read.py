@@ -9,7 +9,10 @@ visibility, the statement deciding whenever those rows cannot prove the answer; 
 frequent word, a wide caller, no filter but visibility — the word's impact list is walked with
 visibility and the pending filter in the walking statement (:mod:`.impact`). Every statement
 runs on the DBAPI cursor of the caller's transaction (:func:`cursor`), so all of one search reads
-one snapshot. Nothing here writes.
+one snapshot. Nothing here writes. A word suggested when nothing is found is proved visible by a
+statement with the visibility in it; a narrow caller's near words are also counted (ordered)
+that way, a wider caller's keep FTS5's vocabulary order, of every session
+(:meth:`SqliteSearch.near_words` says why).
 """
 
 from __future__ import annotations
