@@ -40,6 +40,10 @@ PARTITIONED = "postgresql-partitioned"
 PARTITIONED_MODULES = frozenset(
     {"test_search", "test_history", "test_edits", "test_reconcile", "test_impact_lists"}
 )
+#: Set (to anything but "" or "0") to run EVERY ``both_engines`` module on the partitioned
+#: layout as well (``bash scripts/test.sh -m both_engines -k partitioned``): the whole suite's
+#: check that the layout changes no behaviour, longer than CI's default run.
+PARTITIONED_ALL_ENV = "OPENCLAW_FTS_PARTITIONED_ALL"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -49,6 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "sqlite_only(reason): a test of a both_engines module that needs SQLite"
     )
+    config.addinivalue_line(
+        "markers",
+        "fresh_database(reason): a both_engines test that starts from a database without the "
+        "plugin's schema, so not one in the partitioned layout (a conversion of a migrated one)",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -57,12 +66,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if wants_db and metafunc.definition.get_closest_marker("both_engines"):
         only = metafunc.definition.get_closest_marker("sqlite_only")
         engines = ENGINES[:1] if only else ENGINES
-        if not only and metafunc.module.__name__.rpartition(".")[2] in PARTITIONED_MODULES:
+        fresh = metafunc.definition.get_closest_marker("fresh_database")
+        if not only and not fresh and _partitioned(metafunc.module.__name__.rpartition(".")[2]):
             engines = (*engines, PARTITIONED)
         # A module's shared database (module_db_url) needs the engine fixed for the module: the
         # tests are then grouped by engine, each group on its own database.
         scope = "module" if "module_db_url" in names else "function"
         metafunc.parametrize("db_engine", engines, scope=scope)
+
+
+def _partitioned(module: str) -> bool:
+    """Whether a ``both_engines`` module also runs on the layout partitioned by agent."""
+    return module in PARTITIONED_MODULES or os.environ.get(PARTITIONED_ALL_ENV, "") not in ("", "0")
 
 
 @pytest.fixture
@@ -88,6 +103,8 @@ def module_db_url(
     engine (for modules whose tests read what one costly setup wrote, e.g. CLI runs)."""
     if db_engine == "postgresql":
         return str(request.getfixturevalue("pg_module_url"))
+    if db_engine == PARTITIONED:
+        return str(request.getfixturevalue("pg_partitioned_module_url"))
     if db_engine != "sqlite":
         pytest.fail(f"module_db_url has no shared database for {db_engine}")
     return f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.sqlite'}"

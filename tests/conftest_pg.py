@@ -86,6 +86,12 @@ def pg_partitioned_url(pg_server: PgServer, pg_partitioned_template: str) -> Ite
     yield from _database(pg_server, pg_partitioned_template)
 
 
+@pytest.fixture(scope="module")
+def pg_partitioned_module_url(pg_server: PgServer, pg_partitioned_template: str) -> Iterator[str]:
+    """Like :func:`pg_module_url`, on a copy of :func:`pg_partitioned_template`."""
+    yield from _database(pg_server, pg_partitioned_template)
+
+
 @pytest.fixture
 def pg_url(pg_server: PgServer) -> Iterator[str]:
     """SQLAlchemy URL of a fresh, empty database on the session's server (dropped afterwards)."""

@@ -188,6 +188,7 @@ READ_ONLY_COMMANDS = (
 )
 
 
+@pytest.mark.fresh_database("a database without the schema")
 def test_read_only_commands_refuse_a_database_without_the_schema(
     db_url: str, db_engine: str, tmp_path: Path
 ) -> None:

@@ -15,7 +15,10 @@ import openclaw_fts
 from openclaw_fts import Caller, TranscriptStore, migrate
 from openclaw_fts.alembic import VERSION_TABLE, include_name
 
-pytestmark = pytest.mark.both_engines
+pytestmark = [
+    pytest.mark.both_engines,
+    pytest.mark.fresh_database("the revisions against the models, and downgrades"),
+]
 
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"

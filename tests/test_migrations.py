@@ -53,7 +53,10 @@ from openclaw_fts.errors import UnsupportedDatabaseError
 from openclaw_fts.index import postgresql as pg
 from openclaw_fts.models import IMPACT_TABLES, INDEX_TABLES, TRANSCRIPT_TABLES
 
-pytestmark = pytest.mark.both_engines
+pytestmark = [
+    pytest.mark.both_engines,
+    pytest.mark.fresh_database("migrations from an empty database and back"),
+]
 
 REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")

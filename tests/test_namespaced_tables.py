@@ -36,7 +36,10 @@ OLD_NAMES = {"sessions", "branches", "index_state"}
 NEW_NAMES = {"openclaw_sessions", "openclaw_branches", "openclaw_index_state"}
 
 
-pytestmark = pytest.mark.both_engines
+pytestmark = [
+    pytest.mark.both_engines,
+    pytest.mark.fresh_database("the revisions' table names, from an empty database"),
+]
 
 
 @pytest.fixture
