@@ -17,12 +17,14 @@ the flush back as SQLAlchemy's own would. The one exception to the locked read:
 :func:`append_in_one_statement` numbers and indexes from what an :class:`AppendMemo`
 remembers, in ONE statement (``Writer.append_guarded``) that takes the lock and writes only
 if the session still is what was remembered — the same writes the locked read would have
-led to, or none.
+led to, or none; an ORM flush does the same (:func:`append_known`, in ``before_flush``) for
+a session its engine's :func:`engine_memo` knows.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -193,29 +195,76 @@ def append_in_one_statement(
 ) -> list[int] | None:
     """Append ``events`` as ONE statement in autocommit, no transaction around it, when the
     engine allows it (``Writer.one_statement_appends``), ``memo`` knows the session and the
-    append is a plain extension of it: planned from what ``memo`` knows, written by
-    ``Writer.append_guarded``, which checks under the append lock that the session is still
-    what ``memo`` says and writes nothing otherwise. Returns the seqs, or None when nothing
-    was written (the caller then appends in a transaction, :func:`append_events`). Raises
-    on bad input, and ``sqlalchemy.exc.IntegrityError`` on a taken event id (nothing
+    append is a plain extension of it (:func:`append_known`). Returns the seqs, or None when
+    nothing was written (the caller then appends in a transaction, :func:`append_events`).
+    Raises on bad input, and ``sqlalchemy.exc.IntegrityError`` on a taken event id (nothing
     written)."""
-    known = memo.get(session_id)
-    if known is None:
+    if memo.get(session_id) is None:
         return None
     with engine.connect() as base:
         found_backend = backend(base)
         if not found_backend.one_statement_appends:
             return None
         conn = base.execution_options(**found_backend.snapshot_options(one_statement=True))
+        plan = append_known(conn, session_id, events, memo)
+    return None if plan is None else [a.seq for a in plan.appended]
+
+
+def append_known(
+    conn: Connection,
+    session_id: str,
+    events: Sequence[Mapping[str, Any]],
+    memo: AppendMemo,
+    seqs: Sequence[int | None] | None = None,
+) -> PlannedAppend | None:
+    """Append ``events`` on ``conn`` (in autocommit, or in the caller's transaction: an ORM flush)
+    WITHOUT the locked read, when ``memo`` knows the session and the append is a plain
+    extension of it: planned from what ``memo`` knows, written by ``Writer.append_guarded``,
+    which checks under the append lock that the session is still what ``memo`` says and
+    writes nothing otherwise. Only on an engine with ``Writer.one_statement_appends``, and
+    only for events numbered by the plugin (no seq in ``seqs``). Returns the written plan,
+    or None when nothing was written (the caller then plans with the locked read,
+    :func:`plan_append`). Raises on bad input, and ``sqlalchemy.exc.IntegrityError`` on a
+    taken event id.
+    """
+    known = memo.get(session_id)
+    found_backend = writer(conn)
+    if (
+        known is None
+        or not events
+        or not found_backend.one_statement_appends
+        or any(given is not None for given in seqs or ())
+    ):
+        return None  # seqs the host gave are checked against the locked last_seq
+    try:
         plan = plan_append(conn, session_id, events, known=known)
-        found = indexer.extension(None, session_id, plan.appended, known)
-        if not isinstance(found, Extension):
-            return None
-        memo.forget(session_id)  # remembered again below, once written
-        if not found_backend.append_guarded(conn, plan.rows, plan.appended[-1].seq, found, known):
-            return None
-        memo.note(plan, found)
-    return [a.seq for a in plan.appended]
+    except (DuplicateEventError, InvalidEventError):
+        return None  # said again, or not, by the locked read's plan
+    found = indexer.extension(None, session_id, plan.appended, known)
+    if not isinstance(found, Extension):
+        return None
+    memo.forget(session_id)  # remembered again below, once written
+    if not found_backend.append_guarded(conn, plan.rows, plan.appended[-1].seq, found, known):
+        return None
+    memo.note(plan, found)
+    return plan
+
+
+#: The memo of each engine's ORM appends (:func:`engine_memo`), forgotten with the engine.
+_ENGINE_MEMOS: weakref.WeakKeyDictionary[Engine, AppendMemo] = weakref.WeakKeyDictionary()
+_ENGINE_MEMOS_LOCK = threading.Lock()
+
+
+def engine_memo(engine: Engine) -> AppendMemo:
+    """What the installed ORM sessions on ``engine`` know of the sessions they appended to or
+    created (``hooks``: their next append skips the locked read, :func:`append_known`). A
+    hint like any :class:`AppendMemo`: a rolled-back flush or another writer leaves it stale,
+    and the guarded write then writes nothing."""
+    with _ENGINE_MEMOS_LOCK:
+        memo = _ENGINE_MEMOS.get(engine)
+        if memo is None:
+            memo = _ENGINE_MEMOS[engine] = AppendMemo()
+        return memo
 
 
 #: Sessions an :class:`AppendMemo` remembers (the most recently appended to).

@@ -1,17 +1,21 @@
 """SQLAlchemy session hooks: mirror appended transcript events into the index on flush.
 
 Invariant: whatever way a host adds :class:`TranscriptEvent` objects to an installed session
-(``session.add``, a relationship append, a bulk ``insert``), the flush that writes them
-also writes their index rows — or repairs / marks the session — on the same connection, inside
-the same transaction (and savepoint). A rollback therefore leaves neither event nor index row.
-New events are appended through :mod:`openclaw_fts.append`, the function
-``TranscriptStore.append`` uses: planned (validated, numbered) in ``before_flush``, where the
-objects become persistent so the unit of work emits no INSERT of its own, and written in
-``after_flush``, inside the flush; a rollback sends them back to transient. A flush that
-touches the plugin's objects takes SQLite's write lock before its first read of the plugin's
-tables (a transaction that has not written yet is deferred: the host's reads take no lock); a
-flush without them does nothing here. With ``configure_engine`` (the default) every engine an
-installed session runs on gets :func:`openclaw_fts.engine.configure`, bound or not.
+(``session.add``, a relationship append, a bulk ``insert``), the flush that writes them also
+writes their index rows — or repairs / marks the session — on the same connection, inside the
+same transaction (and savepoint). A rollback therefore leaves neither event nor index row. New
+events are appended through :mod:`openclaw_fts.append`, the function ``TranscriptStore.append``
+uses: planned (validated, numbered) in ``before_flush``, where the objects become persistent so
+the unit of work emits no INSERT of its own, and written in ``after_flush``, inside the flush; a
+rollback sends them back to transient. On PostgreSQL an append to a session the engine's
+installed sessions created or appended to last (``append.engine_memo``) is planned from what
+they remember and written right there, in ``before_flush``, as one guarded statement
+(``append.append_known``) — still inside the flush and its transaction — and planned with the
+locked read only when that statement wrote nothing. A flush that touches the plugin's objects
+takes SQLite's write lock before its first read of the plugin's tables (a transaction that has
+not written yet is deferred: the host's reads take no lock); a flush without them does nothing
+here. With ``configure_engine`` (the default) every engine an installed session runs on gets
+:func:`openclaw_fts.engine.configure`, bound or not.
 """
 
 from __future__ import annotations
@@ -37,7 +41,16 @@ from sqlalchemy.orm import (
 from sqlalchemy.orm.attributes import set_committed_value
 
 from . import indexer, transcript
-from .append import PlannedAppend, append_events, check_seqs, plan_append, write_append
+from .append import (
+    AppendMemo,
+    PlannedAppend,
+    append_events,
+    append_known,
+    check_seqs,
+    engine_memo,
+    plan_append,
+    write_append,
+)
 from .caller import agent_id_from_key
 from .engine import BUSY_TIMEOUT_MS, configure, is_configured
 from .errors import (
@@ -148,20 +161,56 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
             elif isinstance(obj, TranscriptEvent):
                 _edited_event(obj, work)
         if by_session:
+            memo = engine_memo(conn.engine) if found.one_statement_appends else None
+            # Only appends: a flush that also deletes the plugin's objects plans every append
+            # with the locked read, after the deletions it may depend on.
+            known_ok = memo is not None and not any(
+                isinstance(obj, _PLUGIN_MODELS) for obj in session.deleted
+            )
+            planned = []
             for sid, objs in by_session.items():
-                work.appends.append(_plan(conn, sid, objs, new_owners.get(sid)))
-            for plan, objs in zip(work.appends, by_session.values(), strict=True):
+                owner = new_owners.get(sid)
+                plan = None
+                if known_ok and owner is None and sid not in work.rebuild:
+                    assert memo is not None
+                    plan = _append_known(conn, sid, objs, memo)
+                if plan is None:
+                    plan = _plan(conn, sid, objs, owner)
+                    work.appends.append(plan)
+                planned.append((plan, objs))
+            for plan, objs in planned:
                 _persist(session, flush_context, plan, objs, new_owners.get(plan.session_id))
+
+
+def _append_order(objs: list[TranscriptEvent]) -> None:
+    """Sort one session's ORM-added events into append order: the seqs the host gave, then
+    creation order."""
+    check_seqs(o.seq for o in objs)
+    objs.sort(key=lambda o: (o.seq is None, o.seq or 0, o.__dict__.get("_ocfts_order", 0)))
+
+
+def _append_known(
+    conn: Connection, sid: str, objs: list[TranscriptEvent], memo: AppendMemo
+) -> PlannedAppend | None:
+    """Append one session's ORM-added events NOW, in one guarded statement, when the engine's
+    memo knows the session (:func:`~openclaw_fts.append.append_known`): the flush then has
+    nothing left to write for it. None: nothing written (planned with the locked read)."""
+    _append_order(objs)
+    try:
+        return append_known(conn, sid, [o.event for o in objs], memo, [o.seq for o in objs])
+    except IntegrityError as exc:
+        raise DuplicateEventError(
+            f"append to {quoted(sid)} conflicts with a stored event ({exc.orig})"
+        ) from None
 
 
 def _plan(
     conn: Connection, sid: str, objs: list[TranscriptEvent], created: AgentSession | None
 ) -> PlannedAppend:
-    """Plan one session's ORM-added events (``objs``, sorted here into append order: the seqs
-    the host gave, then creation order) on the flush's connection: the same
+    """Plan one session's ORM-added events (``objs``, sorted here into append order,
+    :func:`_append_order`) on the flush's connection: the same
     :func:`~openclaw_fts.append.plan_append` as ``TranscriptStore.append``."""
-    check_seqs(o.seq for o in objs)
-    objs.sort(key=lambda o: (o.seq is None, o.seq or 0, o.__dict__.get("_ocfts_order", 0)))
+    _append_order(objs)
     return plan_append(
         conn, sid, [o.event for o in objs], [o.seq for o in objs], created=created is not None
     )
@@ -223,22 +272,29 @@ def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
     if not (work.new_sessions or work.appends or work.rebuild):
         return
     conn = work.conn
+    memo = engine_memo(conn.engine) if backend(conn).one_statement_appends else None
     for sid in work.new_sessions:
         context = indexer.read_context(conn, sid)
         if context is not None and context.state is None:
             state = indexer.start_empty(conn, sid)
             created = session.info.setdefault(CREATED_KEY, {})
             created[sid] = SessionContext(context.last_seq, context.incognito, state)
+            if memo is not None:
+                memo.put(sid, created[sid])
     for plan in work.appends:
         try:
-            write_append(conn, plan, index=plan.session_id not in work.rebuild)
+            found = write_append(conn, plan, index=plan.session_id not in work.rebuild)
         except IntegrityError as exc:
             raise DuplicateEventError(
                 f"append to {quoted(plan.session_id)} conflicts with a stored event ({exc.orig})"
             ) from None
+        if memo is not None:
+            memo.note(plan, found)
     # A session whose incognito flag changed is diffed in full, appended to or not: what was
     # indexed followed the old flag, so no fast path may trust it.
     for sid in work.rebuild:
+        if memo is not None:
+            memo.forget(sid)
         indexer.repair_or_mark(conn, sid)
 
 

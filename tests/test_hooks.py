@@ -366,27 +366,39 @@ def test_orm_append_sends_what_store_append_sends(
     store: TranscriptStore, host: sessionmaker[Session]
 ) -> None:
     """One append path: an event added in a host's session is written by the statements
-    ``TranscriptStore.append`` sends in a transaction, and no other (but SQLite's write lock,
-    which a deferred host transaction takes before its first read). The store is one that
-    never created or appended to the session (on PostgreSQL, a store that did appends in
-    one guarded statement instead)."""
-    for sid in ("s1", "s2"):
+    ``TranscriptStore.append`` sends, and no other (but SQLite's write lock, which a deferred
+    host transaction takes before its first read), transaction starts and ends aside. To a
+    session its writer never created or appended to: the locked read and the write. To one
+    it did (the host's engine appended before, the store appended before): on PostgreSQL the
+    one guarded statement, on SQLite the same statements as the first time."""
+    for sid in ("s1", "s2", "s3"):
         store.create_session(sid, KEY)
     store.append("s1", msg("a1", "warm up"))
+    store.append("s3", msg("c0", "warm up"))
     with host.begin() as db:
         db.add(TranscriptEvent(session_id="s2", event=msg("b1", "warm up")))
     fresh = TranscriptStore(store.engine, background=False)
     try:
-        with statements_sent(store.engine) as via_store:
-            fresh.append("s1", msg("a2", "measured words", parent="a1"))
+        with statements_sent(store.engine) as unknown_via_store:
+            fresh.append("s3", msg("c1", "measured words", parent="c0"))
     finally:
         fresh.close()
-    with statements_sent(host_engine(host)) as via_orm, host.begin() as db:
+    with statements_sent(host_engine(host)) as unknown_via_orm, host.begin() as db:
+        db.add(TranscriptEvent(session_id="s3", event=msg("c2", "measured words", parent="c1")))
+    with statements_sent(store.engine) as known_via_store:
+        store.append("s1", msg("a2", "measured words", parent="a1"))
+    with statements_sent(host_engine(host)) as known_via_orm, host.begin() as db:
         db.add(TranscriptEvent(session_id="s2", event=msg("b2", "measured words", parent="b1")))
     write_lock = without_values(TAKE_WRITE_LOCK)
-    assert via_store and [s for s in via_orm if s != write_lock] == via_store
-    assert len(via_orm) <= len(via_store) + 1
-    assert found(store, "measured") == {"a2", "b2"}
+    for via_store, via_orm in (
+        (unknown_via_store, unknown_via_orm),
+        (known_via_store, known_via_orm),
+    ):
+        assert via_store and [s for s in via_orm if s != write_lock] == via_store
+        assert len(via_orm) <= len(via_store) + 1
+    if store.engine.dialect.name == "postgresql":
+        assert len(known_via_orm) == 1 < len(unknown_via_orm)
+    assert found(store, "measured") == {"a2", "b2", "c1", "c2"}
 
 
 # -- seq and derived columns ---------------------------------------------------------------------

@@ -16,10 +16,13 @@ import pytest
 from factories import chain
 from pgserver import PgServer
 from psycopg import pq
-from sqlalchemy import create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.orm import sessionmaker
 
-from openclaw_fts import AgentToAgent, Caller, TranscriptStore
+import openclaw_fts
+from openclaw_fts import AgentToAgent, Caller, TranscriptEvent, TranscriptStore
 from openclaw_fts.check import check
+from openclaw_fts.engine import make_engine
 from openclaw_fts.index.impact import FREQUENT_TERM_MIN_DOCS
 from openclaw_fts.index.postgresql.read import PostgresSearch
 
@@ -46,9 +49,10 @@ APPEND_ARRAYS = 17
 
 
 class Trace:
-    """libpq's trace of every connection the engine opens from now on."""
+    """libpq's trace of every connection the engine (a store's, or a host's) opens from now
+    on."""
 
-    def __init__(self, store: TranscriptStore, path: Path) -> None:
+    def __init__(self, store: TranscriptStore | Engine, path: Path) -> None:
         self.path = path
         self.handle: IO[str] = path.open("w")
 
@@ -58,8 +62,9 @@ class Trace:
                 pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE
             )
 
-        event.listen(store.engine, "connect", traced)
-        store.engine.dispose()  # connections from here on are traced
+        engine = store if isinstance(store, Engine) else store.engine
+        event.listen(engine, "connect", traced)
+        engine.dispose()  # connections from here on are traced
 
     def mark(self) -> int:
         self.handle.flush()
@@ -221,6 +226,75 @@ def test_an_append_the_store_knows_wrong_writes_nothing_then_runs_in_a_transacti
         assert report.ok, report.as_dict()
     finally:
         other.close()
+
+
+def test_an_orm_append_to_a_session_its_engine_knows_is_one_statement_in_the_host_transaction(
+    pg_store: TranscriptStore, pg_url: str, tmp_path: Path
+) -> None:
+    """Through the host's installed ``sessionmaker``: the first append to a session its engine
+    never wrote is ``BEGIN``, the locked read, the write, ``COMMIT``; from then on the flush
+    writes the append as the store's guarded statement: ``BEGIN``, ONE statement, ``COMMIT``
+    (SQLAlchemy-Searchable's three). When what the engine remembers is stale — another writer
+    appended, or the host rolled its own append back — the guarded statement writes nothing
+    and the flush numbers from the locked read: no seq is skipped or taken twice."""
+    engine = make_engine(pg_url)
+    factory = sessionmaker(engine)
+    openclaw_fts.install(factory)
+
+    def orm_append(text_: str, seq: int) -> list[str]:
+        mark = trace.mark()
+        with factory.begin() as db:
+            event_ = chain([text_], start=seq, parent=f"m{seq - 1}")[0]
+            obj = TranscriptEvent(session_id="rt-1", event=event_)
+            db.add(obj)
+            db.flush()
+            assert obj.seq == seq
+        return trace.round_trips(mark)
+
+    try:
+        trace = Trace(engine, tmp_path / "trace")
+        with factory.begin() as db:
+            db.execute(text("SELECT 1"))  # connects
+        assert len(orm_append("an orm puffin", 3)) == 4
+        mark = trace.mark()
+        trips = orm_append("a second orm puffin", 4)
+        assert len(trips) == 3 and "BEGIN" in trips[0] and "COMMIT" in trips[-1], trips
+        assert "FOR UPDATE OF s, st" in write_of(trace, mark)
+        assert len(orm_append("a third orm puffin", 5)) == 3
+        # Another writer appended: the event is no extension of what the engine remembers,
+        # so the flush numbers it from the locked read.
+        assert pg_store.append("rt-1", chain(["the store's puffin"], start=6, parent="m5")[0]) == 6
+        assert len(orm_append("after the store's puffin", 7)) == 4
+        assert len(orm_append("remembered again, a puffin", 8)) == 3
+        # Re-indexed meanwhile (the index state's generation moved, last_seq did not): the
+        # guarded statement writes nothing, then the locked read and the write.
+        pg_store.rebuild()
+        trips = orm_append("after the rebuild, a puffin", 9)
+        assert len(trips) == 5 and "BEGIN" in trips[0] and "COMMIT" in trips[-1], trips
+        # The host's own append rolled back: remembered, never committed.
+        with factory() as db:
+            rolled_back = chain(["rolled back"], start=10, parent="m9")[0]
+            db.add(TranscriptEvent(session_id="rt-1", event=rolled_back))
+            db.flush()
+            db.rollback()
+        assert len(orm_append("after the rollback, a puffin", 10)) == 4
+        assert len(orm_append("the last puffin", 11)) == 3
+        assert contents(pg_store)[3:] == [
+            "an orm puffin",
+            "a second orm puffin",
+            "a third orm puffin",
+            "the store's puffin",
+            "after the store's puffin",
+            "remembered again, a puffin",
+            "after the rebuild, a puffin",
+            "after the rollback, a puffin",
+            "the last puffin",
+        ]
+        assert len(pg_store.search(SELF, "puffin", limit=20)["results"]) == 11
+        report = check(pg_store.engine)
+        assert report.ok, report.as_dict()
+    finally:
+        engine.dispose()
 
 
 def test_a_read_is_retried_once_when_the_server_cut_its_connection(
