@@ -27,6 +27,7 @@ if __package__ in (None, ""):  # ``python bench/run.py``: make ``bench`` importa
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.core import FIGURES, Bench
+from bench.corpus import parse_size
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -77,8 +78,24 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)  # run the finally blocks: partial results, temp dir removed
 
 
+#: Events above which a PostgreSQL run is the scale benchmark (``bench.pg_scale``: rows
+#: computed by the plugin's functions and bulk-loaded with COPY, then one server, the
+#: partitioned layout and a standby searched side by side): a live ingest of 10m events
+#: through the plugin alone, as this benchmark does, would take hours on a 2-core machine.
+PG_SCALE_ABOVE_EVENTS = 1_000_000
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.backend == "postgresql" and parse_size(args.size) > PG_SCALE_ABOVE_EVENTS:
+        from bench import pg_scale
+
+        print(
+            f"--size {args.size} on PostgreSQL is the scale benchmark: "
+            f"python -m bench.pg_scale --sizes {args.size} (bench/README.md)",
+            flush=True,
+        )
+        return pg_scale.main(["--sizes", args.size])
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     tmp = Path(tempfile.mkdtemp(prefix=f"openclaw-bench-{args.size}-", dir=args.tmpdir))
     bench: Bench
