@@ -61,6 +61,9 @@ HOST_VERSION_TABLE = "alembic_version"
 TABLES_REVISION = "0005_namespaced_tables"
 #: The revision after it, which changes no table (a statistics target on PostgreSQL).
 STATISTICS_REVISION = "0006_tsvector_statistics"
+#: The revision that added the impact lists' tables; the one after it changes no table (a
+#: trigger on PostgreSQL, nothing on SQLite).
+IMPACT_REVISION = "0007_impact_lists"
 
 
 @functools.lru_cache(maxsize=1)
@@ -179,10 +182,11 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     """The plugin's revisions as the host's ``alembic_version`` records them (empty: the host's
     history does not hold the plugin). A host revision that ``depends_on`` a plugin revision
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
-    every model present means the head (0007 added the impact lists' tables); every model but
-    those means :data:`TABLES_REVISION` or :data:`STATISTICS_REVISION`, which changes no table:
-    it sets a statistics target on PostgreSQL, read there to tell the two apart, and does
-    nothing on SQLite."""
+    every model present means :data:`IMPACT_REVISION` (0007 added the impact lists' tables) or
+    the head, which changes no table: it makes a trigger fire per statement on PostgreSQL,
+    read there to tell the two apart, and does nothing on SQLite; every model but those means
+    :data:`TABLES_REVISION` or :data:`STATISTICS_REVISION`, which changes no table either: it
+    sets a statistics target on PostgreSQL, read there likewise."""
     if isinstance(bind, Engine):
         with bind.connect() as conn:
             return host_revisions(conn)
@@ -198,6 +202,8 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
 
     present = set(inspect(bind).get_table_names()) & set(metadata.tables)
     if present == set(metadata.tables):
+        if not backend_of(bind).triggers_at_head(bind):
+            return (IMPACT_REVISION,)
         return tuple(sorted(head_revisions()))
     if present == set(metadata.tables) - set(IMPACT_TABLES):
         if not backend_of(bind).tables_at_head(bind):

@@ -62,7 +62,7 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0007_impact_lists"
+HEAD_REVISION = "0008_last_seq_per_statement"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
@@ -468,6 +468,38 @@ def test_raw_inserts_keep_last_seq_and_deleted_events_mark_the_session_dirty(
             text("SELECT needs_rebuild, generation FROM openclaw_index_state")
         ).one()
     assert tuple(state) == (True, 1)
+    with engine.begin() as conn:  # one statement, rows of two sessions, out of seq order
+        conn.execute(
+            text(
+                "INSERT INTO openclaw_sessions (session_id, session_key, agent_id) "
+                "VALUES ('s2', 'agent:main:s2', 'main')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, type, event) VALUES "
+                "('s1', 7, 'r7', 'custom', '{}'), ('s2', 4, 'r4', 'custom', '{}'), "
+                "('s1', 5, 'r5', 'custom', '{}'), ('s2', 2, 'r2', 'custom', '{}')"
+            )
+        )
+        seqs = conn.execute(
+            text("SELECT session_id, last_seq FROM openclaw_sessions ORDER BY session_id")
+        ).all()
+    assert [tuple(r) for r in seqs] == [("s1", 7), ("s2", 4)]  # each raised to its highest
+    with engine.begin() as conn:  # never lowered
+        conn.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, type, event) "
+                "VALUES ('s1', 6, 'r6', 'custom', '{}')"
+            )
+        )
+        assert (
+            conn.execute(
+                text("SELECT last_seq FROM openclaw_sessions WHERE session_id = 's1'")
+            ).scalar_one()
+            == 7
+        )
+        conn.execute(text("DELETE FROM openclaw_sessions WHERE session_id = 's2'"))
     with engine.begin() as conn:  # the cascade from openclaw_sessions runs through the trigger
         conn.execute(text("DELETE FROM openclaw_sessions WHERE session_id = 's1'"))
     with engine.connect() as conn:
@@ -719,9 +751,40 @@ def test_0006_sets_the_statistics_target_and_downgrade_restores_the_default(
     assert stat_target(pg_engine) == pg.TSVECTOR_STATISTICS_TARGET
 
 
+def last_seq_trigger_per_row(engine: Engine) -> bool:
+    with engine.connect() as conn:
+        tgtype = conn.execute(
+            text(
+                "SELECT tgtype FROM pg_trigger WHERE tgname = 'transcript_events_last_seq' "
+                "AND tgrelid = 'transcript_events'::regclass"
+            )
+        ).scalar_one()
+    return bool(tgtype & 1)  # TRIGGER_TYPE_ROW
+
+
+def test_0008_raises_last_seq_once_per_statement_and_downgrade_restores_the_row_trigger(
+    pg_engine: Engine,
+) -> None:
+    """0008 changes no table, only the ``last_seq`` trigger's kind: a host's version table that
+    hides the plugin's revisions is read from it (0007 against the head)."""
+    migrate.upgrade(pg_engine)
+    assert not last_seq_trigger_per_row(pg_engine)
+    migrate.downgrade(pg_engine, migrate.IMPACT_REVISION)
+    assert last_seq_trigger_per_row(pg_engine)
+    add_message(pg_engine, "s1", "m1", "first")
+    add_message(pg_engine, "s1", "m2", "second")
+    with pg_engine.begin() as conn:
+        assert conn.execute(text("SELECT last_seq FROM openclaw_sessions")).scalar_one() == 1
+        conn.execute(text(f"DROP TABLE {VERSION_TABLE}"))
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    assert migrate.host_revisions(pg_engine) == (migrate.IMPACT_REVISION,)
+
+
 def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(engine: Engine) -> None:
     """A host revision that depends on 0005 hides it from the host's ``alembic_version``:
-    every table present is the head (0007 added the impact lists' tables); without those,
+    every table present is the head (0007 added the impact lists' tables; 0008 changes none:
+    on PostgreSQL the ``last_seq`` trigger's kind tells 0007 and 0008 apart); without those,
     0005 and 0006 have the same tables, and on PostgreSQL the statistics target tells them
     apart (0006 changes nothing else, and nothing at all on SQLite, where 0005's tables read
     as 0006). The real ``alembic`` command doing this in a host's app: tests/test_host_app.py."""

@@ -412,6 +412,11 @@ class Backend(Reader, Writer, Protocol):
         it also has what revision 0006 adds (what a host's version table may not say)."""
         ...
 
+    def triggers_at_head(self, conn: Connection) -> bool:
+        """On a database holding every plugin table (revision 0007's included): whether it
+        also has what revision 0008 changes (what a host's version table may not say)."""
+        ...
+
     def match_parts(
         self, mi: Any, compiled: CompiledQuery
     ) -> tuple[FromClause | None, ColumnElement[bool], ColumnElement[bool], ColumnElement[float]]:

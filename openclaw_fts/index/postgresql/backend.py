@@ -43,6 +43,7 @@ from .read import (
     SNAPSHOT_ISOLATION,
     PostgresSearch,
     has_tsvector_statistics,
+    last_seq_per_statement,
 )
 from .replica import in_recovery
 
@@ -541,6 +542,11 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         """Revision 0006 set the ``tsvector`` statistics target (0005 and 0006 have the same
         tables)."""
         return has_tsvector_statistics(conn)
+
+    def triggers_at_head(self, conn: Connection) -> bool:
+        """Revision 0008 made the ``last_seq`` trigger fire per statement (0007 and 0008 have
+        the same tables)."""
+        return last_seq_per_statement(conn)
 
     # ------------------------------------------------------------ engines and connections
 

@@ -751,6 +751,26 @@ def ctype_warning(conn: Connection) -> str | None:
     )
 
 
+#: The trigger that raises ``last_seq`` on raw event inserts, and its ``pg_trigger.tgtype``
+#: bit for a row trigger (``TRIGGER_TYPE_ROW``): revision 0008 made it a statement trigger.
+LAST_SEQ_TRIGGER = "transcript_events_last_seq"
+TRIGGER_TYPE_ROW = 1
+
+
+def last_seq_per_statement(conn: Connection) -> bool:
+    """Whether :data:`LAST_SEQ_TRIGGER` fires once per statement (revision 0008) rather than
+    per row (how a database whose version table does not name the plugin's revisions is told
+    apart from one at 0007: the two have the same tables)."""
+    tgtype = conn.execute(
+        text(
+            "SELECT tgtype FROM pg_trigger WHERE tgname = :name "
+            "AND tgrelid = to_regclass('transcript_events')"
+        ),
+        {"name": LAST_SEQ_TRIGGER},
+    ).scalar()
+    return tgtype is not None and not int(tgtype) & TRIGGER_TYPE_ROW
+
+
 def has_tsvector_statistics(conn: Connection) -> bool:
     """Whether :data:`TSVECTOR_COLUMN` has the statistics target revision 0006 sets (how a
     database whose version table does not name the plugin's revisions is told apart from one

@@ -111,6 +111,10 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         """Revision 0006 does nothing on SQLite: a database with 0005's tables has it."""
         return True
 
+    def triggers_at_head(self, conn: Connection) -> bool:
+        """Revision 0008 does nothing on SQLite: a database with 0007's tables has it."""
+        return True
+
     # ------------------------------------------------------------ engines and connections
 
     def in_memory(self, url: URL) -> bool:
