@@ -655,6 +655,7 @@ _WRITES = ("performance.md", "Writes")
 _SQLITE_INGEST = ("performance.md", "Where SQLite live ingest's time goes")
 _PG_INGEST = ("performance.md", "Where bulk ingest's time goes on PostgreSQL")
 _ORM = ("performance.md", "What the ORM path costs beyond SQLAlchemy's own")
+_SQLITE_FLAT = ("performance.md", "SQLite `self` and `tree` searches from 100k to 1m events")
 _SCALE = (
     "scale.md",
     "Measured: 100k, 1m and 10m messages on one server, a standby, and the partitioned layout",
@@ -673,6 +674,7 @@ GAP_SECTIONS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("orm peer", "pg"): (_WRITES, _ORM),
     ("orm store", "sqlite"): (_ORM,),
     ("orm store", "pg"): (_ORM,),
+    ("flat", "sqlite"): (_SQLITE_FLAT,),
     ("flat", "pg"): (_SCALE,),
 }
 
