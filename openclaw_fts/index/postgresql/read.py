@@ -85,6 +85,8 @@ _CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
 #: Where a pooled connection remembers, for the current transaction, which narrow callers'
 #: sessions hold at most :data:`NARROW_SCAN_EVENTS` events (:func:`_few_caller_rows`).
 _FEW_ROWS_MEMO = "openclaw_fts_pg_few_rows"
+#: ``conn.info`` key of :func:`_own_lexemes`' answers, kept for one transaction.
+_OWN_LEXEMES_MEMO = "openclaw_fts_pg_own_lexemes"
 #: Where a pooled connection remembers ``pending_visible`` answers for one snapshot.
 _PENDING_VISIBLE_MEMO = "openclaw_fts_pg_pending_visible"
 #: Where a pooled connection remembers which words have impact lists
@@ -395,6 +397,47 @@ def _few_caller_rows(conn: Connection, caller: Caller) -> bool:
     return memo[key]
 
 
+def _is_own_lexeme(word: str) -> bool:
+    """Lower-case ASCII letters and digits are their own lexemes under the column's
+    configuration (unaccent and lower change nothing; the parser keeps them one token)."""
+    return word.isascii() and word.isalnum() and word == word.lower()
+
+
+def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[str]]:
+    """For a caller with few rows (:func:`_few_caller_rows`): the lexemes starting with
+    ``head`` of each of its visible rows that has one, in ONE statement over its sessions'
+    rows (``unnest`` of each row's ``tsvector``), kept for the transaction. A search that
+    found nothing asks, for one query word, whether the word is visible, which of its near
+    words are and how often, and whether words starting with it are (``suggest``): each of
+    these is a question about lexemes sharing the word's first :data:`NEAR_PREFIX_CHARS`
+    letters, answered here from that one read instead of one statement each."""
+    where, params = _visible_sql(caller, None)
+    key = (where, tuple(sorted((k, repr(v)) for k, v in params.items())), head)
+    memo: dict[Any, list[frozenset[str]]] = _kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
+    if key not in memo:
+        params["head"] = head
+        rows = conn.execute(
+            text(
+                "SELECT array_agg(l.lexeme) FROM openclaw_sessions AS s "
+                f"CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
+                f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS l "
+                f"WHERE {where} AND starts_with(l.lexeme, :head) GROUP BY mi.id"
+            ),
+            params,
+        ).all()
+        memo[key] = [frozenset(r[0]) for r in rows]
+        _keep_for_transaction(conn, _OWN_LEXEMES_MEMO, memo)
+    return memo[key]
+
+
+def _own_count(rows: list[frozenset[str]], word: str, *, prefix: bool) -> int:
+    """How many of ``rows`` (their lexemes, :func:`_own_lexemes`) hold ``word``, or with
+    ``prefix`` a lexeme starting with it: what ``tsvector @@ 'word'`` (``'word:*'``) counts."""
+    if prefix:
+        return sum(1 for lexemes in rows if any(x.startswith(word) for x in lexemes))
+    return sum(1 for lexemes in rows if word in lexemes)
+
+
 class PostgresSearch:
     """The search methods of :class:`~openclaw_fts.index.base.Reader` on PostgreSQL (one
     instance per process, shared by threads: what it remembers lives on the pooled connection,
@@ -608,33 +651,20 @@ class PostgresSearch:
         head = token[:NEAR_PREFIX_CHARS]
         # Lower-case ASCII letters and digits are their own lexemes under the column's
         # configuration (unaccent and lower change nothing): cast, not parsed per candidate.
-        candidates = [
-            w
-            for w in one_edit(token)
-            if w.startswith(head) and w.isascii() and w.isalnum() and w == w.lower()
-        ]
+        candidates = [w for w in one_edit(token) if w.startswith(head) and _is_own_lexeme(w)]
         if not candidates:
             return []
         _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         _custom_plans(conn)
         if _few_caller_rows(conn, caller):
-            where, params = _visible_sql(caller, None)
-            params.update(words=candidates, want=want)
             # The lexemes of the caller's own rows, counted there: as many rows as its
             # sessions hold (a GIN probe per candidate would read the candidate's whole
             # posting list). Each is visible (the rows are), and its count is the number
             # of the caller's messages that hold it (a tsvector holds a lexeme once).
-            rows = conn.execute(
-                text(
-                    "SELECT l.lexeme, count(*) AS n FROM openclaw_sessions AS s "
-                    f"CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
-                    f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS l "
-                    f"WHERE {where} AND l.lexeme = ANY(CAST(:words AS text[])) "
-                    'GROUP BY l.lexeme ORDER BY n DESC, l.lexeme COLLATE "C" LIMIT :want'
-                ),
-                params,
-            ).all()
-            return [(str(r[0]), int(r[1])) for r in rows]
+            # Every candidate keeps the token's head: one read of those lexemes answers all.
+            own = _own_lexemes(conn, caller, head)
+            counted = [(w, n) for w in candidates if (n := _own_count(own, w, prefix=False))]
+            return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
         # Inside the LATERAL the lexeme is an outer reference, estimated at the default
         # selectivity: a LIMIT 1 then looks cheaper as a sequential scan, which for a lexeme
         # no row holds reads the whole table, per candidate (measured 22 s for 480 candidates
@@ -684,9 +714,20 @@ class PostgresSearch:
             return []
         _one_snapshot(conn)
         _custom_plans(conn)
+        few = _few_caller_rows(conn, caller)
+        if few and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
+            # The same counts from the caller's rows' lexemes (:func:`_own_lexemes`), which
+            # the suggestions for this word read once for all their questions.
+            heads = {w: _own_lexemes(conn, caller, w[:NEAR_PREFIX_CHARS]) for w in plain}
+            counted = [
+                (w, min(n, WORD_COUNT_CAP))
+                for w in plain
+                if (n := _own_count(heads[w], w, prefix=prefix))
+            ]
+            return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
         where, params = _visible_sql(caller, None)
         params.update(words=plain, cap=WORD_COUNT_CAP)
-        if _few_caller_rows(conn, caller):
+        if few:
             rows = (
                 f"openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
                 f"WHERE {where} AND mi.{TSVECTOR_COLUMN} @@ q.q"
