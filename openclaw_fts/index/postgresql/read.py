@@ -403,29 +403,44 @@ def _is_own_lexeme(word: str) -> bool:
     return word.isascii() and word.isalnum() and word == word.lower()
 
 
-def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[str]]:
-    """For a caller with few rows (:func:`_few_caller_rows`): the lexemes starting with
+def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[str]] | None:
+    """For a narrow caller with few rows (:func:`_few_caller_rows`): the lexemes starting with
     ``head`` of each of its visible rows that has one, in ONE statement over its sessions'
-    rows (``unnest`` of each row's ``tsvector``), kept for the transaction. A search that
-    found nothing asks, for one query word, whether the word is visible, which of its near
-    words are and how often, and whether words starting with it are (``suggest``): each of
-    these is a question about lexemes sharing the word's first :data:`NEAR_PREFIX_CHARS`
-    letters, answered here from that one read instead of one statement each."""
+    rows (``unnest`` of each row's ``tsvector``), kept for the transaction; None when its rows
+    are not few. A search that found nothing asks, for one query word, whether the word is
+    visible, which of its near words are and how often, and whether words starting with it
+    are (``suggest``): each is a question about lexemes sharing the word's first
+    :data:`NEAR_PREFIX_CHARS` letters, answered here from that one read instead of one
+    statement each. When whether the rows are few is not known yet in this transaction, the
+    same statement answers it first (the rows are read only if they are few)."""
+    if not caller.is_narrow:
+        return None
     where, params = _visible_sql(caller, None)
-    key = (where, tuple(sorted((k, repr(v)) for k, v in params.items())), head)
+    visibility = (where, tuple(sorted((k, repr(v)) for k, v in params.items())))
+    few: dict[Any, bool] = _kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
+    if few.get(visibility) is False:
+        return None
     memo: dict[Any, list[frozenset[str]]] = _kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
+    key = (visibility, head)
     if key not in memo:
-        params["head"] = head
+        params.update(head=head, narrow_events=NARROW_SCAN_EVENTS)
         rows = conn.execute(
             text(
-                "SELECT array_agg(l.lexeme) FROM openclaw_sessions AS s "
+                f"WITH few(ok) AS MATERIALIZED ({_few_events_sql(where)}) "
+                "SELECT few.ok, own.lexemes FROM few LEFT JOIN LATERAL ("
+                "SELECT array_agg(l.lexeme) AS lexemes FROM openclaw_sessions AS s "
                 f"CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
                 f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS l "
-                f"WHERE {where} AND starts_with(l.lexeme, :head) GROUP BY mi.id"
+                f"WHERE few.ok AND {where} AND starts_with(l.lexeme, :head) GROUP BY mi.id"
+                ") AS own ON true"
             ),
             params,
         ).all()
-        memo[key] = [frozenset(r[0]) for r in rows]
+        few[visibility] = bool(rows[0][0])
+        _keep_for_transaction(conn, _FEW_ROWS_MEMO, few)  # the statement began it
+        if not few[visibility]:
+            return None
+        memo[key] = [frozenset(r[1]) for r in rows if r[1] is not None]
         _keep_for_transaction(conn, _OWN_LEXEMES_MEMO, memo)
     return memo[key]
 
@@ -656,13 +671,13 @@ class PostgresSearch:
             return []
         _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         _custom_plans(conn)
-        if _few_caller_rows(conn, caller):
+        own = _own_lexemes(conn, caller, head)
+        if own is not None:
             # The lexemes of the caller's own rows, counted there: as many rows as its
             # sessions hold (a GIN probe per candidate would read the candidate's whole
             # posting list). Each is visible (the rows are), and its count is the number
             # of the caller's messages that hold it (a tsvector holds a lexeme once).
             # Every candidate keeps the token's head: one read of those lexemes answers all.
-            own = _own_lexemes(conn, caller, head)
             counted = [(w, n) for w in candidates if (n := _own_count(own, w, prefix=False))]
             return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
         # Inside the LATERAL the lexeme is an outer reference, estimated at the default
@@ -714,20 +729,20 @@ class PostgresSearch:
             return []
         _one_snapshot(conn)
         _custom_plans(conn)
-        few = _few_caller_rows(conn, caller)
-        if few and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
+        if all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
             # The same counts from the caller's rows' lexemes (:func:`_own_lexemes`), which
             # the suggestions for this word read once for all their questions.
             heads = {w: _own_lexemes(conn, caller, w[:NEAR_PREFIX_CHARS]) for w in plain}
-            counted = [
-                (w, min(n, WORD_COUNT_CAP))
-                for w in plain
-                if (n := _own_count(heads[w], w, prefix=prefix))
-            ]
-            return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
+            if all(own is not None for own in heads.values()):
+                counted = [
+                    (w, min(n, WORD_COUNT_CAP))
+                    for w in plain
+                    if (n := _own_count(heads[w] or [], w, prefix=prefix))
+                ]
+                return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
         where, params = _visible_sql(caller, None)
         params.update(words=plain, cap=WORD_COUNT_CAP)
-        if few:
+        if _few_caller_rows(conn, caller):
             rows = (
                 f"openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
                 f"WHERE {where} AND mi.{TSVECTOR_COLUMN} @@ q.q"
