@@ -125,3 +125,52 @@ def test_the_command_line(populated: TranscriptStore, db_url: str, tmp_path: Pat
     assert empty.returncode == EXIT_NO_MATCH and empty.stderr == ""
     found = ok(run(tmp_path, *db, "search", "borrow", "--fail-if-empty"))
     assert "borrow" in found.stdout
+
+
+def test_a_narrow_callers_near_words_are_the_same_from_its_rows_and_from_the_index(
+    store: TranscriptStore, db_engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL answers a narrow caller with few rows from the lexemes of its own rows
+    (one read for the word, its near words and its prefix form); with the row-by-row read
+    turned off the same questions go to the GIN index. Every kind of slip, digits, a
+    non-ASCII word and words only other sessions hold give the same suggestions both ways."""
+    if db_engine == "sqlite":
+        pytest.skip("SQLite takes its candidates from FTS5's vocabulary either way")
+    lines = {
+        ("s-main", "agent:main:main"): [
+            "deploy the staging cluster with terraform",
+            "the staging deploy failed at step 42",
+            "rollback plan: deploy v2 again, then stage",
+            "café au lait while the deployer runs",
+            "stagings and stages and staged work",
+        ],
+        ("s-child", "agent:main:subagent:child"): ["the child deploys the staging tree"],
+        ("s-other", "agent:ops:main"): ["stagging deplyo terrafrom elsewhere"],
+    }
+    for (sid, key), texts in lines.items():
+        store.create_session(sid, key)
+        store.append_many(sid, chain(texts, prefix=f"{sid}-"))
+    queries = [
+        "stagin", "stagnig", "staginng", "sxaging", "deplyo", "dpeloy", "terrafrom",
+        "rolback", "cafe", "caff", "step4", "deployr", "stge", "xyzzy", "elswhere",
+    ]  # fmt: skip
+    callers = [SELF, Caller("agent:main:main", visibility="tree"), MAIN]
+    from openclaw_fts.index.postgresql import read
+
+    def answers() -> dict[tuple[str, str], tuple[list[str], str, int]]:
+        out = {}
+        for c in callers:
+            for q in queries:
+                found = check_search_output(tools.sessions_search(store, c, {"query": q}))
+                out[c.visibility, q] = (
+                    store.suggest(c, q),
+                    str(found.get("warning", "")),
+                    len(found["results"]),
+                )
+        return out
+
+    own = answers()
+    monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", -1)
+    gin = answers()
+    assert own == gin
+    assert sum(bool(words) for words, _, _ in own.values()) >= 10  # they do suggest

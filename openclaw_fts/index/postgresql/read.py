@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import functools
 import weakref
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, TextClause, text
 
 from ...rows import Hit, SearchRequest
-from ...spelling import one_edit
+from ...spelling import edit_distance, one_edit
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..pending import EXACT_JOIN, pending_probe_sql
@@ -666,9 +667,6 @@ class PostgresSearch:
         head = token[:NEAR_PREFIX_CHARS]
         # Lower-case ASCII letters and digits are their own lexemes under the column's
         # configuration (unaccent and lower change nothing): cast, not parsed per candidate.
-        candidates = [w for w in one_edit(token) if w.startswith(head) and _is_own_lexeme(w)]
-        if not candidates:
-            return []
         _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         _custom_plans(conn)
         own = _own_lexemes(conn, caller, head)
@@ -677,9 +675,17 @@ class PostgresSearch:
             # sessions hold (a GIN probe per candidate would read the candidate's whole
             # posting list). Each is visible (the rows are), and its count is the number
             # of the caller's messages that hold it (a tsvector holds a lexeme once).
-            # Every candidate keeps the token's head: one read of those lexemes answers all.
-            counted = [(w, n) for w in candidates if (n := _own_count(own, w, prefix=False))]
-            return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
+            # The candidates are those of its lexemes one edit away (the words of
+            # one_edit below that the rows hold: each keeps the token's head, and a lexeme
+            # of lower-case ASCII letters and digits is one edit away exactly when it is
+            # at optimal string alignment distance 1).
+            held = {x for lexemes in own for x in lexemes}
+            near = {x for x in held if _is_own_lexeme(x) and edit_distance(token, x, 1) == 1}
+            counts = Counter(w for lexemes in own for w in lexemes & near)
+            return sorted(counts.items(), key=lambda wc: (-wc[1], wc[0]))[:want]
+        candidates = [w for w in one_edit(token) if w.startswith(head) and _is_own_lexeme(w)]
+        if not candidates:
+            return []
         # Inside the LATERAL the lexeme is an outer reference, estimated at the default
         # selectivity: a LIMIT 1 then looks cheaper as a sequential scan, which for a lexeme
         # no row holds reads the whole table, per candidate (measured 22 s for 480 candidates
