@@ -649,6 +649,7 @@ def _slug(heading: str) -> str:
 _FIXED = ("performance.md", "A search's fixed cost")
 _SQLITE_PEER = ("performance.md", "SQLite search against sqlite-utils at 100k")
 _PG_WIDE = ("performance.md", "A search's fixed cost on PostgreSQL, for wide callers")
+_PG_NARROW = ("performance.md", "PostgreSQL searches that find nothing, for a narrow caller")
 _TOPK = ("performance.md", "Top-k for common words")
 _LISTS = ("performance.md", "Impact lists")
 _WRITES = ("performance.md", "Writes")
@@ -662,9 +663,9 @@ _SCALE = (
 )
 GAP_SECTIONS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("peer", "sqlite"): (_SQLITE_PEER,),
-    ("peer", "pg"): (_FIXED, _PG_WIDE),
+    ("peer", "pg"): (_FIXED, _PG_WIDE, _PG_NARROW),
     ("tantivy", "sqlite"): (_SQLITE_PEER, _TOPK),
-    ("tantivy", "pg"): (_PG_WIDE, _TOPK),
+    ("tantivy", "pg"): (_PG_WIDE, _PG_NARROW, _TOPK),
     ("very common", "sqlite"): (_TOPK, _LISTS),
     ("very common", "pg"): (_PG_WIDE, _LISTS),
     ("overlap", "sqlite"): (_LISTS,),

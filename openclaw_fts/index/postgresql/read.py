@@ -18,7 +18,9 @@ one while those sessions hold at most :data:`NARROW_SCAN_EVENTS` events, else th
 set joined to them -- the same rows either way, ranked and ordered by the same outer ORDER BY.
 The words suggested when nothing is found are proved AND counted (the count orders them) with
 the visibility predicate in the counting statement, never over the whole index: sessions the
-caller cannot see decide neither which words are suggested nor their order.
+caller cannot see decide neither which words are suggested nor their order (for a narrow
+caller with few rows, the statement reads the lexemes of its visible rows, and the counting is
+done on what it returned).
 """
 
 from __future__ import annotations
@@ -655,13 +657,14 @@ class PostgresSearch:
         to match most rows and read by a sequential scan -- measured 1.3 s at 15k rows);
         the few found are then proved visible, and counted among the messages the caller may
         see, by :meth:`visible_words`. A narrow caller whose sessions hold at most
-        :data:`NARROW_SCAN_EVENTS` events keeps instead the candidates among the lexemes of
-        its own rows, counted there, in one statement (a GIN lookup builds the candidate's
-        whole posting list, so the probes cost what the candidates' frequencies over the
-        whole index do: 7.8 ms for 107 candidates at 1m messages, and counting a frequent one
-        over the index 225 ms at 10m, docs/scale.md): the words :meth:`visible_words` would
-        give, with the counts it would give below :data:`WORD_COUNT_CAP`.
-        ``max_distance`` beyond 1 is not reached here."""
+        :data:`NARROW_SCAN_EVENTS` events takes instead the lexemes of its own rows that
+        share the token's head and are one edit away (:func:`_own_lexemes`: one statement,
+        shared with :meth:`visible_words` for the same word), counted there (a GIN lookup
+        builds the candidate's whole posting list, so the probes cost what the candidates'
+        frequencies over the whole index do: 7.8 ms for 107 candidates at 1m messages, and
+        counting a frequent one over the index 225 ms at 10m, docs/scale.md): the words
+        :meth:`visible_words` would give, with the counts it would give below
+        :data:`WORD_COUNT_CAP`. ``max_distance`` beyond 1 is not reached here."""
         if len(token) <= NEAR_PREFIX_CHARS or max_distance < 1:
             return []
         head = token[:NEAR_PREFIX_CHARS]
