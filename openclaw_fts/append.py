@@ -255,11 +255,15 @@ _ENGINE_MEMOS: weakref.WeakKeyDictionary[Engine, AppendMemo] = weakref.WeakKeyDi
 _ENGINE_MEMOS_LOCK = threading.Lock()
 
 
-def engine_memo(engine: Engine) -> AppendMemo:
-    """What the installed ORM sessions on ``engine`` know of the sessions they appended to or
-    created (``hooks``: their next append skips the locked read, :func:`append_known`). A
-    hint like any :class:`AppendMemo`: a rolled-back flush or another writer leaves it stale,
-    and the guarded write then writes nothing."""
+def engine_memo(conn: Connection) -> AppendMemo | None:
+    """What the installed ORM sessions on ``conn``'s engine know of the sessions they appended
+    to or created (``hooks``: their next append skips the locked read, :func:`append_known`);
+    None on an engine without one-statement appends (``Writer.one_statement_appends``), where
+    there is nothing to skip. A hint like any :class:`AppendMemo`: a rolled-back flush or
+    another writer leaves it stale, and the guarded write then writes nothing."""
+    if not writer(conn).one_statement_appends:
+        return None
+    engine = conn.engine
     with _ENGINE_MEMOS_LOCK:
         memo = _ENGINE_MEMOS.get(engine)
         if memo is None:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
@@ -161,18 +162,15 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
             elif isinstance(obj, TranscriptEvent):
                 _edited_event(obj, work)
         if by_session:
-            memo = engine_memo(conn.engine) if found.one_statement_appends else None
             # Only appends: a flush that also deletes the plugin's objects plans every append
             # with the locked read, after the deletions it may depend on.
-            known_ok = memo is not None and not any(
-                isinstance(obj, _PLUGIN_MODELS) for obj in session.deleted
-            )
+            deletes = any(isinstance(obj, _PLUGIN_MODELS) for obj in session.deleted)
+            memo = None if deletes else engine_memo(conn)
             planned = []
             for sid, objs in by_session.items():
                 owner = new_owners.get(sid)
                 plan = None
-                if known_ok and owner is None and sid not in work.rebuild:
-                    assert memo is not None
+                if memo is not None and owner is None and sid not in work.rebuild:
                     plan = _append_known(conn, sid, objs, memo)
                 if plan is None:
                     plan = _plan(conn, sid, objs, owner)
@@ -196,8 +194,15 @@ def _append_known(
     memo knows the session (:func:`~openclaw_fts.append.append_known`): the flush then has
     nothing left to write for it. None: nothing written (planned with the locked read)."""
     _append_order(objs)
-    try:
+    with _conflicts(sid):
         return append_known(conn, sid, [o.event for o in objs], memo, [o.seq for o in objs])
+
+
+@contextmanager
+def _conflicts(sid: str) -> Iterator[None]:
+    """A taken event id or seq in an append to ``sid``, as the plugin's own error."""
+    try:
+        yield
     except IntegrityError as exc:
         raise DuplicateEventError(
             f"append to {quoted(sid)} conflicts with a stored event ({exc.orig})"
@@ -272,7 +277,7 @@ def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
     if not (work.new_sessions or work.appends or work.rebuild):
         return
     conn = work.conn
-    memo = engine_memo(conn.engine) if backend(conn).one_statement_appends else None
+    memo = engine_memo(conn)
     for sid in work.new_sessions:
         context = indexer.read_context(conn, sid)
         if context is not None and context.state is None:
@@ -282,12 +287,8 @@ def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
             if memo is not None:
                 memo.put(sid, created[sid])
     for plan in work.appends:
-        try:
+        with _conflicts(plan.session_id):
             found = write_append(conn, plan, index=plan.session_id not in work.rebuild)
-        except IntegrityError as exc:
-            raise DuplicateEventError(
-                f"append to {quoted(plan.session_id)} conflicts with a stored event ({exc.orig})"
-            ) from None
         if memo is not None:
             memo.note(plan, found)
     # A session whose incognito flag changed is diffed in full, appended to or not: what was
