@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -383,6 +382,12 @@ def _custom_plans(conn: Connection) -> None:
         _keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
 
 
+def _visibility_key(where: str, params: dict[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What :func:`_few_caller_rows` and :func:`_own_lexemes` remember a caller's answers by
+    for one transaction: its visibility predicate and that predicate's parameters."""
+    return where, tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+
 def _few_caller_rows(conn: Connection, caller: Caller) -> bool:
     """Whether ``caller`` is narrow and its visible sessions hold at most
     :data:`NARROW_SCAN_EVENTS` events (:func:`_few_events_sql`): asked once per caller and
@@ -391,7 +396,7 @@ def _few_caller_rows(conn: Connection, caller: Caller) -> bool:
     if not caller.is_narrow:
         return False
     where, params = _visible_sql(caller, None)
-    key = (where, tuple(sorted((k, repr(v)) for k, v in params.items())))
+    key = _visibility_key(where, params)
     memo: dict[Any, bool] = _kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
     if key not in memo:
         params["narrow_events"] = NARROW_SCAN_EVENTS
@@ -419,7 +424,7 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
     if not caller.is_narrow:
         return None
     where, params = _visible_sql(caller, None)
-    visibility = (where, tuple(sorted((k, repr(v)) for k, v in params.items())))
+    visibility = _visibility_key(where, params)
     few: dict[Any, bool] = _kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
     if few.get(visibility) is False:
         return None
@@ -446,6 +451,11 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
         memo[key] = [frozenset(r[1]) for r in rows if r[1] is not None]
         _keep_for_transaction(conn, _OWN_LEXEMES_MEMO, memo)
     return memo[key]
+
+
+def _most_first(counted: Sequence[tuple[str, int]], want: int) -> list[tuple[str, int]]:
+    """The ``want`` words of ``counted`` held by the most messages (ties: the word)."""
+    return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
 
 
 def _own_count(rows: list[frozenset[str]], word: str, *, prefix: bool) -> int:
@@ -668,8 +678,6 @@ class PostgresSearch:
         if len(token) <= NEAR_PREFIX_CHARS or max_distance < 1:
             return []
         head = token[:NEAR_PREFIX_CHARS]
-        # Lower-case ASCII letters and digits are their own lexemes under the column's
-        # configuration (unaccent and lower change nothing): cast, not parsed per candidate.
         _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         _custom_plans(conn)
         own = _own_lexemes(conn, caller, head)
@@ -683,9 +691,10 @@ class PostgresSearch:
             # of lower-case ASCII letters and digits is one edit away exactly when it is
             # at optimal string alignment distance 1).
             held = {x for lexemes in own for x in lexemes}
-            near = {x for x in held if _is_own_lexeme(x) and edit_distance(token, x, 1) == 1}
-            counts = Counter(w for lexemes in own for w in lexemes & near)
-            return sorted(counts.items(), key=lambda wc: (-wc[1], wc[0]))[:want]
+            near = [x for x in held if _is_own_lexeme(x) and edit_distance(token, x, 1) == 1]
+            return _most_first([(w, _own_count(own, w, prefix=False)) for w in near], want)
+        # Lower-case ASCII letters and digits are their own lexemes under the column's
+        # configuration (unaccent and lower change nothing): cast, not parsed per candidate.
         candidates = [w for w in one_edit(token) if w.startswith(head) and _is_own_lexeme(w)]
         if not candidates:
             return []
@@ -741,14 +750,15 @@ class PostgresSearch:
         if all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
             # The same counts from the caller's rows' lexemes (:func:`_own_lexemes`), which
             # the suggestions for this word read once for all their questions.
-            heads = {w: _own_lexemes(conn, caller, w[:NEAR_PREFIX_CHARS]) for w in plain}
-            if all(own is not None for own in heads.values()):
-                counted = [
-                    (w, min(n, WORD_COUNT_CAP))
-                    for w in plain
-                    if (n := _own_count(heads[w] or [], w, prefix=prefix))
-                ]
-                return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
+            own = {
+                w: held
+                for w in plain
+                if (held := _own_lexemes(conn, caller, w[:NEAR_PREFIX_CHARS])) is not None
+            }
+            if len(own) == len(plain):
+                counts = {w: _own_count(held, w, prefix=prefix) for w, held in own.items()}
+                capped = [(w, min(n, WORD_COUNT_CAP)) for w, n in counts.items() if n]
+                return _most_first(capped, want)
         where, params = _visible_sql(caller, None)
         params.update(words=plain, cap=WORD_COUNT_CAP)
         if _few_caller_rows(conn, caller):
@@ -773,7 +783,7 @@ class PostgresSearch:
             params,
         ).all()
         counted = [(str(r[0]), int(r[1])) for r in found if r[1]]
-        return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
+        return _most_first(counted, want)
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
         """The stored (masked) body when it is the message's clean text; a body whose CJK was
