@@ -26,7 +26,6 @@ done on what it returned).
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +35,7 @@ from ...rows import Hit, SearchRequest
 from ...spelling import edit_distance, one_edit
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
+from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, pending_probe_sql
 from ..visibility_sql import visible
 from . import impact
@@ -326,22 +326,6 @@ def _statement(sql: str) -> TextClause:
     return text(sql)
 
 
-def _keep_for_transaction(conn: Connection, key: str, value: Any) -> None:
-    """Keep ``value`` on the pooled connection for the current transaction only (a weak
-    reference to it: the pooled connection must not keep a closed Connection alive)."""
-    txn = conn.get_transaction()
-    conn.info[key] = None if txn is None else (weakref.ref(txn), value)
-
-
-def _kept_for_transaction(conn: Connection, key: str, *, pop: bool = False) -> Any:
-    """What :func:`_keep_for_transaction` kept under ``key`` in THIS transaction, else None."""
-    kept = conn.info.pop(key, None) if pop else conn.info.get(key)
-    txn = conn.get_transaction()
-    if kept is None or txn is None or kept[0]() is not txn:
-        return None
-    return kept[1]
-
-
 def _session_plans(conn: Connection) -> bool:
     """Whether every plan on this connection is custom without a setting per transaction: it
     has ``plan_cache_mode`` for its whole session (a connection of an engine the plugin made:
@@ -377,15 +361,9 @@ def _custom_plans(conn: Connection) -> None:
     if _session_plans(conn):
         return
     _one_snapshot(conn)  # the setting is local to a transaction
-    if _kept_for_transaction(conn, _CUSTOM_PLAN_TXN) is None:
+    if kept_for_transaction(conn, _CUSTOM_PLAN_TXN) is None:
         conn.execute(text(FORCE_CUSTOM_PLAN))
-        _keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
-
-
-def _visibility_key(where: str, params: dict[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """What :func:`_few_caller_rows` and :func:`_own_lexemes` remember a caller's answers by
-    for one transaction: its visibility predicate and that predicate's parameters."""
-    return where, tuple(sorted((k, repr(v)) for k, v in params.items()))
+        keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
 
 
 def _few_caller_rows(conn: Connection, caller: Caller) -> bool:
@@ -396,12 +374,12 @@ def _few_caller_rows(conn: Connection, caller: Caller) -> bool:
     if not caller.is_narrow:
         return False
     where, params = _visible_sql(caller, None)
-    key = _visibility_key(where, params)
-    memo: dict[Any, bool] = _kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
+    key = predicate_key(where, params)
+    memo: dict[Any, bool] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
     if key not in memo:
         params["narrow_events"] = NARROW_SCAN_EVENTS
         memo[key] = bool(conn.execute(text(_few_events_sql(where)), params).scalar())
-        _keep_for_transaction(conn, _FEW_ROWS_MEMO, memo)  # the statement began it
+        keep_for_transaction(conn, _FEW_ROWS_MEMO, memo)  # the statement began it
     return memo[key]
 
 
@@ -424,11 +402,11 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
     if not caller.is_narrow:
         return None
     where, params = _visible_sql(caller, None)
-    visibility = _visibility_key(where, params)
-    few: dict[Any, bool] = _kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
+    visibility = predicate_key(where, params)
+    few: dict[Any, bool] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
     if few.get(visibility) is False:
         return None
-    memo: dict[Any, list[frozenset[str]]] = _kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
+    memo: dict[Any, list[frozenset[str]]] = kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
     key = (visibility, head)
     if key not in memo:
         params.update(head=head, narrow_events=NARROW_SCAN_EVENTS)
@@ -445,11 +423,11 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
             params,
         ).all()
         few[visibility] = bool(rows[0][0])
-        _keep_for_transaction(conn, _FEW_ROWS_MEMO, few)  # the statement began it
+        keep_for_transaction(conn, _FEW_ROWS_MEMO, few)  # the statement began it
         if not few[visibility]:
             return None
         memo[key] = [frozenset(r[1]) for r in rows if r[1] is not None]
-        _keep_for_transaction(conn, _OWN_LEXEMES_MEMO, memo)
+        keep_for_transaction(conn, _OWN_LEXEMES_MEMO, memo)
     return memo[key]
 
 
@@ -502,7 +480,7 @@ class PostgresSearch:
         _one_snapshot(conn)
         where, params = _visible_sql(caller, session_key)
         _, snapshot, wrote = conn.execute(text(_BEGIN_SEARCH_SQL)).one()
-        _keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
+        keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
         key = (where, tuple(sorted(params.items(), key=lambda kv: kv[0])))
         memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
         if wrote is None and memo is not None and memo[0] == snapshot and key in memo[1]:
@@ -544,7 +522,7 @@ class PostgresSearch:
             memo[1][key] = pending
         found = [r[5:] for r in rows if r[5] is not None][: req.limit + 1]
         # for hit_texts, in this transaction (index rows never change)
-        _keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in found})
+        keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in found})
         return pending, [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in found]
 
     def _folded_rows(
@@ -608,7 +586,7 @@ class PostgresSearch:
             sql, params = with_bodies_sql(caller, req, exact=exact, agents=agents)
             rows = conn.execute(text(sql), params).all()
         # for hit_texts, in this transaction (index rows never change)
-        _keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in rows})
+        keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in rows})
         return [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows]
 
     def _impact_rows(
@@ -791,7 +769,7 @@ class PostgresSearch:
         :meth:`ranked_hits`' rows (one round trip less); any not among them are read here."""
         if not hits:
             return {}
-        stash: dict[int, str] = _kept_for_transaction(conn, _HIT_BODIES, pop=True) or {}
+        stash: dict[int, str] = kept_for_transaction(conn, _HIT_BODIES, pop=True) or {}
         bodies = {h[0]: stash[h[0]] for h in hits if h[0] in stash}
         missing = [h[0] for h in hits if h[0] not in bodies]
         if missing:
