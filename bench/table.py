@@ -650,6 +650,7 @@ _FIXED = ("performance.md", "A search's fixed cost")
 _SQLITE_PEER = ("performance.md", "SQLite search against sqlite-utils at 100k")
 _PG_WIDE = ("performance.md", "A search's fixed cost on PostgreSQL, for wide callers")
 _PG_NARROW = ("performance.md", "PostgreSQL searches that find nothing, for a narrow caller")
+_SQLITE_NARROW = ("performance.md", "SQLite searches that find nothing, for a narrow caller")
 _TOPK = ("performance.md", "Top-k for common words")
 _LISTS = ("performance.md", "Impact lists")
 _WRITES = ("performance.md", "Writes")
@@ -662,9 +663,9 @@ _SCALE = (
     "Measured: 100k, 1m and 10m messages on one server, a standby, and the partitioned layout",
 )
 GAP_SECTIONS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
-    ("peer", "sqlite"): (_SQLITE_PEER,),
+    ("peer", "sqlite"): (_SQLITE_PEER, _SQLITE_NARROW),
     ("peer", "pg"): (_FIXED, _PG_WIDE, _PG_NARROW),
-    ("tantivy", "sqlite"): (_SQLITE_PEER, _TOPK),
+    ("tantivy", "sqlite"): (_SQLITE_PEER, _SQLITE_NARROW, _TOPK),
     ("tantivy", "pg"): (_PG_WIDE, _PG_NARROW, _TOPK),
     ("very common", "sqlite"): (_TOPK, _LISTS),
     ("very common", "pg"): (_PG_WIDE, _LISTS),
@@ -675,7 +676,7 @@ GAP_SECTIONS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("orm peer", "pg"): (_WRITES, _ORM),
     ("orm store", "sqlite"): (_ORM,),
     ("orm store", "pg"): (_ORM,),
-    ("flat", "sqlite"): (_SQLITE_FLAT,),
+    ("flat", "sqlite"): (_SQLITE_FLAT, _SQLITE_NARROW),
     ("flat", "pg"): (_SCALE,),
 }
 

@@ -130,12 +130,12 @@ def test_the_command_line(populated: TranscriptStore, db_url: str, tmp_path: Pat
 def test_a_narrow_callers_near_words_are_the_same_from_its_rows_and_from_the_index(
     store: TranscriptStore, db_engine: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """PostgreSQL answers a narrow caller with few rows from the lexemes of its own rows
-    (one read for the word, its near words and its prefix form); with the row-by-row read
-    turned off the same questions go to the GIN index. Every kind of slip, digits, a
-    non-ASCII word and words only other sessions hold give the same suggestions both ways."""
-    if db_engine == "sqlite":
-        pytest.skip("SQLite takes its candidates from FTS5's vocabulary either way")
+    """A narrow caller with few messages is answered from its own rows (one read for the
+    word, its near words and its prefix form: the lexemes of its rows on PostgreSQL, the
+    words of its messages tokenized like FTS5 on SQLite); with that read turned off the same
+    questions go to the GIN index or FTS5's vocabulary. Every kind of slip, digits, accents,
+    other scripts, CJK text, mixed case and words only other sessions hold give the same
+    suggestions both ways."""
     lines = {
         ("s-main", "agent:main:main"): [
             "deploy the staging cluster with terraform",
@@ -143,6 +143,9 @@ def test_a_narrow_callers_near_words_are_the_same_from_its_rows_and_from_the_ind
             "rollback plan: deploy v2 again, then stage",
             "café au lait while the deployer runs",
             "stagings and stages and staged work",
+            "STAGING，部署 staging失败了。Déploiement réussi…",
+            "Планировщик запущен; the ṕlanner and the p\u0301lanner",
+            "Kelvin \u212aelvin scale, ﬁle and Œuvre",
         ],
         ("s-child", "agent:main:subagent:child"): ["the child deploys the staging tree"],
         ("s-other", "agent:ops:main"): ["stagging deplyo terrafrom elsewhere"],
@@ -153,9 +156,18 @@ def test_a_narrow_callers_near_words_are_the_same_from_its_rows_and_from_the_ind
     queries = [
         "stagin", "stagnig", "staginng", "sxaging", "deplyo", "dpeloy", "terrafrom",
         "rolback", "cafe", "caff", "step4", "deployr", "stge", "xyzzy", "elswhere",
+        "deploiment", "reussy", "planer", "plannr", "планировщик", "планировшик", "kelvn",
+        "oeuvre", "uvre", "fille", "faile",
     ]  # fmt: skip
     callers = [SELF, Caller("agent:main:main", visibility="tree"), MAIN]
-    from openclaw_fts.index.postgresql import read
+    if db_engine == "sqlite":
+        from openclaw_fts.index.sqlite import read as sqlite_read
+
+        off: tuple[object, str] = (sqlite_read, "NARROW_SCAN_ROWS")
+    else:
+        from openclaw_fts.index.postgresql import read as postgresql_read
+
+        off = (postgresql_read, "NARROW_SCAN_EVENTS")
 
     def answers() -> dict[tuple[str, str], tuple[list[str], str, int]]:
         out = {}
@@ -170,7 +182,7 @@ def test_a_narrow_callers_near_words_are_the_same_from_its_rows_and_from_the_ind
         return out
 
     own = answers()
-    monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", -1)
-    gin = answers()
-    assert own == gin
+    monkeypatch.setattr(*off, -1)
+    index = answers()
+    assert own == index
     assert sum(bool(words) for words, _, _ in own.values()) >= 10  # they do suggest

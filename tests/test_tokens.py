@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from openclaw_fts.tokens import (
     CJK_RANGES,
+    DIACRITIC_MARKS,
+    SEPARATOR_RANGES,
     Token,
     clean_text,
     fold,
@@ -23,6 +25,7 @@ from openclaw_fts.tokens import (
     iter_tokens,
     scan_tokens,
     tokenize,
+    words_starting,
 )
 
 DDL = "CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')"
@@ -318,3 +321,46 @@ def test_every_latin_character_tokenizes_as_fts5_does(fts: sqlite3.Connection) -
             tuple(token) for token in iter_tokens(text)
         ], hex(cp)
         assert norms == fts5_tokens(fts, text), hex(cp)
+
+
+_HEADS = ["pl", "st", "ae", "ss", "ka", "k", "0p", "pla", "жж", "ά", "pĺ", "ｐｌ", "数", "数据"]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    text=st.text(
+        alphabet=st.one_of(
+            _MIRROR_ALPHABET,
+            st.sampled_from([*"plPLstSTk", "\u212a", "\u212b", "ſ", "ĺ", "ṕ", "，", "…"]),
+        ),
+        max_size=60,
+    ),
+    head=st.sampled_from(_HEADS),
+    spaced=st.booleans(),
+)
+def test_words_starting_is_the_mirrors_tokens_that_start_with_the_head(
+    text: str, head: str, spaced: bool
+) -> None:
+    # Its fast paths (ASCII, Latin and CJK text searched for the head's spellings) give the
+    # mirror's tokens, in the raw text and in its indexed (CJK-spaced) form.
+    text = index_body(text) if spaced else text
+    assert words_starting(text, head) == [w for w in scan_tokens(text)[2] if w.startswith(head)]
+
+
+def test_words_starting_on_examples() -> None:
+    text = "Plan the PLANNING: pl, 2pl, plé ṕlanner p\u0301lanner 计划plan。planned，apple"
+    assert words_starting(text, "pl") == [
+        "plan", "planning", "pl", "ple", "planner", "planner", "plan", "planned",
+    ]  # fmt: skip
+    assert words_starting(index_body(text), "pl") == words_starting(text, "pl")
+    assert words_starting("\u212aelvin and kelvin", "ke") == ["kelvin", "kelvin"]
+    assert words_starting("ASCII only", "жж") == []
+
+
+def test_the_separator_ranges_separate_tokens(fts: sqlite3.Connection) -> None:
+    # words_starting treats these as separators: so do the mirror and FTS5 itself.
+    for lo, hi in SEPARATOR_RANGES:
+        for cp in range(lo, hi + 1):
+            ch = chr(cp)
+            assert not is_token_char(ch) and ch not in DIACRITIC_MARKS and not is_cjk(ch), hex(cp)
+            assert fts5_tokens(fts, f"ab{ch}cd") == ["ab", "cd"], hex(cp)

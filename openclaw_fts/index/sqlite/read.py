@@ -10,9 +10,11 @@ frequent word, a wide caller, no filter but visibility — the word's impact lis
 visibility and the pending filter in the walking statement (:mod:`.impact`). Every statement
 runs on the DBAPI cursor of the caller's transaction (:func:`cursor`), so all of one search reads
 one snapshot. Nothing here writes. A word suggested when nothing is found is proved visible by a
-statement with the visibility in it; a narrow caller's near words are also counted (ordered)
-that way, a wider caller's keep FTS5's vocabulary order, of every session
-(:meth:`SqliteSearch.near_words` says why).
+statement with the visibility in it: for a narrow caller with few messages, the statement that
+reads its messages' words (the words, their counts and their order come from those messages
+alone); for another narrow caller, statements over its sessions' tokens in the MATCH, which
+count (order) its near words too; a wider caller's keep FTS5's vocabulary order, of every
+session (:meth:`SqliteSearch.near_words` says why).
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from sqlalchemy import Connection
 from ...caller import Caller
 from ...rows import INDEX_VERSION, SESSION_TOKEN_PREFIX, Hit, SearchRequest, session_token
 from ...spelling import edit_distance
+from ...tokens import is_cjk, scan_tokens, words_starting
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
+from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, pending_probe_sql
 from ..visibility_sql import Predicate, visible
 from . import impact
@@ -48,6 +52,17 @@ NEAR_PREFIX_CHARS = 2
 #: the caller cannot see decide which near word comes first; wide callers keep it, see
 #: :meth:`SqliteSearch.near_words`).
 WORD_COUNT_CAP = 1000
+#: A ``self`` or ``tree`` caller whose sessions hold at most this many indexed messages has
+#: the suggestions of a search that found nothing answered from those messages' own words
+#: (:func:`_own_words`: one read of the messages that may hold a word starting with the
+#: misspelt word's first letters, tokenized here) instead of FTS5's vocabulary of every
+#: session, whose ``fts5vocab`` reads each candidate term's whole doclist. The same bound as
+#: PostgreSQL's ``NARROW_SCAN_EVENTS``; a caller above it keeps the vocabulary path.
+NARROW_SCAN_ROWS = 10_000
+#: Where a connection remembers, for one transaction, whether a narrow caller's messages are
+#: few (:func:`_few_own_rows`) and the words read from them (:func:`_own_words`).
+_FEW_ROWS_MEMO = "openclaw_fts_sqlite_few_rows"
+_OWN_WORDS_MEMO = "openclaw_fts_sqlite_own_words"
 
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
 #: at the limit are all in hand (equal scores are common: short messages of equal length): first
@@ -113,6 +128,96 @@ def _scoped_match(match: str, where: str) -> str:
 def _most_first(word_count: tuple[str, int]) -> tuple[int, str]:
     """The order of counted words: the highest count first, then the word."""
     return (-word_count[1], word_count[0])
+
+
+def _few_own_rows(conn: Connection, caller: Caller) -> bool:
+    """Whether ``caller`` is narrow and its visible sessions hold at most
+    :data:`NARROW_SCAN_ROWS` indexed messages: asked once per caller and transaction (an
+    index-only count, stopped one past the bound)."""
+    if not caller.is_narrow:
+        return False
+    where, params = _visible_sql(caller, None)
+    key = predicate_key(where, params)
+    memo: dict[Any, bool] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
+    if key not in memo:
+        params["past"] = NARROW_SCAN_ROWS + 1
+        held = cursor(conn).execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM openclaw_sessions AS s CROSS JOIN "
+            f"{CONTENT_TABLE} AS mi ON mi.session_id = s.session_id WHERE {where} LIMIT :past)",
+            params,
+        )
+        memo[key] = int(held.fetchone()[0]) <= NARROW_SCAN_ROWS
+        keep_for_transaction(conn, _FEW_ROWS_MEMO, memo)
+    return memo[key]
+
+
+def _own_words(conn: Connection, caller: Caller, head: str) -> list[frozenset[str]] | None:
+    """For a narrow caller with few messages (:func:`_few_own_rows`): the words starting with
+    ``head`` of each of its visible messages that holds one, kept for the transaction; None
+    for any other caller (and for a ``head`` shorter than :data:`NEAR_PREFIX_CHARS` or with
+    a CJK character). One statement reads the bodies of its messages that can hold such a
+    word (those whose ASCII-lower-cased text holds ``head``, and those with a character
+    beyond ASCII, whose folding is left to the tokenizer's mirror), and :func:`~openclaw_fts.tokens.
+    words_starting` tokenizes them as FTS5 does (openclaw_fts/tokens.py says how exactly). A
+    search that found nothing asks, for one query word, whether the word is visible, its
+    near words with their counts, and whether words start with it: each is answered from
+    this one read, as the statements over the caller's sessions' tokens in the MATCH would
+    answer it, without reading FTS5's vocabulary of every session."""
+    if len(head) < NEAR_PREFIX_CHARS or any(map(is_cjk, head)) or not _few_own_rows(conn, caller):
+        return None
+    where, params = _visible_sql(caller, None)
+    key = (predicate_key(where, params), head)
+    memo: dict[Any, list[frozenset[str]]] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
+    if key not in memo:
+        params["head"] = head
+        bodies = cursor(conn).execute(
+            f"SELECT mi.body FROM openclaw_sessions AS s CROSS JOIN {CONTENT_TABLE} AS mi "
+            f"ON mi.session_id = s.session_id WHERE {where} AND (instr(lower(mi.body), :head) "
+            "OR length(mi.body) < length(CAST(mi.body AS BLOB)))",
+            params,
+        )
+        rows = [frozenset(words_starting(str(body), head)) for (body,) in bodies]
+        memo[key] = [words for words in rows if words]
+        keep_for_transaction(conn, _OWN_WORDS_MEMO, memo)
+    return memo[key]
+
+
+def _is_one_token(word: str) -> bool:
+    """Whether ``word`` is one folded token of the index (what a MATCH of it looks up)."""
+    return scan_tokens(word)[2] == [word]
+
+
+def _own_count(rows: list[frozenset[str]] | None, word: str, *, prefix: bool) -> int:
+    """How many of ``rows`` (their words, :func:`_own_words`) hold ``word``, or with ``prefix``
+    a word starting with it: what a MATCH of ``word`` (``word *``) counts among them."""
+    if not rows:
+        return 0
+    if prefix:
+        return sum(1 for words in rows if any(w.startswith(word) for w in words))
+    return sum(1 for words in rows if word in words)
+
+
+def _nearest_own(
+    own: list[frozenset[str]], token: str, *, max_distance: int, want: int
+) -> list[tuple[str, int]]:
+    """Up to ``want`` words of ``own`` (:func:`_own_words`) within ``max_distance`` edits of
+    ``token``, nearest first, then held by the most messages (ties: the word), each with that
+    count up to :data:`WORD_COUNT_CAP`; a farther distance only when the nearer ones give
+    fewer than ``want``: the words and counts the vocabulary path gives a narrow caller."""
+    by_distance: dict[int, list[tuple[str, int]]] = {}
+    for word in {w for words in own for w in words}:
+        if word == token or abs(len(word) - len(token)) > max_distance:
+            continue
+        distance = edit_distance(token, word, max_distance)
+        if distance <= max_distance:
+            count = min(_own_count(own, word, prefix=False), WORD_COUNT_CAP)
+            by_distance.setdefault(distance, []).append((word, count))
+    found: list[tuple[str, int]] = []
+    for distance in sorted(by_distance):
+        if len(found) >= want:
+            break
+        found += sorted(by_distance[distance], key=_most_first)[: want - len(found)]
+    return found
 
 
 def _match_word(word: str, prefix: bool) -> str:
@@ -337,7 +442,12 @@ class SqliteSearch:
     def near_words(
         self, conn: Connection, caller: Caller, token: str, *, max_distance: int, want: int
     ) -> list[tuple[str, int]]:
-        """See the Reader protocol. Candidates come from the index's vocabulary
+        """See the Reader protocol. A narrow caller with few messages (:func:`_own_words`)
+        takes its candidates from the words of its own messages that share the token's first
+        :data:`NEAR_PREFIX_CHARS` letters, counted there (:func:`_nearest_own`): the words
+        and counts the path below gives it, without ``fts5vocab``, which reads each
+        candidate's whole doclist over every session (measured: docs/performance.md).
+        Otherwise candidates come from the index's vocabulary
         (:data:`VOCAB_TABLE`, FTS5's ``fts5vocab`` over the body column): only the terms that
         share the token's first :data:`NEAR_PREFIX_CHARS` letters (a range of the term
         B-tree, not the whole vocabulary), of a length within ``max_distance``; the edit
@@ -356,6 +466,9 @@ class SqliteSearch:
         if len(token) <= NEAR_PREFIX_CHARS:
             return []
         low = token[:NEAR_PREFIX_CHARS]
+        own = _own_words(conn, caller, low) if caller.is_narrow else None
+        if own is not None:
+            return _nearest_own(own, token, max_distance=max_distance, want=want)
         high = low[:-1] + chr(ord(low[-1]) + 1)
         cur = cursor(conn)
         cur.execute(
@@ -419,7 +532,16 @@ class SqliteSearch:
     ) -> list[tuple[str, int]]:
         """See the Reader protocol: each word proved by one statement, in the order given,
         until ``want`` are (:meth:`_prove`); their counts are not read (0): the one caller,
-        :mod:`openclaw_fts.suggest`, wants one word, which needs no order."""
+        :mod:`openclaw_fts.suggest`, wants one word, which needs no order. A narrow caller
+        with few messages has single-token words answered from its messages' words
+        (:func:`_own_words`, the read its near words share)."""
+        if caller.is_narrow and all(
+            len(w) >= NEAR_PREFIX_CHARS and _is_one_token(w) for w in words
+        ):
+            own = {w: _own_words(conn, caller, w[:NEAR_PREFIX_CHARS]) for w in words}
+            if all(held is not None for held in own.values()):
+                proved = [w for w, held in own.items() if _own_count(held, w, prefix=prefix)]
+                return [(word, 0) for word in proved[:want]]
         return [(word, 0) for word in self._prove(conn, caller, words, prefix=prefix, want=want)]
 
     @staticmethod
