@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import regex
+from conftest import PARTITIONED
 from factories import T0, chain, events_file, msg
 from sqlalchemy import Engine
 
@@ -1259,11 +1260,15 @@ def test_narrow_callers_get_the_same_answers_from_their_rows_and_from_the_gin_in
     from openclaw_fts.index.postgresql import read
 
     _narrow_corpus(store, tmp_path)
+    # Each search asks whether the caller's rows are few (no answer kept across searches).
+    monkeypatch.setattr(read, "FEW_ROWS_HINT_USES", 0)
     for pending in (True, False):  # with a pending session in the tree, then reconciled
         row_by_row = _narrow_answers(store, caller)
         monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", -1)  # no caller is narrow enough
         from_gin = _narrow_answers(store, caller)
+        monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", read.NARROW_SCAN_EVENTS)
         monkeypatch.undo()
+        monkeypatch.setattr(read, "FEW_ROWS_HINT_USES", 0)
         assert row_by_row == from_gin
         assert ids(row_by_row[0]) and ids(row_by_row[1])  # the searches find something
         misspelt = row_by_row[NARROW_SEARCHES.index(("lantren", {}))]
@@ -1273,10 +1278,10 @@ def test_narrow_callers_get_the_same_answers_from_their_rows_and_from_the_gin_in
 
 
 def _plans_run(engine: Engine, statements: list[tuple[str, Any]]) -> list[str]:
-    """Per ranked statement run, which plan answered it (EXPLAIN ANALYZE of the statement with
-    its parameters): ``rows`` when the narrow caller's rows were read one by one, ``gin`` when
-    the match set joined to the visible sessions was (the branch a one-time filter ran, or the
-    only plan of a wider caller)."""
+    """Per ranked statement run, which plan answered it: ``rows`` when the narrow caller's rows
+    were read one by one, ``gin`` when the match set joined to the visible sessions was. A
+    statement with both branches: the one its one-time filter ran (EXPLAIN ANALYZE with its
+    parameters); a statement with one: that one (a wider caller's is ``gin``)."""
     ran = []
     with engine.connect() as conn:
         conn.exec_driver_sql("SET plan_cache_mode = force_custom_plan")
@@ -1295,7 +1300,10 @@ def _plans_run(engine: Engine, statements: list[tuple[str, Any]]) -> list[str]:
                 ):
                     branches.append("gin" if gate.startswith("(NOT ") else "rows")
             assert len(branches) <= 1
-            ran.append(branches[0] if branches else "gin")
+            if branches:
+                ran.append(branches[0])
+            else:
+                ran.append("rows" if "CROSS JOIN LATERAL" in statement else "gin")
     return ran
 
 
@@ -1318,11 +1326,26 @@ def test_a_narrow_caller_is_searched_from_its_rows_while_they_are_few(
 
     caller = Caller(OWN, visibility="self")
     own_events = 6 + 3  # own-1 and own-2: the caller's visible events
+    # The answer (few or not) a search learns serves the pooled connection's next 3 searches
+    # of this caller, which carry one branch only; then a search asks again.
+    monkeypatch.setattr(read, "FEW_ROWS_HINT_USES", 3)
     event.listen(store.engine, "before_cursor_execute", seen)
+    answers = []
     for cap in (own_events, own_events - 1):  # at the cap: its rows; one past: the GIN index
         monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", cap)
-        assert ids(store.search(caller, "lantern"))
+        answers += [store.search(caller, "lantern") for _ in range(3)]
     assert store.search(Caller(OWN, visibility="agent"), "lantern")["results"]
     event.remove(store.engine, "before_cursor_execute", seen)
-    assert len(ran) == 3
-    assert _plans_run(engine, ran) == ["rows", "gin", "gin"]
+    assert ids(answers[0]) and all(a == answers[0] for a in answers)
+    if db_engine == PARTITIONED:
+        # Its searches pick their partitions first (a statement of their own) and ask in
+        # every ranked statement, as the hint is only kept by the one-statement search.
+        assert all(" UNION ALL " in statement for statement, _ in ran[:6])
+        assert _plans_run(engine, ran) == ["rows"] * 3 + ["gin"] * 4
+        return
+    assert [" UNION ALL " in statement for statement, _ in ran] == [
+        True, False, False, False, True, False, False,
+    ]  # fmt: skip
+    # The fourth search still reads the rows one by one (a stale answer picks the plan, not
+    # the rows); the fifth asks again and is answered from the GIN index.
+    assert _plans_run(engine, ran) == ["rows", "rows", "rows", "rows", "gin", "gin", "gin"]

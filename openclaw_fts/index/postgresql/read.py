@@ -26,10 +26,12 @@ done on what it returned).
 from __future__ import annotations
 
 import functools
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, TextClause, text
+from sqlalchemy import Connection, Engine, TextClause, text
 
 from ...rows import Hit, SearchRequest
 from ...spelling import edit_distance, one_edit
@@ -87,6 +89,21 @@ _CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
 #: Where a pooled connection remembers, for the current transaction, which narrow callers'
 #: sessions hold at most :data:`NARROW_SCAN_EVENTS` events (:func:`_few_caller_rows`).
 _FEW_ROWS_MEMO = "openclaw_fts_pg_few_rows"
+#: Searches one answer of :func:`_few_rows_hint` serves before a search asks again. The answer
+#: only picks which of two equivalent statements runs (the rows are the same, only the plan
+#: differs), so a stale one costs time, never a wrong result; asking runs the statement with
+#: both branches, whose planning costs ~0.6 ms more (measured at 100k messages: 1.4-1.6 ms
+#: against 0.8-0.9 ms, ``EXPLAIN ANALYZE``, docs/performance.md).
+FEW_ROWS_HINT_USES = 64
+#: Most callers an engine keeps a hint for; a full table starts afresh.
+FEW_ROWS_HINT_ENTRIES = 1024
+#: Per engine (every pooled connection of it: a caller's searches take whichever is free),
+#: whether a narrow caller's sessions held few events when last asked (:func:`_few_rows_hint`),
+#: and how many more searches may use that answer. Forgotten with the engine.
+_FEW_ROWS_HINTS: weakref.WeakKeyDictionary[Engine, dict[Any, list[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+_FEW_ROWS_HINTS_LOCK = threading.Lock()
 #: ``conn.info`` key of :func:`_own_lexemes`' answers, kept for one transaction.
 _OWN_LEXEMES_MEMO = "openclaw_fts_pg_own_lexemes"
 #: Where a pooled connection remembers ``pending_visible`` answers for one snapshot.
@@ -137,10 +154,11 @@ def with_bodies_sql(
     exact: bool,
     agents: list[str] | None = None,
     extra: str = "",
+    few: bool | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """:func:`hits_sql` with each returned row's ``body`` joined on AFTER the limit (ranking
     never carries the bodies of the rows it drops), in the same order."""
-    ranked, params = hits_sql(caller, req, exact=exact, agents=agents, extra=extra)
+    ranked, params = hits_sql(caller, req, exact=exact, agents=agents, extra=extra, few=few)
     order = _order_by(req, rows="h.", keys="h.")
     scope = "" if agents is None else f" AND {agent_scope_sql('b', agents)[0]}"
     sql = (
@@ -177,12 +195,16 @@ def hits_sql(
     agents: list[str] | None = None,
     unordered: bool = False,
     extra: str = "",
+    few: bool | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The ranked statement and its parameters (``req.compiled`` must render). ``agents``: on
     the partitioned layout (:mod:`.partition`), every agent whose sessions the caller can see;
     only their partitions are read. ``unordered``: every visible match, without ORDER BY or
     LIMIT (what :func:`session_hits_sql` groups). ``extra``: one more ``AND …`` condition on
-    the rows (``mi``) and their sessions (``s``), before ranking."""
+    the rows (``mi``) and their sessions (``s``), before ranking. ``few`` (a narrow caller):
+    whether its sessions hold at most :data:`NARROW_SCAN_EVENTS` events, when known
+    (:func:`_few_rows_hint`): only that branch is written; None writes both, the statement
+    choosing. The rows are the same either way."""
     assert req.compiled is not None
     tsquery = render(req.compiled)
     assert tsquery is not None
@@ -212,12 +234,16 @@ def hits_sql(
         sql = f"{wide}{match}" + ("" if unordered else f" ORDER BY {order} LIMIT :lim")
         return sql, params
     # A narrow caller: its sessions' rows one by one when they are few (see NARROW_SCAN_EVENTS).
-    params["narrow_events"] = NARROW_SCAN_EVENTS
-    few = f"({_few_events_sql(where)})"
-    both = (
+    lateral = (
         f"{head}openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(agents)}) AS mi "
-        f"{pending}WHERE {few} AND {match} UNION ALL {wide}NOT {few} AND {match}"
+        f"{pending}WHERE "
     )
+    if few is None:
+        params["narrow_events"] = NARROW_SCAN_EVENTS
+        gate = f"({_few_events_sql(where)})"
+        both = f"{lateral}{gate} AND {match} UNION ALL {wide}NOT {gate} AND {match}"
+    else:
+        both = f"{lateral if few else wide}{match}"
     if unordered:
         return both, params
     order = _order_by(req, rows="u.", keys="u.")
@@ -239,14 +265,16 @@ def folded_sql(
     memo: tuple[str, bool] | None,
     word: str | None = None,
     walk: bool = False,
+    few: bool | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """A whole search in ONE statement: the snapshot it reads (the key of the pending memo),
     whether a session the caller may see (keyed ``req.session_key`` when given) is pending,
     and :func:`with_bodies_sql`'s rows, filtered by pending only when something is. The
     probe reads every visible session, so it runs only when ``memo`` (a snapshot and its
     answer) is not this statement's snapshot, or this transaction has written. At least one
-    row: ``snapshot, wrote, pending, listed, tracked`` then the hit's columns (NULL when
-    nothing matched), in result order.
+    row: ``snapshot, wrote, pending, listed, tracked, few`` then the hit's columns (NULL when
+    nothing matched), in result order. ``few``: :func:`hits_sql`'s; when it is None for a
+    narrow caller, the ``few`` column answers it (for :func:`_few_rows_hint`), else NULL.
 
     ``word``: the query's one word when an impact list could answer it
     (:func:`~..impact.fast_path_word`); ``tracked`` says whether it has a list (FALSE without
@@ -274,24 +302,28 @@ def folded_sql(
         f"THEN CAST(:memo_pending AS boolean) ELSE ({probe}) END AS pending)"
     )
     tracked = "FALSE AS tracked"
+    asked = "CAST(NULL AS boolean) AS few"
+    if caller.is_narrow and few is None:
+        asked = f"({_few_events_sql(where)}) AS few"
+        params["narrow_events"] = NARROW_SCAN_EVENTS
     if word is not None:
         params.update(impact.walk_params(word, req.limit + 1))
         tracked = impact.TRACKED_SQL
     if not walk:
         ranked, ranked_params = with_bodies_sql(
-            caller, req, exact=True, extra=_CLEAN_UNLESS_NONE_PENDING
+            caller, req, exact=True, extra=_CLEAN_UNLESS_NONE_PENDING, few=few
         )
         params.update(ranked_params)
         sql = (
             f"{head} SELECT p.snapshot, p.wrote, p.pending, FALSE AS listed, {tracked}, "
-            f"r.* FROM p LEFT JOIN ({ranked}) AS r ON TRUE ORDER BY {order}"
+            f"{asked}, r.* FROM p LEFT JOIN ({ranked}) AS r ON TRUE ORDER BY {order}"
         )
         return sql, params
     params.update(visibility)
     rows = impact.walk_sql(where, "", _CLEAN_UNLESS_NONE_PENDING)
     sql = (
         f"{head}, w AS MATERIALIZED ({rows}) SELECT p.snapshot, p.wrote, p.pending, "
-        f"(SELECT count(*) FROM w) >= :impact_rows AS listed, {tracked}, r.* FROM p "
+        f"(SELECT count(*) FROM w) >= :impact_rows AS listed, {tracked}, {asked}, r.* FROM p "
         f"LEFT JOIN w AS r ON TRUE ORDER BY {order}"
     )
     return sql, params
@@ -366,20 +398,51 @@ def _custom_plans(conn: Connection) -> None:
         keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
 
 
+def _few_rows_hint(conn: Connection, caller: Caller, key: Any) -> bool | None:
+    """For a narrow caller (``key``: :func:`~..memo.predicate_key` of its visibility):
+    whether its sessions held at most :data:`NARROW_SCAN_EVENTS` events when its engine last
+    learnt it (from a search's ``few`` column or the suggestions' read), for
+    :data:`FEW_ROWS_HINT_USES` searches; None when it has not learnt it or that many searches
+    have used it (the next statement asks: :func:`folded_sql`'s ``few`` column). Across
+    transactions: the answer only picks the plan, never the rows."""
+    if not caller.is_narrow:
+        return None
+    with _FEW_ROWS_HINTS_LOCK:
+        hint = _FEW_ROWS_HINTS.get(conn.engine, {}).get(key)
+        if hint is None or hint[1] <= 0:
+            return None
+        hint[1] -= 1
+        return bool(hint[0])
+
+
+def _keep_few_rows_hint(conn: Connection, key: Any, few: bool) -> None:
+    """Remember ``few`` for :func:`_few_rows_hint` (a full table starts afresh)."""
+    with _FEW_ROWS_HINTS_LOCK:
+        hints = _FEW_ROWS_HINTS.get(conn.engine)
+        if hints is None or len(hints) >= FEW_ROWS_HINT_ENTRIES:
+            hints = _FEW_ROWS_HINTS[conn.engine] = {}
+        hints[key] = [few, FEW_ROWS_HINT_USES]
+
+
 def _few_caller_rows(conn: Connection, caller: Caller) -> bool:
     """Whether ``caller`` is narrow and its visible sessions hold at most
     :data:`NARROW_SCAN_EVENTS` events (:func:`_few_events_sql`): asked once per caller and
     transaction (the suggestions of one search ask it for each statement they run), so call
-    it after :func:`_one_snapshot`."""
+    it after :func:`_one_snapshot`; taken from the engine's hint (:func:`_few_rows_hint`)
+    while it has one. It picks how rows are counted, never which: a stale answer costs time."""
     if not caller.is_narrow:
         return False
     where, params = _visible_sql(caller, None)
     key = predicate_key(where, params)
     memo: dict[Any, bool] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
     if key not in memo:
-        params["narrow_events"] = NARROW_SCAN_EVENTS
-        memo[key] = bool(conn.execute(text(_few_events_sql(where)), params).scalar())
-        keep_for_transaction(conn, _FEW_ROWS_MEMO, memo)  # the statement began it
+        hint = _few_rows_hint(conn, caller, key)  # it picks a plan, as the answer does here
+        if hint is None:
+            params["narrow_events"] = NARROW_SCAN_EVENTS
+            hint = bool(conn.execute(text(_few_events_sql(where)), params).scalar())
+            _keep_few_rows_hint(conn, key, hint)
+        memo[key] = hint
+        keep_for_transaction(conn, _FEW_ROWS_MEMO, memo)  # a statement began it
     return memo[key]
 
 
@@ -398,13 +461,18 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
     are (``suggest``): each is a question about lexemes sharing the word's first
     :data:`NEAR_PREFIX_CHARS` letters, answered here from that one read instead of one
     statement each. When whether the rows are few is not known yet in this transaction, the
-    same statement answers it first (the rows are read only if they are few)."""
+    same statement answers it first (the rows are read only if they are few). Called before
+    :func:`_one_snapshot`: a search's suggestions answered here are this one statement after
+    the search's, both in autocommit (no ``BEGIN``, no ``ROLLBACK``); "the transaction" of
+    the memo is then SQLAlchemy's bookkeeping one, which ends with the search's connection."""
     if not caller.is_narrow:
         return None
     where, params = _visible_sql(caller, None)
     visibility = predicate_key(where, params)
     few: dict[Any, bool] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
-    if few.get(visibility) is False:
+    if few.get(visibility) is False or (
+        visibility not in few and _few_rows_hint(conn, caller, visibility) is False
+    ):
         return None
     memo: dict[Any, list[frozenset[str]]] = kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
     key = (visibility, head)
@@ -416,13 +484,16 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
                 "SELECT few.ok, own.lexemes FROM few LEFT JOIN LATERAL ("
                 "SELECT array_agg(l.lexeme) AS lexemes FROM openclaw_sessions AS s "
                 f"CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
-                f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS l "
+                # The lexemes alone (tsvector_to_array): unnest of the tsvector also builds
+                # each lexeme's positions and weights (1.8 against 1.1 ms for 127 rows).
+                f"CROSS JOIN LATERAL unnest(tsvector_to_array(mi.{TSVECTOR_COLUMN})) AS l(lexeme) "
                 f"WHERE few.ok AND {where} AND starts_with(l.lexeme, :head) GROUP BY mi.id"
                 ") AS own ON true"
             ),
             params,
         ).all()
         few[visibility] = bool(rows[0][0])
+        _keep_few_rows_hint(conn, visibility, few[visibility])
         keep_for_transaction(conn, _FEW_ROWS_MEMO, few)  # the statement began it
         if not few[visibility]:
             return None
@@ -508,19 +579,24 @@ class PostgresSearch:
         key = (where, tuple(sorted(params.items(), key=lambda kv: kv[0])))
         memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
         known = memo[1].get(key) if memo is not None else None
+        visibility = predicate_key(where, params)
+        few = _few_rows_hint(conn, caller, visibility)
         rows = self._folded_rows(
             conn,
             caller,
             req,
             memo=None if memo is None or known is None else (memo[0], known),
+            few=few,
         )
         snapshot, wrote, pending = rows[0][0], rows[0][1], bool(rows[0][2])
+        if rows[0][5] is not None:
+            _keep_few_rows_hint(conn, visibility, bool(rows[0][5]))
         if wrote is None:
             if memo is None or memo[0] != snapshot or len(memo[1]) >= PENDING_MEMO_ENTRIES:
                 memo = (snapshot, {})
                 conn.info[_PENDING_VISIBLE_MEMO] = memo
             memo[1][key] = pending
-        found = [r[5:] for r in rows if r[5] is not None][: req.limit + 1]
+        found = [r[6:] for r in rows if r[6] is not None][: req.limit + 1]
         # for hit_texts, in this transaction (index rows never change)
         keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in found})
         return pending, [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in found]
@@ -532,6 +608,7 @@ class PostgresSearch:
         req: SearchRequest,
         *,
         memo: tuple[str, bool] | None,
+        few: bool | None,
     ) -> Sequence[Any]:
         """:func:`folded_sql`'s rows: from the query's word's impact list when it has one
         word, the caller is wide, the word is tracked and its list holds enough visible rows
@@ -543,7 +620,7 @@ class PostgresSearch:
         between). Either way the rows are exact: a list answers only with enough rows."""
         word = fast_path_word(req) if self.IMPACT_LISTS and not caller.is_narrow else None
         if word is None:
-            sql, params = folded_sql(caller, req, memo=memo)
+            sql, params = folded_sql(caller, req, memo=memo, few=few)
             return conn.execute(_statement(sql), params).all()
         tracked = self._tracked_words(conn)
         if word in tracked:
@@ -656,8 +733,8 @@ class PostgresSearch:
         if len(token) <= NEAR_PREFIX_CHARS or max_distance < 1:
             return []
         head = token[:NEAR_PREFIX_CHARS]
-        _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         _custom_plans(conn)
+        # Before _one_snapshot: answered from one statement, it needs no transaction.
         own = _own_lexemes(conn, caller, head)
         if own is not None:
             # The lexemes of the caller's own rows, counted there: as many rows as its
@@ -671,6 +748,7 @@ class PostgresSearch:
             held = {x for lexemes in own for x in lexemes}
             near = [x for x in held if _is_own_lexeme(x) and edit_distance(token, x, 1) == 1]
             return _most_first([(w, _own_count(own, w, prefix=False)) for w in near], want)
+        _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         # Lower-case ASCII letters and digits are their own lexemes under the column's
         # configuration (unaccent and lower change nothing): cast, not parsed per candidate.
         candidates = [w for w in one_edit(token) if w.startswith(head) and _is_own_lexeme(w)]
@@ -723,7 +801,6 @@ class PostgresSearch:
         plain = [w for w in dict.fromkeys(words) if w.isalnum()]  # no tsquery syntax
         if not plain:
             return []
-        _one_snapshot(conn)
         _custom_plans(conn)
         if all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
             # The same counts from the caller's rows' lexemes (:func:`_own_lexemes`), which
@@ -737,6 +814,7 @@ class PostgresSearch:
                 counts = {w: _own_count(held, w, prefix=prefix) for w, held in own.items()}
                 capped = [(w, min(n, WORD_COUNT_CAP)) for w, n in counts.items() if n]
                 return _most_first(capped, want)
+        _one_snapshot(conn)
         where, params = _visible_sql(caller, None)
         params.update(words=plain, cap=WORD_COUNT_CAP)
         if _few_caller_rows(conn, caller):
