@@ -651,6 +651,7 @@ _SQLITE_PEER = ("performance.md", "SQLite search against sqlite-utils at 100k")
 _PG_WIDE = ("performance.md", "A search's fixed cost on PostgreSQL, for wide callers")
 _PG_NARROW = ("performance.md", "PostgreSQL searches that find nothing, for a narrow caller")
 _SQLITE_NARROW = ("performance.md", "SQLite searches that find nothing, for a narrow caller")
+_PG_NARROW_PLAN = ("performance.md", "A narrow caller's statement on PostgreSQL")
 _TOPK = ("performance.md", "Top-k for common words")
 _LISTS = ("performance.md", "Impact lists")
 _WRITES = ("performance.md", "Writes")
@@ -664,9 +665,9 @@ _SCALE = (
 )
 GAP_SECTIONS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("peer", "sqlite"): (_SQLITE_PEER, _SQLITE_NARROW),
-    ("peer", "pg"): (_FIXED, _PG_WIDE, _PG_NARROW),
+    ("peer", "pg"): (_FIXED, _PG_WIDE, _PG_NARROW, _PG_NARROW_PLAN),
     ("tantivy", "sqlite"): (_SQLITE_PEER, _SQLITE_NARROW, _TOPK),
-    ("tantivy", "pg"): (_PG_WIDE, _PG_NARROW, _TOPK),
+    ("tantivy", "pg"): (_PG_WIDE, _PG_NARROW, _PG_NARROW_PLAN, _TOPK),
     ("very common", "sqlite"): (_TOPK, _LISTS),
     ("very common", "pg"): (_PG_WIDE, _LISTS),
     ("overlap", "sqlite"): (_LISTS,),

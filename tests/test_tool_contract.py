@@ -33,6 +33,7 @@ INCOGNITO_KEYS = [
     "agent:main:subagent:incognito-7",
     "agent:ops:internal-session-effects:incognito-x",
     "  AGENT:Main:Dashboard:Incognito-Loud  ",
+    "\t\vagent:main:subagent:INCOGNITO-tabs\r\n\f",  # every trimmed character
 ]
 ORDINARY_KEYS = [
     "agent:main:incognito",  # a flag-less name: not the key shape
