@@ -21,9 +21,10 @@ Invariants:
   Measured against FTS5 on SQLite 3.40.1 over every code point (``"q" + ch + "q"``):
   tokenization agrees for 99.6 % of them and folding for 99.96 % of the token characters; the
   differences are characters added to Unicode after SQLite's tables (recent emoji and symbols,
-  letters such as Georgian Mtavruli), never ASCII, Latin or CJK. The mirror only drives query term
-  dropping and snippet windows: a difference can cost a rare match or pick a less good window,
-  never produce an FTS5 error.
+  letters such as Georgian Mtavruli), never ASCII, Latin or CJK. The mirror drives query term
+  dropping and snippet windows (a difference can cost a rare match or pick a less good window,
+  never produce an FTS5 error), and a narrow caller's suggestions on SQLite, only for text
+  :func:`mirror_is_exact` vouches for (:data:`MIRROR_EXACT_RANGES`, measured against FTS5).
 """
 
 from __future__ import annotations
@@ -310,6 +311,40 @@ def scan_tokens(
     starts = list(map(match.start, matches))
     ends = list(map(match.end, matches))
     return starts, ends, list(map(fold, map(match.group, matches)))
+
+
+#: Ranges of code points where the mirror and FTS5 (SQLite's Unicode 6.1 tables) agree on every
+#: character: tokenized and folded alike, alone and between letters (tests/test_tokens.py checks
+#: each one against FTS5, from which the ranges were measured; the CJK characters, spaced by
+#: :func:`index_body`, are sampled). Text made of them only is tokenized here exactly as FTS5
+#: does (:func:`mirror_is_exact`); outside them are mostly characters newer than those tables
+#: (recent emoji and symbols, U+2066..U+2069), and the blocks not measured.
+MIRROR_EXACT_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0001, 0x037E),  # ASCII, Latin-1, Latin Extended-A/B, IPA, modifiers, diacritics, Greek
+    (0x0380, 0x0527),  # Greek and Coptic, Cyrillic, Cyrillic Supplement
+    (0x1E00, 0x1FFF),  # Latin Extended Additional, Greek Extended
+    (0x2000, 0x2065),  # General Punctuation (U+2066..U+2069 are newer than SQLite's tables)
+    (0x206A, 0x20B9),  # the rest of it, super- and subscripts, currency signs to U+20B9
+    (0x20C5, 0x2189),  # combining marks for symbols, letterlike symbols, number forms
+    (0x218C, 0x23F3),  # arrows, mathematical operators, technical (U+218A..B are newer)
+    (0x2400, 0x2426),  # control pictures
+    (0x242A, 0x26FF),  # OCR, enclosed alphanumerics, box drawing, shapes, symbols
+    (0x2701, 0x27BF),  # dingbats
+    (0x3000, 0x303F),  # CJK symbols and punctuation
+    (0xFE30, 0xFE4F),  # CJK compatibility forms
+    (0xFF00, 0xFFEF),  # halfwidth and fullwidth forms
+    *CJK_RANGES,
+)
+_NOT_MIRROR_EXACT_RE = re.compile(f"[^{_char_class(MIRROR_EXACT_RANGES)}]")
+
+
+def mirror_is_exact(text: str) -> bool:
+    """Whether every character of ``text`` is one the mirror tokenizes and folds as FTS5 does
+    (:data:`MIRROR_EXACT_RANGES`): then :func:`scan_tokens` and :func:`words_starting` give
+    exactly FTS5's tokens. NUL is outside (it never reaches FTS5: :func:`index_body`)."""
+    if text.isascii():
+        return "\x00" not in text
+    return _NOT_MIRROR_EXACT_RE.search(text) is None
 
 
 #: Bound of the cache of :func:`words_starting`'s per-head patterns.

@@ -1326,8 +1326,8 @@ def test_a_narrow_caller_is_searched_from_its_rows_while_they_are_few(
 
     caller = Caller(OWN, visibility="self")
     own_events = 6 + 3  # own-1 and own-2: the caller's visible events
-    # The answer (few or not) a search learns serves the pooled connection's next 3 searches
-    # of this caller, which carry one branch only; then a search asks again.
+    # The answer (few or not) a search learns serves the engine's next 3 searches of this
+    # caller, which carry one branch only; then a search asks again.
     monkeypatch.setattr(read, "FEW_ROWS_HINT_USES", 3)
     event.listen(store.engine, "before_cursor_execute", seen)
     answers = []

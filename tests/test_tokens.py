@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from openclaw_fts.tokens import (
     CJK_RANGES,
     DIACRITIC_MARKS,
+    MIRROR_EXACT_RANGES,
     SEPARATOR_RANGES,
     Token,
     clean_text,
@@ -23,6 +24,7 @@ from openclaw_fts.tokens import (
     is_cjk,
     is_token_char,
     iter_tokens,
+    mirror_is_exact,
     scan_tokens,
     tokenize,
     words_starting,
@@ -364,3 +366,29 @@ def test_the_separator_ranges_separate_tokens(fts: sqlite3.Connection) -> None:
             ch = chr(cp)
             assert not is_token_char(ch) and ch not in DIACRITIC_MARKS and not is_cjk(ch), hex(cp)
             assert fts5_tokens(fts, f"ab{ch}cd") == ["ab", "cd"], hex(cp)
+
+
+#: Every how many CJK code points one is checked (they are ~190,000, each a token by itself).
+CJK_SAMPLE_STEP = 97
+
+
+def test_the_mirror_is_exact_where_it_says_so(fts: sqlite3.Connection) -> None:
+    # Every code point of MIRROR_EXACT_RANGES (a sample of the CJK ones), alone, between two
+    # letters and after two: the mirror's tokens and folded forms are FTS5's own.
+    cjk = {(lo, hi) for lo, hi in CJK_RANGES}
+    for lo, hi in MIRROR_EXACT_RANGES:
+        for cp in range(lo, hi + 1, CJK_SAMPLE_STEP if (lo, hi) in cjk else 1):
+            if 0xD800 <= cp <= 0xDFFF:
+                continue
+            ch = chr(cp)
+            assert mirror_is_exact(ch), hex(cp)
+            for text in (ch, f"q{ch}q", f"ab{ch}"):
+                assert scan_tokens(text)[2] == fts5_tokens(fts, text), hex(cp)
+
+
+def test_the_mirror_is_not_trusted_with_newer_characters(fts: sqlite3.Connection) -> None:
+    # Characters newer than SQLite's Unicode tables, where the two differ: outside the ranges.
+    for text in ["deploy\U0001f972ed", "st\u2066aging", "\u1c90\u1c91", "ste\u1ab0p", "a\x00b"]:
+        assert not mirror_is_exact(text)
+    assert scan_tokens("deploy\U0001f972ed")[2] != fts5_tokens(fts, "deploy\U0001f972ed")
+    assert mirror_is_exact("Café 数据库 — naïve, ΑΒΓ, Жж, ｆｕｌｌ")

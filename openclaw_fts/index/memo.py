@@ -1,10 +1,13 @@
 """Answers remembered for one transaction on a pooled connection.
 
 Invariant: a value kept by :func:`keep_for_transaction` is returned by
-:func:`kept_for_transaction` only while the SAME transaction of the same connection is open
-(a weak reference to the transaction is kept with it), so an answer read in one snapshot is
-never used in another; outside a transaction nothing is remembered. The pooled connection
-never keeps a closed ``Connection`` alive.
+:func:`kept_for_transaction` only while the SAME SQLAlchemy transaction of the same connection
+is open (a weak reference to the transaction is kept with it); outside one nothing is
+remembered. In a transaction of the database that is one snapshot (SQLite's read transaction,
+PostgreSQL's REPEATABLE READ). On a PostgreSQL connection in autocommit, SQLAlchemy's
+transaction is bookkeeping only and each statement reads its own snapshot: what is kept there
+is what one search (one checkout of the connection) asks more than once, valid for that search
+(the callers say so). The pooled connection never keeps a closed ``Connection`` alive.
 """
 
 from __future__ import annotations

@@ -12,10 +12,12 @@ statistic (unlike bm25: a word's rarity does not count), comparable only within 
 Statements run through SQLAlchemy ``text()`` with ``:name`` parameters. A one-word search of
 a wide caller with no filter walks the word's impact list instead (:mod:`.impact`: the same
 rows, ranks and order, visibility and the pending join in the walking statement), when the
-list holds enough visible rows. A narrow caller's ranked statement has two branches with the
-same conditions, of which a one-time filter runs exactly one: its sessions' rows tested one by
-one while those sessions hold at most :data:`NARROW_SCAN_EVENTS` events, else the GIN match
-set joined to them -- the same rows either way, ranked and ordered by the same outer ORDER BY.
+list holds enough visible rows. A narrow caller's rows come from one of two branches with the
+same conditions: its sessions' rows tested one by one while those sessions hold at most
+:data:`NARROW_SCAN_EVENTS` events, else the GIN match set joined to them -- the same rows either
+way, ranked and ordered by the same outer ORDER BY. The statement carries both, a one-time
+filter running one, or only the one the engine last learnt the caller's sessions pick
+(:func:`_few_rows_hint`: it chooses a plan, never the rows).
 The words suggested when nothing is found are proved AND counted (the count orders them) with
 the visibility predicate in the counting statement, never over the whole index: sessions the
 caller cannot see decide neither which words are suggested nor their order (for a narrow
@@ -89,7 +91,8 @@ _CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
 #: Where a pooled connection remembers, for the current transaction, which narrow callers'
 #: sessions hold at most :data:`NARROW_SCAN_EVENTS` events (:func:`_few_caller_rows`).
 _FEW_ROWS_MEMO = "openclaw_fts_pg_few_rows"
-#: Searches one answer of :func:`_few_rows_hint` serves before a search asks again. The answer
+#: Uses of one answer of :func:`_few_rows_hint` (each search of the caller, and each of its
+#: suggestions' statements that asks) before a search asks again. The answer
 #: only picks which of two equivalent statements runs (the rows are the same, only the plan
 #: differs), so a stale one costs time, never a wrong result; asking runs the statement with
 #: both branches, whose planning costs ~0.6 ms more (measured at 100k messages: 1.4-1.6 ms
@@ -455,7 +458,8 @@ def _is_own_lexeme(word: str) -> bool:
 def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[str]] | None:
     """For a narrow caller with few rows (:func:`_few_caller_rows`): the lexemes starting with
     ``head`` of each of its visible rows that has one, in ONE statement over its sessions'
-    rows (``unnest`` of each row's ``tsvector``), kept for the transaction; None when its rows
+    rows (``tsvector_to_array`` of each row's ``tsvector``), kept for the transaction; None
+    when its rows
     are not few. A search that found nothing asks, for one query word, whether the word is
     visible, which of its near words are and how often, and whether words starting with it
     are (``suggest``): each is a question about lexemes sharing the word's first

@@ -27,7 +27,7 @@ from sqlalchemy import Connection
 from ...caller import Caller
 from ...rows import INDEX_VERSION, SESSION_TOKEN_PREFIX, Hit, SearchRequest, session_token
 from ...spelling import edit_distance
-from ...tokens import is_cjk, scan_tokens, words_starting
+from ...tokens import is_cjk, mirror_is_exact, scan_tokens, words_starting
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
@@ -59,6 +59,10 @@ WORD_COUNT_CAP = 1000
 #: session, whose ``fts5vocab`` reads each candidate term's whole doclist. The same bound as
 #: PostgreSQL's ``NARROW_SCAN_EVENTS``; a caller above it keeps the vocabulary path.
 NARROW_SCAN_ROWS = 10_000
+#: Characters of those messages :func:`_own_words` reads for one word before it gives the
+#: question back to the vocabulary path (the rows bound the count, not the size: a caller with
+#: megabytes of logs would tokenize them in Python for every search that finds nothing).
+NARROW_SCAN_CHARS = 262_144
 #: Where a connection remembers, for one transaction, whether a narrow caller's messages are
 #: few (:func:`_few_own_rows`) and the words read from them (:func:`_own_words`).
 _FEW_ROWS_MEMO = "openclaw_fts_sqlite_few_rows"
@@ -130,16 +134,27 @@ def _most_first(word_count: tuple[str, int]) -> tuple[int, str]:
     return (-word_count[1], word_count[0])
 
 
+def _own_memo_key(conn: Connection, caller: Caller) -> tuple[Any, ...]:
+    """What a narrow caller's answers are kept by in one transaction: its visibility, and the
+    connection's own ``total_changes`` (a write in the transaction -- a session flagged
+    incognito, say -- makes them be read again)."""
+    if not conn.in_transaction():
+        conn.begin()  # the engine's BEGIN (engine.py): the answers are kept for it
+    where, params = _visible_sql(caller, None)
+    changes = getattr(conn.connection.driver_connection, "total_changes", None)
+    return (predicate_key(where, params), changes)
+
+
 def _few_own_rows(conn: Connection, caller: Caller) -> bool:
     """Whether ``caller`` is narrow and its visible sessions hold at most
     :data:`NARROW_SCAN_ROWS` indexed messages: asked once per caller and transaction (an
     index-only count, stopped one past the bound)."""
     if not caller.is_narrow:
         return False
-    where, params = _visible_sql(caller, None)
-    key = predicate_key(where, params)
+    key = _own_memo_key(conn, caller)
     memo: dict[Any, bool] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
     if key not in memo:
+        where, params = _visible_sql(caller, None)
         params["past"] = NARROW_SCAN_ROWS + 1
         held = cursor(conn).execute(
             f"SELECT count(*) FROM (SELECT 1 FROM openclaw_sessions AS s CROSS JOIN "
@@ -157,18 +172,22 @@ def _own_words(conn: Connection, caller: Caller, head: str) -> list[frozenset[st
     for any other caller (and for a ``head`` shorter than :data:`NEAR_PREFIX_CHARS` or with
     a CJK character). One statement reads the bodies of its messages that can hold such a
     word (those whose ASCII-lower-cased text holds ``head``, and those with a character
-    beyond ASCII, whose folding is left to the tokenizer's mirror), and :func:`~openclaw_fts.tokens.
-    words_starting` tokenizes them as FTS5 does (openclaw_fts/tokens.py says how exactly). A
-    search that found nothing asks, for one query word, whether the word is visible, its
-    near words with their counts, and whether words start with it: each is answered from
-    this one read, as the statements over the caller's sessions' tokens in the MATCH would
-    answer it, without reading FTS5's vocabulary of every session."""
+    beyond ASCII, whose folding is left to the tokenizer's mirror), and
+    :func:`~openclaw_fts.tokens.words_starting` tokenizes them as FTS5 does. None as well,
+    the vocabulary path then answering, when a body holds a character where the mirror and
+    FTS5 may differ (:func:`~openclaw_fts.tokens.mirror_is_exact`: mostly characters newer
+    than SQLite's Unicode tables, such as recent emoji) or the bodies read pass
+    :data:`NARROW_SCAN_CHARS`. A search that found nothing asks, for one query word, whether
+    the word is visible, its near words with their counts, and whether words start with it:
+    each is answered from this one read, as the statements over the caller's sessions'
+    tokens in the MATCH would answer it, without reading FTS5's vocabulary of every
+    session."""
     if len(head) < NEAR_PREFIX_CHARS or any(map(is_cjk, head)) or not _few_own_rows(conn, caller):
         return None
-    where, params = _visible_sql(caller, None)
-    key = (predicate_key(where, params), head)
-    memo: dict[Any, list[frozenset[str]]] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
+    key = (_own_memo_key(conn, caller), head)
+    memo: dict[Any, list[frozenset[str]] | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
     if key not in memo:
+        where, params = _visible_sql(caller, None)
         params["head"] = head
         bodies = cursor(conn).execute(
             f"SELECT mi.body FROM openclaw_sessions AS s CROSS JOIN {CONTENT_TABLE} AS mi "
@@ -176,8 +195,19 @@ def _own_words(conn: Connection, caller: Caller, head: str) -> list[frozenset[st
             "OR length(mi.body) < length(CAST(mi.body AS BLOB)))",
             params,
         )
-        rows = [frozenset(words_starting(str(body), head)) for (body,) in bodies]
-        memo[key] = [words for words in rows if words]
+        rows: list[frozenset[str]] = []
+        read = 0
+        for (body,) in bodies:
+            text = str(body)
+            read += len(text)
+            if read > NARROW_SCAN_CHARS or not mirror_is_exact(text):
+                break
+            words = frozenset(words_starting(text, head))
+            if words:
+                rows.append(words)
+        else:
+            memo[key] = rows
+        memo.setdefault(key, None)  # a body the mirror may misread, or too much text
         keep_for_transaction(conn, _OWN_WORDS_MEMO, memo)
     return memo[key]
 
