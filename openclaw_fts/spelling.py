@@ -9,6 +9,7 @@ letters, each 1), exact up to its ``limit`` and ``limit + 1`` beyond it.
 from __future__ import annotations
 
 import string
+from collections.abc import Iterable
 
 #: Letters tried by the substitutions and insertions of :func:`one_edit`, besides the word's own.
 EDIT_ALPHABET = string.ascii_lowercase + string.digits
@@ -72,3 +73,12 @@ def one_edit(word: str) -> list[str]:
     replaces = [a + c + b[1:] for a, b in splits if b for c in letters if c != b[0]]
     inserts = [a + c + b for a, b in splits for c in letters]
     return [w for w in dict.fromkeys(deletes + transposes + replaces + inserts) if w != word]
+
+
+def messages_holding(messages: Iterable[frozenset[str]], word: str, *, prefix: bool) -> int:
+    """How many of ``messages`` (each one's words, or lexemes) hold ``word``, or with
+    ``prefix`` a word starting with it: what a full-text match of ``word`` (``word*``) counts
+    among them. How a narrow caller's near words are counted from its own messages."""
+    if prefix:
+        return sum(1 for words in messages if any(w.startswith(word) for w in words))
+    return sum(1 for words in messages if word in words)

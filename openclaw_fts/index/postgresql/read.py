@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, TextClause, text
 
 from ...rows import Hit, SearchRequest
-from ...spelling import edit_distance, one_edit
+from ...spelling import edit_distance, messages_holding, one_edit
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
@@ -102,7 +102,7 @@ FEW_ROWS_HINT_USES = 64
 FEW_ROWS_HINT_ENTRIES = 1024
 #: Per engine (every pooled connection of it: a caller's searches take whichever is free),
 #: whether a narrow caller's sessions held few events when last asked (:func:`_few_rows_hint`),
-#: and how many more searches may use that answer. Forgotten with the engine.
+#: and how many more uses that answer has left. Forgotten with the engine.
 _FEW_ROWS_HINTS: weakref.WeakKeyDictionary[Engine, dict[Any, list[Any]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -405,8 +405,8 @@ def _few_rows_hint(conn: Connection, caller: Caller, key: Any) -> bool | None:
     """For a narrow caller (``key``: :func:`~..memo.predicate_key` of its visibility):
     whether its sessions held at most :data:`NARROW_SCAN_EVENTS` events when its engine last
     learnt it (from a search's ``few`` column or the suggestions' read), for
-    :data:`FEW_ROWS_HINT_USES` searches; None when it has not learnt it or that many searches
-    have used it (the next statement asks: :func:`folded_sql`'s ``few`` column). Across
+    :data:`FEW_ROWS_HINT_USES` uses; None when it has not learnt it or that many uses have
+    spent it (the next statement asks: :func:`folded_sql`'s ``few`` column). Across
     transactions: the answer only picks the plan, never the rows."""
     if not caller.is_narrow:
         return None
@@ -465,11 +465,10 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
     """For a narrow caller with few rows (:func:`_few_caller_rows`): the lexemes starting with
     ``head`` of each of its visible rows that has one, in ONE statement over its sessions'
     rows (``tsvector_to_array`` of each row's ``tsvector``), kept for the transaction; None
-    when its rows
-    are not few. A search that found nothing asks, for one query word, whether the word is
-    visible, which of its near words are and how often, and whether words starting with it
-    are (``suggest``): each is a question about lexemes sharing the word's first
-    :data:`NEAR_PREFIX_CHARS` letters, answered here from that one read instead of one
+    when its rows are not few. A search that found nothing asks, for one query word, whether
+    the word is visible, which of its near words are and how often, and whether words
+    starting with it are (``suggest``): each is a question about lexemes sharing the word's
+    first :data:`NEAR_PREFIX_CHARS` letters, answered here from that one read instead of one
     statement each. When whether the rows are few is not known yet in this transaction, the
     same statement answers it first (the rows are read only if they are few). Called before
     :func:`_one_snapshot`: a search's suggestions answered here are this one statement after
@@ -519,14 +518,6 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
 def _most_first(counted: Sequence[tuple[str, int]], want: int) -> list[tuple[str, int]]:
     """The ``want`` words of ``counted`` held by the most messages (ties: the word)."""
     return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
-
-
-def _own_count(rows: list[frozenset[str]], word: str, *, prefix: bool) -> int:
-    """How many of ``rows`` (their lexemes, :func:`_own_lexemes`) hold ``word``, or with
-    ``prefix`` a lexeme starting with it: what ``tsvector @@ 'word'`` (``'word:*'``) counts."""
-    if prefix:
-        return sum(1 for lexemes in rows if any(x.startswith(word) for x in lexemes))
-    return sum(1 for lexemes in rows if word in lexemes)
 
 
 class PostgresSearch:
@@ -761,7 +752,7 @@ class PostgresSearch:
             # at optimal string alignment distance 1).
             held = {x for lexemes in own for x in lexemes}
             near = [x for x in held if _is_own_lexeme(x) and edit_distance(token, x, 1) == 1]
-            return _most_first([(w, _own_count(own, w, prefix=False)) for w in near], want)
+            return _most_first([(w, messages_holding(own, w, prefix=False)) for w in near], want)
         _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         # Lower-case ASCII letters and digits are their own lexemes under the column's
         # configuration (unaccent and lower change nothing): cast, not parsed per candidate.
@@ -825,7 +816,7 @@ class PostgresSearch:
                 if (held := _own_lexemes(conn, caller, w[:NEAR_PREFIX_CHARS])) is not None
             }
             if len(own) == len(plain):
-                counts = {w: _own_count(held, w, prefix=prefix) for w, held in own.items()}
+                counts = {w: messages_holding(held, w, prefix=prefix) for w, held in own.items()}
                 capped = [(w, min(n, WORD_COUNT_CAP)) for w, n in counts.items() if n]
                 return _most_first(capped, want)
         _one_snapshot(conn)

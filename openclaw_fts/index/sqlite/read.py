@@ -26,7 +26,7 @@ from sqlalchemy import Connection
 
 from ...caller import Caller
 from ...rows import INDEX_VERSION, SESSION_TOKEN_PREFIX, Hit, SearchRequest, session_token
-from ...spelling import edit_distance
+from ...spelling import edit_distance, messages_holding
 from ...tokens import is_cjk, mirror_is_exact, scan_tokens, words_starting
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
@@ -134,15 +134,18 @@ def _most_first(word_count: tuple[str, int]) -> tuple[int, str]:
     return (-word_count[1], word_count[0])
 
 
-def _own_memo_key(conn: Connection, caller: Caller) -> tuple[Any, ...]:
-    """What a narrow caller's answers are kept by in one transaction: its visibility, and the
-    connection's own ``total_changes`` (a write in the transaction -- a session flagged
-    incognito, say -- makes them be read again)."""
+def _own_visibility(
+    conn: Connection, caller: Caller
+) -> tuple[tuple[Any, ...], str, dict[str, Any]]:
+    """A narrow caller's visibility (its SQL and parameters) and the key its answers are kept
+    by in one transaction: that visibility, and the connection's own ``total_changes`` (a
+    write in the transaction -- a session flagged incognito, say -- makes them be read
+    again)."""
     if not conn.in_transaction():
         conn.begin()  # the engine's BEGIN (engine.py): the answers are kept for it
     where, params = _visible_sql(caller, None)
     changes = getattr(conn.connection.driver_connection, "total_changes", None)
-    return (predicate_key(where, params), changes)
+    return (predicate_key(where, params), changes), where, params
 
 
 def _few_own_rows(conn: Connection, caller: Caller) -> bool:
@@ -151,10 +154,9 @@ def _few_own_rows(conn: Connection, caller: Caller) -> bool:
     index-only count, stopped one past the bound)."""
     if not caller.is_narrow:
         return False
-    key = _own_memo_key(conn, caller)
+    key, where, params = _own_visibility(conn, caller)
     memo: dict[Any, bool] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
     if key not in memo:
-        where, params = _visible_sql(caller, None)
         params["past"] = NARROW_SCAN_ROWS + 1
         held = cursor(conn).execute(
             f"SELECT count(*) FROM (SELECT 1 FROM openclaw_sessions AS s CROSS JOIN "
@@ -184,10 +186,10 @@ def _own_words(conn: Connection, caller: Caller, head: str) -> list[frozenset[st
     session."""
     if len(head) < NEAR_PREFIX_CHARS or any(map(is_cjk, head)) or not _few_own_rows(conn, caller):
         return None
-    key = (_own_memo_key(conn, caller), head)
+    visibility, where, params = _own_visibility(conn, caller)
+    key = (visibility, head)
     memo: dict[Any, list[frozenset[str]] | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
     if key not in memo:
-        where, params = _visible_sql(caller, None)
         params["head"] = head
         bodies = cursor(conn).execute(
             f"SELECT mi.body FROM openclaw_sessions AS s CROSS JOIN {CONTENT_TABLE} AS mi "
@@ -217,16 +219,6 @@ def _is_one_token(word: str) -> bool:
     return scan_tokens(word)[2] == [word]
 
 
-def _own_count(rows: list[frozenset[str]] | None, word: str, *, prefix: bool) -> int:
-    """How many of ``rows`` (their words, :func:`_own_words`) hold ``word``, or with ``prefix``
-    a word starting with it: what a MATCH of ``word`` (``word *``) counts among them."""
-    if not rows:
-        return 0
-    if prefix:
-        return sum(1 for words in rows if any(w.startswith(word) for w in words))
-    return sum(1 for words in rows if word in words)
-
-
 def _nearest_own(
     own: list[frozenset[str]], token: str, *, max_distance: int, want: int
 ) -> list[tuple[str, int]]:
@@ -240,7 +232,7 @@ def _nearest_own(
             continue
         distance = edit_distance(token, word, max_distance)
         if distance <= max_distance:
-            count = min(_own_count(own, word, prefix=False), WORD_COUNT_CAP)
+            count = min(messages_holding(own, word, prefix=False), WORD_COUNT_CAP)
             by_distance.setdefault(distance, []).append((word, count))
     found: list[tuple[str, int]] = []
     for distance in sorted(by_distance):
@@ -568,9 +560,14 @@ class SqliteSearch:
         if caller.is_narrow and all(
             len(w) >= NEAR_PREFIX_CHARS and _is_one_token(w) for w in words
         ):
-            own = {w: _own_words(conn, caller, w[:NEAR_PREFIX_CHARS]) for w in words}
-            if all(held is not None for held in own.values()):
-                proved = [w for w, held in own.items() if _own_count(held, w, prefix=prefix)]
+            proved: list[str] = []
+            for w in words:
+                held = _own_words(conn, caller, w[:NEAR_PREFIX_CHARS])
+                if held is None:
+                    break  # the statements below answer every word
+                if messages_holding(held, w, prefix=prefix):
+                    proved.append(w)
+            else:
                 return [(word, 0) for word in proved[:want]]
         return [(word, 0) for word in self._prove(conn, caller, words, prefix=prefix, want=want)]
 
