@@ -4,7 +4,10 @@ and the prefix form of a word.
 Invariant: every suggested word is proved, by the index backend's
 :meth:`~openclaw_fts.index.base.Reader.visible_words`, to occur in a message of a session the
 caller may search (the visibility predicate is in the statement that proves it), so a
-suggestion never reveals a word found only in sessions the caller cannot see. Near words are
+suggestion never reveals a word found only in sessions the caller cannot see; and of a session
+whose index is exact (:data:`~openclaw_fts.index.pending.EXACT_SESSION` is in that statement
+too: search hides a pending session, whose rows may hold words its transcript no longer has,
+so a word found only there would send the caller to a query that finds nothing). Near words are
 ordered by how many messages the caller may see hold them (counted with the same predicate,
 not over the whole index), so neither their order nor which of them are kept depends on
 sessions the caller cannot see -- on PostgreSQL, and for a ``self`` or ``tree`` caller on

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import check_search_output
 from factories import chain, msg
+from sqlalchemy import update
+from sqlalchemy.orm import Session, sessionmaker
 from test_cli import loads, ok, run
 
-from openclaw_fts import AgentToAgent, Caller, TranscriptStore, tools
+from openclaw_fts import AgentToAgent, Caller, TranscriptEvent, TranscriptStore, tools
 from openclaw_fts.cli import EXIT_NO_MATCH
 
 pytestmark = pytest.mark.both_engines
@@ -193,3 +195,48 @@ def test_a_narrow_callers_near_words_are_the_same_from_its_rows_and_from_the_ind
     # `self` is answered from its own rows; `tree` also sees s-new, whose characters the
     # mirror does not vouch for (SQLite then asks the vocabulary): the same answers.
     assert own["self", "deplpy"][0][0] == "deploy"
+
+
+def test_never_a_word_of_a_session_search_hides_until_it_is_reindexed(
+    store: TranscriptStore,
+    host: sessionmaker[Session],
+    db_engine: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session whose index is not exact (here: its event rewritten by a bulk UPDATE, which
+    the reconciler re-indexes) is hidden from search; its index rows still hold the old words.
+    Suggesting one of them would send the agent to a query that finds nothing: every caller,
+    on both the own-rows path and the index path, is suggested only words of exact sessions,
+    and the new words once the session is re-indexed."""
+    store.create_session("s-stale", "agent:main:main")
+    store.append_many("s-stale", chain(["the walrus sleeps", "zebra crossing"], prefix="s-stale-"))
+    store.create_session("s-exact", "agent:main:main")
+    store.append_many("s-exact", chain(["borrow the notes"], prefix="s-exact-"))
+    rewritten = chain(["", "narwhal crossing"], prefix="s-stale-")[1]
+    with host.begin() as db:
+        rows = [{"session_id": "s-stale", "seq": 1, "event": rewritten}]
+        db.execute(update(TranscriptEvent), rows)
+    callers = [SELF, Caller("agent:main:main", visibility="tree"), MAIN, EVERYONE]
+    if db_engine == "sqlite":
+        from openclaw_fts.index.sqlite import read as sqlite_read
+
+        off: tuple[object, str] = (sqlite_read, "NARROW_SCAN_ROWS")
+    else:
+        from openclaw_fts.index.postgresql import read as postgresql_read
+
+        off = (postgresql_read, "NARROW_SCAN_EVENTS")
+    for own_rows in (True, False):
+        if not own_rows:
+            monkeypatch.setattr(*off, -1)
+        for caller in callers:
+            hidden = store.search(caller, "walrus")
+            assert hidden["results"] == [] and hidden.get("indexing") is True
+            for query in ("walrsu", "zebar", "walr"):
+                assert store.suggest(caller, query) == [], (caller.visibility, query, own_rows)
+                assert "Did you mean" not in warning(store, caller, query)
+            assert store.suggest(caller, "borow") == ["borrow"]  # an exact session's word
+    store.reconcile()
+    for caller in callers:
+        assert store.suggest(caller, "narwhla") == ["narwhal"]
+        assert store.suggest(caller, "walrsu") == ["walrus"]  # searchable again
+        assert store.suggest(caller, "zebar") == []  # the rewritten text is gone

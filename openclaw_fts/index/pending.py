@@ -2,10 +2,10 @@
 
 Invariant: this is the ONE definition of "pending" — a session whose index state is missing,
 flagged ``needs_rebuild``, behind its ``last_seq`` or written at another ``INDEX_VERSION`` —
-as SQL (:data:`PENDING_CONDITION`, :data:`EXACT_JOIN`, and the probe every backend asks,
-:func:`pending_probe_sql`) and as Python (:func:`is_exact`); they are kept next to each other
-so they cannot drift. Booleans are compared with ``TRUE`` / ``FALSE`` literals, which SQLite
-(3.23+) and PostgreSQL both read.
+as SQL (:data:`PENDING_CONDITION`, :data:`EXACT_JOIN`, :data:`EXACT_SESSION`, and the
+probe every backend asks, :func:`pending_probe_sql`) and as Python (:func:`is_exact`); they
+are kept next to each other so they cannot drift. Booleans are compared with ``TRUE`` /
+``FALSE`` literals, which SQLite (3.23+) and PostgreSQL both read.
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ EXACT_JOIN = (
     "st.session_id = s.session_id AND st.needs_rebuild = FALSE "
     f"AND st.indexed_seq >= s.last_seq AND st.index_version = {INDEX_VERSION}"
 )
+
+#: "This session is exact" over ``openclaw_sessions s`` alone (a correlated subquery), for a
+#: statement that filters sessions without joining their state: search hides every other
+#: session, so nothing may be taken from one that is pending (suggestions, say).
+EXACT_SESSION = f"EXISTS (SELECT 1 FROM openclaw_index_state AS st WHERE {EXACT_JOIN})"
 
 
 def pending_probe_sql(where: str | None = None) -> str:

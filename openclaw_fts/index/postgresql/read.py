@@ -40,7 +40,7 @@ from ...spelling import edit_distance, messages_holding, one_edit
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
-from ..pending import EXACT_JOIN, pending_probe_sql
+from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import visible
 from . import impact
 from .names import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
@@ -254,11 +254,9 @@ def hits_sql(
     return sql, params
 
 
-#: The condition of a row (of ``s``) whose session is exactly indexed.
-_CLEAN = f"EXISTS (SELECT 1 FROM openclaw_index_state AS st WHERE {EXACT_JOIN})"
 #: The pending condition of :func:`folded_sql`'s ranked rows: nothing visible is pending
 #: (the statement's first CTE, ``p``, read once), or this row's session is exact.
-_CLEAN_UNLESS_NONE_PENDING = f" AND (NOT (SELECT p.pending FROM p) OR {_CLEAN})"
+_CLEAN_UNLESS_NONE_PENDING = f" AND (NOT (SELECT p.pending FROM p) OR {EXACT_SESSION})"
 
 
 def folded_sql(
@@ -499,8 +497,9 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
                 # own prefix search (ts_match_vq: the @@ operator would have the planner
                 # estimate it from the column's statistics, 0.24 ms of planning).
                 f"CROSS JOIN LATERAL unnest(tsvector_to_array(mi.{TSVECTOR_COLUMN})) AS l(lexeme) "
-                f"WHERE few.ok AND {where} AND ts_match_vq(mi.{TSVECTOR_COLUMN}, "
-                "CAST(:head_prefix AS tsquery)) AND starts_with(l.lexeme, :head) GROUP BY mi.id"
+                f"WHERE few.ok AND {where} AND {EXACT_SESSION} "
+                f"AND ts_match_vq(mi.{TSVECTOR_COLUMN}, CAST(:head_prefix AS tsquery)) "
+                "AND starts_with(l.lexeme, :head) GROUP BY mi.id"
                 ") AS own ON true"
             ),
             params,
@@ -698,7 +697,7 @@ class PostgresSearch:
             req.limit + 1,
             where,
             params,
-            condition="" if exact else f" AND {_CLEAN}",
+            condition="" if exact else f" AND {EXACT_SESSION}",
             scope=scope,
         )
 
@@ -825,12 +824,13 @@ class PostgresSearch:
         if _few_caller_rows(conn, caller):
             rows = (
                 f"openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
-                f"WHERE {where} AND mi.{TSVECTOR_COLUMN} @@ q.q"
+                f"WHERE {where} AND {EXACT_SESSION} AND mi.{TSVECTOR_COLUMN} @@ q.q"
             )
         else:
             rows = (
                 f"{CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
-                f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ q.q AND {where}"
+                f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ q.q AND {where} "
+                f"AND {EXACT_SESSION}"
             )
         operand = "c.w || ':*'" if prefix else "c.w"
         # The tsquery once per word (a function in FROM), not once per row tested.

@@ -31,7 +31,7 @@ from ...tokens import is_cjk, mirror_is_exact, scan_tokens, words_starting
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
-from ..pending import EXACT_JOIN, pending_probe_sql
+from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import Predicate, visible
 from . import impact
 from .fts import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
@@ -116,6 +116,14 @@ def _visible_sql(
     return f"({pred.sql} AND s.session_key = :only_key)", params
 
 
+def _searchable_sql(caller: Caller) -> tuple[str, dict[str, Any]]:
+    """What a search that found nothing may take words from (over alias ``s``): the caller's
+    visible sessions that are exactly indexed. Search hides a pending session, whose index
+    rows may still hold words its transcript no longer does (:mod:`..pending`)."""
+    where, params = _visible_sql(caller, None)
+    return f"({where} AND {EXACT_SESSION})", params
+
+
 def _scoped_match(match: str, where: str) -> str:
     """The FTS5 expression ``match`` (a parameter) AND one of the visible sessions' tokens in
     the ``sess`` column (``where``: the visibility over alias ``s``): FTS5 intersects the
@@ -143,7 +151,7 @@ def _own_visibility(
     again)."""
     if not conn.in_transaction():
         conn.begin()  # the engine's BEGIN (engine.py): the answers are kept for it
-    where, params = _visible_sql(caller, None)
+    where, params = _searchable_sql(caller)
     changes = getattr(conn.connection.driver_connection, "total_changes", None)
     return (predicate_key(where, params), changes), where, params
 
@@ -578,7 +586,7 @@ class SqliteSearch:
         """The first ``want`` of ``words`` that match a message the caller may search: one
         statement each, the MATCH joined to the visibility predicate, stopping at the first
         visible row."""
-        where, params = _visible_sql(caller, None)
+        where, params = _searchable_sql(caller)
         cur = cursor(conn)
         if caller.is_narrow:
             # The visible sessions' tokens in the MATCH (as the narrow ranked statement does):
@@ -612,7 +620,7 @@ class SqliteSearch:
         visible sessions' tokens in the MATCH (as the narrow ranked statement has them), so
         neither which words are returned nor their counts depend on other sessions."""
         assert caller.is_narrow
-        where, params = _visible_sql(caller, None)
+        where, params = _searchable_sql(caller)
         params["cap"] = WORD_COUNT_CAP
         sql = (
             f"SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} "
