@@ -224,6 +224,9 @@ def run_searches(
     # First: it starts the snapshot every later read sees. A backend without a cheap
     # database-wide probe asks only about the caller's sessions (below).
     exact = backend.GLOBAL_PENDING_PROBE and not backend.any_pending(conn)
+    # Whether no session the suggestions may read from is pending: they look at every
+    # session the caller may see, whatever the sessionKey (below: or what the probe says).
+    words_exact = exact
     session_key = reqs[0].session_key
     if session_key is not None:
         target = resolve_target(conn, caller, session_key, action="search")
@@ -247,6 +250,7 @@ def run_searches(
     # Nothing the caller may see is pending: every row the ranked statement can return (its
     # visibility and sessionKey filters are the same) is exact, so it needs no pending filter.
     exact = exact or not indexing
+    words_exact = words_exact or (exact and session_key is None)
     if indexing:
         out["indexing"] = True
         out["warning"] = INDEXING_WARNING
@@ -317,7 +321,7 @@ def run_searches(
         for query_index, req in enumerate(reqs):
             if query_index in found or (full and query_index in truncated_queries):
                 continue
-            words = suggestions(conn, caller, req.compiled)
+            words = suggestions(conn, caller, req.compiled, exact=words_exact)
             if words:
                 head = f"Query {query_index + 1}: " if batch else ""
                 add_warning(out, head + suggestion_text(words))

@@ -4,10 +4,11 @@ and the prefix form of a word.
 Invariant: every suggested word is proved, by the index backend's
 :meth:`~openclaw_fts.index.base.Reader.visible_words`, to occur in a message of a session the
 caller may search (the visibility predicate is in the statement that proves it), so a
-suggestion never reveals a word found only in sessions the caller cannot see; and of a session
-whose index is exact (:data:`~openclaw_fts.index.pending.EXACT_SESSION` is in that statement
-too: search hides a pending session, whose rows may hold words its transcript no longer has,
-so a word found only there would send the caller to a query that finds nothing). Near words are
+suggestion never reveals a word found only in sessions the caller cannot see; and of a
+session whose index is exact (:data:`~openclaw_fts.index.pending.EXACT_SESSION` is in that
+statement too, unless the search that asks knows none of them is pending): search hides a
+pending session, whose rows may hold words its transcript no longer has, so a word found only
+there would send the caller to a query that finds nothing. Near words are
 ordered by how many messages the caller may see hold them (counted with the same predicate,
 not over the whole index), so neither their order nor which of them are kept depends on
 sessions the caller cannot see -- on PostgreSQL, and for a ``self`` or ``tree`` caller on
@@ -54,11 +55,15 @@ def _tokens(compiled: CompiledQuery) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def suggestions(conn: Connection, caller: Caller, compiled: CompiledQuery | None) -> list[str]:
+def suggestions(
+    conn: Connection, caller: Caller, compiled: CompiledQuery | None, *, exact: bool = False
+) -> list[str]:
     """For a query that found nothing: up to :data:`MAX_SUGGESTIONS` words one edit away
     from a query word that no visible message holds (most frequent first, see the module's
     invariant), and that word's
-    prefix form (``word*``) when visible words start with it."""
+    prefix form (``word*``) when visible words start with it. ``exact``: no session the caller
+    may see is pending in this snapshot (a search that asked says so), and the statements
+    need not test it."""
     if compiled is None:
         return []
     backend = reader(conn)
@@ -68,13 +73,15 @@ def suggestions(conn: Connection, caller: Caller, compiled: CompiledQuery | None
     for token in _tokens(compiled):
         if looked >= MAX_CORRECTED_TOKENS or len(near) >= MAX_SUGGESTIONS:
             break
-        if backend.visible_words(conn, caller, [token]):
+        if backend.visible_words(conn, caller, [token], exact=exact):
             continue  # this word is found: another one (or the combination) is not
         looked += 1
         distance = 1 if len(token) <= SHORT_TOKEN_CHARS else MAX_EDIT_DISTANCE
-        found = backend.near_words(conn, caller, token, max_distance=distance, want=MAX_SUGGESTIONS)
+        found = backend.near_words(
+            conn, caller, token, max_distance=distance, want=MAX_SUGGESTIONS, exact=exact
+        )
         near.extend(word for word, _ in found)
-        if backend.visible_words(conn, caller, [token], prefix=True):
+        if backend.visible_words(conn, caller, [token], prefix=True, exact=exact):
             prefixes.append(f"{token}*")
     near = list(dict.fromkeys(near))
     kept = prefixes[:1]  # room for one prefix form among the suggestions

@@ -44,6 +44,14 @@ def warning(store: TranscriptStore, caller: Caller, query: str) -> str:
     return str(out.get("warning", ""))
 
 
+def warning_of(store: TranscriptStore, caller: Caller, query: str, key: str) -> str:
+    out = check_search_output(
+        tools.sessions_search(store, caller, {"query": query, "sessionKey": key})
+    )
+    assert out["results"] == []
+    return str(out.get("warning", ""))
+
+
 def test_near_words_and_the_prefix_form(populated: TranscriptStore) -> None:
     assert warning(populated, MAIN, "borow") == "No matches. Did you mean: borrow?"
     assert "deployment" in warning(populated, MAIN, "deploymnt")
@@ -212,6 +220,8 @@ def test_never_a_word_of_a_session_search_hides_until_it_is_reindexed(
     store.append_many("s-stale", chain(["the walrus sleeps", "zebra crossing"], prefix="s-stale-"))
     store.create_session("s-exact", "agent:main:main")
     store.append_many("s-exact", chain(["borrow the notes"], prefix="s-exact-"))
+    store.create_session("s-side", "agent:main:side")
+    store.append_many("s-side", chain(["side notes"], prefix="s-side-"))
     rewritten = chain(["", "narwhal crossing"], prefix="s-stale-")[1]
     with host.begin() as db:
         rows = [{"session_id": "s-stale", "seq": 1, "event": rewritten}]
@@ -235,6 +245,15 @@ def test_never_a_word_of_a_session_search_hides_until_it_is_reindexed(
                 assert store.suggest(caller, query) == [], (caller.visibility, query, own_rows)
                 assert "Did you mean" not in warning(store, caller, query)
             assert store.suggest(caller, "borow") == ["borrow"]  # an exact session's word
+            if caller in (MAIN, EVERYONE):
+                # A search of an exact session alone: nothing there is pending, but its
+                # suggestions come from every session the caller may see.
+                scoped = tools.sessions_search(
+                    store, caller, {"query": "walrsu", "sessionKey": "agent:main:side"}
+                )
+                assert "indexing" not in check_search_output(scoped)
+                assert "walrus" not in str(scoped.get("warning", ""))
+                assert "notes" in warning_of(store, caller, "notse", "agent:main:side")
     store.reconcile()
     for caller in callers:
         assert store.suggest(caller, "narwhla") == ["narwhal"]

@@ -104,7 +104,14 @@ class Reader(Protocol):
         ...
 
     def near_words(
-        self, conn: Connection, caller: Caller, token: str, *, max_distance: int, want: int
+        self,
+        conn: Connection,
+        caller: Caller,
+        token: str,
+        *,
+        max_distance: int,
+        want: int,
+        exact: bool = False,
     ) -> list[tuple[str, int]]:
         """Up to ``want`` indexed words within ``max_distance`` edits of ``token`` (a folded
         index token) that occur in a message the caller may see, nearest and most frequent
@@ -113,7 +120,11 @@ class Reader(Protocol):
         statements that prove and count each word: a word only in sessions the caller cannot
         see is never returned, and those sessions change neither the counts nor the order
         (except for a wide caller on SQLite, whose count is FTS5's over every session:
-        :meth:`~openclaw_fts.index.sqlite.read.SqliteSearch.near_words` says why)."""
+        :meth:`~openclaw_fts.index.sqlite.read.SqliteSearch.near_words` says why). Only
+        sessions search does not hide count: a pending one's rows may hold words its
+        transcript no longer has (:data:`~openclaw_fts.index.pending.EXACT_SESSION` in those
+        statements), unless ``exact`` -- the caller knows that none of the sessions it may
+        see is pending (the search that just asked)."""
         ...
 
     def visible_words(
@@ -124,6 +135,7 @@ class Reader(Protocol):
         *,
         prefix: bool = False,
         want: int = 1,
+        exact: bool = False,
     ) -> list[tuple[str, int]]:
         """Up to ``want`` of ``words`` (folded index tokens) that occur as a word (``prefix``:
         as the start of a word) in an indexed message the caller may see, with how many
@@ -131,7 +143,8 @@ class Reader(Protocol):
         backend that does not count them; it only orders suggestions and is never shown),
         most frequent first. Visibility is in the statements that prove and count each word:
         a word only in sessions the caller cannot see is never returned, and those sessions
-        change neither the counts nor the order."""
+        change neither the counts nor the order; nor do pending sessions, unless ``exact``
+        (as for :meth:`near_words`)."""
         ...
 
     # sessions and their events

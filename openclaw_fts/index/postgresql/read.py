@@ -459,7 +459,9 @@ def _prefix_query(head: str) -> str:
     return "'" + head.replace("\\", "\\\\").replace("'", "''") + "':*"
 
 
-def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[str]] | None:
+def _own_lexemes(
+    conn: Connection, caller: Caller, head: str, exact: bool
+) -> list[frozenset[str]] | None:
     """For a narrow caller with few rows (:func:`_few_caller_rows`): the lexemes starting with
     ``head`` of each of its visible rows that has one, in ONE statement over its sessions'
     rows (``tsvector_to_array`` of each row's ``tsvector``), kept for the transaction; None
@@ -482,7 +484,7 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
     ):
         return None
     memo: dict[Any, list[frozenset[str]]] = kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
-    key = (visibility, head)
+    key = (visibility, head, exact)
     if key not in memo:
         params.update(head=head, head_prefix=_prefix_query(head), narrow_events=NARROW_SCAN_EVENTS)
         rows = conn.execute(
@@ -497,7 +499,7 @@ def _own_lexemes(conn: Connection, caller: Caller, head: str) -> list[frozenset[
                 # own prefix search (ts_match_vq: the @@ operator would have the planner
                 # estimate it from the column's statistics, 0.24 ms of planning).
                 f"CROSS JOIN LATERAL unnest(tsvector_to_array(mi.{TSVECTOR_COLUMN})) AS l(lexeme) "
-                f"WHERE few.ok AND {where} AND {EXACT_SESSION} "
+                f"WHERE few.ok AND {where}{'' if exact else f' AND {EXACT_SESSION}'} "
                 f"AND ts_match_vq(mi.{TSVECTOR_COLUMN}, CAST(:head_prefix AS tsquery)) "
                 "AND starts_with(l.lexeme, :head) GROUP BY mi.id"
                 ") AS own ON true"
@@ -715,7 +717,14 @@ class PostgresSearch:
         return [((r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])), int(r[8])) for r in rows]
 
     def near_words(
-        self, conn: Connection, caller: Caller, token: str, *, max_distance: int, want: int
+        self,
+        conn: Connection,
+        caller: Caller,
+        token: str,
+        *,
+        max_distance: int,
+        want: int,
+        exact: bool = False,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol. PostgreSQL keeps no vocabulary of the index (``ts_stat``
         reads every row), so the candidates are the words ONE edit away
@@ -739,7 +748,7 @@ class PostgresSearch:
         head = token[:NEAR_PREFIX_CHARS]
         _custom_plans(conn)
         # Before _one_snapshot: answered from one statement, it needs no transaction.
-        own = _own_lexemes(conn, caller, head)
+        own = _own_lexemes(conn, caller, head, exact)
         if own is not None:
             # The lexemes of the caller's own rows, counted there: as many rows as its
             # sessions hold (a GIN probe per candidate would read the candidate's whole
@@ -781,7 +790,7 @@ class PostgresSearch:
             )
         ]
         conn.execute(text("SELECT set_config('enable_seqscan', :v, true)"), {"v": previous})
-        return self.visible_words(conn, caller, present, want=want)
+        return self.visible_words(conn, caller, present, want=want, exact=exact)
 
     def visible_words(
         self,
@@ -791,6 +800,7 @@ class PostgresSearch:
         *,
         prefix: bool = False,
         want: int = 1,
+        exact: bool = False,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol. One statement counts, for each word, the messages the
         caller may see that hold it, up to :data:`WORD_COUNT_CAP` (the visibility predicate
@@ -812,7 +822,7 @@ class PostgresSearch:
             own = {
                 w: held
                 for w in plain
-                if (held := _own_lexemes(conn, caller, w[:NEAR_PREFIX_CHARS])) is not None
+                if (held := _own_lexemes(conn, caller, w[:NEAR_PREFIX_CHARS], exact)) is not None
             }
             if len(own) == len(plain):
                 counts = {w: messages_holding(held, w, prefix=prefix) for w, held in own.items()}
@@ -820,17 +830,18 @@ class PostgresSearch:
                 return _most_first(capped, want)
         _one_snapshot(conn)
         where, params = _visible_sql(caller, None)
+        if not exact:
+            where = f"({where} AND {EXACT_SESSION})"
         params.update(words=plain, cap=WORD_COUNT_CAP)
         if _few_caller_rows(conn, caller):
             rows = (
                 f"openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
-                f"WHERE {where} AND {EXACT_SESSION} AND mi.{TSVECTOR_COLUMN} @@ q.q"
+                f"WHERE {where} AND mi.{TSVECTOR_COLUMN} @@ q.q"
             )
         else:
             rows = (
                 f"{CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
-                f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ q.q AND {where} "
-                f"AND {EXACT_SESSION}"
+                f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ q.q AND {where}"
             )
         operand = "c.w || ':*'" if prefix else "c.w"
         # The tsquery once per word (a function in FROM), not once per row tested.

@@ -116,12 +116,13 @@ def _visible_sql(
     return f"({pred.sql} AND s.session_key = :only_key)", params
 
 
-def _searchable_sql(caller: Caller) -> tuple[str, dict[str, Any]]:
+def _searchable_sql(caller: Caller, exact: bool) -> tuple[str, dict[str, Any]]:
     """What a search that found nothing may take words from (over alias ``s``): the caller's
     visible sessions that are exactly indexed. Search hides a pending session, whose index
-    rows may still hold words its transcript no longer does (:mod:`..pending`)."""
+    rows may still hold words its transcript no longer does (:mod:`..pending`). ``exact``:
+    none of them is pending (known), so the visibility alone."""
     where, params = _visible_sql(caller, None)
-    return f"({where} AND {EXACT_SESSION})", params
+    return (where, params) if exact else (f"({where} AND {EXACT_SESSION})", params)
 
 
 def _scoped_match(match: str, where: str) -> str:
@@ -143,7 +144,7 @@ def _most_first(word_count: tuple[str, int]) -> tuple[int, str]:
 
 
 def _own_visibility(
-    conn: Connection, caller: Caller
+    conn: Connection, caller: Caller, exact: bool
 ) -> tuple[tuple[Any, ...], str, dict[str, Any]]:
     """A narrow caller's visibility (its SQL and parameters) and the key its answers are kept
     by in one transaction: that visibility, and the connection's own ``total_changes`` (a
@@ -151,18 +152,18 @@ def _own_visibility(
     again)."""
     if not conn.in_transaction():
         conn.begin()  # the engine's BEGIN (engine.py): the answers are kept for it
-    where, params = _searchable_sql(caller)
+    where, params = _searchable_sql(caller, exact)
     changes = getattr(conn.connection.driver_connection, "total_changes", None)
     return (predicate_key(where, params), changes), where, params
 
 
-def _few_own_rows(conn: Connection, caller: Caller) -> bool:
+def _few_own_rows(conn: Connection, caller: Caller, exact: bool) -> bool:
     """Whether ``caller`` is narrow and its visible sessions hold at most
     :data:`NARROW_SCAN_ROWS` indexed messages: asked once per caller and transaction (an
     index-only count, stopped one past the bound)."""
     if not caller.is_narrow:
         return False
-    key, where, params = _own_visibility(conn, caller)
+    key, where, params = _own_visibility(conn, caller, exact)
     memo: dict[Any, bool] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
     if key not in memo:
         params["past"] = NARROW_SCAN_ROWS + 1
@@ -176,7 +177,9 @@ def _few_own_rows(conn: Connection, caller: Caller) -> bool:
     return memo[key]
 
 
-def _own_words(conn: Connection, caller: Caller, head: str) -> list[frozenset[str]] | None:
+def _own_words(
+    conn: Connection, caller: Caller, head: str, exact: bool
+) -> list[frozenset[str]] | None:
     """For a narrow caller with few messages (:func:`_few_own_rows`): the words starting with
     ``head`` of each of its visible messages that holds one, kept for the transaction; None
     for any other caller (and for a ``head`` shorter than :data:`NEAR_PREFIX_CHARS` or with
@@ -192,9 +195,13 @@ def _own_words(conn: Connection, caller: Caller, head: str) -> list[frozenset[st
     each is answered from this one read, as the statements over the caller's sessions'
     tokens in the MATCH would answer it, without reading FTS5's vocabulary of every
     session."""
-    if len(head) < NEAR_PREFIX_CHARS or any(map(is_cjk, head)) or not _few_own_rows(conn, caller):
+    if (
+        len(head) < NEAR_PREFIX_CHARS
+        or any(map(is_cjk, head))
+        or not _few_own_rows(conn, caller, exact)
+    ):
         return None
-    visibility, where, params = _own_visibility(conn, caller)
+    visibility, where, params = _own_visibility(conn, caller, exact)
     key = (visibility, head)
     memo: dict[Any, list[frozenset[str]] | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
     if key not in memo:
@@ -470,7 +477,14 @@ class SqliteSearch:
         return [(tuple(r[:8]), int(r[8])) for r in cursor(conn).execute(grouped, params)]
 
     def near_words(
-        self, conn: Connection, caller: Caller, token: str, *, max_distance: int, want: int
+        self,
+        conn: Connection,
+        caller: Caller,
+        token: str,
+        *,
+        max_distance: int,
+        want: int,
+        exact: bool = False,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol. A narrow caller with few messages (:func:`_own_words`)
         takes its candidates from the words of its own messages that share the token's first
@@ -496,7 +510,7 @@ class SqliteSearch:
         if len(token) <= NEAR_PREFIX_CHARS:
             return []
         low = token[:NEAR_PREFIX_CHARS]
-        own = _own_words(conn, caller, low) if caller.is_narrow else None
+        own = _own_words(conn, caller, low, exact) if caller.is_narrow else None
         if own is not None:
             return _nearest_own(own, token, max_distance=max_distance, want=want)
         high = low[:-1] + chr(ord(low[-1]) + 1)
@@ -521,7 +535,8 @@ class SqliteSearch:
             # counting each candidate among the visible messages cost a wide caller's search
             # that finds nothing 0.3-2.5 ms more at 100k events (docs/performance.md).
             ranked = [(term, doc) for _, term, doc in sorted(near, key=lambda n: (n[0], -n[2]))]
-            proved = self._prove(conn, caller, [t for t, _ in ranked], prefix=False, want=want)
+            candidates = [t for t, _ in ranked]
+            proved = self._prove(conn, caller, candidates, prefix=False, want=want, exact=exact)
             docs = dict(ranked)
             return [(term, docs[term]) for term in proved]
         by_distance: dict[int, list[tuple[str, int]]] = {}
@@ -531,11 +546,18 @@ class SqliteSearch:
         for distance in sorted(by_distance):
             if len(found) >= want:
                 break
-            found += self._most_visible(conn, caller, by_distance[distance], want - len(found))
+            found += self._most_visible(
+                conn, caller, by_distance[distance], want - len(found), exact
+            )
         return found
 
     def _most_visible(
-        self, conn: Connection, caller: Caller, words: list[tuple[str, int]], want: int
+        self,
+        conn: Connection,
+        caller: Caller,
+        words: list[tuple[str, int]],
+        want: int,
+        exact: bool,
     ) -> list[tuple[str, int]]:
         """The ``want`` of ``words`` that the most messages the caller may see hold (ties:
         the word), with those counts (:meth:`_count_visible`, capped). Each word comes with
@@ -547,7 +569,7 @@ class SqliteSearch:
         for word, bound in sorted(words, key=_most_first):
             if len(counted) >= want and _most_first((word, bound)) > _most_first(counted[want - 1]):
                 break  # this word, and every word after it, has fewer than the want-th
-            counted += self._count_visible(conn, caller, [word], prefix=False)
+            counted += self._count_visible(conn, caller, [word], prefix=False, exact=exact)
             counted.sort(key=_most_first)
         return counted[:want]
 
@@ -559,6 +581,7 @@ class SqliteSearch:
         *,
         prefix: bool = False,
         want: int = 1,
+        exact: bool = False,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol: each word proved by one statement, in the order given,
         until ``want`` are (:meth:`_prove`); their counts are not read (0): the one caller,
@@ -570,23 +593,30 @@ class SqliteSearch:
         ):
             proved: list[str] = []
             for w in words:
-                held = _own_words(conn, caller, w[:NEAR_PREFIX_CHARS])
+                held = _own_words(conn, caller, w[:NEAR_PREFIX_CHARS], exact)
                 if held is None:
                     break  # the statements below answer every word
                 if messages_holding(held, w, prefix=prefix):
                     proved.append(w)
             else:
                 return [(word, 0) for word in proved[:want]]
-        return [(word, 0) for word in self._prove(conn, caller, words, prefix=prefix, want=want)]
+        proved = self._prove(conn, caller, words, prefix=prefix, want=want, exact=exact)
+        return [(word, 0) for word in proved]
 
     @staticmethod
     def _prove(
-        conn: Connection, caller: Caller, words: Sequence[str], *, prefix: bool, want: int
+        conn: Connection,
+        caller: Caller,
+        words: Sequence[str],
+        *,
+        prefix: bool,
+        want: int,
+        exact: bool,
     ) -> list[str]:
         """The first ``want`` of ``words`` that match a message the caller may search: one
         statement each, the MATCH joined to the visibility predicate, stopping at the first
         visible row."""
-        where, params = _searchable_sql(caller)
+        where, params = _searchable_sql(caller, exact)
         cur = cursor(conn)
         if caller.is_narrow:
             # The visible sessions' tokens in the MATCH (as the narrow ranked statement does):
@@ -613,14 +643,14 @@ class SqliteSearch:
 
     @staticmethod
     def _count_visible(
-        conn: Connection, caller: Caller, words: Sequence[str], *, prefix: bool
+        conn: Connection, caller: Caller, words: Sequence[str], *, prefix: bool, exact: bool
     ) -> list[tuple[str, int]]:
         """Each of ``words`` that matches a message of a narrow caller's sessions, with how
         many of those messages hold it, up to :data:`WORD_COUNT_CAP`: one statement each, the
         visible sessions' tokens in the MATCH (as the narrow ranked statement has them), so
         neither which words are returned nor their counts depend on other sessions."""
         assert caller.is_narrow
-        where, params = _searchable_sql(caller)
+        where, params = _searchable_sql(caller, exact)
         params["cap"] = WORD_COUNT_CAP
         sql = (
             f"SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} "
