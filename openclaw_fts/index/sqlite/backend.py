@@ -11,6 +11,7 @@ own maintenance and check; search is :class:`.read.SqliteSearch`.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -41,9 +42,12 @@ from .fts import (
     in_lists,
     insert_rows,
     is_fts_table,
+    merge_segments,
     read_row_sizes,
 )
 from .read import SqliteSearch
+
+log = logging.getLogger(__name__)
 
 #: How timestamps are bound (SQLite stores them as text in this shape).
 SQL_TIME = "%Y-%m-%d %H:%M:%S.%f"
@@ -229,8 +233,11 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         impact.rebuild(cursor(conn))
 
     def optimize(self, conn: Connection) -> None:
-        """Merge the FTS5 index's segments into one; track the words that became frequent."""
-        cursor(conn).execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+        """Merge the FTS5 index's segments into one (rebuilt first when repeated merges have
+        grown its list of levels: :func:`.fts.merge_segments`); track the words that became
+        frequent."""
+        if merge_segments(conn):
+            log.info("optimize: the FTS5 index was rebuilt (its structure had grown)")
         impact.promote(cursor(conn))
 
     # ------------------------------------------------------------ checks
