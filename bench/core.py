@@ -320,7 +320,9 @@ class Bench:
     def store(self, path: Path) -> Any:
         from openclaw_fts import TranscriptStore
 
-        return TranscriptStore(f"sqlite:///{path}", background=False)
+        # background: the default a host gets, so live ingest starts (and pays for) the
+        # background segment merge its appends call for.
+        return TranscriptStore(f"sqlite:///{path}", background=True)
 
     @staticmethod
     def raw_conn(path: Path) -> sqlite3.Connection:
@@ -336,7 +338,10 @@ class Bench:
 
     def settle(self, store: Any) -> None:
         """After the live ingest, what a host does after a bulk load before searching. SQLite:
-        nothing (its writer tracks newly frequent words itself, from FTS5's vocabulary)."""
+        nothing (its writer tracks newly frequent words itself, from FTS5's vocabulary); the
+        background merge the last appends started is let finish, so every run searches the
+        same index."""
+        store.wait_for_index()
 
     def count_index_rows(self, path: Path) -> int:
         with contextlib.closing(self.raw_conn(path)) as conn:

@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from . import indexer
+from . import indexer, merge
 from .engine import write_engine
 from .index.base import READ_ONLY, Lease, backend, backend_of, reader
 from .index.lease import holder_is_dead as holder_is_dead
@@ -129,6 +129,8 @@ class Reconciler:
                     if progress is not None:
                         progress(self._status())
             self._sweep()
+            if merge.needs_merge(self.engine):  # an import's batches leave many segments
+                merge.merge_index(self.engine, stop)
         finally:
             self.lease.release()
         result: dict[str, Any] = {"ran": True, **self._status(), **self.stats}
@@ -215,40 +217,3 @@ class Reconciler:
         """Remove index rows and states whose session no longer exists."""
         with self.engine.begin() as conn:
             backend(conn).sweep_orphans(conn)
-
-
-class BackgroundReconciler:
-    """Starts at most one reconcile thread per store when search finds pending sessions."""
-
-    def __init__(self, factory: Callable[[], Reconciler]) -> None:
-        self._factory = factory
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self.last_error: BaseException | None = None
-
-    def trigger(self) -> None:
-        with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                return
-            self._stop.clear()
-            self._thread = threading.Thread(
-                target=self._run, name="openclaw-fts-reconcile", daemon=True
-            )
-            self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._factory().run(wait=False, stop=self._stop)
-        except BaseException as exc:  # a background thread must not die silently
-            self.last_error = exc
-            log.exception("openclaw-fts background reconcile failed")
-
-    def wait(self, timeout: float | None = None) -> None:
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
-    def stop(self, timeout: float | None = 10.0) -> None:
-        self._stop.set()
-        self.wait(timeout)

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from . import importer, migrate
 from .append import AppendMemo, append_events, append_in_one_statement
+from .background import BackgroundJob
 from .caller import Caller
 from .dialects import require_index_dialect
 from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, write_engine
@@ -42,8 +43,9 @@ from .hooks import CREATED_KEY, install
 from .index.base import backend, backend_of, dialect_of, known_backend, writer
 from .index.postgresql.pooling import use_transaction_pooler
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
+from .merge import MERGE_CHECK_WRITES, merge_index, needs_merge
 from .models import AgentSession, Branch, TranscriptEvent
-from .reconcile import RECONCILE_BATCH_ROWS, BackgroundReconciler, Reconciler, status
+from .reconcile import RECONCILE_BATCH_ROWS, Reconciler, status
 from .redact import Redactor
 from .replica import REPLICA_WAIT_MS, ReadRouter
 from .results import (
@@ -180,7 +182,10 @@ class TranscriptStore:
         self._lease_seconds = lease_seconds
         # An in-memory database lives on one shared connection: no second thread on it.
         self.background = background and not is_memory_url(self.engine.url)
-        self._background = BackgroundReconciler(self._make_reconciler)
+        self._background = BackgroundJob("openclaw-fts-reconcile", self._reconcile_in_background)
+        self._merger = BackgroundJob("openclaw-fts-merge", self._merge_in_background)
+        self._appends = 0
+        self._last_append = 0.0
         self._closed = False
         self._lock = threading.Lock()
 
@@ -256,14 +261,15 @@ class TranscriptStore:
             return []
         try:
             seqs = append_in_one_statement(self.write_engine, session_id, batch, self._appended)
-            if seqs is not None:
-                return seqs
-            with self.write_engine.begin() as conn:
-                return append_events(conn, session_id, batch, self._appended)
+            if seqs is None:
+                with self.write_engine.begin() as conn:
+                    seqs = append_events(conn, session_id, batch, self._appended)
         except IntegrityError as exc:
             raise DuplicateEventError(
                 f"append to {quoted(session_id)} conflicts with a stored event ({exc.orig})"
             ) from None
+        self._after_append()
+        return seqs
 
     def rewind(self, session_id: str, target_id: str | None) -> int:
         """Make ``target_id`` the active leaf (None: empty branch) by appending a leaf control."""
@@ -511,9 +517,30 @@ class TranscriptStore:
             self.write_engine, lease_seconds=self._lease_seconds, batch_rows=self._batch_rows
         )
 
+    def _reconcile_in_background(self, stop: threading.Event) -> None:
+        self._make_reconciler().run(wait=False, stop=stop)
+
     def _on_pending(self) -> None:
         if self.background and not self._closed:
             self._background.trigger()
+
+    def _merge_in_background(self, stop: threading.Event) -> None:
+        merge_index(self.write_engine, stop, lambda: self._last_append)
+
+    def _after_append(self) -> None:
+        """Every :data:`~.merge.MERGE_CHECK_WRITES` appends, start the background segment
+        merge if the index needs it (SQLite: it is in many FTS5 segments); it merges while
+        this store does not append (:func:`~.merge.merge_index`)."""
+        self._last_append = time.monotonic()
+        self._appends += 1
+        if (
+            self.background
+            and not self._closed
+            and self._appends % MERGE_CHECK_WRITES == 0
+            and not self._merger.running
+            and needs_merge(self.write_engine)
+        ):
+            self._merger.trigger()
 
     @_primary_write
     def reconcile(self, progress: Any = None, on_wait: Any = None) -> ReconcileResult:
@@ -544,8 +571,10 @@ class TranscriptStore:
         return cast(IndexStatus, self._reading(status))
 
     def wait_for_index(self, timeout: float | None = None) -> None:
-        """Wait for the background reconciler started by a search (tests, scripts)."""
+        """Wait for the background reconciler started by a search and the background
+        segment merge started by appends (tests, scripts, benchmarks)."""
         self._background.wait(timeout)
+        self._merger.wait(timeout)
 
     def read_after(self, lsn: str | None = None) -> None:
         """With a ``read_url``: reads from now on see every commit up to the primary's WAL
@@ -587,6 +616,7 @@ class TranscriptStore:
                 return
             self._closed = True
         self._background.stop()
+        self._merger.stop()
         self._dispose_engines()
 
     def _dispose_engines(self) -> None:

@@ -521,6 +521,14 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         if impact.promote(conn):
             self.run(conn, f"ANALYZE {IMPACT_TABLE}")
 
+    def needs_merge(self, conn: Connection) -> bool:
+        """Never: a GIN index has no segments (it merges its pending list itself)."""
+        return False
+
+    def merge_step(self, conn: Connection) -> bool:
+        """Nothing to merge (:meth:`needs_merge`)."""
+        return False
+
     def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
         return impact.drift(conn)
 

@@ -37,13 +37,16 @@ from .fts import (
     CREATE_STATEMENTS,
     DROP_STATEMENTS,
     FTS_TABLE,
+    MERGE_TRIGGER_SEGMENTS,
     cursor,
     delete_rows,
     in_lists,
     insert_rows,
     is_fts_table,
     merge_segments,
+    merge_step,
     read_row_sizes,
+    segment_count,
 )
 from .read import SqliteSearch
 
@@ -239,6 +242,14 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         if merge_segments(conn):
             log.info("optimize: the FTS5 index was rebuilt (its structure had grown)")
         impact.promote(cursor(conn))
+
+    def needs_merge(self, conn: Connection) -> bool:
+        """Whether the FTS5 index is in :data:`~.fts.MERGE_TRIGGER_SEGMENTS` segments or more."""
+        return segment_count(conn) >= MERGE_TRIGGER_SEGMENTS
+
+    def merge_step(self, conn: Connection) -> bool:
+        """One bounded step of FTS5's segment merge (:func:`.fts.merge_step`)."""
+        return merge_step(conn)
 
     # ------------------------------------------------------------ checks
 

@@ -44,6 +44,21 @@ STRUCTURE_ROWID = 10
 #: one append then one optimize, a 3.8 KB record. A written index's record is tens of bytes
 #: (71 for the bench's 100k events in 16 segments; 22 once merged).
 STRUCTURE_MAX_BYTES = 1024
+#: Marks a structure record in FTS5's second layout (SQLite 3.43 and later, once an index has
+#: tombstones): these four bytes follow the cookie, then the same fields as the first layout.
+STRUCTURE_V2 = b"\xff\x00\x00\x01"
+#: FTS5's ``usermerge`` for the background merge (:func:`merge_step`): a level's segments are
+#: merged once it holds this many. FTS5's own default, 4, leaves up to three segments a level
+#: (16 after the bench's live ingest at 100k events); with 2 every merge's output pairs with
+#: the one above it and the merges cascade (those 16 became one). FTS5's write-time
+#: ``automerge`` keeps its default: the writers' own work does not grow.
+MERGE_MIN_LEVEL_SEGMENTS = 2
+#: Leaf pages one merge step writes at most (FTS5's ``'merge'`` command's N): it bounds the
+#: write lock a step holds, so a writer waits at most about one step.
+MERGE_STEP_PAGES = 32
+#: Segments from which a writer asks for a background merge (:func:`segment_count`). Every
+#: term a search looks up is looked up in each segment; below this the merge would not pay.
+MERGE_TRIGGER_SEGMENTS = 8
 
 CREATE_FTS = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
@@ -205,6 +220,59 @@ def merge_segments(conn: Connection) -> bool:
         cur.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
     cur.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
     return rebuild
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """SQLite's variable-length integer at ``pos``: ``(value, position after it)``."""
+    value = 0
+    for i in range(9):
+        byte = data[pos]
+        pos += 1
+        if i == 8:
+            return (value << 8) | byte, pos
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value, pos
+    raise AssertionError("unreachable")
+
+
+def structure_segments(block: bytes) -> int:
+    """The number of segments a structure record lists: after the 4-byte cookie (and the
+    second layout's marker), the varints *levels* then *segments* (FTS5's file format)."""
+    pos = 8 if block[4:8] == STRUCTURE_V2 else 4
+    _levels, pos = _varint(block, pos)
+    return _varint(block, pos)[0]
+
+
+def segment_count(conn: Connection) -> int:
+    """How many segments the FTS5 index is in (0 before its first write)."""
+    found = (
+        cursor(conn)
+        .execute(f"SELECT block FROM {FTS_TABLE}_data WHERE id = ?", (STRUCTURE_ROWID,))
+        .fetchone()
+    )
+    return structure_segments(bytes(found[0])) if found is not None and found[0] else 0
+
+
+def merge_step(conn: Connection) -> bool:
+    """One bounded step of merging the index's segments: FTS5's ``'merge'`` command with
+    :data:`MERGE_STEP_PAGES` pages and ``usermerge`` :data:`MERGE_MIN_LEVEL_SEGMENTS` (set on
+    the first step: FTS5 keeps it in its ``_config`` table). Returns whether it merged
+    anything (FTS5's documented test: two or more rows changed). Unlike ``'optimize'`` it never
+    adds a level above the highest, so steps repeated between writes cannot wear the index out
+    (:data:`STRUCTURE_MAX_BYTES`)."""
+    cur = cursor(conn)
+    setting = cur.execute(f"SELECT v FROM {FTS_TABLE}_config WHERE k = 'usermerge'").fetchone()
+    if setting is None or setting[0] != MERGE_MIN_LEVEL_SEGMENTS:
+        cur.execute(
+            f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('usermerge', ?)",
+            (MERGE_MIN_LEVEL_SEGMENTS,),
+        )
+    before = cur.execute("SELECT total_changes()").fetchone()[0]
+    cur.execute(
+        f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('merge', ?)", (MERGE_STEP_PAGES,)
+    )
+    return bool(cur.execute("SELECT total_changes()").fetchone()[0] - before >= 2)
 
 
 def read_row_sizes(conn: Connection, session_id: str) -> list[tuple[int, int, int]]:

@@ -1,0 +1,61 @@
+"""Background jobs: the reconciler a search starts and the segment merge a writer starts.
+
+Invariant: at most one thread of a :class:`BackgroundJob` runs at a time (a trigger while it
+runs does nothing); the thread is a daemon, so it never keeps a host's process alive; an
+exception ends it, is logged and kept in :attr:`BackgroundJob.last_error`, never lost silently;
+:meth:`BackgroundJob.stop` sets the event the job's work polls between its bounded steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+
+class BackgroundJob:
+    """Runs ``work(stop)`` in a thread named ``name`` whenever :meth:`trigger` is called and
+    no earlier run is still going."""
+
+    def __init__(self, name: str, work: Callable[[threading.Event], object]) -> None:
+        self._name = name
+        self._work = work
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.last_error: BaseException | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether a run is in progress."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def trigger(self) -> None:
+        """Start a run unless one is in progress."""
+        with self._lock:
+            if self.running:
+                return
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._work(self._stop)
+        except BaseException as exc:  # a background thread must not die silently
+            self.last_error = exc
+            log.exception("%s failed", self._name)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for the run in progress, if any."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def stop(self, timeout: float | None = 10.0) -> None:
+        """Ask the run in progress to stop after its current step, and wait for it."""
+        self._stop.set()
+        self.wait(timeout)
