@@ -19,7 +19,7 @@ from collections.abc import Callable
 from sqlalchemy import Engine
 
 from .engine import write_engine
-from .index.base import backend
+from .index.base import READ_ONLY, backend
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +35,8 @@ MERGE_IDLE_SECONDS = 0.5
 def needs_merge(engine: Engine) -> bool:
     """Whether the index is split into enough segments (SQLite FTS5) that merging them would
     speed search up; never on PostgreSQL."""
-    with engine.connect() as conn:
-        return backend(conn).needs_merge(conn)
+    with engine.connect().execution_options(**{READ_ONLY: True}) as conn:
+        return backend(conn).needs_merge(conn)  # a read: never the write lock
 
 
 def merge_index(

@@ -6,6 +6,8 @@ nothing a search finds, and never wears the index out. On PostgreSQL there is no
 from __future__ import annotations
 
 import logging
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +38,9 @@ BURST = 12 * MERGE_CHECK_WRITES
 MAX_BURSTS = 3
 #: Merge-after-every-write rounds: as many as the optimize wear-out test (tests/test_edits.py).
 MERGE_ROUNDS = 1_600
+#: Seconds a read-only check may take while another connection holds the write lock (far
+#: under the store's busy timeout, which a write would wait out).
+LOCK_FREE_SECONDS = 2.0
 WORDS = ("harbor", "violet", "quartz", "ember", "saffron", "meadow", "cobalt", "lantern")
 QUERIES = (*WORDS, "quartz lantern", '"harbor violet"', "sa*", "message")
 
@@ -156,3 +161,24 @@ def test_nothing_to_merge_once_merged_and_never_on_postgresql(
     if db_engine == "sqlite":
         assert segments(store) == 1
     assert len(store.search(CALLER, "alpha")["results"]) > 0
+
+
+@pytest.mark.sqlite_only("SQLite's one write lock")
+def test_the_segment_check_reads_while_another_writer_holds_the_lock(
+    store: TranscriptStore, db_url: str
+) -> None:
+    """Appends check the segments every few writes: a check that took the write lock would
+    wait for (and hold up) other writers."""
+    store.create_session("s1", "agent:main:main")
+    store.append("s1", msg("m0", "alpha"))
+    path = db_url.removeprefix("sqlite:///")
+    other = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("UPDATE openclaw_sessions SET archived = archived")
+        started = time.monotonic()
+        assert not needs_merge(store.engine)
+        assert time.monotonic() - started < LOCK_FREE_SECONDS
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
