@@ -19,7 +19,7 @@ from collections.abc import Callable
 from sqlalchemy import Engine
 
 from .engine import write_engine
-from .index.base import READ_ONLY, backend
+from .index.base import READ_ONLY, backend, backend_of
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,9 @@ MERGE_IDLE_SECONDS = 0.5
 
 def needs_merge(engine: Engine) -> bool:
     """Whether the index is split into enough segments (SQLite FTS5) that merging them would
-    speed search up; never on PostgreSQL."""
+    speed search up; never on PostgreSQL, which is answered without a connection."""
+    if not backend_of(engine).merges_segments:
+        return False
     with engine.connect().execution_options(**{READ_ONLY: True}) as conn:
         return backend(conn).needs_merge(conn)  # a read: never the write lock
 

@@ -386,6 +386,10 @@ class Backend(Reader, Writer, Protocol):
     #: Whether the index rows can be partitioned by agent (:meth:`partition_by_agent`).
     partitions_by_agent: bool
 
+    #: Whether the index is kept in segments a background merge joins (:meth:`needs_merge`,
+    #: :meth:`merge_step`); without them both answer False and no connection is needed.
+    merges_segments: bool
+
     def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
         """Move the index rows into ``partitions`` partitions by agent (None: the engine's
         default) in the caller's transaction; returns the rows moved."""

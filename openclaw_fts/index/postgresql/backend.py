@@ -310,6 +310,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     hot_standbys = True
     transaction_poolers = True
     partitions_by_agent = True
+    merges_segments = False
     one_statement_appends = True
 
     #: The JSON of a row whose ``parent_id`` column is empty (few: roots and malformed rows);

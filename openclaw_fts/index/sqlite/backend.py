@@ -80,6 +80,7 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     hot_standbys = False
     transaction_poolers = False
     partitions_by_agent = False
+    merges_segments = True
     INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
     #: SQLite tells a null ``parentId`` from a missing or malformed one without the JSON
     #: reaching Python.
