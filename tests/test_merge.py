@@ -6,6 +6,7 @@ nothing a search finds, and never wears the index out. On PostgreSQL there is no
 from __future__ import annotations
 
 import logging
+import random
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -19,10 +20,14 @@ from openclaw_fts import Caller, TranscriptStore
 from openclaw_fts.check import check
 from openclaw_fts.index.sqlite.fts import (
     FTS_TABLE,
+    MERGE_MIN_LEVEL_SEGMENTS,
     MERGE_TRIGGER_SEGMENTS,
     STRUCTURE_MAX_BYTES,
     STRUCTURE_ROWID,
+    merge_pending,
+    merge_step,
     segment_count,
+    structure,
 )
 from openclaw_fts.merge import MERGE_CHECK_WRITES, merge_index, needs_merge
 
@@ -41,6 +46,9 @@ MERGE_ROUNDS = 1_600
 #: Seconds a read-only check may take while another connection holds the write lock (far
 #: under the store's busy timeout, which a write would wait out).
 LOCK_FREE_SECONDS = 2.0
+#: Commits of random size, and the sizes, for the trigger's check against FTS5's own merge.
+TRIGGER_ROUNDS = 300
+COMMIT_SIZES = (1, 1, 2, 5, 20)
 WORDS = ("harbor", "violet", "quartz", "ember", "saffron", "meadow", "cobalt", "lantern")
 QUERIES = (*WORDS, "quartz lantern", '"harbor violet"', "sa*", "message")
 
@@ -182,3 +190,35 @@ def test_the_segment_check_reads_while_another_writer_holds_the_lock(
         other.execute("ROLLBACK")
     finally:
         other.close()
+
+
+@pytest.mark.sqlite_only("FTS5's structure record")
+def test_the_trigger_reads_the_levels_the_way_fts5_merges_them(store: TranscriptStore) -> None:
+    """The trigger must not ask for a merge that FTS5 would not do: an index merged down to
+    one segment a level can have 8 levels or more, and a merge job started for it would only
+    take the write lock. FTS5's own rule, read from its source: a ``'merge'`` step merges
+    when some level holds ``usermerge`` segments or more, or a merge is part done. Checked
+    here on every state a run of random-sized commits leaves, with steps in between."""
+    store.create_session("s1", "agent:main:main")
+    rnd = random.Random(24)
+    seq = 0
+    merged = 0
+    for _ in range(TRIGGER_ROUNDS):
+        texts = [
+            " ".join(rnd.choice(WORDS) + str(rnd.randrange(500)) for _ in range(8))
+            for _ in range(rnd.choice(COMMIT_SIZES))
+        ]
+        store.append_many("s1", chain(texts, start=seq, parent=f"m{seq - 1}" if seq else None))
+        seq += len(texts)
+        with store.engine.begin() as conn:
+            levels = structure(conn)
+            assert sum(n for _merging, n in levels) == segment_count(conn)
+            would = any(merging or n >= MERGE_MIN_LEVEL_SEGMENTS for merging, n in levels)
+            many = segment_count(conn) >= MERGE_TRIGGER_SEGMENTS
+            assert merge_pending(conn) == (would and many), levels
+            if rnd.random() < 0.5:
+                assert merge_step(conn) == would, levels
+                merged += would
+    assert merged > 10  # the run did go through states a step merges
+    assert len(store.search(CALLER, WORDS[0] + "*", limit=5)["results"]) == 5
+    assert check(store.engine).ok

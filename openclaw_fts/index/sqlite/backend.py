@@ -37,16 +37,15 @@ from .fts import (
     CREATE_STATEMENTS,
     DROP_STATEMENTS,
     FTS_TABLE,
-    MERGE_TRIGGER_SEGMENTS,
     cursor,
     delete_rows,
     in_lists,
     insert_rows,
     is_fts_table,
+    merge_pending,
     merge_segments,
     merge_step,
     read_row_sizes,
-    segment_count,
 )
 from .read import SqliteSearch
 
@@ -245,8 +244,9 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         impact.promote(cursor(conn))
 
     def needs_merge(self, conn: Connection) -> bool:
-        """Whether the FTS5 index is in :data:`~.fts.MERGE_TRIGGER_SEGMENTS` segments or more."""
-        return segment_count(conn) >= MERGE_TRIGGER_SEGMENTS
+        """Whether the FTS5 index is in many segments that a merge step would merge
+        (:func:`~.fts.merge_pending`)."""
+        return merge_pending(conn)
 
     def merge_step(self, conn: Connection) -> bool:
         """One bounded step of FTS5's segment merge (:func:`.fts.merge_step`)."""
