@@ -3,7 +3,8 @@
 Invariant: at most one thread of a :class:`BackgroundJob` runs at a time (a trigger while it
 runs does nothing); the thread is a daemon, so it never keeps a host's process alive; an
 exception ends it, is logged and kept in :attr:`BackgroundJob.last_error`, never lost silently;
-:meth:`BackgroundJob.stop` sets the event the job's work polls between its bounded steps.
+:meth:`BackgroundJob.stop` sets the event the job's work polls between its bounded steps, and
+after it no trigger starts a run again.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class BackgroundJob:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._stopped = False
         self.last_error: BaseException | None = None
 
     @property
@@ -34,9 +36,9 @@ class BackgroundJob:
         return thread is not None and thread.is_alive()
 
     def trigger(self) -> None:
-        """Start a run unless one is in progress."""
+        """Start a run unless one is in progress or the job was stopped."""
         with self._lock:
-            if self.running:
+            if self._stopped or self.running:
                 return
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
@@ -55,7 +57,9 @@ class BackgroundJob:
         if thread is not None:
             thread.join(timeout)
 
-    def stop(self, timeout: float | None = 10.0) -> None:
-        """Ask the run in progress to stop after its current step, and wait for it."""
-        self._stop.set()
-        self.wait(timeout)
+    def stop(self) -> None:
+        """Ask the run in progress to stop after its current step (:meth:`wait` for it), and
+        start no run after this."""
+        with self._lock:
+            self._stopped = True
+            self._stop.set()

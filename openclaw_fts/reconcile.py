@@ -97,10 +97,14 @@ class Reconciler:
         progress: ProgressFn | None = None,
         stop: threading.Event | None = None,
         on_wait: WaitFn | None = None,
+        merge_after: bool = True,
     ) -> dict[str, Any]:
         """Index every pending session. Without ``wait``, return at once if the lease is held;
         with it, wait for the lease, telling ``on_wait`` (and the log) why whenever the holder
-        changes."""
+        changes. With ``merge_after``, then merge the index's segments that its batches split
+        (:func:`~openclaw_fts.merge.merge_index`), after giving the lease back: a merge is
+        bounded steps any writer may interleave with, and another reconciler need not wait
+        for it."""
         if self._on_standby():
             return {"ran": False, **self._status()}  # its primary's reconciler indexes them
         told: str | None = None
@@ -129,10 +133,10 @@ class Reconciler:
                     if progress is not None:
                         progress(self._status())
             self._sweep()
-            if merge.needs_merge(self.engine):  # an import's batches leave many segments
-                merge.merge_index(self.engine, stop)
         finally:
             self.lease.release()
+        if merge_after and merge.needs_merge(self.engine):  # an import's batches split it
+            merge.merge_index(self.engine, stop)
         result: dict[str, Any] = {"ran": True, **self._status(), **self.stats}
         log.info("reconcile done: %s", result)
         return result

@@ -13,6 +13,7 @@ primary. The store never reads environment variables or files beyond those it is
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import time
 import uuid
@@ -67,8 +68,14 @@ from .validation import validate_session_fields
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
 #: Runs of a read whose connection was lost (the first, and one on a fresh connection).
 READ_ATTEMPTS = 2
+#: Seconds :meth:`TranscriptStore.close` waits for a background job's step beyond the busy
+#: timeout (a step may first wait that long for SQLite's write lock): one bounded batch.
+CLOSE_GRACE_SECONDS = 30.0
 
 
 def _primary_write(method: F) -> F:
@@ -132,6 +139,7 @@ class TranscriptStore:
                 "openclaw-fts: transaction_pooler=True is for PostgreSQL behind a pooler in "
                 f"transaction mode (here: {dialect_of(url)})"
             )
+        self._busy_timeout_ms = busy_timeout_ms
         if isinstance(url, Engine):
             self.engine = configure(url, busy_timeout_ms=busy_timeout_ms)
             self._owns_engine = False
@@ -518,7 +526,8 @@ class TranscriptStore:
         )
 
     def _reconcile_in_background(self, stop: threading.Event) -> None:
-        self._make_reconciler().run(wait=False, stop=stop)
+        self._make_reconciler().run(wait=False, stop=stop, merge_after=False)
+        self._start_merge_if_needed()  # the merge job waits for this store's pauses
 
     def _on_pending(self) -> None:
         if self.background and not self._closed:
@@ -533,20 +542,30 @@ class TranscriptStore:
         this store does not append (:func:`~.merge.merge_index`)."""
         self._last_append = time.monotonic()
         self._appends += 1
-        if (
-            self.background
-            and not self._closed
-            and self._appends % MERGE_CHECK_WRITES == 0
-            and not self._merger.running
-            and needs_merge(self.write_engine)
-        ):
-            self._merger.trigger()
+        if self._appends % MERGE_CHECK_WRITES == 0:
+            self._start_merge_if_needed()
+
+    def _start_merge_if_needed(self) -> None:
+        """Start the background merge job if the index needs a merge. It runs after a write
+        has committed, so it never raises: a failed check is logged and the next one tries
+        again."""
+        if not self.background or self._closed or self._merger.running:
+            return
+        try:
+            if needs_merge(self.write_engine):
+                self._merger.trigger()
+        except Exception:
+            log.warning("openclaw-fts: segment check failed; no merge started", exc_info=True)
 
     @_primary_write
     def reconcile(self, progress: Any = None, on_wait: Any = None) -> ReconcileResult:
         """Index every pending session now. Waits for a live reconciler's lease (``on_wait`` is
         told why, with a :class:`~openclaw_fts.reconcile.LeaseWait`); a dead one's is taken."""
-        result = self._make_reconciler().run(wait=True, progress=progress, on_wait=on_wait)
+        result = self._make_reconciler().run(
+            wait=True, progress=progress, on_wait=on_wait, merge_after=False
+        )
+        if needs_merge(self.write_engine):  # its batches split the index: merge it now
+            merge_index(self.write_engine, last_write=lambda: self._last_append)
         return cast(ReconcileResult, result)
 
     @_primary_write
@@ -573,8 +592,9 @@ class TranscriptStore:
     def wait_for_index(self, timeout: float | None = None) -> None:
         """Wait for the background reconciler started by a search and the background
         segment merge started by appends (tests, scripts, benchmarks)."""
-        self._background.wait(timeout)
-        self._merger.wait(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for job in (self._background, self._merger):  # the reconciler may start the merge
+            job.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def read_after(self, lsn: str | None = None) -> None:
         """With a ``read_url``: reads from now on see every commit up to the primary's WAL
@@ -610,13 +630,21 @@ class TranscriptStore:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
-        """Stop the background reconciler and release the engine (if the store made it)."""
+        """Stop the background jobs (waiting for the step in flight: at most the busy
+        timeout a step may wait for the write lock, plus :data:`CLOSE_GRACE_SECONDS`) and
+        release the engine (if the store made it)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        self._background.stop()
-        self._merger.stop()
+        jobs = (self._background, self._merger)
+        for job in jobs:
+            job.stop()
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000 + CLOSE_GRACE_SECONDS
+        for job in jobs:
+            job.wait(max(0.0, deadline - time.monotonic()))
+            if job.running:
+                log.warning("openclaw-fts: a background job did not stop; closing anyway")
         self._dispose_engines()
 
     def _dispose_engines(self) -> None:
