@@ -139,6 +139,9 @@ def _attribute(owner: Any, name: str, value: Any) -> Iterator[None]:
 
 #: Visibilities whose one-word searches may walk an impact list (the others are narrow).
 WIDE = ("all", "agent")
+#: Rounds of a narrow caller's queries timed with no other side's call in between
+#: (:meth:`Bench.measure_alone`).
+ALONE_REPS = 20
 #: Goal: the share of the exact top 10 an impact-list search returns.
 GOAL_TOP10_OVERLAP = 0.95
 
@@ -176,6 +179,9 @@ class Row:
     #: Every peer of a search row by label (``sqlite-utils``, ``sqlalchemy-searchable``,
     #: ``tantivy``): ``p50``, ``p95`` (ms) and the plugin's ``ratio`` / ``ratio_p95`` to it.
     peers: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    #: A narrow caller's search row: the plugin's p50 with no other side's call between its
+    #: searches (:meth:`Bench.measure_alone`), what the flatness goal compares across sizes.
+    plugin_alone: float | None = None
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -851,6 +857,21 @@ class Bench:
                 break
         return plugin_ms, raw_ms, peer_ms
 
+    def measure_alone(self, store: Any, queries: Sequence[Query], caller: Any) -> list[float]:
+        """The plugin's timings (ms) of the queries with nothing else run between its
+        searches, :data:`ALONE_REPS` rounds. Interleaved with the peers (:meth:`measure_search`),
+        a narrow caller's search at 1m ran about twice as long as alone: the peers' searches
+        over ten times the rows between two of its calls evict what the plugin keeps warm
+        (docs/performance.md, "SQLite `self` and `tree` searches from 100k to 1m events")."""
+        timings: list[float] = []
+        for _ in range(ALONE_REPS):
+            for q in queries:
+                t0 = time.perf_counter()
+                with self.plugin_call():
+                    store.search(caller, q.text)
+                timings.append(ms(time.perf_counter() - t0))
+        return timings
+
     def _check_hits(self, q: Query, vis: str, out: dict[str, Any], rows: list[Any]) -> None:
         got = len(out.get("results", []))
         want = min(10, len(rows))
@@ -984,6 +1005,11 @@ class Bench:
                     exact=exact.setdefault((klass, vis), []) if vis in WIDE else None,
                     overlaps=overlaps.setdefault((klass, vis), []) if vis in WIDE else None,
                 )
+        alone = {
+            (klass, vis): self.measure_alone(store, state.queries[klass], callers[vis])
+            for (klass, vis) in results
+            if vis not in WIDE
+        }
         conn.close()
         store.close()
         for peer in peers:
@@ -1040,6 +1066,7 @@ class Bench:
                     ratio_sqlite_utils_p95=su_row.get("ratio_p95"),
                     peers=row_peers,
                     note=note,
+                    plugin_alone=pct(alone[(klass, vis)], 50) if (klass, vis) in alone else None,
                 )
             )
             search_details[f"{vis}/{klass}"] = {
@@ -1052,6 +1079,8 @@ class Bench:
                     for side, v in cpu[(klass, vis)].items()
                 },
             }
+            if (klass, vis) in alone:
+                search_details[f"{vis}/{klass}"]["aloneMs"] = _dist(alone[(klass, vis)])
             if exact.get((klass, vis)):
                 search_details[f"{vis}/{klass}"]["exactMs"] = _dist(exact[(klass, vis)])
                 search_details[f"{vis}/{klass}"]["top10Overlap"] = overlaps[(klass, vis)]
