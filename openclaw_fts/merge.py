@@ -65,3 +65,13 @@ def merge_index(
     if steps:
         log.info("merge: %d steps", steps)
     return steps
+
+
+def merge_if_needed(
+    engine: Engine,
+    stop: threading.Event | None = None,
+    last_write: Callable[[], float] | None = None,
+) -> int:
+    """:func:`merge_index` when :func:`needs_merge` says so (a read, without the write lock),
+    else nothing: what a job that has just split the index runs after it."""
+    return merge_index(engine, stop, last_write) if needs_merge(engine) else 0

@@ -135,8 +135,8 @@ class Reconciler:
             self._sweep()
         finally:
             self.lease.release()
-        if merge_after and merge.needs_merge(self.engine):  # an import's batches split it
-            merge.merge_index(self.engine, stop)
+        if merge_after:  # an import's batches split the index
+            merge.merge_if_needed(self.engine, stop)
         result: dict[str, Any] = {"ran": True, **self._status(), **self.stats}
         log.info("reconcile done: %s", result)
         return result

@@ -44,7 +44,7 @@ from .hooks import CREATED_KEY, install
 from .index.base import backend, backend_of, dialect_of, known_backend, writer
 from .index.postgresql.pooling import use_transaction_pooler
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
-from .merge import MERGE_CHECK_WRITES, merge_index, needs_merge
+from .merge import MERGE_CHECK_WRITES, merge_if_needed, merge_index, needs_merge
 from .models import AgentSession, Branch, TranscriptEvent
 from .reconcile import RECONCILE_BATCH_ROWS, Reconciler, status
 from .redact import Redactor
@@ -564,8 +564,8 @@ class TranscriptStore:
         result = self._make_reconciler().run(
             wait=True, progress=progress, on_wait=on_wait, merge_after=False
         )
-        if needs_merge(self.write_engine):  # its batches split the index: merge it now
-            merge_index(self.write_engine, last_write=lambda: self._last_append)
+        # Its batches split the index: merge it now, yielding to this store's appends.
+        merge_if_needed(self.write_engine, last_write=lambda: self._last_append)
         return cast(ReconcileResult, result)
 
     @_primary_write
