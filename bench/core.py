@@ -862,7 +862,7 @@ class Bench:
         searches, :data:`ALONE_REPS` rounds. Interleaved with the peers (:meth:`measure_search`),
         a narrow caller's search at 1m ran about twice as long as alone: the peers' searches
         over ten times the rows between two of its calls evict what the plugin keeps warm
-        (docs/performance.md, "SQLite `self` and `tree` searches from 100k to 1m events")."""
+        (bench/NOTES.md, "SQLite `self` and `tree` searches from 100k to 1m events")."""
         timings: list[float] = []
         for _ in range(ALONE_REPS):
             for q in queries:

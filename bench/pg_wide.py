@@ -1,5 +1,5 @@
 """Wide callers (visibility ``all`` / ``agent``) on PostgreSQL: where a search's time goes
-(docs/performance.md, "A search's fixed cost on PostgreSQL").
+(bench/NOTES.md, "A search's fixed cost on PostgreSQL").
 
 On the bench corpus (:mod:`bench.corpus`, loaded through ``TranscriptStore.append_many`` into a
 database of its own, then ``ANALYZE`` and ``optimize``: the frequent words get their impact

@@ -1,11 +1,11 @@
-"""Print a benchmark result file as a Markdown table, or write docs/benchmarks.md.
+"""Print a benchmark result file as a Markdown table, or write bench/RESULTS.md.
 
 Usage: ``python -m bench.table [--search [--cpu]] [bench/results/latest-1m.json]`` (a
 PostgreSQL result, e.g. ``bench/results/latest-pg-100k.json``, prints the same way, titled and
 footed with its engine; it has no sqlite-utils columns), or
 ``python -m bench.table --scaling FILE [FILE …]`` (one result file per corpus size, smallest
 first: the scaling table and the search goals across sizes), or ``python -m bench.table
---docs`` (writes docs/benchmarks.md from the newest ``bench/results/latest-*.json`` files).
+--docs`` (writes bench/RESULTS.md from the newest ``bench/results/latest-*.json`` files).
 Reads only the JSON that ``bench.run`` wrote, so the published tables are regenerated, never
 typed by hand. The
 full table gains sqlite-utils columns when the run measured that second baseline; ``--search``
@@ -26,7 +26,7 @@ from typing import Any
 RESULTS = Path(__file__).parent / "results"
 DEFAULT = RESULTS / "latest-1m.json"
 #: The page ``--docs`` writes.
-DOCS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+DOCS_PAGE = Path(__file__).resolve().parent / "RESULTS.md"
 #: Corpus sizes, smallest first (``bench.run --size``).
 SIZES = ("10k", "100k", "1m")
 
@@ -652,23 +652,23 @@ def _slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-#: Which sections of the docs profile the gap of a goal, by (goal key, engine): (page under
-#: docs/, heading). A goal's cell links those whose heading exists when the page is written.
-_FIXED = ("performance.md", "A search's fixed cost")
-_SQLITE_PEER = ("performance.md", "SQLite search against sqlite-utils at 100k")
-_PG_WIDE = ("performance.md", "A search's fixed cost on PostgreSQL, for wide callers")
-_PG_NARROW = ("performance.md", "PostgreSQL searches that find nothing, for a narrow caller")
-_SQLITE_NARROW = ("performance.md", "SQLite searches that find nothing, for a narrow caller")
-_PG_NARROW_PLAN = ("performance.md", "A narrow caller's statement on PostgreSQL")
-_TOPK = ("performance.md", "Top-k for common words")
-_LISTS = ("performance.md", "Impact lists")
-_WRITES = ("performance.md", "Writes")
-_SQLITE_INGEST = ("performance.md", "Where SQLite live ingest's time goes")
-_PG_INGEST = ("performance.md", "Where bulk ingest's time goes on PostgreSQL")
-_ORM = ("performance.md", "What the ORM path costs beyond SQLAlchemy's own")
-_SQLITE_FLAT = ("performance.md", "SQLite `self` and `tree` searches from 100k to 1m events")
+#: Which sections of the notes profile the gap of a goal, by (goal key, engine): (page under
+#: bench/, heading). A goal's cell links those whose heading exists when the page is written.
+_FIXED = ("NOTES.md", "A search's fixed cost")
+_SQLITE_PEER = ("NOTES.md", "SQLite search against sqlite-utils at 100k")
+_PG_WIDE = ("NOTES.md", "A search's fixed cost on PostgreSQL, for wide callers")
+_PG_NARROW = ("NOTES.md", "PostgreSQL searches that find nothing, for a narrow caller")
+_SQLITE_NARROW = ("NOTES.md", "SQLite searches that find nothing, for a narrow caller")
+_PG_NARROW_PLAN = ("NOTES.md", "A narrow caller's statement on PostgreSQL")
+_TOPK = ("NOTES.md", "Top-k for common words")
+_LISTS = ("NOTES.md", "Impact lists")
+_WRITES = ("NOTES.md", "Writes")
+_SQLITE_INGEST = ("NOTES.md", "Where SQLite live ingest's time goes")
+_PG_INGEST = ("NOTES.md", "Where bulk ingest's time goes on PostgreSQL")
+_ORM = ("NOTES.md", "What the ORM path costs beyond SQLAlchemy's own")
+_SQLITE_FLAT = ("NOTES.md", "SQLite `self` and `tree` searches from 100k to 1m events")
 _SCALE = (
-    "scale.md",
+    "NOTES.md",
     "Measured: 100k, 1m and 10m messages on one server, a standby, and the partitioned layout",
 )
 GAP_SECTIONS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
@@ -846,7 +846,7 @@ def goals_table(
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- docs/benchmarks.md
+# --------------------------------------------------------------------------- bench/RESULTS.md
 
 DOCS_INTRO = """# Benchmarks
 
@@ -922,7 +922,7 @@ ENGINES = (("SQLite", "", "sqlite"), ("PostgreSQL", "pg-", "pg"))
 
 
 def docs_page(results_dir: Path = RESULTS) -> str:
-    """docs/benchmarks.md: the goals, the newest tables of each engine and size, and how to
+    """bench/RESULTS.md: the goals, the newest tables of each engine and size, and how to
     rerun them."""
     parts = [DOCS_INTRO]
     scale = _scale_results(results_dir)
@@ -948,7 +948,7 @@ def docs_page(results_dir: Path = RESULTS) -> str:
     parts.append(
         "## Goals and their gaps\n\nAt 100k events on each engine (the newest run of each: "
         "below), every goal met or not, with its figure and, where it is not met, the "
-        "sections that profile where the time goes ([performance.md](performance.md) "
+        "sections that profile where the time goes ([NOTES.md](NOTES.md) "
         "mostly). A gap with no link has no profile yet.\n\n"
         + goals_table(
             {key: (newest[key].get("100k"), fulls_100k[key]) for _, _, key in ENGINES}, flat
@@ -1055,7 +1055,7 @@ def docs_page(results_dir: Path = RESULTS) -> str:
         parts.append(
             "## PostgreSQL past one server: a standby, the partitioned layout\n\n"
             + "\n\n".join(scale_table(result) for result in scale)
-            + "\n\nWhat these figures predict at 100m and 1b messages: [scale.md](scale.md).\n"
+            + "\n\nWhat these figures predict at 100m and 1b messages: [NOTES.md](NOTES.md#what-this-predicts-at-100m-and-1b-messages).\n"
         )
     return _without_history("\n".join(parts))
 

@@ -6,7 +6,7 @@ step at most and a stop or a crash loses at most the step in flight. Given its s
 append, it takes a step only after :data:`MERGE_IDLE_SECONDS` without one, so a burst of
 appends never shares the write lock or the CPU with it. A step rewrites segments of FTS5's
 index and nothing else: what a search finds, and every table the plugin reads, stay the same
-(docs/performance.md, "FTS5's segments").
+(bench/NOTES.md, "FTS5's segments").
 """
 
 from __future__ import annotations

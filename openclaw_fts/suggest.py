@@ -14,7 +14,7 @@ not over the whole index), so neither their order nor which of them are kept dep
 sessions the caller cannot see -- on PostgreSQL, and for a ``self`` or ``tree`` caller on
 SQLite; a wider caller on SQLite keeps the order of FTS5's vocabulary (frequency over every
 session), where counting cost its searches that find nothing more (measured:
-docs/performance.md). The work is
+bench/NOTES.md). The work is
 bounded by named constants (:data:`MAX_CORRECTED_TOKENS` tokens, one edit each) and runs only
 when a query found nothing.
 """

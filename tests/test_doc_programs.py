@@ -169,7 +169,7 @@ def test_the_architecture_names_modules_that_exist(name: str) -> None:
 
 
 def test_the_benchmarks_page_is_generated(tmp_path: Path) -> None:
-    """docs/benchmarks.md is what ``python -m bench.table --docs`` writes from the results."""
+    """bench/RESULTS.md is what ``python -m bench.table --docs`` writes from the results."""
     out = tmp_path / "benchmarks.md"
     done = subprocess.run(
         [sys.executable, "-m", "bench.table", "--docs", str(out)],
@@ -180,9 +180,9 @@ def test_the_benchmarks_page_is_generated(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert out.read_text(encoding="utf-8") == (ROOT / "docs" / "benchmarks.md").read_text(
+    assert out.read_text(encoding="utf-8") == (ROOT / "bench" / "RESULTS.md").read_text(
         encoding="utf-8"
-    ), "docs/benchmarks.md differs from the results: run `python -m bench.table --docs`"
+    ), "bench/RESULTS.md differs from the results: run `python -m bench.table --docs`"
 
 
 #: A layer's label starts a line of the README's picture; module names follow it.
@@ -355,8 +355,8 @@ def _anchors(page: Path) -> set[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_section_links_reach_a_heading(page: Path) -> None:
-    """Every ``page.md#section`` link (the goals table of docs/benchmarks.md links the
-    profiles in docs/performance.md) lands on a heading that exists."""
+    """Every ``page.md#section`` link (the goals table of bench/RESULTS.md links the
+    profiles in bench/NOTES.md) lands on a heading that exists."""
     broken = []
     for target, anchor in SECTION_LINK_RE.findall(page.read_text(encoding="utf-8")):
         linked = page.parent / target if target else page

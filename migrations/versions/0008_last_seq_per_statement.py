@@ -4,7 +4,7 @@ Revision 0002's ``transcript_events_last_seq`` trigger raises ``openclaw_session
 when a host inserts event rows by hand (the plugin's own appends raise it in the statement
 that writes the events). On PostgreSQL it was a ``FOR EACH ROW`` plpgsql trigger: one
 ``UPDATE`` per inserted event, which on the plugin's appends finds ``last_seq`` already raised
-and changes nothing — about a fifth of a 100-event append's server time (docs/performance.md,
+and changes nothing — about a fifth of a 100-event append's server time (bench/NOTES.md,
 "Writes"). Here it becomes a ``FOR EACH STATEMENT`` trigger over the statement's transition
 table: one ``UPDATE`` per statement, raising each session's ``last_seq`` to the highest seq the
 statement inserted for it. The rule is the same (``last_seq`` only rises, to the highest seq

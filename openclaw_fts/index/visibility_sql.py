@@ -67,7 +67,7 @@ def _incognito_key_postgresql(alias: str) -> str:
     (:func:`_octal`), and the cheap first test ``strpos`` of the lower-cased key: a function
     the planner gives a default selectivity, where ``ILIKE`` on the key column is estimated
     against the column's statistics at every planning (together 0.13 ms of a narrow search's
-    0.63 ms of planning at 100k messages, docs/performance.md). Each shape below lower-cases
+    0.63 ms of planning at 100k messages, bench/NOTES.md). Each shape below lower-cases
     the key too and holds ``incognito-``, so that first test changes no answer."""
     key = f"lower(btrim({alias}.session_key, {_octal(KEY_TRIM_CHARS)}))"
     shapes = " OR ".join(

@@ -63,7 +63,7 @@ FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', t
 #: cannot turn into a GIN scan): the cost follows the sessions' size, not the word's frequency
 #: over the whole index. Past it, the GIN match set joined to the visible sessions (the plan
 #: every wider caller gets). 10,000 rows read that way took 6-22 ms of execution at 1m messages,
-#: where the GIN plan took 1 ms for a rare word and up to 180 ms for a common one (docs/scale.md).
+#: where the GIN plan took 1 ms for a rare word and up to 180 ms for a common one (bench/NOTES.md).
 NARROW_SCAN_EVENTS = 10_000
 #: ``ts_rank`` normalisation: divide by 1 + the logarithm of the document length (a long message
 #: that mentions a word once ranks below a short one, as with bm25's length normalisation).
@@ -96,7 +96,7 @@ _FEW_ROWS_MEMO = "openclaw_fts_pg_few_rows"
 #: only picks which of two equivalent statements runs (the rows are the same, only the plan
 #: differs), so a stale one costs time, never a wrong result; asking runs the statement with
 #: both branches, whose planning costs ~0.6 ms more (measured at 100k messages: 1.4-1.6 ms
-#: against 0.8-0.9 ms, ``EXPLAIN ANALYZE``, docs/performance.md).
+#: against 0.8-0.9 ms, ``EXPLAIN ANALYZE``, bench/NOTES.md).
 FEW_ROWS_HINT_USES = 64
 #: Most callers an engine keeps a hint for; a full table starts afresh.
 FEW_ROWS_HINT_ENTRIES = 1024
@@ -740,7 +740,7 @@ class PostgresSearch:
         shared with :meth:`visible_words` for the same word), counted there (a GIN lookup
         builds the candidate's whole posting list, so the probes cost what the candidates'
         frequencies over the whole index do: 7.8 ms for 107 candidates at 1m messages, and
-        counting a frequent one over the index 225 ms at 10m, docs/scale.md): the words
+        counting a frequent one over the index 225 ms at 10m, bench/NOTES.md): the words
         :meth:`visible_words` would give, with the counts it would give below
         :data:`WORD_COUNT_CAP`. ``max_distance`` beyond 1 is not reached here."""
         if len(token) <= NEAR_PREFIX_CHARS or max_distance < 1:

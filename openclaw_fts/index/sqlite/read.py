@@ -490,7 +490,7 @@ class SqliteSearch:
         takes its candidates from the words of its own messages that share the token's first
         :data:`NEAR_PREFIX_CHARS` letters, counted there (:func:`_nearest_own`): the words
         and counts the path below gives it, without ``fts5vocab``, which reads each
-        candidate's whole doclist over every session (measured: docs/performance.md).
+        candidate's whole doclist over every session (measured: bench/NOTES.md).
         Otherwise candidates come from the index's vocabulary
         (:data:`VOCAB_TABLE`, FTS5's ``fts5vocab`` over the body column): only the terms that
         share the token's first :data:`NEAR_PREFIX_CHARS` letters (a range of the term
@@ -506,7 +506,7 @@ class SqliteSearch:
         its visible messages instead (a statement per candidate joining up to
         :data:`WORD_COUNT_CAP` matches to their sessions) made such a search 0.3-0.6 ms
         slower at 100k events with a cap of 100 and 1-2.5 ms with 1,000, measured
-        (docs/performance.md), where a narrow caller's counts cost nothing more."""
+        (bench/NOTES.md), where a narrow caller's counts cost nothing more."""
         if len(token) <= NEAR_PREFIX_CHARS:
             return []
         low = token[:NEAR_PREFIX_CHARS]
@@ -533,7 +533,7 @@ class SqliteSearch:
         if not caller.is_narrow:
             # The vocabulary's order, nearest and most frequent over every session first:
             # counting each candidate among the visible messages cost a wide caller's search
-            # that finds nothing 0.3-2.5 ms more at 100k events (docs/performance.md).
+            # that finds nothing 0.3-2.5 ms more at 100k events (bench/NOTES.md).
             ranked = [(term, doc) for _, term, doc in sorted(near, key=lambda n: (n[0], -n[2]))]
             candidates = [t for t, _ in ranked]
             proved = self._prove(conn, caller, candidates, prefix=False, want=want, exact=exact)
