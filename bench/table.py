@@ -1055,7 +1055,8 @@ def docs_page(results_dir: Path = RESULTS) -> str:
         parts.append(
             "## PostgreSQL past one server: a standby, the partitioned layout\n\n"
             + "\n\n".join(scale_table(result) for result in scale)
-            + "\n\nWhat these figures predict at 100m and 1b messages: [NOTES.md](NOTES.md#what-this-predicts-at-100m-and-1b-messages).\n"
+            + "\n\nWhat these figures predict at 100m and 1b messages: "
+            "[NOTES.md](NOTES.md#what-this-predicts-at-100m-and-1b-messages).\n"
         )
     return _without_history("\n".join(parts))
 
