@@ -10,13 +10,22 @@ exact path returns. Flat and partitioned layouts.
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
+import multiprocessing.process
+import os
+import random
+import signal
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import PARTITIONED
-from factories import chain, msg
+from factories import chain, msg, transcript_file
+from pgserver import PgServer
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -198,3 +207,200 @@ def test_optimize_finds_and_rebuilds_a_drifted_list(
         )
     store.optimize()
     lists_answer_exactly(store, monkeypatch, ["zebra"])
+
+
+# -- faults: every write path, promotions, SIGKILLs and an immediate restart -----------------
+
+#: Words of the fault runs, each message holding a few, the first ones far more often: they
+#: cross :data:`FAULT_MIN_DOCS` one after another while the writers run, so promotions keep
+#: happening under them.
+FAULT_WORDS = (
+    "alert",
+    "backup",
+    "budget",
+    "database",
+    "deploy",
+    "driver",
+    "incident",
+    "invoice",
+    "migration",
+    "paging",
+    "quota",
+    "release",
+)
+FAULT_MIN_DOCS = 30
+#: The write paths, one process each.
+WRITE_PATHS = ("append", "append_many", "import_dir", "orm_commit", "orm_rollback")
+#: Longest pause of a host between its flush and its commit or rollback (seconds).
+HOST_PAUSE_S = 0.03
+#: Pause of the promoting process between two promotions (seconds).
+PROMOTE_PAUSE_S = 0.05
+
+
+def _fault_text(rng: random.Random, unique: str) -> str:
+    """A few of :data:`FAULT_WORDS`, ``unique`` as one word (never frequent), fillers."""
+    weights = [1.0 / (k + 1) for k in range(len(FAULT_WORDS))]
+    words = rng.choices(FAULT_WORDS, weights, k=rng.randint(1, 5))
+    return " ".join([*words, unique.replace("-", "x"), *(["filler"] * rng.randint(0, 6))])
+
+
+def _write_loop(kind: str, url: str, name: str, seed: int, until: float, folder: str) -> None:
+    """One writer process: ``kind``'s write path over and over until ``until`` (monotonic),
+    each error (a restart cutting its connection) followed by the next try."""
+    rng = random.Random(seed)
+    store = TranscriptStore(url, background=False)
+    host = sessionmaker(make_engine(url))
+    openclaw_fts.install(host)
+    sessions: list[str] = []
+    i = 0
+    while time.monotonic() < until:
+        i += 1
+        eid = f"{name}-{i}"
+        try:
+            if kind in ("append", "append_many"):
+                if not sessions or rng.random() < 0.05:
+                    sid = f"{name}-s{i}"
+                    store.create_session(sid, f"agent:main:{sid}", agent_id=rng.choice(AGENTS))
+                    sessions.append(sid)
+                sid = rng.choice(sessions)
+                if kind == "append":
+                    store.append(sid, msg(eid, _fault_text(rng, eid)))
+                else:
+                    n = rng.randint(2, 20)
+                    events = [msg(f"{eid}-{k}", _fault_text(rng, eid)) for k in range(n)]
+                    store.append_many(sid, events)
+            elif kind == "import_dir":
+                path = Path(folder) / name / str(i)
+                path.mkdir(parents=True)
+                texts = [_fault_text(rng, eid) for _ in range(rng.randint(2, 30))]
+                transcript_file(path / f"{eid}.jsonl", eid, texts, prefix=f"{eid}-")
+                store.import_dir(path)
+            else:
+                db = host()
+                try:
+                    s = AgentSession(
+                        session_id=eid, session_key=f"agent:main:{eid}", agent_id=rng.choice(AGENTS)
+                    )
+                    db.add(s)
+                    for k in range(rng.randint(1, 10)):
+                        text_ = _fault_text(rng, eid)
+                        db.add(TranscriptEvent(session=s, event=msg(f"{eid}-{k}", text_)))
+                    db.flush()
+                    time.sleep(rng.uniform(0, HOST_PAUSE_S))
+                    if kind == "orm_commit":
+                        db.commit()
+                    else:
+                        db.rollback()
+                finally:
+                    db.close()
+        except Exception:  # a restart, a connection cut: the next try
+            time.sleep(0.05)
+
+
+def _promote_loop(url: str, until: float) -> None:
+    """The promoting process: statistics, then promotion with the tests' threshold, again."""
+    engine = make_engine(url)
+    while time.monotonic() < until:
+        try:
+            promote(engine, FAULT_MIN_DOCS)
+        except Exception:
+            time.sleep(0.05)
+        time.sleep(PROMOTE_PAUSE_S)
+
+
+def _reconcile_loop(url: str, until: float) -> None:
+    """A reconciler, as a host runs one (imports leave sessions pending)."""
+    store = TranscriptStore(url, background=False)
+    while time.monotonic() < until:
+        with contextlib.suppress(Exception):  # a restart: the next run
+            store.reconcile()
+        time.sleep(0.1)
+
+
+AGENTS = ("main", "ops", "qa")
+
+
+def _fault_run(
+    store: TranscriptStore,
+    pg_server: PgServer,
+    db_url: str,
+    folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    seconds: float,
+    kills: int,
+    restarts: int,
+) -> None:
+    """Run every writer, a promoter and a reconciler for ``seconds``, SIGKILL ``kills`` of
+    them (the promoter among them) at even intervals, each replaced at once, restart the
+    server ``restarts`` times (immediate: crash recovery), then check the lists."""
+    ctx = multiprocessing.get_context("fork")
+    until = time.monotonic() + seconds
+    seeds = iter(range(10_000))
+
+    def start(role: str) -> multiprocessing.process.BaseProcess:
+        n = next(seeds)
+        if role == "promote":
+            target: Any = _promote_loop
+            args: tuple[Any, ...] = (db_url, until)
+        elif role == "reconcile":
+            target, args = _reconcile_loop, (db_url, until)
+        else:
+            target, args = _write_loop, (role, db_url, f"{role}{n}", n, until, str(folder))
+        proc = ctx.Process(target=target, args=args, daemon=True)
+        proc.start()
+        return proc
+
+    roles = [*WRITE_PATHS, "promote", "reconcile"]
+    procs = {role: start(role) for role in roles}
+    events = sorted(
+        [(seconds * (k + 1) / (kills + 1), "kill", k) for k in range(kills)]
+        + [(seconds * (k + 0.5) / (restarts + 1), "restart", k) for k in range(restarts)]
+    )
+    t0 = until - seconds
+    rng = random.Random(42)
+    for at, what, k in events:
+        time.sleep(max(0.0, t0 + at - time.monotonic()))
+        if what == "restart":
+            pg_server.shutdown("immediate")
+            pg_server.start_again()
+            continue
+        role = "promote" if k % 3 == 1 else rng.choice(roles)
+        victim = procs[role]
+        if victim.pid is not None and victim.is_alive():
+            os.kill(victim.pid, signal.SIGKILL)
+        victim.join()
+        procs[role] = start(role)
+    for proc in procs.values():
+        proc.join(seconds + 30)
+        if proc.is_alive() and proc.pid is not None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.join()
+    store.reconcile()
+    promote(store.engine, FAULT_MIN_DOCS)  # the words that became frequent at the very end
+    words = tracked_words(store.engine)
+    assert len(words) >= len(FAULT_WORDS) // 2, words  # promotions did happen under load
+    lists_answer_exactly(store, monkeypatch, words)
+
+
+@pytest.mark.parametrize("db_engine", LAYOUTS)
+def test_lists_stay_exact_under_every_writer_promotions_kills_and_a_restart(
+    store: TranscriptStore,
+    pg_server: PgServer,
+    db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _fault_run(store, pg_server, db_url, tmp_path, monkeypatch, seconds=6.0, kills=4, restarts=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("db_engine", LAYOUTS)
+def test_lists_stay_exact_under_a_long_fault_run(
+    store: TranscriptStore,
+    pg_server: PgServer,
+    db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _fault_run(store, pg_server, db_url, tmp_path, monkeypatch, seconds=45.0, kills=30, restarts=3)
