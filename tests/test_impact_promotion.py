@@ -33,6 +33,7 @@ import openclaw_fts
 from openclaw_fts import AgentSession, AgentToAgent, Caller, TranscriptEvent, TranscriptStore
 from openclaw_fts.check import check
 from openclaw_fts.engine import make_engine
+from openclaw_fts.index.impact import FREQUENT_TERM_MIN_DOCS, PROMOTE_EVERY_ROWS
 from openclaw_fts.index.postgresql import impact, partition
 from openclaw_fts.index.postgresql.backend import PostgresqlBackend
 from openclaw_fts.index.postgresql.read import PostgresSearch
@@ -404,3 +405,55 @@ def test_lists_stay_exact_under_a_long_fault_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _fault_run(store, pg_server, db_url, tmp_path, monkeypatch, seconds=45.0, kills=30, restarts=3)
+
+
+@pytest.mark.parametrize("db_engine", LAYOUTS)
+def test_a_session_that_changes_agent_keeps_its_list_rows(
+    store: TranscriptStore, host: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the partitioned layout a change of agent moves the session's index rows to another
+    partition: their list rows must stay."""
+    _zebra_corpus(store)
+    with host.begin() as db:
+        session = db.get(AgentSession, "z")
+        assert session is not None
+        session.agent_id = "ops"
+    lists_answer_exactly(store, monkeypatch, ["zebra"])
+
+
+def _next_id_on_a_boundary(engine: Engine) -> None:
+    """The next index row id is a multiple of ``PROMOTE_EVERY_ROWS``."""
+    with engine.begin() as conn:
+        last = conn.execute(text("SELECT max(id) FROM message_index")).scalar_one()
+        boundary = (last // PROMOTE_EVERY_ROWS + 1) * PROMOTE_EVERY_ROWS
+        conn.execute(text("SELECT setval('message_index_id_seq', :v)"), {"v": boundary - 1})
+
+
+@pytest.mark.parametrize("db_engine", LAYOUTS)
+def test_a_commit_that_crosses_a_boundary_promotes_unless_another_writer_is_busy(
+    store: TranscriptStore, host: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped threshold, no ``optimize``: the commit of an append whose index row id
+    crosses a multiple of ``PROMOTE_EVERY_ROWS`` tracks the newly frequent word; while
+    another writer's transaction is open it does not wait for it (nor fail): the word is
+    tracked at the next boundary."""
+    store.create_session("k", "agent:main:k", agent_id="main")
+    texts = [f"kiwi harvest {'kiwi ' * (i % 3)}report {i}" for i in range(FREQUENT_TERM_MIN_DOCS)]
+    for start in range(0, len(texts), 500):
+        events = [msg(f"k{start + i}", t) for i, t in enumerate(texts[start : start + 500])]
+        store.append_many("k", events)
+    with store.engine.begin() as conn:
+        target = "message_index_by_agent" if partition.is_partitioned(conn) else "message_index"
+        conn.execute(text(f"ANALYZE {target}"))
+    _next_id_on_a_boundary(store.engine)
+    with host.begin() as db:  # a host's transaction holds the share lock meanwhile
+        s = AgentSession(session_id="busy", session_key="agent:main:busy", agent_id="main")
+        db.add(s)
+        db.add(TranscriptEvent(session=s, event=msg("b0", "kiwi from the busy host")))
+        db.flush()
+        store.append("k", msg("on-boundary-1", "kiwi again"))
+        assert "kiwi" not in tracked_words(store.engine)
+    _next_id_on_a_boundary(store.engine)
+    store.append("k", msg("on-boundary-2", "kiwi once more"))
+    assert "kiwi" in tracked_words(store.engine)
+    lists_answer_exactly(store, monkeypatch, ["kiwi"])

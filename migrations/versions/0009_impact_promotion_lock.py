@@ -13,7 +13,9 @@ transaction that inserted an index row whose id is a multiple of 4096, when the 
 SQLite: nothing (its writer holds the database's write lock).
 
 Both directions run on either layout (the partitioned one keeps its triggers on
-``message_index_by_agent``). Downgrade restores 0007's functions.
+``message_index_by_agent``; its change-of-agent function, which moved the index rows without
+their list rows, takes the lock too and writes them again). Downgrade restores 0007's
+functions.
 
 Revision ID: 0009_impact_promotion_lock
 Revises: 0008_last_seq_per_statement
@@ -111,7 +113,30 @@ PG_DUE_TRIGGER = (
 )
 
 
-# Revision 0007's, for the downgrade.
+# The partitioned layout's change of agent (made by the conversion, not by a revision).
+PG_MOVE_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION openclaw_fts_message_index_move() RETURNS trigger LANGUAGE plpg"
+    "sql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(1706466138); IF current_setting('tran"
+    "saction_isolation') <> 'read committed' AND NOT pg_visible_in_snapshot((SELECT last_value "
+    "FROM openclaw_fts_impact_promoted)::text::xid8, pg_current_snapshot()) THEN RAISE EXCEPTIO"
+    "N 'openclaw-fts: a frequent word was promoted after this transaction''s snapshot was taken"
+    ": retry the transaction' USING ERRCODE = '40001'; END IF; UPDATE message_index_by_agent SE"
+    "T agent_id = NEW.agent_id WHERE agent_id = OLD.agent_id AND session_id = NEW.session_id; I"
+    "NSERT INTO message_impact (row_id, term, impact, tf, doc_len) SELECT x.id, x.term, x.impac"
+    "t, x.tf, x.doc_len FROM (SELECT n.id, t.term, t.min_impact, ts_rank(n.body_tsv, t.term::ts"
+    "query, 1) AS impact, coalesce(array_length(u.positions, 1), 1) AS tf, length(n.body_tsv) A"
+    "S doc_len FROM message_index_by_agent AS n CROSS JOIN LATERAL unnest(n.body_tsv) AS u JOIN"
+    " message_impact_terms AS t ON t.term = u.lexeme WHERE n.session_id = NEW.session_id) AS x "
+    "WHERE x.impact >= x.min_impact ON CONFLICT DO NOTHING; RETURN NULL; END $$"
+)
+
+# Revision 0007's, and the conversion's before this revision, for the downgrade.
+MOVE_FUNCTION_BEFORE = (
+    "CREATE OR REPLACE FUNCTION openclaw_fts_message_index_move() RETURNS trigger LANGUAGE plpg"
+    "sql AS $$ BEGIN UPDATE message_index_by_agent SET agent_id = NEW.agent_id WHERE agent_id ="
+    " OLD.agent_id AND session_id = NEW.session_id; RETURN NULL; END $$"
+)
+
 INSERT_FUNCTION_0007 = (
     "CREATE OR REPLACE FUNCTION openclaw_fts_impact_insert() RETURNS trigger LANGUAGE plpgsql"
     " AS $$ DECLARE lo bigint; hi bigint; BEGIN INSERT INTO message_impact (row_id, term, imp"
@@ -166,6 +191,8 @@ def upgrade() -> None:
     op.execute(PG_DUE_FUNCTION)
     op.execute(PG_GUARD_TRIGGER.format(table=table))
     op.execute(PG_DUE_TRIGGER.format(table=table))
+    if table == "message_index_by_agent":
+        op.execute(PG_MOVE_FUNCTION)
 
 
 def downgrade() -> None:
@@ -178,4 +205,6 @@ def downgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS openclaw_fts_impact_guard()")
     op.execute(INSERT_FUNCTION_0007)
     op.execute(PROMOTE_FUNCTION_0007)
+    if table == "message_index_by_agent":
+        op.execute(MOVE_FUNCTION_BEFORE)
     op.execute("DROP SEQUENCE IF EXISTS openclaw_fts_impact_promoted")

@@ -60,6 +60,7 @@ rebuilds every list (:func:`repair`).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -86,6 +87,7 @@ ROW_FOREIGN_KEY = "fk_message_impact_row_id"
 #: A tracked word as a regular expression (``impact.TERM_PATTERN``).
 TERM_REGEX = f"^[a-z0-9]{{1,{MAX_TERM_CHARS}}}$"
 _NEW_ROWS = "openclaw_fts_new_rows"
+log = logging.getLogger(__name__)
 #: The transaction-level advisory lock that serialises promotions (exclusive) against the
 #: writers of index rows (shared). Not the reconcile lease's key (``.lease.LOCK_KEY``).
 PROMOTION_LOCK_KEY = 0x65B6_9B5A
@@ -116,6 +118,25 @@ _GUARD = (
     "after this transaction''s snapshot was taken: retry the transaction' "
     f"USING ERRCODE = '{SERIALIZATION_FAILURE}'; END IF; "
 )
+#: :data:`_GUARD` for the other plpgsql functions that write index rows (:mod:`.partition`).
+GUARD_SQL = _GUARD
+
+
+def relist_session_sql(table: str) -> str:
+    """plpgsql: the list rows of every index row of the session ``NEW.session_id`` in
+    ``table``, those it lacks only (a change of agent moves the rows between partitions,
+    and the partitioned layout's delete trigger removed their list rows on the way)."""
+    return (
+        f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
+        "SELECT x.id, x.term, x.impact, x.tf, x.doc_len FROM (SELECT n.id, t.term, t.min_impact, "
+        f"ts_rank(n.{TSVECTOR_COLUMN}, t.term::tsquery, 1) AS impact, "
+        f"coalesce(array_length(u.positions, 1), 1) AS tf, length(n.{TSVECTOR_COLUMN}) AS doc_len "
+        f"FROM {table} AS n CROSS JOIN LATERAL unnest(n.{TSVECTOR_COLUMN}) AS u "
+        f"JOIN {TERMS_TABLE} AS t ON t.term = u.lexeme WHERE n.session_id = NEW.session_id) "
+        "AS x WHERE x.impact >= x.min_impact ON CONFLICT DO NOTHING; "
+    )
+
+
 #: The words the planner's statistics show in at least ``min_docs`` rows, not tracked yet.
 _CANDIDATES = (
     "SELECT DISTINCT e.elem FROM pg_stats AS st "
@@ -255,13 +276,18 @@ def promote(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
     return int(conn.execute(text(f"SELECT {PROMOTE_FUNCTION}(:n)"), {"n": min_docs}).scalar() or 0)
 
 
-def _lock_exclusive(conn: Connection) -> None:
-    """Wait until no transaction is writing index rows, and keep them out until this one ends.
-    A rebuild reads after the lock, so it must get a fresh snapshot per statement."""
+def _lock_exclusive(conn: Connection) -> bool:
+    """Wait until no transaction is writing index rows, and keep them out until this one ends;
+    False (nothing locked) outside READ COMMITTED, whose one snapshot, taken before the lock,
+    would not see what the writers it waited for committed."""
     isolation = conn.execute(text("SELECT current_setting('transaction_isolation')")).scalar()
     if isolation != "read committed":
-        raise RuntimeError(f"impact lists are rebuilt under READ COMMITTED only, not {isolation}")
+        log.warning(
+            "impact lists not rebuilt: the transaction is %s, not read committed", isolation
+        )
+        return False
     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PROMOTION_LOCK_KEY})
+    return True
 
 
 def _fill(words: str) -> str:
@@ -280,8 +306,9 @@ def _fill(words: str) -> str:
 
 def rebuild(conn: Connection) -> None:
     """Rewrite every tracked word's list from the index rows (its ``min_impact`` kept), each
-    trusted again; after the exclusive lock."""
-    _lock_exclusive(conn)
+    trusted again; after the exclusive lock (nothing outside READ COMMITTED)."""
+    if not _lock_exclusive(conn):
+        return
     conn.execute(text(f"DELETE FROM {IMPACT_TABLE}"))
     conn.execute(text(_fill("TRUE")))
     conn.execute(text(f"UPDATE {TERMS_TABLE} SET avg_len = 0 WHERE avg_len <> 0"))
@@ -290,10 +317,9 @@ def rebuild(conn: Connection) -> None:
 def rebuild_words(conn: Connection, words: list[str]) -> None:
     """Rewrite the lists of ``words`` (tracked ones) from the index rows and trust them again,
     after the exclusive lock: one transaction, so a search sees the old list (untrusted: the
-    exact path) or the new one."""
-    if not words:
+    exact path) or the new one. Nothing outside READ COMMITTED (they stay untrusted)."""
+    if not words or not _lock_exclusive(conn):
         return
-    _lock_exclusive(conn)
     conn.execute(text(f"DELETE FROM {IMPACT_TABLE} WHERE term = ANY(:w)"), {"w": words})
     conn.execute(text(_fill("t.term = ANY(:w)")), {"w": words})
     conn.execute(text(f"UPDATE {TERMS_TABLE} SET avg_len = 0 WHERE term = ANY(:w)"), {"w": words})
@@ -322,13 +348,16 @@ def untrusted(conn: Connection) -> list[str]:
 def repair(conn: Connection, *, verify: bool) -> list[str]:
     """Rebuild the untrusted lists and, with ``verify``, every list that :func:`drift` finds
     wrong (read before the lock, so writers wait only for the rebuild); returns the words
-    rebuilt."""
+    rebuilt. A drifted list is marked untrusted first, so it stays so if the rebuild cannot
+    run."""
     words = set(untrusted(conn))
     if verify:
-        words.update(drift(conn))
+        drifted = sorted(drift(conn))
+        distrust(conn, drifted)
+        words.update(drifted)
     chosen = sorted(words)
     rebuild_words(conn, chosen)
-    return chosen
+    return chosen if chosen and not untrusted(conn) else []
 
 
 def drift(conn: Connection) -> dict[str, dict[str, int]]:
