@@ -457,3 +457,51 @@ def test_a_commit_that_crosses_a_boundary_promotes_unless_another_writer_is_busy
     store.append("k", msg("on-boundary-2", "kiwi once more"))
     assert "kiwi" in tracked_words(store.engine)
     lists_answer_exactly(store, monkeypatch, ["kiwi"])
+
+
+def _sqlstate(exc: BaseException | None) -> str | None:
+    while exc is not None:
+        code = getattr(getattr(exc, "orig", None), "sqlstate", None) or getattr(
+            exc, "sqlstate", None
+        )
+        if code:
+            return str(code)
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+@pytest.mark.parametrize("db_engine", LAYOUTS)
+def test_a_repeatable_read_writer_older_than_a_promotion_is_asked_to_retry(
+    store: TranscriptStore, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host under REPEATABLE READ whose snapshot predates a promotion cannot see the word
+    tracked: its write fails with a serialization failure (40001), and its retry is listed."""
+    store.create_session("old", "agent:main:old", agent_id="main")
+    store.append_many("old", chain([f"zebra stripes {i}" for i in range(3 * MIN_DOCS)]))
+    engine = make_engine(db_url).execution_options(isolation_level="REPEATABLE READ")
+    host = sessionmaker(engine)
+    openclaw_fts.install(host)
+    try:
+
+        def write(db: Session) -> None:
+            s = AgentSession(session_id="rr", session_key="agent:main:rr", agent_id="main")
+            db.add(s)
+            for i in range(LIMIT):
+                db.add(TranscriptEvent(session=s, event=msg(f"rr{i}", "zebra zebra", ts=i)))
+            db.commit()
+
+        db = host()
+        db.execute(text("SELECT 1"))  # the snapshot is taken
+        assert promote(store.engine) >= 1
+        with pytest.raises(Exception) as failed:
+            write(db)
+        assert _sqlstate(failed.value) == impact.SERIALIZATION_FAILURE
+        db.rollback()
+        db.close()
+        with host() as retry:
+            write(retry)
+    finally:
+        engine.dispose()
+    found = _ids(store.search(CALLER, "zebra", limit=LIMIT))
+    assert {m for _, m in found} == {f"rr{i}" for i in range(LIMIT)}
+    lists_answer_exactly(store, monkeypatch, ["zebra"])
