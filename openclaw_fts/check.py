@@ -6,7 +6,11 @@ only — READ COMMITTED would take a new snapshot per statement and report as dr
 writer committed between reading a session's events and its index rows). FTS5's integrity
 check is issued as an INSERT command, i.e. it needs the write lock: on a database that cannot
 be written, or while another connection holds the lock, it is reported as not run (with the
-reason the backend gives), never as corruption. Only the backend's read side is used.
+reason the backend gives), never as corruption. Only the backend's read side is used in that
+transaction; one write follows it when an impact list is found drifted: the list is marked
+untrusted in a short transaction of its own (searches take the exact path for its word until
+the reconciler or ``optimize`` rebuilds it), unless the database cannot be written (a hot
+standby, a read-only role), which the report says.
 Reports FTS5's own integrity check (index vs content table) and, for every session that is not
 pending, any difference between its index rows and ``transcript.index_rows(active branch)`` —
 the same diff the reconciler would apply, so "check is clean" means "a reconcile would change
@@ -23,7 +27,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from . import indexer
-from .index.base import READ_ONLY, Reader, backend_of
+from .engine import write_engine
+from .index.base import READ_ONLY, Reader, backend, backend_of
 
 
 @dataclass
@@ -37,6 +42,8 @@ class CheckReport:
     status: dict[str, int] = field(default_factory=dict)
     #: Tracked words whose impact list disagrees with the index: rows missing and extra.
     impact_drift: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Why the drifted lists could not be marked untrusted (None: marked, or none drifted).
+    impact_unmarked: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -55,6 +62,7 @@ class CheckReport:
             "drift": self.drift,
             "orphanRows": self.orphans,
             "impactDrift": self.impact_drift,
+            **({"impactUnmarked": self.impact_unmarked} if self.impact_unmarked else {}),
             **self.status,
         }
 
@@ -85,4 +93,19 @@ def check(engine: Engine) -> CheckReport:
             if plan is not None and plan.size:
                 report.drift[sid] = {"missing": len(plan.inserts), "extra": len(plan.deletes)}
         report.status = backend.status(conn)
+    if report.impact_drift:
+        report.impact_unmarked = _distrust(engine, list(report.impact_drift))
     return report
+
+
+def _distrust(engine: Engine, words: list[str]) -> str | None:
+    """Mark the lists of ``words`` untrusted; why not, when the database refuses the write."""
+    try:
+        with write_engine(engine).begin() as conn:
+            found = backend(conn)
+            if found.in_recovery(conn):
+                return "hot standby: its primary's check marks them"
+            found.distrust_lists(conn, words)
+    except DBAPIError as exc:
+        return str(exc.orig if exc.orig is not None else exc)
+    return None

@@ -26,11 +26,14 @@ def mark_for_rebuild(engine: Engine, keys: Iterable[str] | None = None) -> list[
     and mark them for re-indexing. Returns their session ids."""
     with write_engine(engine).begin() as conn:
         found = backend(conn)
+        if keys is None:
+            # First, before this transaction locks any row: on PostgreSQL it waits for the
+            # writers of index rows to finish (the impact lists' lock), and a writer waiting
+            # for a row this transaction had locked would never finish.
+            found.rebuild_all(conn)
         sids = found.session_ids(conn, None if keys is None else list(keys))
         rederived = sum(found.rederive(conn, sid) for sid in sids)
         found.mark_dirty(conn, sids)
-        if keys is None:
-            found.rebuild_all(conn)
     log.info("rebuild: %d sessions marked, %d event rows re-derived", len(sids), rederived)
     return sids
 

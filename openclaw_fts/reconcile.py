@@ -13,6 +13,8 @@ bounded batches, each its own short write transaction that first re-checks the s
 re-planned, never marked clean over newer events. A crash loses at most the batch in flight.
 On a PostgreSQL hot standby a run takes no lease and writes nothing (``ran: false``): the
 standby's index is its primary's, replayed.
+After its passes, a run rebuilds the impact lists that ``check`` marked untrusted
+(``index/postgresql/impact.py``; nothing to do on SQLite).
 """
 
 from __future__ import annotations
@@ -135,6 +137,7 @@ class Reconciler:
             self._sweep()
         finally:
             self.lease.release()
+        self._repair_lists()
         if merge_after:  # an import's batches split the index
             merge.merge_if_needed(self.engine, stop)
         result: dict[str, Any] = {"ran": True, **self._status(), **self.stats}
@@ -216,6 +219,15 @@ class Reconciler:
     def _unchanged(conn: Connection, work: _Work) -> bool:
         found = reader(conn).snapshot(conn, work.plan.session_id)
         return found == (work.generation, work.plan.last_seq)
+
+    def _repair_lists(self) -> None:
+        """Rebuild the impact lists marked untrusted (``check`` found them drifted), each in
+        one short transaction with the writers of index rows held back (PostgreSQL), after
+        the lease is given back: it is not the lease's work."""
+        with self.engine.begin() as conn:
+            repaired = backend(conn).repair_lists(conn, verify=False)
+        if repaired:
+            log.info("reconcile: rebuilt the impact lists of %s", ", ".join(repaired))
 
     def _sweep(self) -> None:
         """Remove index rows and states whose session no longer exists."""

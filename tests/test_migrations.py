@@ -48,6 +48,7 @@ from test_cli import run
 import openclaw_fts
 from openclaw_fts import Caller, TranscriptStore, migrate
 from openclaw_fts.alembic import VERSION_TABLE, include_name
+from openclaw_fts.check import check
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
 from openclaw_fts.index import postgresql as pg
@@ -62,7 +63,7 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0008_last_seq_per_statement"
+HEAD_REVISION = "0009_impact_promotion_lock"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
@@ -779,6 +780,26 @@ def test_0008_raises_last_seq_once_per_statement_and_downgrade_restores_the_row_
         conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
         conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
     assert migrate.host_revisions(pg_engine) == (migrate.IMPACT_REVISION,)
+
+
+def test_0009_guards_the_impact_lists_and_downgrade_restores_0008(pg_engine: Engine) -> None:
+    """0009 changes no table, only the impact lists' functions and triggers (promotion
+    serialised against the writers of index rows): a host's version table that hides the
+    plugin's revisions is read from them (0008 against the head), and a downgraded database
+    still keeps its lists."""
+    migrate.upgrade(pg_engine)
+    migrate.downgrade(pg_engine, migrate.LAST_SEQ_REVISION)
+    add_message(pg_engine, "s1", "m1", "first")
+    with pg_engine.begin() as conn:
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    assert migrate.host_revisions(pg_engine) == (migrate.LAST_SEQ_REVISION,)
+    with pg_engine.begin() as conn:
+        conn.execute(text("DROP TABLE alembic_version"))
+    migrate.upgrade(pg_engine)
+    assert migrate.current_revisions(pg_engine) == (HEAD_REVISION,)
+    add_message(pg_engine, "s1", "m2", "second")
+    assert check(pg_engine).ok
 
 
 def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(engine: Engine) -> None:

@@ -296,6 +296,16 @@ class Writer(Protocol):
     def rederive(self, conn: Connection, session_id: str) -> int: ...
     def rebuild_all(self, conn: Connection) -> None: ...
     def optimize(self, conn: Connection) -> None: ...
+    def distrust_lists(self, conn: Connection, words: Sequence[str]) -> None:
+        """Stop trusting the impact lists of ``words`` (found drifted): their searches take
+        the exact path until :meth:`repair_lists` rebuilds them."""
+        ...
+
+    def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
+        """Rebuild the untrusted impact lists and, with ``verify``, every one that differs
+        from the index; returns the words rebuilt."""
+        ...
+
     def needs_merge(self, conn: Connection) -> bool:
         """Whether the index is split enough that a background merge would speed search."""
         ...
@@ -440,6 +450,11 @@ class Backend(Reader, Writer, Protocol):
     def triggers_at_head(self, conn: Connection) -> bool:
         """On a database holding every plugin table (revision 0007's included): whether it
         also has what revision 0008 changes (what a host's version table may not say)."""
+        ...
+
+    def lists_guarded(self, conn: Connection) -> bool:
+        """On a database at revision 0008 by its tables and triggers: whether it also has
+        what revision 0009 changes (what a host's version table may not say)."""
         ...
 
     def match_parts(

@@ -515,12 +515,24 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     def optimize(self, conn: Connection) -> None:
         """Refresh the planner's statistics of the index rows (GIN merges its pending list on
-        its own; ``VACUUM`` cannot run inside a transaction), then track the words they show
-        became frequent (:mod:`.impact`)."""
+        its own; ``VACUUM`` cannot run inside a transaction), rebuild every impact list that is
+        untrusted or differs from the index, then track the words the statistics show became
+        frequent (:mod:`.impact`)."""
         target = partition.PARTITIONED_TABLE if partition.is_partitioned(conn) else CONTENT_TABLE
         self.run(conn, f"ANALYZE {target}")
-        if impact.promote(conn):
+        repaired = impact.repair(conn, verify=True)
+        if impact.promote(conn) or repaired:
             self.run(conn, f"ANALYZE {IMPACT_TABLE}")
+
+    def distrust_lists(self, conn: Connection, words: Sequence[str]) -> None:
+        impact.distrust(conn, list(words))
+
+    def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
+        return impact.repair(conn, verify=verify)
+
+    def lists_guarded(self, conn: Connection) -> bool:
+        """Revision 0009 serialised promotions against the writers of index rows."""
+        return impact.guarded(conn)
 
     def needs_merge(self, conn: Connection) -> bool:
         """Never: a GIN index has no segments (it merges its pending list itself)."""

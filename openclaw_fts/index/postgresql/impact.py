@@ -11,11 +11,56 @@ cascade on the flat layout; a row trigger, :data:`DELETE_TRIGGER`, on the partit
 a word becomes tracked only in the statement that writes its whole list
 (:data:`PROMOTE_FUNCTION`, which reads the planner's statistics of the most common lexemes:
 no scan of the index). Tracked words are plain ASCII letters and digits, which are their own
-``tsquery`` text. The DDL here is what revision 0007 creates (it keeps frozen copies).
+``tsquery`` text. The DDL here is what revisions 0007 and 0009 create (they keep frozen
+copies).
+
+Why that holds under concurrency (revision 0009). A promotion reads the index rows that are
+committed; a writer's trigger joins the words that are tracked in ITS snapshot. Left alone, a
+writer whose transaction is open while a word is promoted writes rows holding the word that
+neither side lists (issue 42: the promotion cannot see them, the trigger did not know the
+word). So the two are serialised by one transaction-level advisory lock,
+:data:`PROMOTION_LOCK_KEY`:
+
+* every statement that inserts or deletes index rows takes it in SHARE mode (the insert
+  trigger, before it reads the tracked words; :data:`GUARD_TRIGGER` before a delete), and
+  keeps it until its transaction ends;
+* a promotion, and a rebuild of lists (:func:`rebuild`, :func:`rebuild_words`), take it
+  EXCLUSIVE: it is granted only once every transaction that wrote index rows has committed
+  or rolled back, and until the promotion commits no writer gets past the lock.
+
+Under READ COMMITTED (PostgreSQL's default, and every transaction of the plugin) each
+statement of a plpgsql function takes a fresh snapshot, so the promotion's scans, run after
+its lock, see every row of every writer that went before it, and a writer's trigger, run
+after its lock, sees every word promoted before it: both sides list each row exactly once.
+A transaction under REPEATABLE READ or SERIALIZABLE keeps its first snapshot, so a lock
+cannot make it see a later promotion: the promoting transaction records its id in
+:data:`PROMOTED_SEQUENCE` (a sequence: not transactional, seen at once), and such a writer's
+trigger raises ``serialization_failure`` (SQLSTATE 40001) when that id is not visible in its
+snapshot, which is the error these isolation levels already ask their callers to retry; a
+promotion itself does nothing outside READ COMMITTED. Crashes need nothing more: a list row
+is written in its index row's transaction and a word with its whole list, so a SIGKILL or an
+immediate restart rolls both back together; the advisory locks die with their transaction.
+
+Words are promoted in a transaction of their own or at a commit, never in the middle of a
+writer's: the insert trigger no longer promotes (a writer that held the exclusive lock and then
+waited for a row lock held by a writer waiting for the share lock would deadlock); a deferred
+constraint trigger, :data:`DUE_TRIGGER`, fires at the commit of a transaction that inserted an
+index row whose id is a multiple of ``PROMOTE_EVERY_ROWS`` and promotes then, when the
+exclusive lock is free at once (``pg_try_advisory_xact_lock``: it never waits, so it cannot
+deadlock; when other writers are busy the next boundary, ``optimize`` or the reconciler
+promotes). Cost on the append path: one uncontended share lock per statement (measured in
+docs/postgresql.md).
+
+A list found drifted anyway (``check``, a list edited by hand) is never trusted silently: its
+word is marked untrusted (:func:`distrust`; ``avg_len`` = :data:`UNTRUSTED`: PostgreSQL's
+lists do not use that column), a search takes the exact path for it (:func:`walk_sql`,
+:data:`TRACKED_SQL`), the reconciler rebuilds the untrusted lists and ``optimize`` checks and
+rebuilds every list (:func:`repair`).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -42,23 +87,95 @@ ROW_FOREIGN_KEY = "fk_message_impact_row_id"
 #: A tracked word as a regular expression (``impact.TERM_PATTERN``).
 TERM_REGEX = f"^[a-z0-9]{{1,{MAX_TERM_CHARS}}}$"
 _NEW_ROWS = "openclaw_fts_new_rows"
+log = logging.getLogger(__name__)
+#: The transaction-level advisory lock that serialises promotions (exclusive) against the
+#: writers of index rows (shared). Not the reconcile lease's key (``.lease.LOCK_KEY``).
+PROMOTION_LOCK_KEY = 0x65B6_9B5A
+#: Holds the transaction id of the latest transaction that promoted a word (a sequence: its
+#: value is seen by every transaction at once, whatever its snapshot).
+PROMOTED_SEQUENCE = "openclaw_fts_impact_promoted"
+#: Takes :data:`PROMOTION_LOCK_KEY` in share mode before index rows are deleted.
+GUARD_FUNCTION = "openclaw_fts_impact_guard"
+GUARD_TRIGGER = "message_index_impact_guard"
+#: Promotes at the commit of a transaction that crossed a ``PROMOTE_EVERY_ROWS`` boundary.
+DUE_FUNCTION = "openclaw_fts_impact_due"
+DUE_TRIGGER = "message_index_impact_due"
+#: ``message_impact_terms.avg_len`` of a word whose list is not trusted (found drifted): its
+#: searches take the exact path until its list is rebuilt. PostgreSQL's lists do not use
+#: ``avg_len`` otherwise (it is 0).
+UNTRUSTED = -1.0
+#: The ``SQLSTATE`` a writer whose snapshot predates a promotion raises (REPEATABLE READ and
+#: SERIALIZABLE only): ``serialization_failure``, which asks the caller to retry.
+SERIALIZATION_FAILURE = "40001"
 
-#: The function behind :data:`INSERT_TRIGGER`: the new rows' list rows (those reaching their
-#: word's ``min_impact``); it looks for newly frequent words when the new rows' ids cross a
-#: multiple of ``PROMOTE_EVERY_ROWS``.
+#: What every writer of index rows runs first (plpgsql): the share lock, then, outside READ
+#: COMMITTED, the refusal of a snapshot that cannot see the latest promotion.
+_GUARD = (
+    f"PERFORM pg_advisory_xact_lock_shared({PROMOTION_LOCK_KEY}); "
+    "IF current_setting('transaction_isolation') <> 'read committed' AND NOT "
+    f"pg_visible_in_snapshot((SELECT last_value FROM {PROMOTED_SEQUENCE})::text::xid8, "
+    "pg_current_snapshot()) THEN RAISE EXCEPTION 'openclaw-fts: a frequent word was promoted "
+    "after this transaction''s snapshot was taken: retry the transaction' "
+    f"USING ERRCODE = '{SERIALIZATION_FAILURE}'; END IF; "
+)
+#: :data:`_GUARD` for the other plpgsql functions that write index rows (:mod:`.partition`).
+GUARD_SQL = _GUARD
+
+
+def relist_session_sql(table: str) -> str:
+    """plpgsql: the list rows of every index row of the session ``NEW.session_id`` in
+    ``table``, those it lacks only (a change of agent moves the rows between partitions,
+    and the partitioned layout's delete trigger removed their list rows on the way)."""
+    return (
+        f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
+        "SELECT x.id, x.term, x.impact, x.tf, x.doc_len FROM (SELECT n.id, t.term, t.min_impact, "
+        f"ts_rank(n.{TSVECTOR_COLUMN}, t.term::tsquery, 1) AS impact, "
+        f"coalesce(array_length(u.positions, 1), 1) AS tf, length(n.{TSVECTOR_COLUMN}) AS doc_len "
+        f"FROM {table} AS n CROSS JOIN LATERAL unnest(n.{TSVECTOR_COLUMN}) AS u "
+        f"JOIN {TERMS_TABLE} AS t ON t.term = u.lexeme WHERE n.session_id = NEW.session_id) "
+        "AS x WHERE x.impact >= x.min_impact ON CONFLICT DO NOTHING; "
+    )
+
+
+#: The words the planner's statistics show in at least ``min_docs`` rows, not tracked yet.
+_CANDIDATES = (
+    "SELECT DISTINCT e.elem FROM pg_stats AS st "
+    "JOIN pg_namespace AS ns ON ns.nspname = st.schemaname "
+    "JOIN pg_class AS c ON c.relname = st.tablename AND c.relnamespace = ns.oid "
+    "CROSS JOIN LATERAL unnest(st.most_common_elems::text::text[], "
+    "st.most_common_elem_freqs) AS e(elem, freq) "
+    f"WHERE st.tablename IN ('{CONTENT_TABLE}', 'message_index_by_agent') "
+    f"AND st.attname = '{TSVECTOR_COLUMN}' AND st.schemaname = current_schema() "
+    f"AND e.elem ~ '{TERM_REGEX}' AND e.freq * greatest(c.reltuples, 0) >= min_docs "
+    f"AND NOT EXISTS (SELECT 1 FROM {TERMS_TABLE} AS t WHERE t.term = e.elem)"
+)
+
+#: The function behind :data:`INSERT_TRIGGER`: the share lock (:data:`_GUARD`), then the new
+#: rows' list rows (those reaching their word's ``min_impact``).
 CREATE_INSERT_FUNCTION = (
     f"CREATE OR REPLACE FUNCTION {INSERT_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-    "DECLARE lo bigint; hi bigint; BEGIN "
+    f"BEGIN {_GUARD}"
     f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
     "SELECT x.id, x.term, x.impact, x.tf, x.doc_len FROM (SELECT n.id, t.term, t.min_impact, "
     f"ts_rank(n.{TSVECTOR_COLUMN}, t.term::tsquery, 1) AS impact, "
     f"coalesce(array_length(u.positions, 1), 1) AS tf, length(n.{TSVECTOR_COLUMN}) AS doc_len "
     f"FROM {_NEW_ROWS} AS n CROSS JOIN LATERAL unnest(n.{TSVECTOR_COLUMN}) AS u "
     f"JOIN {TERMS_TABLE} AS t ON t.term = u.lexeme) AS x WHERE x.impact >= x.min_impact; "
-    f"SELECT min(id), max(id) INTO lo, hi FROM {_NEW_ROWS}; "
-    f"IF hi / {PROMOTE_EVERY_ROWS} > (lo - 1) / {PROMOTE_EVERY_ROWS} THEN "
-    f"PERFORM {PROMOTE_FUNCTION}({FREQUENT_TERM_MIN_DOCS}); END IF; "
     "RETURN NULL; END $$"
+)
+#: The function behind :data:`GUARD_TRIGGER` (before a statement deletes index rows).
+CREATE_GUARD_FUNCTION = (
+    f"CREATE OR REPLACE FUNCTION {GUARD_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    f"BEGIN {_GUARD}RETURN NULL; END $$"
+)
+#: The function behind :data:`DUE_TRIGGER`: at the commit, when some word is newly frequent
+#: and no other transaction holds the lock (never waits), promote.
+CREATE_DUE_FUNCTION = (
+    f"CREATE OR REPLACE FUNCTION {DUE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    f"DECLARE min_docs bigint := {FREQUENT_TERM_MIN_DOCS}; BEGIN "
+    "IF current_setting('transaction_isolation') = 'read committed' "
+    f"AND EXISTS ({_CANDIDATES}) AND pg_try_advisory_xact_lock({PROMOTION_LOCK_KEY}) THEN "
+    f"PERFORM {PROMOTE_FUNCTION}(min_docs); END IF; RETURN NULL; END $$"
 )
 #: Deletes the list rows of a deleted index row (the partitioned layout, where no foreign key
 #: can name ``id`` alone).
@@ -70,21 +187,20 @@ CREATE_DELETE_FUNCTION = (
 #: least ``min_docs`` rows hold (estimated from the statistics, then counted) and is not
 #: tracked yet: its list (the rows reaching the impact of its
 #: ``max(LIST_MIN_ROWS, docs / LIST_DIVISOR)``-th best row), then its ``message_impact_terms``
-#: row. Returns how many words it tracked.
+#: row. Returns how many words it tracked. Under READ COMMITTED only (0 otherwise), and only
+#: after the exclusive :data:`PROMOTION_LOCK_KEY` (when there is a candidate at all); records
+#: its transaction in :data:`PROMOTED_SEQUENCE` before it tracks a word.
 CREATE_PROMOTE_FUNCTION = (
     f"CREATE OR REPLACE FUNCTION {PROMOTE_FUNCTION}(min_docs bigint) RETURNS integer "
     "LANGUAGE plpgsql AS $$ DECLARE w text; n bigint; cut real; added integer := 0; BEGIN "
-    "FOR w IN SELECT DISTINCT e.elem FROM pg_stats AS st "
-    "JOIN pg_namespace AS ns ON ns.nspname = st.schemaname "
-    "JOIN pg_class AS c ON c.relname = st.tablename AND c.relnamespace = ns.oid "
-    "CROSS JOIN LATERAL unnest(st.most_common_elems::text::text[], "
-    "st.most_common_elem_freqs) AS e(elem, freq) "
-    f"WHERE st.tablename IN ('{CONTENT_TABLE}', 'message_index_by_agent') "
-    f"AND st.attname = '{TSVECTOR_COLUMN}' AND st.schemaname = current_schema() "
-    f"AND e.elem ~ '{TERM_REGEX}' AND e.freq * greatest(c.reltuples, 0) >= min_docs "
-    f"AND NOT EXISTS (SELECT 1 FROM {TERMS_TABLE} AS t WHERE t.term = e.elem) LOOP "
+    "IF current_setting('transaction_isolation') <> 'read committed' "
+    f"OR NOT EXISTS ({_CANDIDATES}) THEN RETURN 0; END IF; "
+    f"PERFORM pg_advisory_xact_lock({PROMOTION_LOCK_KEY}); "
+    f"FOR w IN {_CANDIDATES} LOOP "
     f"SELECT count(*) INTO n FROM {CONTENT_TABLE} WHERE {TSVECTOR_COLUMN} @@ w::tsquery; "
     "CONTINUE WHEN n < min_docs; "
+    "IF added = 0 THEN "
+    f"PERFORM setval('{PROMOTED_SEQUENCE}', pg_current_xact_id()::text::bigint); END IF; "
     f"SELECT coalesce((SELECT r FROM (SELECT ts_rank({TSVECTOR_COLUMN}, w::tsquery, 1) AS r "
     f"FROM {CONTENT_TABLE} WHERE {TSVECTOR_COLUMN} @@ w::tsquery ORDER BY 1 DESC "
     f"OFFSET greatest({LIST_MIN_ROWS}, n / {LIST_DIVISOR}) - 1 LIMIT 1) AS z), 0) INTO cut; "
@@ -97,15 +213,23 @@ CREATE_PROMOTE_FUNCTION = (
     f"INSERT INTO {TERMS_TABLE} (term, docs, avg_len, min_impact) VALUES (w, n, 0, cut); "
     "added := added + 1; END LOOP; RETURN added; END $$"
 )
+#: The sequence behind :data:`PROMOTED_SEQUENCE` (its first value no snapshot misses).
+CREATE_PROMOTED_SEQUENCE = f"CREATE SEQUENCE IF NOT EXISTS {PROMOTED_SEQUENCE} MINVALUE 1 START 1"
 
 
 def create_triggers_sql(table: str) -> list[str]:
     """The statements that attach the list triggers to ``table`` (the flat ``message_index``,
-    or the partitioned table; the delete trigger only there)."""
+    or the partitioned table; the delete trigger only there): revision 0007's insert trigger
+    and revision 0009's guard before deletes and promotion at commit."""
     statements = [
         f"CREATE TRIGGER {INSERT_TRIGGER} AFTER INSERT ON {table} "
         f"REFERENCING NEW TABLE AS {_NEW_ROWS} FOR EACH STATEMENT "
-        f"EXECUTE FUNCTION {INSERT_FUNCTION}()"
+        f"EXECUTE FUNCTION {INSERT_FUNCTION}()",
+        f"CREATE TRIGGER {GUARD_TRIGGER} BEFORE DELETE ON {table} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {GUARD_FUNCTION}()",
+        f"CREATE CONSTRAINT TRIGGER {DUE_TRIGGER} AFTER INSERT ON {table} "
+        "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+        f"WHEN (NEW.id % {PROMOTE_EVERY_ROWS} = 0) EXECUTE FUNCTION {DUE_FUNCTION}()",
     ]
     if table != CONTENT_TABLE:
         statements.append(
@@ -128,7 +252,7 @@ def after_partitioning(conn: Connection, table: str) -> None:
 
 def after_unpartitioning(conn: Connection) -> None:
     """The plain ``message_index`` holds every index row again (same ids): its foreign key
-    from the lists and its insert trigger, as revision 0007 made them."""
+    from the lists and its triggers, as revisions 0007 and 0009 made them."""
     conn.execute(
         text(
             f"ALTER TABLE {IMPACT_TABLE} ADD CONSTRAINT {ROW_FOREIGN_KEY} FOREIGN KEY (row_id) "
@@ -139,26 +263,101 @@ def after_unpartitioning(conn: Connection) -> None:
         conn.execute(text(statement))
 
 
+def guarded(conn: Connection) -> bool:
+    """Whether the lists are serialised against promotions (revision 0009's guard exists)."""
+    return bool(
+        conn.execute(text(f"SELECT to_regprocedure('{GUARD_FUNCTION}()') IS NOT NULL")).scalar()
+    )
+
+
 def promote(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
-    """Track the newly frequent words the planner's statistics name (after ``ANALYZE``)."""
+    """Track the newly frequent words the planner's statistics name (after ``ANALYZE``); waits
+    for the transactions writing index rows to end (:data:`PROMOTION_LOCK_KEY`)."""
     return int(conn.execute(text(f"SELECT {PROMOTE_FUNCTION}(:n)"), {"n": min_docs}).scalar() or 0)
 
 
-def rebuild(conn: Connection) -> None:
-    """Rewrite every tracked word's list from the index rows (its ``min_impact`` kept)."""
-    conn.execute(text(f"DELETE FROM {IMPACT_TABLE}"))
-    conn.execute(
-        text(
-            f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
-            "SELECT x.id, x.term, x.impact, x.tf, x.doc_len FROM (SELECT mi.id, t.term, "
-            f"t.min_impact, ts_rank(mi.{TSVECTOR_COLUMN}, t.term::tsquery, 1) AS impact, "
-            "coalesce(array_length(u.positions, 1), 1) AS tf, "
-            f"length(mi.{TSVECTOR_COLUMN}) AS doc_len FROM {TERMS_TABLE} AS t "
-            f"JOIN {CONTENT_TABLE} AS mi ON mi.{TSVECTOR_COLUMN} @@ t.term::tsquery "
-            f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS u WHERE u.lexeme = t.term) "
-            "AS x WHERE x.impact >= x.min_impact"
+def _lock_exclusive(conn: Connection) -> bool:
+    """Wait until no transaction is writing index rows, and keep them out until this one ends;
+    False (nothing locked) outside READ COMMITTED, whose one snapshot, taken before the lock,
+    would not see what the writers it waited for committed."""
+    isolation = conn.execute(text("SELECT current_setting('transaction_isolation')")).scalar()
+    if isolation != "read committed":
+        log.warning(
+            "impact lists not rebuilt: the transaction is %s, not read committed", isolation
         )
+        return False
+    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PROMOTION_LOCK_KEY})
+    return True
+
+
+def _fill(words: str) -> str:
+    """The list rows of the tracked words that ``words`` selects (a condition on ``t``)."""
+    return (
+        f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
+        "SELECT x.id, x.term, x.impact, x.tf, x.doc_len FROM (SELECT mi.id, t.term, "
+        f"t.min_impact, ts_rank(mi.{TSVECTOR_COLUMN}, t.term::tsquery, 1) AS impact, "
+        "coalesce(array_length(u.positions, 1), 1) AS tf, "
+        f"length(mi.{TSVECTOR_COLUMN}) AS doc_len FROM {TERMS_TABLE} AS t "
+        f"JOIN {CONTENT_TABLE} AS mi ON mi.{TSVECTOR_COLUMN} @@ t.term::tsquery "
+        f"CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS u WHERE u.lexeme = t.term "
+        f"AND {words}) AS x WHERE x.impact >= x.min_impact"
     )
+
+
+def rebuild(conn: Connection) -> None:
+    """Rewrite every tracked word's list from the index rows (its ``min_impact`` kept), each
+    trusted again; after the exclusive lock (nothing outside READ COMMITTED)."""
+    if not _lock_exclusive(conn):
+        return
+    conn.execute(text(f"DELETE FROM {IMPACT_TABLE}"))
+    conn.execute(text(_fill("TRUE")))
+    conn.execute(text(f"UPDATE {TERMS_TABLE} SET avg_len = 0 WHERE avg_len <> 0"))
+
+
+def rebuild_words(conn: Connection, words: list[str]) -> None:
+    """Rewrite the lists of ``words`` (tracked ones) from the index rows and trust them again,
+    after the exclusive lock: one transaction, so a search sees the old list (untrusted: the
+    exact path) or the new one. Nothing outside READ COMMITTED (they stay untrusted)."""
+    if not words or not _lock_exclusive(conn):
+        return
+    conn.execute(text(f"DELETE FROM {IMPACT_TABLE} WHERE term = ANY(:w)"), {"w": words})
+    conn.execute(text(_fill("t.term = ANY(:w)")), {"w": words})
+    conn.execute(text(f"UPDATE {TERMS_TABLE} SET avg_len = 0 WHERE term = ANY(:w)"), {"w": words})
+
+
+def distrust(conn: Connection, words: list[str]) -> None:
+    """Mark the lists of ``words`` untrusted (:data:`UNTRUSTED`): searches take the exact path
+    for them until :func:`rebuild_words`."""
+    if words:
+        conn.execute(
+            text(f"UPDATE {TERMS_TABLE} SET avg_len = :u WHERE term = ANY(:w)"),
+            {"u": UNTRUSTED, "w": words},
+        )
+
+
+def untrusted(conn: Connection) -> list[str]:
+    """The tracked words whose list is marked untrusted."""
+    return [
+        str(r[0])
+        for r in conn.execute(
+            text(f"SELECT term FROM {TERMS_TABLE} WHERE avg_len < 0 ORDER BY term")
+        )
+    ]
+
+
+def repair(conn: Connection, *, verify: bool) -> list[str]:
+    """Rebuild the untrusted lists and, with ``verify``, every list that :func:`drift` finds
+    wrong (read before the lock, so writers wait only for the rebuild); returns the words
+    rebuilt. A drifted list is marked untrusted first, so it stays so if the rebuild cannot
+    run."""
+    words = set(untrusted(conn))
+    if verify:
+        drifted = sorted(drift(conn))
+        distrust(conn, drifted)
+        words.update(drifted)
+    chosen = sorted(words)
+    rebuild_words(conn, chosen)
+    return chosen if chosen and not untrusted(conn) else []
 
 
 def drift(conn: Connection) -> dict[str, dict[str, int]]:
@@ -182,14 +381,18 @@ def drift(conn: Connection) -> dict[str, dict[str, int]]:
     }
 
 
-#: Every tracked word (a search remembers them per pooled connection).
-TRACKED_WORDS_SQL = f"SELECT term FROM {TERMS_TABLE}"
-#: Whether ``:impact_word`` is tracked, as a column named ``tracked``.
-TRACKED_SQL = f"EXISTS (SELECT 1 FROM {TERMS_TABLE} AS tt WHERE tt.term = :impact_word) AS tracked"
+#: Every tracked word whose list is trusted (a search remembers them per pooled connection).
+TRACKED_WORDS_SQL = f"SELECT term FROM {TERMS_TABLE} WHERE avg_len >= 0"
+#: Whether ``:impact_word`` is tracked and its list trusted, as a column named ``tracked``.
+TRACKED_SQL = (
+    f"EXISTS (SELECT 1 FROM {TERMS_TABLE} AS tt WHERE tt.term = :impact_word "
+    "AND tt.avg_len >= 0) AS tracked"
+)
 
 
 def walk_sql(where: str, scope: str, condition: str = "") -> str:
-    """The walk of a word's list: its first :data:`WALK_CAP_ROWS` rows in descending impact,
+    """The walk of a word's list (none while it is untrusted: the exact path answers): its
+    first :data:`WALK_CAP_ROWS` rows in descending impact,
     joined to their index rows and sessions, the first ``:impact_rows`` that satisfy ``where``
     (the visibility over ``s``), ``scope`` and ``condition`` (each ``''`` or ``' AND …'``),
     with their bodies. ``WITH TIES`` at both cuts: the rows tied on the impact at a cut come
@@ -202,6 +405,8 @@ def walk_sql(where: str, scope: str, condition: str = "") -> str:
         "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
         "s.session_key, -CAST(i.impact AS real) AS rank, mi.body "
         f"FROM (SELECT row_id, impact FROM {IMPACT_TABLE} WHERE term = :impact_word "
+        f"AND EXISTS (SELECT 1 FROM {TERMS_TABLE} AS tw WHERE tw.term = :impact_word "
+        "AND tw.avg_len >= 0) "
         "ORDER BY impact DESC FETCH FIRST :impact_cap ROWS WITH TIES) AS i "
         f"JOIN {CONTENT_TABLE} AS mi ON mi.id = i.row_id "
         "JOIN openclaw_sessions AS s ON s.session_id = mi.session_id "

@@ -44,6 +44,17 @@ _COLUMNS = ("id", "session_id", "seq", "event_id", "role", "timestamp_ms", "body
 _INSERT_FUNCTION = "openclaw_fts_message_index_insert"
 _DELETE_FUNCTION = "openclaw_fts_message_index_delete"
 _MOVE_FUNCTION = "openclaw_fts_message_index_move"
+#: A change of a session's agent: its index rows move to the agent's partition (a delete and
+#: an insert there, whose delete trigger removes their impact-list rows: they are written
+#: again), under the impact lists' share lock like any writer of index rows (revision 0009
+#: replaces the function of a database converted before it).
+CREATE_MOVE_FUNCTION = (
+    f"CREATE OR REPLACE FUNCTION {_MOVE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    f"BEGIN {impact.GUARD_SQL}"
+    f"UPDATE {PARTITIONED_TABLE} SET agent_id = NEW.agent_id "
+    "WHERE agent_id = OLD.agent_id AND session_id = NEW.session_id; "
+    f"{impact.relist_session_sql(PARTITIONED_TABLE)}RETURN NULL; END $$"
+)
 #: Where a pooled DBAPI connection remembers whether its database has the layout.
 _LAYOUT_MEMO = "openclaw_fts_pg_partitioned"
 
@@ -145,11 +156,7 @@ def partition_by_agent(conn: Connection, partitions: int = DEFAULT_PARTITIONS) -
         f"CREATE TRIGGER {VIEW}_delete INSTEAD OF DELETE ON {VIEW} "
         f"FOR EACH ROW EXECUTE FUNCTION {_DELETE_FUNCTION}()"
     )
-    run(
-        f"CREATE FUNCTION {_MOVE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-        f"UPDATE {PARTITIONED_TABLE} SET agent_id = NEW.agent_id "
-        "WHERE agent_id = OLD.agent_id AND session_id = NEW.session_id; RETURN NULL; END $$"
-    )
+    run(CREATE_MOVE_FUNCTION)
     run(
         f"CREATE TRIGGER openclaw_sessions_agent_moves_index AFTER UPDATE OF agent_id "
         "ON openclaw_sessions FOR EACH ROW WHEN (OLD.agent_id IS DISTINCT FROM NEW.agent_id) "
