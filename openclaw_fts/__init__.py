@@ -2,8 +2,9 @@
 
 Transcripts (a tree of events per session, one active branch) stored through SQLAlchemy, with
 their user/assistant text mirrored into a full-text index in the same transaction (SQLite
-FTS5, the embedded default, or PostgreSQL's ``tsvector`` and GIN), a reconciler for everything that is not a plain append, and OpenClaw's ``sessions_search`` /
-``sessions_history`` on top. See docs/architecture.md and docs/python.md.
+FTS5, the embedded default, or PostgreSQL's ``tsvector`` and GIN), a reconciler for everything
+that is not a plain append, and OpenClaw's ``sessions_search`` / ``sessions_history`` on top.
+See docs/architecture.md and docs/python.md.
 """
 
 from __future__ import annotations
