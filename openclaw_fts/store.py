@@ -55,7 +55,7 @@ from .index.postgresql.pooling import use_transaction_pooler
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .merge import MERGE_CHECK_WRITES, merge_if_needed, merge_index, needs_merge
 from .models import AgentSession, Branch, TranscriptEvent
-from .reconcile import RECONCILE_BATCH_ROWS, Reconciler, status
+from .reconcile import RECONCILE_BATCH_ROWS, LeaseLost, Reconciler, status
 from .redact import Redactor
 from .replica import REPLICA_WAIT_MS, ReadRouter
 from .results import (
@@ -214,7 +214,7 @@ class TranscriptStore:
         # An in-memory database lives on one shared connection: no second thread on it.
         self.background = background and not is_memory_url(self.engine.url)
         self._background = BackgroundJob(
-            "openclaw-fts-reconcile", self._reconcile_in_background, retry_on=is_transient
+            "openclaw-fts-reconcile", self._reconcile_in_background, retry_on=_retry_reconcile
         )
         self._merger = BackgroundJob(
             "openclaw-fts-merge", self._merge_in_background, retry_on=is_transient
@@ -704,6 +704,13 @@ def _standby_engine(read_url: str | URL | Engine, primary: Engine) -> tuple[Engi
     if isinstance(read_url, Engine):
         return read_url, False
     return make_engine(read_url), True
+
+
+def _retry_reconcile(exc: BaseException) -> bool:
+    """Whether the background reconciler runs again after ``exc``: a transient fault
+    (:func:`~openclaw_fts.faults.is_transient`), or its lease lost with the lease's connection
+    (the next run takes the lease anew, or finds another reconciler holding it and stops)."""
+    return is_transient(exc) or isinstance(exc, LeaseLost)
 
 
 def _valid_key(value: object) -> bool:
