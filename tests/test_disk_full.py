@@ -37,7 +37,7 @@ CALLER = Caller(KEY, visibility="all")
 #: The file system's size: the database starts at ~0.3 MB.
 DISK_BYTES = 8 * 1024 * 1024
 #: Free bytes the filler leaves: the writes under test use them up within a few dozen commits.
-MARGIN = 192 * 1024
+MARGIN = 1024 * 1024
 #: Writes tried before the test gives up waiting for the disk to fill (it fills in far fewer).
 MAX_WRITES = 2_000
 #: Events per appended batch, and words per message.
@@ -127,6 +127,7 @@ def test_appends_fail_cleanly_when_full_and_resume_when_freed(disk: SmallDisk, u
         acked: list[str] = []
         disk.fill(leave=MARGIN)
         exc, failed = append_until_full(store, "s1", rng, acked, 0)
+        print(f"sqlite appends: {len(acked)} events acknowledged, then StorageFullError")
         assert_storage_full(exc, disk)
         assert isinstance(exc.__cause__, Exception)  # the driver's error, kept as the cause
         # Nothing of the failed batch is stored; everything acknowledged is.

@@ -46,6 +46,8 @@ from openclaw_fts.models import AgentSession, TranscriptEvent
 
 #: The tablespace's file system: the plugin's empty tables and indexes take ~0.5 MB.
 PG_DISK_BYTES = 8 * 1024 * 1024
+#: Free bytes left under an import: a few of its files fit, not all ten.
+IMPORT_MARGIN = 192 * 1024
 _names = itertools.count()
 
 
@@ -109,6 +111,7 @@ def test_appends_and_a_host_flush_fail_cleanly_and_resume(space: PgSpace) -> Non
         acked: list[str] = []
         space.disk.fill(leave=MARGIN)
         exc = append_until_full(store, "s1", rng, acked)
+        print(f"postgresql appends: {len(acked)} events acknowledged, then StorageFullError")
         assert_storage_full(exc, space)
         assert getattr(exc.__cause__, "orig", exc.__cause__).sqlstate == "53100"  # type: ignore[union-attr]
         assert stored_ids(store, "s1") == acked
@@ -146,7 +149,7 @@ def test_import_and_reconcile_fail_cleanly_and_complete_when_freed(
         transcript_file(folder / f"{sid}.jsonl", sid, [words(rng, 200) for _ in range(40)])
     store = TranscriptStore(space.url, background=False)
     try:
-        space.disk.fill(leave=MARGIN)
+        space.disk.fill(leave=IMPORT_MARGIN)
         with pytest.raises(StorageFullError) as info:
             store.import_dir(folder)
         assert_storage_full(info.value, space)
