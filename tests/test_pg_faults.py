@@ -311,3 +311,75 @@ def test_the_background_reconciler_survives_its_connections_being_cut(
         assert cuts and retried, (cuts, caplog.text)
     finally:
         store.close()
+
+
+#: Messages holding one common word: enough for ``optimize()`` to start tracking its impact
+#: list (``index.impact.FREQUENT_TERM_MIN_DOCS`` is 2,000).
+FREQUENT_DOCS = 2_100
+
+
+def wait_for_lock_waiter(pg_server: PgServer, url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with psycopg.connect(admin_url(pg_server), autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s "
+                "AND wait_event_type = 'Lock'",
+                (database_of(url),),
+            ).fetchone()
+        if row and row[0]:
+            return
+        time.sleep(0.02)
+    raise AssertionError("nothing waited for the lock")
+
+
+def terminate_lock_waiters(pg_server: PgServer, url: str) -> None:
+    with psycopg.connect(admin_url(pg_server), autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid, %s) FROM pg_stat_activity "
+            "WHERE datname = %s AND wait_event_type = 'Lock'",
+            (TERMINATE_WAIT_MS, database_of(url)),
+        )
+
+
+def test_an_impact_list_merge_cut_midway_leaves_no_trace(pg_server: PgServer, pg_url: str) -> None:
+    """``optimize()`` starts tracking a frequent word's impact list; its backend is ended while
+    it waits to write the list's rows (the word itself already recorded in its transaction):
+    nothing of it stays, the lists match the index rows, and the next ``optimize()`` does it."""
+    store = TranscriptStore(pg_url, background=False)
+    try:
+        store.create_session("s1", KEY)
+        texts = [f"walrus note {n}" for n in range(FREQUENT_DOCS)]
+        store.append_many("s1", chain(texts))
+        blocker = psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://"))
+        blocker.execute("LOCK TABLE message_impact IN SHARE MODE")
+        outcome: list[BaseException | None] = []
+
+        def optimize() -> None:
+            try:
+                store.optimize()
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        worker = threading.Thread(target=optimize)
+        worker.start()
+        wait_for_lock_waiter(pg_server, pg_url)
+        terminate_lock_waiters(pg_server, pg_url)
+        worker.join(60)
+        blocker.close()
+        assert len(outcome) == 1 and isinstance(outcome[0], DBAPIError), outcome
+        mid = check(store.engine)
+        assert mid.ok and not mid.impact_drift, mid
+        with store.engine.connect() as conn:
+            tracked = conn.exec_driver_sql("SELECT count(*) FROM message_impact_terms").scalar()
+        assert tracked == 0  # the cut transaction left no word half-tracked
+        store.optimize()
+        with store.engine.connect() as conn:
+            tracked = conn.exec_driver_sql("SELECT count(*) FROM message_impact_terms").scalar()
+        assert tracked and tracked >= 1
+        final = check(store.engine)
+        assert final.ok and not final.impact_drift, final
+        assert len(found(store, "walrus")) > 0
+    finally:
+        store.close()
