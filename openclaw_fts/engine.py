@@ -1,17 +1,18 @@
-"""Engine set-up: the engines the plugin makes, and when the per-connection settings its
-guarantees rely on are applied (what they are is the engine's backend's: SQLite's PRAGMAs and
-``BEGIN`` modes in ``index/sqlite/connect.py``; PostgreSQL needs none).
+"""Engine set-up: the engines the plugin makes, and when the per-connection settings its guarantees
+rely on are applied (what they are is the engine's backend's: SQLite's PRAGMAs and ``BEGIN`` modes
+in ``index/sqlite/connect.py``; PostgreSQL needs none).
 
 Invariant: every connection a configured engine hands out — including connections pooled before
 :func:`configure` ran — has its backend's settings (SQLite: ``foreign_keys=ON``, a busy timeout
-and, for file databases that can be written, WAL with ``synchronous=NORMAL``); transactions
+and, for file databases that can be written, WAL with ``synchronous=NORMAL``, or ``FULL`` with
+``durability="full"``); a write that finds no space left raises ``StorageFullError``; transactions
 begin deferred (so a host's reading transaction takes no lock) except on connections marked
-:data:`WRITE` (:func:`write_engine`), which begin with ``BEGIN IMMEDIATE``: the plugin's own
-write transactions (a deferred transaction that reads then writes cannot be upgraded once
-another connection committed — SQLite fails it at once, busy timeout or not). A database file
-that cannot be written is opened read-only, so reads work on a read-only file and in a
-read-only directory. An engine or URL of a dialect the plugin does not support is refused here,
-before any statement runs on it (:mod:`openclaw_fts.dialects`).
+:data:`WRITE` (:func:`write_engine`), which begin with ``BEGIN IMMEDIATE``: the plugin's own write
+transactions (a deferred transaction that reads then writes cannot be upgraded once another
+connection committed — SQLite fails it at once, busy timeout or not). A database file that cannot
+be written is opened read-only, so reads work on a read-only file and in a read-only directory. An
+engine or URL of a dialect the plugin does not support is refused here, before any statement runs
+on it (:mod:`openclaw_fts.dialects`).
 """
 
 from __future__ import annotations
@@ -23,14 +24,19 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import URL, make_url
 
 from .dialects import require_schema_dialect
-from .errors import MissingDriverError
+from .errors import MissingDriverError, UnsupportedDatabaseError
+from .faults import watch_engine
+from .index.base import DURABILITIES as DURABILITIES
 from .index.base import READ_ONLY as READ_ONLY
 from .index.base import WRITE as WRITE
 from .index.base import backend_of, backends, dialect_of, known_backend
 
 #: How long a writer waits for the lock before ``database is locked`` (ms).
 BUSY_TIMEOUT_MS = 30_000
+#: The default of ``durability`` (:data:`DURABILITIES`).
+DEFAULT_DURABILITY = "normal"
 _CONFIGURED = "_openclaw_fts_configured"
+_DURABILITY = "_openclaw_fts_durability"
 
 
 def database_file(url: URL) -> Path | None:
@@ -98,6 +104,7 @@ def make_engine(
     *,
     read_only: bool | None = None,
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    durability: str = DEFAULT_DURABILITY,
     **kwargs: Any,
 ) -> Engine:
     """An engine for ``url`` with the plugin's settings (``:memory:``: one shared connection).
@@ -112,7 +119,7 @@ def make_engine(
     except ImportError as exc:  # the URL's driver is not installed
         raise missing_driver_error(parsed, exc) from exc
     backend_of(parsed).own_engine(engine)
-    configure(engine, busy_timeout_ms=busy_timeout_ms)
+    configure(engine, busy_timeout_ms=busy_timeout_ms, durability=durability)
     return engine
 
 
@@ -122,20 +129,43 @@ def write_engine(engine: Engine) -> Engine:
 
 
 def configure(
-    engine: Engine, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, wal: bool = True
+    engine: Engine,
+    *,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    wal: bool = True,
+    durability: str | None = None,
 ) -> Engine:
     """Attach the plugin's connection settings to an engine (idempotent; what they are is its
-    backend's, ``Backend.configure_engine``).
+    backend's, ``Backend.configure_engine``), and report a full disk under it as
+    :class:`~openclaw_fts.errors.StorageFullError` (:func:`~openclaw_fts.faults.watch_engine`).
 
     Settings are applied when a connection is checked out of the pool for the first time since,
     so connections pooled before this call get them too. ``wal=False`` leaves the journal mode
-    and ``synchronous`` alone."""
+    and ``synchronous`` alone; ``durability`` (:data:`DURABILITIES`; None:
+    :data:`DEFAULT_DURABILITY`, or whatever an earlier call chose) picks ``synchronous``. An
+    engine configured before with another durability is refused: its connections have theirs."""
+    if durability is not None and durability not in DURABILITIES:
+        raise UnsupportedDatabaseError(
+            f"openclaw-fts: durability must be one of {', '.join(DURABILITIES)} "
+            f"(got {durability!r})"
+        )
     require_schema_dialect(dialect_of(engine))
     if is_configured(engine):
+        chosen = getattr(engine.pool, _DURABILITY, DEFAULT_DURABILITY)
+        if durability is not None and durability != chosen:
+            raise UnsupportedDatabaseError(
+                f"openclaw-fts: this engine was configured with durability={chosen!r}; "
+                f"durability={durability!r} needs an engine of its own"
+            )
         return engine
+    durability = durability or DEFAULT_DURABILITY
     # Marked on the pool: engine.execution_options() copies share it (and the listeners).
     setattr(engine.pool, _CONFIGURED, True)
-    backend_of(engine).configure_engine(engine, busy_timeout_ms=busy_timeout_ms, wal=wal)
+    setattr(engine.pool, _DURABILITY, durability)
+    backend_of(engine).configure_engine(
+        engine, busy_timeout_ms=busy_timeout_ms, wal=wal, durability=durability
+    )
+    watch_engine(engine)
     return engine
 
 

@@ -18,13 +18,21 @@ A message quotes caller input through :func:`quoted` / :func:`shorten`, cut to
     └── UnsupportedDatabaseError a dialect (or server) the plugin cannot run on
         └── MissingDriverError  a URL whose driver is not installed (also an ImportError);
                                 its message names the extra to install
+    StorageFullError (OSError)  no space left for the database: the write was rolled back
 
-Database errors (``sqlalchemy.exc.OperationalError`` such as *database is locked*, or an
+One error is not about input: :class:`StorageFullError` (an ``OSError`` with ``errno``
+``ENOSPC``), raised by any write — the store's, a host's flush or commit, the reconciler's — that
+could not complete because the storage under the database has no space left (SQLite
+``SQLITE_FULL``, PostgreSQL SQLSTATE 53100). Its transaction was rolled back.
+
+Other database errors (``sqlalchemy.exc.OperationalError`` such as *database is locked*, or an
 ``IntegrityError`` carrying ``index.sqlite.edit_triggers.EDIT_REFUSED``) pass through as
 SQLAlchemy raises them.
 """
 
 from __future__ import annotations
+
+import errno
 
 #: Most characters of caller input an error message quotes; longer input is cut with a note of
 #: its length, so a 100,000-character key cannot come back as a 100 KB error.
@@ -98,3 +106,28 @@ class MissingDriverError(UnsupportedDatabaseError, ImportError):
     """A database URL whose driver is not installed (``postgresql+psycopg://`` without psycopg):
     the message names the extra that installs it. Also an :class:`ImportError`, what SQLAlchemy
     raises for it."""
+
+
+class StorageFullError(OSError):
+    """A write could not complete: the storage under the database has no space left (SQLite's
+    ``SQLITE_FULL`` *database or disk is full*, PostgreSQL's SQLSTATE 53100 ``disk_full``).
+    The transaction was rolled back: nothing of it is stored, and everything committed before
+    is intact. Once space is freed the same store accepts writes again (docs/reliability.md).
+    ``errno`` is ``ENOSPC``; ``storage`` names the database (its URL, password hidden); the
+    driver's error is the ``__cause__``."""
+
+    def __init__(self, storage: str, reason: str) -> None:
+        message = shorten(
+            f"openclaw-fts: no space left for the database {storage} ({reason}); the write "
+            "was rolled back — free space and retry",
+            MAX_ERROR_CHARS,
+        )
+        super().__init__(errno.ENOSPC, message)
+        self.storage = storage
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.storage, self.reason))

@@ -15,14 +15,16 @@ locked read only when that statement wrote nothing. A flush that touches the plu
 takes SQLite's write lock before its first read of the plugin's tables (a transaction that has
 not written yet is deferred: the host's reads take no lock); a flush without them does nothing
 here. With ``configure_engine`` (the default) every engine an installed session runs on gets
-:func:`openclaw_fts.engine.configure`, bound or not.
+:func:`openclaw_fts.engine.configure`, bound or not. A flush or commit that finds no space
+left for the database raises :class:`~openclaw_fts.errors.StorageFullError` (:mod:`.faults`).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
@@ -61,6 +63,7 @@ from .errors import (
     UnknownSessionError,
     quoted,
 )
+from .faults import storage_full_error
 from .index.base import backend
 from .models import AgentSession, TranscriptEvent
 from .rows import EVENT_COLUMNS, SessionContext
@@ -127,6 +130,26 @@ def _touches_plugin(session: Session) -> bool:
     )
 
 
+def _storage_faults(listener: Callable[..., None]) -> Callable[..., None]:
+    """A flush listener whose "no space left" driver error (raised by the statements it runs
+    straight on the driver's cursor) reaches the host as
+    :class:`~openclaw_fts.errors.StorageFullError`."""
+
+    @functools.wraps(listener)
+    def wrapped(session: Session, *args: Any) -> None:
+        try:
+            listener(session, *args)
+        except Exception as exc:
+            bind = session.bind
+            full = storage_full_error(exc, bind if isinstance(bind, (Engine, Connection)) else None)
+            if full is None or full is exc:
+                raise
+            raise full from exc
+
+    return wrapped
+
+
+@_storage_faults
 def _before_flush(session: Session, flush_context: UOWTransaction, instances: Any) -> None:
     if not _touches_plugin(session):
         session.info.pop(_INFO_KEY, None)
@@ -270,6 +293,7 @@ def _edited_event(obj: TranscriptEvent, work: _FlushWork) -> None:
     work.rebuild.add(obj.session_id)
 
 
+@_storage_faults
 def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
     work = session.info.pop(_INFO_KEY, None)
     if not isinstance(work, _FlushWork):

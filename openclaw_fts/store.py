@@ -31,7 +31,15 @@ from .append import AppendMemo, append_events, append_in_one_statement
 from .background import BackgroundJob
 from .caller import Caller
 from .dialects import require_index_dialect
-from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, write_engine
+from .engine import (
+    BUSY_TIMEOUT_MS,
+    DEFAULT_DURABILITY,
+    READ_ONLY,
+    configure,
+    is_memory_url,
+    make_engine,
+    write_engine,
+)
 from .errors import (
     DuplicateEventError,
     InvalidSessionError,
@@ -40,13 +48,14 @@ from .errors import (
     UnsupportedDatabaseError,
     quoted,
 )
+from .faults import is_transient, storage_full_error
 from .hooks import CREATED_KEY, install
 from .index.base import backend, backend_of, dialect_of, known_backend, writer
 from .index.postgresql.pooling import use_transaction_pooler
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .merge import MERGE_CHECK_WRITES, merge_if_needed, merge_index, needs_merge
 from .models import AgentSession, Branch, TranscriptEvent
-from .reconcile import RECONCILE_BATCH_ROWS, Reconciler, status
+from .reconcile import RECONCILE_BATCH_ROWS, LeaseLost, Reconciler, status
 from .redact import Redactor
 from .replica import REPLICA_WAIT_MS, ReadRouter
 from .results import (
@@ -80,12 +89,18 @@ CLOSE_GRACE_SECONDS = 30.0
 
 def _primary_write(method: F) -> F:
     """A store method that writes on the primary: once it returns (or fails: it may have
-    committed part), reads from a standby wait for the primary's position after it."""
+    committed part), reads from a standby wait for the primary's position after it. A write
+    that found no space left raises :class:`~openclaw_fts.errors.StorageFullError`."""
 
     @functools.wraps(method)
     def wrapped(self: TranscriptStore, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
+        except Exception as exc:
+            full = storage_full_error(exc, self.engine)
+            if full is None or full is exc:
+                raise
+            raise full from exc
         finally:
             if self._router is not None:
                 self._router.note_write()
@@ -111,6 +126,7 @@ class TranscriptStore:
         read_url: str | URL | Engine | None = None,
         replica_wait_ms: int = REPLICA_WAIT_MS,
         transaction_pooler: bool = False,
+        durability: str | None = None,
     ) -> None:
         """``busy_timeout_ms``: how long a write waits for SQLite's lock (applied when the
         store configures the engine: a URL, or an engine not configured yet).
@@ -125,7 +141,12 @@ class TranscriptStore:
         ``transaction_pooler``: ``url`` (and ``read_url``) reach PostgreSQL through a pooler in
         transaction mode (PgBouncer ``pool_mode = transaction``): no prepared statements, and
         the reconciler's lease is a ``reconcile_lease`` row instead of a session-level advisory
-        lock (docs/scale.md)."""
+        lock (docs/scale.md).
+        ``durability``: ``"normal"`` (the default: SQLite ``synchronous=NORMAL``, a power cut
+        may undo the last commits, never half of one) or ``"full"`` (``synchronous=FULL``: a
+        commit that returned survives a power cut); PostgreSQL's is the server's
+        (docs/reliability.md). Applied when the store configures the engine; an engine
+        configured before with another durability is refused."""
         # Refused before anything connects or migrates.
         for given in (url, read_url):
             if isinstance(given, str) and "://" not in given:
@@ -141,10 +162,12 @@ class TranscriptStore:
             )
         self._busy_timeout_ms = busy_timeout_ms
         if isinstance(url, Engine):
-            self.engine = configure(url, busy_timeout_ms=busy_timeout_ms)
+            self.engine = configure(url, busy_timeout_ms=busy_timeout_ms, durability=durability)
             self._owns_engine = False
         else:
-            self.engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
+            self.engine = make_engine(
+                url, busy_timeout_ms=busy_timeout_ms, durability=durability or DEFAULT_DURABILITY
+            )
             self._owns_engine = True
         if transaction_pooler:
             use_transaction_pooler(self.engine)
@@ -190,8 +213,12 @@ class TranscriptStore:
         self._lease_seconds = lease_seconds
         # An in-memory database lives on one shared connection: no second thread on it.
         self.background = background and not is_memory_url(self.engine.url)
-        self._background = BackgroundJob("openclaw-fts-reconcile", self._reconcile_in_background)
-        self._merger = BackgroundJob("openclaw-fts-merge", self._merge_in_background)
+        self._background = BackgroundJob(
+            "openclaw-fts-reconcile", self._reconcile_in_background, retry_on=_retry_reconcile
+        )
+        self._merger = BackgroundJob(
+            "openclaw-fts-merge", self._merge_in_background, retry_on=is_transient
+        )
         self._appends = 0
         self._last_append = 0.0
         self._closed = False
@@ -279,6 +306,7 @@ class TranscriptStore:
         self._after_append()
         return seqs
 
+    @_primary_write
     def rewind(self, session_id: str, target_id: str | None) -> int:
         """Make ``target_id`` the active leaf (None: empty branch) by appending a leaf control."""
         if not _valid_key(session_id):
@@ -627,6 +655,11 @@ class TranscriptStore:
             except DBAPIError as exc:
                 if not exc.connection_invalidated or attempt == READ_ATTEMPTS:
                     raise
+            except Exception as exc:  # a read's temporary files found no space: say so
+                full = storage_full_error(exc, self.engine)
+                if full is None or full is exc:
+                    raise
+                raise full from exc
         raise AssertionError("unreachable")
 
     def close(self) -> None:
@@ -671,6 +704,13 @@ def _standby_engine(read_url: str | URL | Engine, primary: Engine) -> tuple[Engi
     if isinstance(read_url, Engine):
         return read_url, False
     return make_engine(read_url), True
+
+
+def _retry_reconcile(exc: BaseException) -> bool:
+    """Whether the background reconciler runs again after ``exc``: a transient fault
+    (:func:`~openclaw_fts.faults.is_transient`), or its lease lost with the lease's connection
+    (the next run takes the lease anew, or finds another reconciler holding it and stops)."""
+    return is_transient(exc) or isinstance(exc, LeaseLost)
 
 
 def _valid_key(value: object) -> bool:

@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 #: Execution option of a connection whose transactions only read (SQLite: a deferred ``BEGIN``;
 #: it wins over :data:`WRITE` on the same connection).
 READ_ONLY = "openclaw_fts_read_only"
+#: What a commit survives, ``TranscriptStore(url, durability=...)``: ``"normal"`` (SQLite's
+#: WAL with ``synchronous=NORMAL``: consistent after a power cut, which may undo the last
+#: commits) or ``"full"`` (``synchronous=FULL``: a commit that returned survives it too).
+DURABILITIES = ("normal", "full")
 #: Execution option of a connection whose transactions write (SQLite: ``BEGIN IMMEDIATE``).
 WRITE = "openclaw_fts_write"
 
@@ -367,8 +371,17 @@ class Backend(Reader, Writer, Protocol):
         other URL as it is."""
         ...
 
-    def configure_engine(self, engine: Engine, *, busy_timeout_ms: int, wal: bool) -> None:
-        """Attach the engine's per-connection settings and transaction starts (once)."""
+    def configure_engine(
+        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
+    ) -> None:
+        """Attach the engine's per-connection settings and transaction starts (once);
+        ``durability`` is one of :data:`DURABILITIES`."""
+        ...
+
+    def storage_full(self, error: BaseException) -> bool:
+        """Whether ``error``, raised by this engine's driver, says the storage under the
+        database has no space left for the write (SQLite ``SQLITE_FULL``, PostgreSQL
+        SQLSTATE 53100 ``disk_full``)."""
         ...
 
     def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:

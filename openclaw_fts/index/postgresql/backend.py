@@ -78,6 +78,8 @@ TSVECTOR_BUDGET_BYTES = 768 * 1024
 MAX_INDEXED_BODY_BYTES = 512 * 1024
 #: Bodies shorter than this (characters) cannot come near the budget: not estimated.
 ESTIMATE_FROM_CHARS = 128 * 1024
+#: SQLSTATE of PostgreSQL's ``disk_full``: a table, index or temporary file could not grow.
+DISK_FULL = "53100"
 #: Per-lexeme overhead in the estimate (PostgreSQL's WordEntry, alignment; generous).
 _LEXEME_OVERHEAD = 8
 #: Positions PostgreSQL keeps per lexeme, 2 bytes each.
@@ -615,8 +617,16 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         event.listen(engine, "connect", session_settings)
         event.listen(engine, "checkout", _alive_or_discard)
 
-    def configure_engine(self, engine: Engine, *, busy_timeout_ms: int, wal: bool) -> None:
-        """Nothing per connection: the server's defaults are what the plugin relies on."""
+    def configure_engine(
+        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
+    ) -> None:
+        """Nothing per connection: the server's defaults are what the plugin relies on (a
+        commit that returned survives a power cut under ``fsync=on`` and
+        ``synchronous_commit=on``, the server's defaults, at either ``durability``)."""
+
+    def storage_full(self, error: BaseException) -> bool:
+        """SQLSTATE 53100 (``disk_full``; psycopg and asyncpg both name it ``sqlstate``)."""
+        return getattr(error, "sqlstate", None) == DISK_FULL
 
     def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
         """Nothing to settle."""

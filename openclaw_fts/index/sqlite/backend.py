@@ -57,7 +57,9 @@ SQL_TIME = "%Y-%m-%d %H:%M:%S.%f"
 _RECORD_KEY = "openclaw_fts_settings"
 #: SQLite's primary result codes that say nothing about the index (sqlite3 names them from
 #: Python 3.11 on only).
-SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY = 5, 6, 8
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_FULL = 5, 6, 8, 13
+#: SQLite's message for ``SQLITE_FULL`` (what Python before 3.11 gives without the code).
+FULL_MESSAGE = "database or disk is full"
 
 
 def read_only_url(path: Path) -> URL:
@@ -152,15 +154,22 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         kwargs.setdefault("connect_args", {"check_same_thread": False})
         return url
 
-    def configure_engine(self, engine: Engine, *, busy_timeout_ms: int, wal: bool) -> None:
+    def configure_engine(
+        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
+    ) -> None:
         memory = self.in_memory(engine.url)
+        synchronous = connect.SYNCHRONOUS[durability]
 
         @event.listens_for(engine, "checkout")
         def _on_checkout(dbapi_connection: Any, connection_record: Any, proxy: Any) -> None:
             if connection_record.info.get(_RECORD_KEY):
                 return
             connect.apply_settings(
-                dbapi_connection, memory=memory, busy_timeout_ms=busy_timeout_ms, wal=wal
+                dbapi_connection,
+                memory=memory,
+                busy_timeout_ms=busy_timeout_ms,
+                wal=wal,
+                synchronous=synchronous,
             )
             connection_record.info[_RECORD_KEY] = True
 
@@ -263,6 +272,14 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
         return impact.drift(cursor(conn))
+
+    def storage_full(self, error: BaseException) -> bool:
+        if not isinstance(error, sqlite3.Error):
+            return False
+        code = getattr(error, "sqlite_errorcode", None)  # Python >= 3.11
+        if isinstance(code, int):
+            return code & 0xFF == SQLITE_FULL
+        return FULL_MESSAGE in str(error)
 
     def check_skipped(self, error: BaseException) -> str | None:
         code = getattr(error, "sqlite_errorcode", None)  # Python >= 3.11

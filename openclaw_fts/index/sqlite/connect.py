@@ -3,7 +3,8 @@ guarantees rely on (``engine.configure`` decides when they run; this module says
 
 Invariant: a connection given :func:`apply_settings` has ``foreign_keys=ON`` (cascades keep
 the index exact), the busy timeout, and — file databases that can be written, unless the host
-opted out — WAL with ``synchronous=NORMAL``; :func:`begin` starts a deferred transaction unless
+opted out — WAL with ``synchronous=NORMAL`` (``FULL`` when the store asked for
+``durability="full"``: :data:`SYNCHRONOUS`); :func:`begin` starts a deferred transaction unless
 asked for ``BEGIN IMMEDIATE``; :func:`take_write_lock` takes the write lock without writing.
 """
 
@@ -18,10 +19,20 @@ JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 #: A statement that writes nothing but takes SQLite's write lock (waiting up to the busy
 #: timeout): the session hooks run it before a flush's first read of plugin tables.
 TAKE_WRITE_LOCK = "UPDATE openclaw_sessions SET last_seq = last_seq WHERE 0"
+#: ``PRAGMA synchronous`` of each durability (``index.base.DURABILITIES``). In WAL mode,
+#: NORMAL syncs the WAL only at checkpoints: a power cut may undo the last commits, never
+#: leave the database inconsistent; FULL syncs the WAL at every commit, so a commit that
+#: returned survives a power cut (SQLite's documentation of ``PRAGMA synchronous``).
+SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
 
 
 def apply_settings(
-    dbapi_connection: Any, *, memory: bool, busy_timeout_ms: int, wal: bool = True
+    dbapi_connection: Any,
+    *,
+    memory: bool,
+    busy_timeout_ms: int,
+    wal: bool = True,
+    synchronous: str = SYNCHRONOUS["normal"],
 ) -> None:
     """Apply the plugin's settings to one DBAPI connection outside a transaction."""
     dbapi_connection.isolation_level = None  # we emit BEGIN ourselves (SQLAlchemy's recipe)
@@ -36,7 +47,7 @@ def apply_settings(
                 with contextlib.suppress(sqlite3.OperationalError):  # read-only: keeps its mode
                     cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
-            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute(f"PRAGMA synchronous={synchronous}")
     finally:
         cursor.close()
 
