@@ -433,6 +433,14 @@ def _looks_like_credential(value: str) -> bool:
 
 _BLANKS: Final = rf"[ \t]{{0,{MAX_SEPARATOR_BLANKS}}}"
 _NAME_CHARS: Final = r"A-Za-z0-9_.%\-"
+#: Characters that do not show (controls, zero-width and format characters, Hangul fillers):
+#: inside a parameter name they can only hide the name from a reader, so they are dropped
+#: before the name is judged (``client_se\u200bcret`` is ``client_secret``).
+_INVISIBLE_CHARS: Final = (
+    "\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u00ad\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u3164\ufeff\uffa0"
+)
+_INVISIBLE_RE: Final = re.compile(f"[{_INVISIBLE_CHARS}]")
 # ``=``, ``:``, ``:=``, ``=>``, make's ``::=`` ``:::=`` ``?=`` ``+=``, PHP's ``.=``, and ``,``
 # (``setProperty("NAME", "value")``, CSV ``name,value,``; checked further in Python).
 # A blank before a quoted value is one too (``private_key 'v';``), if a ``;`` follows the value.
@@ -452,7 +460,7 @@ _ASSIGN_TAIL_RE: Final = re.compile(
     # matched on the LOWER-CASED text (:meth:`_Scan.lowered`): a literal alternation runs ~8x
     # faster than case-insensitive groups, and lower-casing keeps every position
     r"(?P<kw>key|token|secret|sig|login|license|auth|credentials?|cv[cv]|code|jwt|number|pat|pwd"
-    r"|crumb"
+    r"|crumb|cookie"
     r"|pass(?:word|wd|phrase)?"
     # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
     rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest))"
@@ -563,16 +571,23 @@ _AUTH_BLANKS: Final = r"(?:[ \t\r\n]|\\[rnt]){0,8}"
 # credential. The credential is either one token68 (``Bearer abc…``) or, when the scheme is
 # followed by ``name=``, the whole auth-param list up to the end of the line, an escaped line
 # break, or ``; name=`` (``; status=401`` after it is kept).
+_HEADER_FOLD: Final = r"(?:\r?\n|\\r\\n|\\n)(?:[ \t]|\\t)+"
 _AUTHORIZATION_RE: Final = re.compile(
-    r"[Uu](?<=[Aa][Uu])(?<![A-Za-z0-9_][Aa][Uu])(?i:thorization)\\?[\"']?"
+    # (after a JSON-escaped line break ``\nAuthorization`` the ``n`` is not part of a word)
+    r"[Uu](?<=[Aa][Uu])(?:(?<![A-Za-z0-9_][Aa][Uu])|(?<=\\[nrt][Aa][Uu]))(?i:thorization)"
+    r"\\?[\"']?"
     + _BLANKS
     + r"[:=]"
     + _AUTH_BLANKS
     + r"\\?[\"']?"
     + _BLANKS
-    + r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+._~\-]{0,40})(?:[ \t]+|\\t))?"
-    r"(?:(?P<params>[A-Za-z0-9_*\-]{1,64}[ \t]*=(?!=)"
-    r"(?:[^\r\n;\\]|\\(?![rn])|;(?![ \t]*[A-Za-z_][\w\-]*=))*)"
+    + r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+._~\-]{0,40})(?:[ \t]+|\\t|"
+    + _HEADER_FOLD
+    + r"))?"
+    # auth-params: from the first ``name=`` (a damaged list may start with ``junk,,``) to the
+    # end of the header, which may be folded onto indented lines (obs-fold)
+    r"(?:(?P<params>[A-Za-z0-9_*,\-]{0,64}?[A-Za-z0-9_*\-]{1,64}[ \t]*=(?!=)"
+    r"(?:[^\r\n;\\]|" + _HEADER_FOLD + r"|\\(?![rn])|;(?![ \t]*[A-Za-z_][\w\-]*=))*)"
     # ``! = @ ] |`` inside a token do not end it (Salesforce ``00D…!…``)
     r"|(?P<value>[A-Za-z0-9._~+/:@%!|\]=\-]+))"
 )
@@ -595,9 +610,20 @@ _URL_USERINFO_RE: Final = re.compile(
     rf"(?P<value>[^\s/?\"'<>\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})@(?![^\s/?@\"'<>\\]*@)"
 )
 # The name may be percent-encoded (``client%5Fsecret``); the value may be quoted.
-_URL_PARAM_RE: Final = re.compile(
-    rf"[?&#](?P<name>[{_NAME_CHARS}%+]{{1,{MAX_QUERY_NAME_CHARS}}})="
-    r"(?:\"(?P<quoted>[^\"&#\s…]+)\"|(?P<value>[^&#\s\"'<>`\\…]+))"
+_PARAM_NAME: Final = rf"[{_NAME_CHARS}%+{_INVISIBLE_CHARS}]{{1,{MAX_QUERY_NAME_CHARS}}}"
+_PARAM_VALUE: Final = r"(?:\"(?P<quoted>[^\"&#\s…]+)\"|(?P<value>[^&#\s\"'<>`\\…]+))"
+_URL_PARAM_RE: Final = re.compile(rf"[?&#](?P<name>{_PARAM_NAME})=" + _PARAM_VALUE)
+# The first pair of a form body (``sig=…&x-api-key=…``, ``key=…&safe=1``): a pair at the start
+# of a line or after a blank, quote or opening bracket, followed by ``&name=``. A lone
+# ``code=E1`` in prose is no form body and stays.
+_FORM_FIRST_RE: Final = re.compile(
+    rf"(?:^|(?<=[\s\"'`(\[{{:=]))(?P<name>{_PARAM_NAME})=" + _PARAM_VALUE + rf"(?=&{_PARAM_NAME}=)",
+    re.MULTILINE,
+)
+# A single pair in an explicit body context (``body: code=…``, ``form_body=signature=…``).
+_BODY_PAIR_RE: Final = re.compile(
+    r"\b(?i:body|form_body|form|payload)[ \t]*[:=][ \t]*[\"'`]?"
+    rf"(?P<name>{_PARAM_NAME})=" + _PARAM_VALUE
 )
 # A password parameter whose value starts with ``#`` (unencoded, ``&password=#x…``): the
 # parameter rule above takes ``#`` for the start of a fragment.
@@ -627,6 +653,8 @@ def _decode_name(name: str) -> str:
 def _query_name_is_secret(name: str) -> bool:
     if "%" in name or "+" in name:
         name = _decode_name(name)
+    if _INVISIBLE_RE.search(name):
+        name = _INVISIBLE_RE.sub("", name)
     if name.lower() in rules.SECRET_QUERY_NAMES or is_sensitive_name(name):
         return True
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
@@ -1550,17 +1578,25 @@ class _Scan:
                 if is_password_name(_decode_name(m.group("name"))):
                     self.add(m.start("value"), m.end("value"), whole=True)
         budget = self.budget
-        for m in _URL_PARAM_RE.finditer(self.text):
-            budget -= 1
-            if budget < 0:
-                self._over_budget(m.start())
-                return
-            name = m.group("name")
-            if _query_name_is_secret(name):
-                if m.start("quoted") >= 0:
-                    self.add(m.start("quoted"), m.end("quoted"), is_password_name(name))
-                else:
-                    self.value(m.start("value"), m.end("value"), name, is_password_name(name))
+        text = self.text
+        patterns = [_URL_PARAM_RE]
+        if "&" in text:
+            patterns.append(_FORM_FIRST_RE)
+        if "ody" in text or "orm" in text or "ayload" in text:
+            patterns.append(_BODY_PAIR_RE)
+        for pattern in patterns:
+            for m in pattern.finditer(text):
+                budget -= 1
+                if budget < 0:
+                    self._over_budget(m.start())
+                    return
+                name = m.group("name")
+                if _query_name_is_secret(name):
+                    clean = _INVISIBLE_RE.sub("", _decode_name(name))
+                    if m.start("quoted") >= 0:
+                        self.add(m.start("quoted"), m.end("quoted"), is_password_name(clean))
+                    else:
+                        self.value(m.start("value"), m.end("value"), clean, is_password_name(clean))
 
     def pem_blocks(self) -> None:
         text = self.text

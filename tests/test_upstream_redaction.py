@@ -1,14 +1,25 @@
-"""The upstream redaction vectors, verbatim (tests/fixtures/redaction_upstream/): the counts
-of every fixture add up to the cases of the upstream files."""
+"""The upstream redaction vectors, verbatim (tests/fixtures/redaction_upstream/), end to end.
+
+Each text is imported as a user message of an OpenClaw transcript file, then read back
+through ``sessions_search`` snippets and ``sessions_history`` text, on both engines (one
+store per engine, one import per session of :data:`CASES_PER_SESSION` texts). OpenClaw's own
+vectors must leak nothing (docs/redaction.md, "Figures"); the counts of every fixture must
+add up to the cases of the upstream files.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from upstream_vectors import load
+from factories import msg
+from upstream_vectors import Case, load, openclaw_cases
 
-from openclaw_fts import Caller
+from openclaw_fts import Caller, TranscriptStore
+from openclaw_fts.importer import import_jsonl
+from openclaw_fts.tools import sessions_history, sessions_search
 
 pytestmark = pytest.mark.both_engines
 
@@ -20,6 +31,64 @@ CALLER = Caller("agent:main:main", visibility="all")
 
 def _marker(i: int) -> str:
     return f"upstreamcase{i}"
+
+
+@pytest.fixture(scope="module")
+def openclaw_store(
+    module_db_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[TranscriptStore, list[Case]]]:
+    """OpenClaw's vectors imported from JSONL files (a marker line, then the text as it is)."""
+    cases = openclaw_cases()
+    root = tmp_path_factory.mktemp("upstream")
+    store = TranscriptStore(module_db_url, background=False)
+    for start in range(0, len(cases), CASES_PER_SESSION):
+        path = root / f"s{start}.jsonl"
+        lines, parent = [], None
+        for i, case in enumerate(cases[start : start + CASES_PER_SESSION], start=start):
+            event = msg(f"c{i}", f"{_marker(i)}\n{case.text}", parent=parent)
+            lines.append(json.dumps(event, ensure_ascii=False))
+            parent = f"c{i}"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        import_jsonl(
+            store.engine, path, session_id=f"u{start}", session_key=f"{KEY_PREFIX}:{start}"
+        )
+    store.reconcile()
+    try:
+        yield store, cases
+    finally:
+        store.close()
+
+
+def _history_texts(store: TranscriptStore, count: int) -> dict[str, str]:
+    """Each case's text as ``sessions_history`` shows it, by marker."""
+    shown: dict[str, str] = {}
+    for start in range(0, count, CASES_PER_SESSION):
+        answer = sessions_history(
+            store, CALLER, {"sessionKey": f"{KEY_PREFIX}:{start}", "limit": CASES_PER_SESSION}
+        )
+        for message in answer["messages"]:
+            content = message["content"]
+            text = content if isinstance(content, str) else json.dumps(content)
+            shown[text.split("\n", 1)[0]] = text
+    return shown
+
+
+def test_openclaw_vectors_leak_nothing_through_search_or_history(
+    openclaw_store: tuple[TranscriptStore, list[Case]],
+) -> None:
+    store, cases = openclaw_store
+    assert len(cases) > 200  # every text vector of the default mode (docs/redaction.md)
+    histories = _history_texts(store, len(cases))
+    assert len(histories) == len(cases)
+    leaks: dict[str, list[str]] = {}
+    for i, case in enumerate(cases):
+        hits = sessions_search(store, CALLER, {"query": _marker(i), "limit": 1})["results"]
+        assert [h["messageId"] for h in hits] == [f"c{i}"], i
+        shown = histories[_marker(i)]
+        found = case.leaks(hits[0]["snippet"]) + case.leaks(shown)
+        if found:
+            leaks[case.origin] = found
+    assert leaks == {}
 
 
 # The counts: every upstream case is in the fixtures (the counts were taken from the upstream
