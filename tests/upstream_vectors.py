@@ -61,6 +61,17 @@ class Case:
         found += [p for p in self.patterns if re.search(p, out)]
         return found
 
+    def leak_kind(self, out: str) -> str | None:
+        """``"whole"`` when a secret shows whole, ``"part"`` when only a piece of a hidden
+        middle does, None when nothing leaks."""
+        if (
+            any(s in out for s in self.secrets)
+            or any(h in out and not any(h in v for v in self.visible) for h in self.hidden)
+            or any(re.search(p, out) for p in self.patterns)
+        ):
+            return "whole"
+        return "part" if self.leaks(out) else None
+
     def _shows_part(self, hidden: str, out: str) -> bool:
         """``hidden`` whole (unless upstream's own output shows that string elsewhere), or a
         window of its never-shown middle that the rest of the input does not hold."""
