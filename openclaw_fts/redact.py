@@ -613,18 +613,37 @@ _URL_USERINFO_RE: Final = re.compile(
 _PARAM_NAME: Final = rf"[{_NAME_CHARS}%+{_INVISIBLE_CHARS}]{{1,{MAX_QUERY_NAME_CHARS}}}"
 _PARAM_VALUE: Final = r"(?:\"(?P<quoted>[^\"&#\s…]+)\"|(?P<value>[^&#\s\"'<>`\\…]+))"
 _URL_PARAM_RE: Final = re.compile(rf"[?&#](?P<name>{_PARAM_NAME})=" + _PARAM_VALUE)
-# The first pair of a form body (``sig=…&x-api-key=…``, ``key=…&safe=1``): a pair at the start
-# of a line or after a blank, quote or opening bracket, followed by ``&name=``. A lone
-# ``code=E1`` in prose is no form body and stays.
+# Comparisons with a literal (``if (api_key == "…")``, ``if ("…" !== password)``): found by
+# their operator, then a sensitive name on one side and a quoted literal on the other.
+#: Longest quoted literal compared with a sensitive name.
+MAX_COMPARED_LITERAL_CHARS: Final = 256
+_COMPARISON_RE: Final = re.compile(r"(?:==|!=)=?")
+# A word of a sensitive name (:func:`is_sensitive_name` decides), looked for near ``==``.
+_COMPARED_HINT_RE: Final = re.compile(r"key|token|secret|pass|pwd|auth|cred|jwt|cookie|sig")
+_COMPARED_NAME_AFTER_RE: Final = re.compile(rf"[A-Za-z_][{_NAME_CHARS}]{{0,{MAX_NAME_CHARS - 1}}}")
+_COMPARED_NAME_BEFORE_RE: Final = re.compile(
+    rf"(?<![{_NAME_CHARS}])[A-Za-z_][{_NAME_CHARS}]{{0,{MAX_NAME_CHARS - 1}}}\Z"
+)
+_COMPARED_LITERAL_AFTER_RE: Final = re.compile(
+    rf"(?P<q>[\"'`])(?P<value>[^\"'`\r\n]{{1,{MAX_COMPARED_LITERAL_CHARS}}})(?P=q)"
+)
+_COMPARED_LITERAL_BEFORE_RE: Final = re.compile(
+    rf"(?P<q>[\"'`])(?P<value>[^\"'`\r\n]{{1,{MAX_COMPARED_LITERAL_CHARS}}})(?P=q)\Z"
+)
+
+#: Characters looked back over from a form's ``&name=`` for its first pair.
+MAX_FORM_PAIR_CHARS: Final = 256
+# The first pair of a form body (``sig=…&x-api-key=…``, ``key=…&safe=1``): the pair ending
+# right before an ``&name=`` (found by :data:`_URL_PARAM_RE`), at the start of a line or after
+# a blank, quote or opening bracket. A lone ``code=E1`` in prose is no form body and stays.
 _FORM_FIRST_RE: Final = re.compile(
-    rf"(?:^|(?<=[\s\"'`(\[{{:=]))(?P<name>{_PARAM_NAME})=" + _PARAM_VALUE + rf"(?=&{_PARAM_NAME}=)",
+    rf"(?:^|(?<=[\s\"'`(\[{{:=]))(?P<name>{_PARAM_NAME})=" + _PARAM_VALUE + r"\Z",
     re.MULTILINE,
 )
-# A single pair in an explicit body context (``body: code=…``, ``form_body=signature=…``).
-_BODY_PAIR_RE: Final = re.compile(
-    r"\b(?i:body|form_body|form|payload)[ \t]*[:=][ \t]*[\"'`]?"
-    rf"(?P<name>{_PARAM_NAME})=" + _PARAM_VALUE
-)
+# An explicit body label (``body: code=…``, ``form_body=signature=…``), found on the
+# lower-cased text, then the single pair after it.
+_BODY_LABEL_RE: Final = re.compile(r"\b(?:form_body|body|form|payload)[ \t]*[:=][ \t]*[\"'`]?")
+_PAIR_RE: Final = re.compile(rf"(?P<name>{_PARAM_NAME})=" + _PARAM_VALUE)
 # A password parameter whose value starts with ``#`` (unencoded, ``&password=#x…``): the
 # parameter rule above takes ``#`` for the start of a fragment.
 _URL_HASH_PASSWORD_RE: Final = re.compile(
@@ -1579,24 +1598,67 @@ class _Scan:
                     self.add(m.start("value"), m.end("value"), whole=True)
         budget = self.budget
         text = self.text
-        patterns = [_URL_PARAM_RE]
-        if "&" in text:
-            patterns.append(_FORM_FIRST_RE)
+        pairs: list[re.Match[str]] = []
+        for m in _URL_PARAM_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            pairs.append(m)
+            if text[m.start()] == "&":  # a form or query: its first pair, if not after ``?``
+                back = max(0, m.start() - MAX_FORM_PAIR_CHARS)
+                first = _FORM_FIRST_RE.search(text, back, m.start())
+                if first is not None:
+                    pairs.append(first)
         if "ody" in text or "orm" in text or "ayload" in text:
-            patterns.append(_BODY_PAIR_RE)
-        for pattern in patterns:
-            for m in pattern.finditer(text):
+            for label in _BODY_LABEL_RE.finditer(self.lowered()):
                 budget -= 1
                 if budget < 0:
-                    self._over_budget(m.start())
+                    self._over_budget(label.start())
                     return
-                name = m.group("name")
-                if _query_name_is_secret(name):
-                    clean = _INVISIBLE_RE.sub("", _decode_name(name))
-                    if m.start("quoted") >= 0:
-                        self.add(m.start("quoted"), m.end("quoted"), is_password_name(clean))
-                    else:
-                        self.value(m.start("value"), m.end("value"), clean, is_password_name(clean))
+                pair = _PAIR_RE.match(text, label.end())
+                if pair is not None:
+                    pairs.append(pair)
+        for m in pairs:
+            name = m.group("name")
+            if _query_name_is_secret(name):
+                clean = _INVISIBLE_RE.sub("", _decode_name(name))
+                if m.start("quoted") >= 0:
+                    self.add(m.start("quoted"), m.end("quoted"), is_password_name(clean))
+                else:
+                    self.value(m.start("value"), m.end("value"), clean, is_password_name(clean))
+
+    def comparisons(self) -> None:
+        """A quoted literal compared with a sensitive name, either side of ``==``/``!=``."""
+        text = self.text
+        lowered = self.lowered()
+        budget = self.budget
+        for m in _COMPARISON_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            near = lowered[max(0, m.start() - MAX_NAME_CHARS) : m.end() + MAX_NAME_CHARS]
+            if _COMPARED_HINT_RE.search(near) is None:
+                continue  # no sensitive word on either side: most ``==`` in code
+            left, right = m.start(), m.end()
+            while left > 0 and text[left - 1] in " \t":
+                left -= 1
+            while right < len(text) and text[right] in " \t":
+                right += 1
+            back = max(0, left - MAX_COMPARED_LITERAL_CHARS - 2)
+            name = _COMPARED_NAME_BEFORE_RE.search(text, max(0, left - MAX_NAME_CHARS), left)
+            literal = _COMPARED_LITERAL_AFTER_RE.match(text, right)
+            if name is None or literal is None:
+                name = _COMPARED_NAME_AFTER_RE.match(text, right)
+                literal = _COMPARED_LITERAL_BEFORE_RE.search(text, back, left)
+            if name is None or literal is None or not is_sensitive_name(name.group()):
+                continue
+            value = literal.group("value")
+            if not value.strip() or not any(c.isalnum() for c in value):
+                continue  # ``password == ""``, ``token != '-'``
+            whole = is_password_name(name.group())
+            self.value(literal.start("value"), literal.end("value"), name.group(), whole, True)
 
     def pem_blocks(self) -> None:
         text = self.text
@@ -1994,6 +2056,8 @@ class Redactor:
         scan = _Scan(text)
         scan.pem_blocks()
         scan.assignments()
+        if "==" in text or "!=" in text:
+            scan.comparisons()
         if "<" in text or "value" in text:
             scan.markup()
         scan.cli_flags()

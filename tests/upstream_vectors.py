@@ -166,6 +166,17 @@ def token_secret(text: str) -> str | None:
     return best if len(best) >= MIN_TOKEN_SECRET_CHARS else None
 
 
+def _value_of(found: str) -> str:
+    """A reported secret without what surrounds the value (``_authToken=…``, `` AP6…``,
+    ``"…"``): detect-secrets' regex plugins report their whole match."""
+    found = found.strip(" \t\"'`:=,;")
+    for sep in ("=", ":"):
+        head, _, tail = found.rpartition(sep)
+        if head and len(tail) >= MIN_TOKEN_SECRET_CHARS:
+            found = tail
+    return found
+
+
 def gitleaks_cases() -> tuple[list[Case], list[str]]:
     """gitleaks' literal true positives (each sample a text; the secret by
     :func:`token_secret`, or the literal secret a generated sample was built from), and its
@@ -218,7 +229,8 @@ def detect_secrets_cases(
         if not flag:
             negatives.append(text)
             continue
-        found = list(find_secrets(text)) if find_secrets else []
+        found = [_value_of(f) for f in (find_secrets(text) if find_secrets else [])]
+        found = [f for f in found if len(f) >= MIN_TOKEN_SECRET_CHARS]
         if not found:
             secret = token_secret(text)
             found = [secret] if secret else []
