@@ -366,7 +366,7 @@ def _is_reference(value: str, name: str | None, literal: bool = False) -> bool:
         or value.startswith(_REFERENCE_PREFIXES)
     ):
         return True
-    if name is not None and _IDENTIFIER_PATH_RE.fullmatch(value):
+    if name is not None and not literal and _IDENTIFIER_PATH_RE.fullmatch(value):
         # ``api_key=api_key``, ``token: self.token``, ``API_KEY=settings.API_KEY``, and a
         # variable named for a secret (``token = timeObserverToken``)
         last = value.rsplit(".", 1)[-1]
@@ -1464,7 +1464,8 @@ class _Scan:
                 whole = is_password_name(name)
                 if "…" in text[start:end] and not whole:
                     continue  # already masked (keeps redaction idempotent)
-                if end > start and not _is_reference(text[start:end], name):
+                # (markup text and a quoted attribute are literals: never a variable's name)
+                if end > start and not _is_reference(text[start:end], name, literal=True):
                     self.add(start, end, whole)
 
     def cli_flags(self) -> None:

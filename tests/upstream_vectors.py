@@ -160,9 +160,12 @@ def openclaw_cases() -> list[Case]:
 
 def token_secret(text: str) -> str | None:
     """The secret of a sample whose source names none: its longest run of token characters
-    (letters, digits and ``+/=_-.~``) of at least :data:`MIN_TOKEN_SECRET_CHARS`."""
-    runs = re.findall(r"[A-Za-z0-9+/=_\-.~]+", text)
-    best = max(runs, key=len, default="")
+    (letters, digits and ``+/_-.~``, ``=`` only as padding at the end) holding both a letter
+    and a digit, of at least :data:`MIN_TOKEN_SECRET_CHARS`; a run with ``//`` (a URL) or an
+    ``@`` is split there. With no such run, the longest run."""
+    runs = [r for r in re.findall(r"[A-Za-z0-9+/_\-.~]+=*", text.replace("//", " "))]
+    mixed = [r for r in runs if any(c.isdigit() for c in r) and any(c.isalpha() for c in r)]
+    best = max(mixed or runs, key=len, default="")
     return best if len(best) >= MIN_TOKEN_SECRET_CHARS else None
 
 
