@@ -523,6 +523,7 @@ _SHORT_FLAG_RE: Final = re.compile(r"(?<![^ \t])-(?P<flag>[A-Za-z])")
 # ``openssl … -passin pass:SECRET`` (``env:``/``file:`` name where the secret is, not it).
 _OPENSSL_PASS_RE: Final = re.compile(r"-pass(?:in|out|word)?[ \t]+pass:(?P<value>[^\s\"']+)")
 # ``.netrc``: ``machine host login user password SECRET`` (on one line or several).
+_NETRC_WORDS: Final = ("machine", "default")
 _NETRC_RE: Final = re.compile(
     r"\b(?:machine[ \t]+\S{1,256}|default)(?:\s{1,64}(?:login|account|port)[ \t]+\S{1,256}){0,3}"
     r"\s{1,64}password[ \t]+(?P<value>\S{1,256})"
@@ -642,7 +643,8 @@ _FORM_FIRST_RE: Final = re.compile(
 )
 # An explicit body label (``body: code=…``, ``form_body=signature=…``), found on the
 # lower-cased text, then the single pair after it.
-_BODY_LABEL_RE: Final = re.compile(r"\b(?:form_body|body|form|payload)[ \t]*[:=][ \t]*[\"'`]?")
+_BODY_LABELS: Final = ("body", "form", "payload")
+_BODY_LABEL_END_RE: Final = re.compile(r"[ \t]*[:=][ \t]*[\"'`]?")
 _PAIR_RE: Final = re.compile(rf"(?P<name>{_PARAM_NAME})=" + _PARAM_VALUE)
 # A password parameter whose value starts with ``#`` (unencoded, ``&password=#x…``): the
 # parameter rule above takes ``#`` for the start of a fragment.
@@ -1500,9 +1502,9 @@ class _Scan:
         if "pass:" in text:
             self._values(_OPENSSL_PASS_RE, whole=True)
         if "password" in text:
-            self._values(_NETRC_RE, whole=True)
-        if "/" in text and any(word in text for word in _SLASH_PASSWORD_COMMANDS):
-            self._values(_SLASH_PASSWORD_RE, whole=True)
+            self._values_at_words(_NETRC_WORDS, _NETRC_RE)
+        if "/" in text:
+            self._values_at_words(_SLASH_PASSWORD_COMMANDS, _SLASH_PASSWORD_RE)
         if any(flag in text for flag in _SHORT_PASSWORD_FLAGS):
             self.command_passwords()
 
@@ -1537,6 +1539,25 @@ class _Scan:
                 if not _is_reference(value, None):
                     self.add(start, end, whole=True)
                 break
+
+    def _values_at_words(self, words: tuple[str, ...], pattern: re.Pattern[str]) -> None:
+        """Every ``value`` group of ``pattern`` matched where one of ``words`` starts a word
+        (found with ``str.find``: a regex starting with an alternation of words would try
+        every position of the text), masked whole."""
+        text = self.text
+        budget = self.budget
+        for word in words:
+            at = text.find(word)
+            while at >= 0:
+                if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+                    budget -= 1
+                    if budget < 0:
+                        self._over_budget(at)
+                        return
+                    m = pattern.match(text, at)
+                    if m is not None:
+                        self.value(m.start("value"), m.end("value"), whole=True)
+                at = text.find(word, at + len(word))
 
     def _values(self, pattern: re.Pattern[str], whole: bool = False, literal: bool = False) -> None:
         """Every ``value`` (or ``quoted``) group of ``pattern`` (``literal``: see
@@ -1611,15 +1632,23 @@ class _Scan:
                 first = _FORM_FIRST_RE.search(text, back, m.start())
                 if first is not None:
                     pairs.append(first)
-        if "ody" in text or "orm" in text or "ayload" in text:
-            for label in _BODY_LABEL_RE.finditer(self.lowered()):
+        lowered = None
+        for word in _BODY_LABELS:
+            if word not in text and word.capitalize() not in text and word.upper() not in text:
+                continue
+            lowered = lowered or self.lowered()
+            at = lowered.find(word)
+            while at >= 0:
                 budget -= 1
                 if budget < 0:
-                    self._over_budget(label.start())
+                    self._over_budget(at)
                     return
-                pair = _PAIR_RE.match(text, label.end())
-                if pair is not None:
-                    pairs.append(pair)
+                if at == 0 or not lowered[at - 1].isalnum():  # (``form_body`` is one)
+                    label = _BODY_LABEL_END_RE.match(text, at + len(word))
+                    pair = _PAIR_RE.match(text, label.end()) if label else None
+                    if pair is not None:
+                        pairs.append(pair)
+                at = lowered.find(word, at + len(word))
         for m in pairs:
             name = m.group("name")
             if _query_name_is_secret(name):
