@@ -15,7 +15,13 @@ from pathlib import Path
 
 import pytest
 from factories import msg
-from upstream_vectors import Case, load, openclaw_cases
+from upstream_vectors import (
+    Case,
+    detect_secrets_cases,
+    gitleaks_cases,
+    load,
+    openclaw_cases,
+)
 
 from openclaw_fts import Caller, TranscriptStore
 from openclaw_fts.importer import import_jsonl
@@ -27,6 +33,11 @@ pytestmark = pytest.mark.both_engines
 CASES_PER_SESSION = 100
 KEY_PREFIX = "agent:main:upstream"
 CALLER = Caller("agent:main:main", visibility="all")
+#: Highest share of gitleaks' and detect-secrets' positives (judged without detect-secrets
+#: installed) allowed to leak: the measured 123 of 563 (21.8 %; with OpenClaw's 248 vectors,
+#: 123/811 = 15.2 %, docs/redaction.md "Figures") plus a margin, so that a change that leaks
+#: more fails here. The goal is 2 %: this bound is a ratchet, not the goal.
+MAX_PUBLIC_LEAK_RATE = 0.23
 
 
 def _marker(i: int) -> str:
@@ -37,8 +48,9 @@ def _marker(i: int) -> str:
 def openclaw_store(
     module_db_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[TranscriptStore, list[Case]]]:
-    """OpenClaw's vectors imported from JSONL files (a marker line, then the text as it is)."""
-    cases = openclaw_cases()
+    """Every upstream case imported from JSONL files (a marker line, then the text as it
+    is): OpenClaw's vectors, gitleaks' and detect-secrets' positives."""
+    cases = openclaw_cases() + gitleaks_cases()[0] + detect_secrets_cases()[0]
     root = tmp_path_factory.mktemp("upstream")
     store = TranscriptStore(module_db_url, background=False)
     for start in range(0, len(cases), CASES_PER_SESSION):
@@ -73,22 +85,32 @@ def _history_texts(store: TranscriptStore, count: int) -> dict[str, str]:
     return shown
 
 
+def _leaks(store: TranscriptStore, cases: list[Case]) -> dict[int, list[str]]:
+    """What each case shows of its secrets through search snippets or history, by index."""
+    histories = _history_texts(store, len(cases))
+    assert len(histories) == len(cases)
+    leaks: dict[int, list[str]] = {}
+    for i, case in enumerate(cases):
+        hits = sessions_search(store, CALLER, {"query": _marker(i), "limit": 1})["results"]
+        assert [h["messageId"] for h in hits] == [f"c{i}"], i
+        found = case.leaks(hits[0]["snippet"]) + case.leaks(histories[_marker(i)])
+        if found:
+            leaks[i] = found
+    return leaks
+
+
 def test_openclaw_vectors_leak_nothing_through_search_or_history(
     openclaw_store: tuple[TranscriptStore, list[Case]],
 ) -> None:
     store, cases = openclaw_store
-    assert len(cases) > 200  # every text vector of the default mode (docs/redaction.md)
-    histories = _history_texts(store, len(cases))
-    assert len(histories) == len(cases)
-    leaks: dict[str, list[str]] = {}
-    for i, case in enumerate(cases):
-        hits = sessions_search(store, CALLER, {"query": _marker(i), "limit": 1})["results"]
-        assert [h["messageId"] for h in hits] == [f"c{i}"], i
-        shown = histories[_marker(i)]
-        found = case.leaks(hits[0]["snippet"]) + case.leaks(shown)
-        if found:
-            leaks[case.origin] = found
-    assert leaks == {}
+    leaks = _leaks(store, cases)
+    openclaw = [c for c in cases if c.family == "openclaw"]
+    assert len(openclaw) > 200  # every text vector of the default mode (docs/redaction.md)
+    assert {cases[i].origin: f for i, f in leaks.items() if cases[i].family == "openclaw"} == {}
+    public = len(cases) - len(openclaw)
+    public_leaks = sum(1 for i in leaks if cases[i].family != "openclaw")
+    assert public > 500
+    assert public_leaks <= MAX_PUBLIC_LEAK_RATE * public, public_leaks
 
 
 # The counts: every upstream case is in the fixtures (the counts were taken from the upstream
