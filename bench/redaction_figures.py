@@ -1,6 +1,14 @@
-"""The redaction figures of docs/redaction.md: agreement with OpenClaw's cases, leak rates
-(public rule samples, tuned, held-out), over-masking of ordinary text, throughput against
-detect-secrets.
+"""The redaction figures of docs/redaction.md: leaks of the verbatim upstream corpora
+(tests/fixtures/redaction_upstream/: OpenClaw's redact.test.ts, gitleaks' rule samples,
+detect-secrets' plugin tests; whole and in part, per family), over-masking of ordinary text,
+throughput against detect-secrets, the time of one 10 MB message; then, as extra lines, the
+project's restated corpora (never the figures).
+
+The leak judge is tests/upstream_vectors.py's: a secret is what the upstream test names
+(OpenClaw's ``not.toContain`` values and the input its expected ``***``/``abcdef…ghij``
+output hides; detect-secrets' ``expected_secret``, or what detect-secrets itself reports for
+a ``should_flag`` payload), else the sample's longest token run (gitleaks' literal samples).
+A leak is the secret whole, or in part: 8 characters of its never-shown middle.
 
 Invariant: a measurement, never a gate: it prints what it measured and exits 0 (the tests
 hold the bounds). The ordinary text is DISCOVERED at run time on this machine (so the figure
@@ -76,6 +84,88 @@ ROUNDS = 7
 def leak_rate(cases: list[dict[str, Any]]) -> tuple[int, int, collections.Counter[str]]:
     bad = collections.Counter(leak_table(cases, redact_text)["leaked"])
     return sum(bad.values()), len(cases), bad
+
+
+# --------------------------------------------------------------------------- verbatim corpora
+
+#: Size of the one large message timed whole (the issue's 10 MB message).
+LARGE_MESSAGE_BYTES = 10_000_000
+
+
+def _upstream() -> Any:
+    sys.path.insert(0, str(ROOT / "tests"))
+    import upstream_vectors
+
+    return upstream_vectors
+
+
+def verbatim_figures(show: int) -> None:
+    """Leaks of the verbatim upstream corpora (tests/fixtures/redaction_upstream/), whole and
+    in part, per family; and how many of their negatives (gitleaks' false positives,
+    detect-secrets' non-findings) this redaction changes."""
+    up = _upstream()
+    try:
+        findings = detect_secrets_findings()
+        find: Callable[[str], list[str]] | None = lambda text: list(findings(text))  # noqa: E731
+    except ImportError:
+        find = None
+    gl_pos, gl_neg = up.gitleaks_cases()
+    ds_pos, ds_neg = up.detect_secrets_cases(find)
+    corpora = {
+        "openclaw (redact.test.ts)": up.openclaw_cases(),
+        "gitleaks (rule samples)": gl_pos,
+        "detect-secrets (plugin tests)": ds_pos,
+    }
+    print("verbatim upstream corpora (tests/fixtures/redaction_upstream/), redact_text:")
+    all_n = all_whole = all_part = 0
+    for corpus, cases in corpora.items():
+        whole: collections.Counter[str] = collections.Counter()
+        part: collections.Counter[str] = collections.Counter()
+        examples: list[str] = []
+        for case in cases:
+            kind = case.leak_kind(redact_text(case.text))
+            if kind == "whole":
+                whole[case.family] += 1
+            elif kind == "part":
+                part[case.family] += 1
+            if kind and len(examples) < show:
+                examples.append(f"{case.origin}: {case.text[:100]!r}")
+        n, w, p = len(cases), sum(whole.values()), sum(part.values())
+        all_n, all_whole, all_part = all_n + n, all_whole + w, all_part + p
+        print(
+            f"  {corpus}: {w + p}/{n} leak ({100 * (w + p) / max(1, n):.2f} %): "
+            f"{w} whole, {p} in part"
+        )
+        for fam in sorted(set(whole) | set(part)):
+            print(f"    {fam}: {whole[fam]} whole, {part[fam]} in part")
+        for example in examples:
+            print(f"    e.g. {example}")
+    print(
+        f"  all public: {all_whole + all_part}/{all_n} leak "
+        f"({100 * (all_whole + all_part) / max(1, all_n):.2f} %): {all_whole} whole, "
+        f"{all_part} in part"
+    )
+    if find is None:
+        print("  (detect-secrets not installed: its unnamed secrets judged by token shape)")
+    for label, texts in (("gitleaks fps", gl_neg), ("detect-secrets negatives", ds_neg)):
+        changed = sum(redact_text(t) != t for t in texts)
+        print(f"  {label}: {changed}/{len(texts)} changed (upstream's own non-secrets)")
+
+
+def large_message_seconds(lines: list[str]) -> tuple[float, int]:
+    """CPU seconds to redact one message of :data:`LARGE_MESSAGE_BYTES` of ordinary lines."""
+    parts: list[str] = []
+    size = 0
+    while size < LARGE_MESSAGE_BYTES:
+        for line in lines:
+            parts.append(line)
+            size += len(line.encode()) + 1
+            if size >= LARGE_MESSAGE_BYTES:
+                break
+    message = "\n".join(parts)
+    started = time.process_time()
+    redact_text(message)
+    return time.process_time() - started, len(message.encode())
 
 
 def openclaw_agreement() -> tuple[int, int, list[str]]:
@@ -271,6 +361,9 @@ def main() -> int:
     parser.add_argument("--skip-throughput", action="store_true")
     args = parser.parse_args()
 
+    verbatim_figures(args.show)
+
+    print("\nrestated corpora (extra tests, not the figures):")
     agree, total, differ = openclaw_agreement()
     print(f"OpenClaw redact.test.ts cases (tests/test_redact_openclaw.py): {agree}/{total} agree")
     for text in differ:
@@ -311,8 +404,12 @@ def main() -> int:
         "per 10,000 lines; the changed lines are classified by eye in docs/redaction.md)"
     )
 
+    everything = [ln for group in lines.values() for ln in group]
+    seconds, size_bytes = large_message_seconds(everything)
+    print(f"\none message of {size_bytes / 1e6:.1f} MB of those lines: {seconds:.2f} s CPU")
+
     if not args.skip_throughput:
-        sample = [ln for group in lines.values() for ln in group][:THROUGHPUT_LINES]
+        sample = everything[:THROUGHPUT_LINES]
         rounds = throughput(sample)
         size = sum(map(len, sample)) / 1e6
         print(f"\nthroughput on {len(sample)} lines ({size:.1f} MB), CPU, {ROUNDS} rounds:")

@@ -227,7 +227,13 @@ class _Shaper:
 
     def text(self, text: str, name: str | None = None) -> str:
         """``text`` redacted then cut (``name``: the key it is stored under, if structured).
-        Lone surrogates become U+FFFD first, so the result always encodes as UTF-8."""
+        The redaction sees the text as stored (as the index's does: a NUL or an invisible
+        character inside a name is judged there), then NUL becomes a space and a lone
+        surrogate U+FFFD, so the result always encodes as UTF-8."""
+        if "\x00" in text:
+            stored = self.redactor.redact(text)
+            self.redacted = self.redacted or stored != text
+            text = stored
         text = clean_text(text)
         masked = None if name is None else field_mask(name, text)
         if masked is not None:  # a credential by its key: masked whole, from its real ends

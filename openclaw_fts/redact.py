@@ -366,7 +366,7 @@ def _is_reference(value: str, name: str | None, literal: bool = False) -> bool:
         or value.startswith(_REFERENCE_PREFIXES)
     ):
         return True
-    if name is not None and _IDENTIFIER_PATH_RE.fullmatch(value):
+    if name is not None and not literal and _IDENTIFIER_PATH_RE.fullmatch(value):
         # ``api_key=api_key``, ``token: self.token``, ``API_KEY=settings.API_KEY``, and a
         # variable named for a secret (``token = timeObserverToken``)
         last = value.rsplit(".", 1)[-1]
@@ -433,6 +433,14 @@ def _looks_like_credential(value: str) -> bool:
 
 _BLANKS: Final = rf"[ \t]{{0,{MAX_SEPARATOR_BLANKS}}}"
 _NAME_CHARS: Final = r"A-Za-z0-9_.%\-"
+#: Characters that do not show (controls, zero-width and format characters, Hangul fillers):
+#: inside a parameter name they can only hide the name from a reader, so they are dropped
+#: before the name is judged (``client_se\u200bcret`` is ``client_secret``).
+_INVISIBLE_CHARS: Final = (
+    "\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u00ad\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u3164\ufeff\uffa0"
+)
+_INVISIBLE_RE: Final = re.compile(f"[{_INVISIBLE_CHARS}]")
 # ``=``, ``:``, ``:=``, ``=>``, make's ``::=`` ``:::=`` ``?=`` ``+=``, PHP's ``.=``, and ``,``
 # (``setProperty("NAME", "value")``, CSV ``name,value,``; checked further in Python).
 # A blank before a quoted value is one too (``private_key 'v';``), if a ``;`` follows the value.
@@ -452,7 +460,7 @@ _ASSIGN_TAIL_RE: Final = re.compile(
     # matched on the LOWER-CASED text (:meth:`_Scan.lowered`): a literal alternation runs ~8x
     # faster than case-insensitive groups, and lower-casing keeps every position
     r"(?P<kw>key|token|secret|sig|login|license|auth|credentials?|cv[cv]|code|jwt|number|pat|pwd"
-    r"|crumb"
+    r"|crumb|cookie"
     r"|pass(?:word|wd|phrase)?"
     # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
     rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest))"
@@ -515,6 +523,7 @@ _SHORT_FLAG_RE: Final = re.compile(r"(?<![^ \t])-(?P<flag>[A-Za-z])")
 # ``openssl … -passin pass:SECRET`` (``env:``/``file:`` name where the secret is, not it).
 _OPENSSL_PASS_RE: Final = re.compile(r"-pass(?:in|out|word)?[ \t]+pass:(?P<value>[^\s\"']+)")
 # ``.netrc``: ``machine host login user password SECRET`` (on one line or several).
+_NETRC_WORDS: Final = ("machine", "default")
 _NETRC_RE: Final = re.compile(
     r"\b(?:machine[ \t]+\S{1,256}|default)(?:\s{1,64}(?:login|account|port)[ \t]+\S{1,256}){0,3}"
     r"\s{1,64}password[ \t]+(?P<value>\S{1,256})"
@@ -563,16 +572,23 @@ _AUTH_BLANKS: Final = r"(?:[ \t\r\n]|\\[rnt]){0,8}"
 # credential. The credential is either one token68 (``Bearer abc…``) or, when the scheme is
 # followed by ``name=``, the whole auth-param list up to the end of the line, an escaped line
 # break, or ``; name=`` (``; status=401`` after it is kept).
+_HEADER_FOLD: Final = r"(?:\r?\n|\\r\\n|\\n)(?:[ \t]|\\t)+"
 _AUTHORIZATION_RE: Final = re.compile(
-    r"[Uu](?<=[Aa][Uu])(?<![A-Za-z0-9_][Aa][Uu])(?i:thorization)\\?[\"']?"
+    # (after a JSON-escaped line break ``\nAuthorization`` the ``n`` is not part of a word)
+    r"[Uu](?<=[Aa][Uu])(?:(?<![A-Za-z0-9_][Aa][Uu])|(?<=\\[nrt][Aa][Uu]))(?i:thorization)"
+    r"\\?[\"']?"
     + _BLANKS
     + r"[:=]"
     + _AUTH_BLANKS
     + r"\\?[\"']?"
     + _BLANKS
-    + r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+._~\-]{0,40})(?:[ \t]+|\\t))?"
-    r"(?:(?P<params>[A-Za-z0-9_*\-]{1,64}[ \t]*=(?!=)"
-    r"(?:[^\r\n;\\]|\\(?![rn])|;(?![ \t]*[A-Za-z_][\w\-]*=))*)"
+    + r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+._~\-]{0,40})(?:[ \t]+|\\t|"
+    + _HEADER_FOLD
+    + r"))?"
+    # auth-params: from the first ``name=`` (a damaged list may start with ``junk,,``) to the
+    # end of the header, which may be folded onto indented lines (obs-fold)
+    r"(?:(?P<params>[A-Za-z0-9_*,\-]{0,64}?[A-Za-z0-9_*\-]{1,64}[ \t]*=(?!=)"
+    r"(?:[^\r\n;\\]|" + _HEADER_FOLD + r"|\\(?![rn])|;(?![ \t]*[A-Za-z_][\w\-]*=))*)"
     # ``! = @ ] |`` inside a token do not end it (Salesforce ``00D…!…``)
     r"|(?P<value>[A-Za-z0-9._~+/:@%!|\]=\-]+))"
 )
@@ -595,10 +611,41 @@ _URL_USERINFO_RE: Final = re.compile(
     rf"(?P<value>[^\s/?\"'<>\\…]{{1,{MAX_URL_PASSWORD_CHARS}}})@(?![^\s/?@\"'<>\\]*@)"
 )
 # The name may be percent-encoded (``client%5Fsecret``); the value may be quoted.
-_URL_PARAM_RE: Final = re.compile(
-    rf"[?&#](?P<name>[{_NAME_CHARS}%+]{{1,{MAX_QUERY_NAME_CHARS}}})="
-    r"(?:\"(?P<quoted>[^\"&#\s…]+)\"|(?P<value>[^&#\s\"'<>`\\…]+))"
+_PARAM_NAME: Final = rf"[{_NAME_CHARS}%+{_INVISIBLE_CHARS}]{{1,{MAX_QUERY_NAME_CHARS}}}"
+_PARAM_VALUE: Final = r"(?:\"(?P<quoted>[^\"&#\s…]+)\"|(?P<value>[^&#\s\"'<>`\\…]+))"
+_URL_PARAM_RE: Final = re.compile(rf"[?&#](?P<name>{_PARAM_NAME})=" + _PARAM_VALUE)
+# Comparisons with a literal (``if (api_key == "…")``, ``if ("…" !== password)``): found by
+# their operator, then a sensitive name on one side and a quoted literal on the other.
+#: Longest quoted literal compared with a sensitive name.
+MAX_COMPARED_LITERAL_CHARS: Final = 256
+_COMPARISON_RE: Final = re.compile(r"(?:==|!=)=?")
+# A word of a sensitive name (:func:`is_sensitive_name` decides), looked for near ``==``.
+_COMPARED_HINT_RE: Final = re.compile(r"key|token|secret|pass|pwd|auth|cred|jwt|cookie|sig")
+_COMPARED_NAME_AFTER_RE: Final = re.compile(rf"[A-Za-z_][{_NAME_CHARS}]{{0,{MAX_NAME_CHARS - 1}}}")
+_COMPARED_NAME_BEFORE_RE: Final = re.compile(
+    rf"(?<![{_NAME_CHARS}])[A-Za-z_][{_NAME_CHARS}]{{0,{MAX_NAME_CHARS - 1}}}\Z"
 )
+_COMPARED_LITERAL_AFTER_RE: Final = re.compile(
+    rf"(?P<q>[\"'`])(?P<value>[^\"'`\r\n]{{1,{MAX_COMPARED_LITERAL_CHARS}}})(?P=q)"
+)
+_COMPARED_LITERAL_BEFORE_RE: Final = re.compile(
+    rf"(?P<q>[\"'`])(?P<value>[^\"'`\r\n]{{1,{MAX_COMPARED_LITERAL_CHARS}}})(?P=q)\Z"
+)
+
+#: Characters looked back over from a form's ``&name=`` for its first pair.
+MAX_FORM_PAIR_CHARS: Final = 256
+# The first pair of a form body (``sig=…&x-api-key=…``, ``key=…&safe=1``): the pair ending
+# right before an ``&name=`` (found by :data:`_URL_PARAM_RE`), at the start of a line or after
+# a blank, quote or opening bracket. A lone ``code=E1`` in prose is no form body and stays.
+_FORM_FIRST_RE: Final = re.compile(
+    rf"(?:^|(?<=[\s\"'`(\[{{:=]))(?P<name>{_PARAM_NAME})=" + _PARAM_VALUE + r"\Z",
+    re.MULTILINE,
+)
+# An explicit body label (``body: code=…``, ``form_body=signature=…``), found on the
+# lower-cased text, then the single pair after it.
+_BODY_LABELS: Final = ("body", "form", "payload")
+_BODY_LABEL_END_RE: Final = re.compile(r"[ \t]*[:=][ \t]*[\"'`]?")
+_PAIR_RE: Final = re.compile(rf"(?P<name>{_PARAM_NAME})=" + _PARAM_VALUE)
 # A password parameter whose value starts with ``#`` (unencoded, ``&password=#x…``): the
 # parameter rule above takes ``#`` for the start of a fragment.
 _URL_HASH_PASSWORD_RE: Final = re.compile(
@@ -627,6 +674,8 @@ def _decode_name(name: str) -> str:
 def _query_name_is_secret(name: str) -> bool:
     if "%" in name or "+" in name:
         name = _decode_name(name)
+    if _INVISIBLE_RE.search(name):
+        name = _INVISIBLE_RE.sub("", name)
     if name.lower() in rules.SECRET_QUERY_NAMES or is_sensitive_name(name):
         return True
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
@@ -1417,7 +1466,8 @@ class _Scan:
                 whole = is_password_name(name)
                 if "…" in text[start:end] and not whole:
                     continue  # already masked (keeps redaction idempotent)
-                if end > start and not _is_reference(text[start:end], name):
+                # (markup text and a quoted attribute are literals: never a variable's name)
+                if end > start and not _is_reference(text[start:end], name, literal=True):
                     self.add(start, end, whole)
 
     def cli_flags(self) -> None:
@@ -1452,9 +1502,9 @@ class _Scan:
         if "pass:" in text:
             self._values(_OPENSSL_PASS_RE, whole=True)
         if "password" in text:
-            self._values(_NETRC_RE, whole=True)
-        if "/" in text and any(word in text for word in _SLASH_PASSWORD_COMMANDS):
-            self._values(_SLASH_PASSWORD_RE, whole=True)
+            self._values_at_words(_NETRC_WORDS, _NETRC_RE)
+        if "/" in text:
+            self._values_at_words(_SLASH_PASSWORD_COMMANDS, _SLASH_PASSWORD_RE)
         if any(flag in text for flag in _SHORT_PASSWORD_FLAGS):
             self.command_passwords()
 
@@ -1489,6 +1539,25 @@ class _Scan:
                 if not _is_reference(value, None):
                     self.add(start, end, whole=True)
                 break
+
+    def _values_at_words(self, words: tuple[str, ...], pattern: re.Pattern[str]) -> None:
+        """Every ``value`` group of ``pattern`` matched where one of ``words`` starts a word
+        (found with ``str.find``: a regex starting with an alternation of words would try
+        every position of the text), masked whole."""
+        text = self.text
+        budget = self.budget
+        for word in words:
+            at = text.find(word)
+            while at >= 0:
+                if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+                    budget -= 1
+                    if budget < 0:
+                        self._over_budget(at)
+                        return
+                    m = pattern.match(text, at)
+                    if m is not None:
+                        self.value(m.start("value"), m.end("value"), whole=True)
+                at = text.find(word, at + len(word))
 
     def _values(self, pattern: re.Pattern[str], whole: bool = False, literal: bool = False) -> None:
         """Every ``value`` (or ``quoted``) group of ``pattern`` (``literal``: see
@@ -1550,17 +1619,76 @@ class _Scan:
                 if is_password_name(_decode_name(m.group("name"))):
                     self.add(m.start("value"), m.end("value"), whole=True)
         budget = self.budget
-        for m in _URL_PARAM_RE.finditer(self.text):
+        text = self.text
+        pairs: list[re.Match[str]] = []
+        for m in _URL_PARAM_RE.finditer(text):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
                 return
+            pairs.append(m)
+            if text[m.start()] == "&":  # a form or query: its first pair, if not after ``?``
+                back = max(0, m.start() - MAX_FORM_PAIR_CHARS)
+                first = _FORM_FIRST_RE.search(text, back, m.start())
+                if first is not None:
+                    pairs.append(first)
+        lowered = None
+        for word in _BODY_LABELS:
+            if word not in text and word.capitalize() not in text and word.upper() not in text:
+                continue
+            lowered = lowered or self.lowered()
+            at = lowered.find(word)
+            while at >= 0:
+                budget -= 1
+                if budget < 0:
+                    self._over_budget(at)
+                    return
+                if at == 0 or not lowered[at - 1].isalnum():  # (``form_body`` is one)
+                    label = _BODY_LABEL_END_RE.match(text, at + len(word))
+                    pair = _PAIR_RE.match(text, label.end()) if label else None
+                    if pair is not None:
+                        pairs.append(pair)
+                at = lowered.find(word, at + len(word))
+        for m in pairs:
             name = m.group("name")
             if _query_name_is_secret(name):
+                clean = _INVISIBLE_RE.sub("", _decode_name(name))
                 if m.start("quoted") >= 0:
-                    self.add(m.start("quoted"), m.end("quoted"), is_password_name(name))
+                    self.add(m.start("quoted"), m.end("quoted"), is_password_name(clean))
                 else:
-                    self.value(m.start("value"), m.end("value"), name, is_password_name(name))
+                    self.value(m.start("value"), m.end("value"), clean, is_password_name(clean))
+
+    def comparisons(self) -> None:
+        """A quoted literal compared with a sensitive name, either side of ``==``/``!=``."""
+        text = self.text
+        lowered = self.lowered()
+        budget = self.budget
+        for m in _COMPARISON_RE.finditer(text):
+            budget -= 1
+            if budget < 0:
+                self._over_budget(m.start())
+                return
+            near = lowered[max(0, m.start() - MAX_NAME_CHARS) : m.end() + MAX_NAME_CHARS]
+            if _COMPARED_HINT_RE.search(near) is None:
+                continue  # no sensitive word on either side: most ``==`` in code
+            left, right = m.start(), m.end()
+            while left > 0 and text[left - 1] in " \t":
+                left -= 1
+            while right < len(text) and text[right] in " \t":
+                right += 1
+            back = max(0, left - MAX_COMPARED_LITERAL_CHARS - 2)
+            name = _COMPARED_NAME_BEFORE_RE.search(text, max(0, left - MAX_NAME_CHARS), left)
+            literal = _COMPARED_LITERAL_AFTER_RE.match(text, right)
+            if name is None or literal is None:
+                name = _COMPARED_NAME_AFTER_RE.match(text, right)
+                literal = _COMPARED_LITERAL_BEFORE_RE.search(text, back, left)
+            if name is None or literal is None or not is_sensitive_name(name.group()):
+                continue
+            value = literal.group("value")
+            if not value.strip() or not any(c.isalnum() for c in value):
+                continue  # ``password == ""``, ``token != '-'``
+            whole = is_password_name(name.group())
+            self.value(literal.start("value"), literal.end("value"), name.group(), whole, True)
 
     def pem_blocks(self) -> None:
         text = self.text
@@ -1958,6 +2086,8 @@ class Redactor:
         scan = _Scan(text)
         scan.pem_blocks()
         scan.assignments()
+        if "==" in text or "!=" in text:
+            scan.comparisons()
         if "<" in text or "value" in text:
             scan.markup()
         scan.cli_flags()

@@ -928,7 +928,7 @@ HARMLESS_PASSWORD_SUFFIXES: Final = frozenset(
 # Last words that make any name sensitive (``client_secret``, ``db_credential``, ``jwt``,
 # Jenkins' CSRF ``Jenkins-Crumb``).
 SECRET_LAST_WORDS: Final = frozenset(
-    {"secret", "credential", "credentials", "jwt", "cvc", "cvv", "crumb"}
+    {"secret", "credential", "credentials", "jwt", "cvc", "cvv", "crumb", "cookie"}
 )
 
 # Names that hold a password after a ``;`` of a connection string (ODBC ``Uid=app;Pwd=…;``).

@@ -1089,3 +1089,33 @@ STILL_PUBLIC = [
 @pytest.mark.parametrize("text", STILL_PUBLIC)
 def test_public_look_alikes_of_the_new_families_stay(text: str) -> None:
     assert redact_text(text) == text
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'if (api_key == "q7vXk2Lm9Qr4Tv7Wn3Ys") {',
+        'if ("q7vXk2Lm9Qr4Tv7Wn3Ys" !== my_password_sec) {',
+        "if secret != 'q7vXk2Lm9Qr4Tv7Wn3Ys':",
+        'if (aws_secret_access_key === "q7vXk2Lm9Qr4Tv7Wn3Ys")',
+    ],
+)
+def test_a_literal_compared_with_a_sensitive_name_is_masked(text: str) -> None:
+    assert "Lm9Qr4Tv7Wn3" not in redact_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'assert token_type == "bearer"',
+        'if (key == "enter")',
+        'if token == "": pass',
+        'if status == "ok" and token is None',
+        'x == "password"',
+    ],
+)
+def test_a_comparison_of_a_label_or_an_empty_value_stays(text: str) -> None:
+    assert redact_text(text) == text
