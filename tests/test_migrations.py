@@ -93,6 +93,8 @@ PG_FUNCTIONS = {
     "openclaw_fts_impact_insert",
     "openclaw_fts_impact_delete",
     "openclaw_fts_impact_promote",
+    "openclaw_fts_impact_guard",
+    "openclaw_fts_impact_due",
 }
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
