@@ -12,16 +12,21 @@ version folders other than the page says. Imports nothing of the plugin, so the 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.pool import NullPool
+
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "docs" / "alembic.md"
 EXAMPLE = REPO / "examples" / "host_app"
+#: The example env.py's variable naming another database than its alembic.ini's.
+URL_ENV = "HOST_APP_DATABASE_URL"
 #: Seconds one alembic run may take on a loaded machine.
 COMMAND_TIMEOUT = 300
 #: The comment of the page's step that asks for a model change before its commands.
@@ -56,24 +61,37 @@ def host_copy(dest: Path) -> Path:
     return dest
 
 
-def tables(db: Path) -> set[str]:
-    con = sqlite3.connect(db)
+def tables(url: str) -> set[str]:
+    engine = create_engine(url, poolclass=NullPool)
     try:
-        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return set(inspect(engine).get_table_names())
     finally:
-        con.close()
+        engine.dispose()
+
+
+def versions(url: str) -> set[str]:
+    """What the host's ``alembic_version`` holds."""
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return set(conn.scalars(text("SELECT version_num FROM alembic_version")))
+    finally:
+        engine.dispose()
 
 
 def revisions(app: Path) -> set[Path]:
     return set((app / "migrations" / "versions").glob("*.py"))
 
 
-def run(alembic: Path, work: Path) -> dict[str, object]:
+def run(alembic: Path, work: Path, url: str | None = None) -> dict[str, object]:
     """Run the page's first day in a fresh host copy under ``work`` with the ``alembic``
-    command at that absolute path; what it left behind."""
+    command at that absolute path, on the database ``url`` (default: the copy's SQLite file);
+    what it left behind."""
     app = host_copy(work / "host_app")
-    db = app / "app.sqlite"
-    seen: dict[str, object] = {"outputs": []}
+    url = url or f"sqlite:///{app / 'app.sqlite'}"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env[URL_ENV] = url
+    seen: dict[str, object] = {"outputs": [], "url": url}
     for line in commands():
         if line.startswith("#"):
             if line.startswith(CHANGE_STEP):
@@ -85,6 +103,7 @@ def run(alembic: Path, work: Path) -> dict[str, object]:
             line.replace("alembic", str(alembic), 1),
             shell=True,
             cwd=app,
+            env=env,
             capture_output=True,
             text=True,
             timeout=COMMAND_TIMEOUT,
@@ -101,7 +120,8 @@ def run(alembic: Path, work: Path) -> dict[str, object]:
             seen["last"] = next(iter(written))
         if line == "alembic check":
             assert "No new upgrade operations detected" in output, output
-    seen["tables"] = tables(db)
+    seen["tables"] = tables(url)
+    seen["versions"] = versions(url)
     seen["app"] = app
     return seen
 

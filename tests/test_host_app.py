@@ -229,12 +229,16 @@ def test_without_revision_environment_the_hook_names_the_setting(app: Path) -> N
     assert "Traceback" not in result.stderr
 
 
-def test_the_first_day_runs_as_docs_alembic_md_writes_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_the_first_day_runs_as_docs_alembic_md_writes_it(
+    tmp_path: Path, request: pytest.FixtureRequest, engine: str
+) -> None:
     """docs/alembic.md's first-day block, verbatim, on a host with no revision of its own: the
     first revision starts the host's branch in its own folder and depends on the plugin's
     head (its chats point at the plugin's sessions); the plugin's folder never changes."""
+    url = str(request.getfixturevalue("pg_url")) if engine == "postgresql" else None
     plugin_before = folder_digest(migrate.version_location())
-    seen = first_day.run(ALEMBIC, tmp_path)
+    seen = first_day.run(ALEMBIC, tmp_path, url)
     assert folder_digest(migrate.version_location()) == plugin_before
     first, last = seen["first"], seen["last"]
     assert isinstance(first, Path) and isinstance(last, Path)
@@ -248,10 +252,10 @@ def test_the_first_day_runs_as_docs_alembic_md_writes_it(tmp_path: Path) -> None
     assert f"down_revision: str | None = '{first.name.split('_')[0]}'" in later
     assert "depends_on: str | None = None" in later  # no foreign key to the plugin's tables
     assert "project_notes" in later
-    db = tmp_path / "host_app" / "app.sqlite"
     # step 4 undid the later revision only; the plugin's head hides behind the first one
-    assert versions(db) == {first.name.split("_")[0]}
-    left = tables(db)
+    assert seen["versions"] == {first.name.split("_")[0]}
+    left = seen["tables"]
+    assert isinstance(left, set)
     assert "project_notes" not in left
     assert {"projects", "sessions", "chats"} | set(openclaw_fts.metadata.tables) <= left
 

@@ -9,6 +9,7 @@ the installed plugin (``openclaw_fts.alembic.configure_options``, docs/alembic.m
 
 from __future__ import annotations
 
+import os
 from logging.config import fileConfig
 
 from alembic import context
@@ -22,6 +23,10 @@ if config.config_file_name is not None:
     fileConfig(config.config_file_name)
 # target_metadata (the host's and the plugin's), include_name, process_revision_directives
 options = configure_options(host_metadata, branch_label="host_app")
+#: Another database than alembic.ini's, e.g. PostgreSQL (the suite runs the first day there).
+URL_ENV = "HOST_APP_DATABASE_URL"
+if os.environ.get(URL_ENV):
+    config.set_main_option("sqlalchemy.url", os.environ[URL_ENV].replace("%", "%%"))
 
 
 def run_migrations_offline() -> None:
