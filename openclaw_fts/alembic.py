@@ -5,9 +5,9 @@ engine's backend names as its own: the FTS5 virtual table and its shadow tables 
 generated tsvector column and its GIN index on PostgreSQL) and the plugin's stand-alone version
 table, so autogenerate against a migrated database reports no changes on either; and the
 ``process_revision_directives`` hook of :func:`configure_options` never lets ``alembic
-revision`` write a file on the plugin's branch or into the plugin's installed package: a
-revision goes to the host's own version location and branch, or the command stops with a
-message naming the command to run instead.
+revision`` (nor ``alembic merge``) write a file on the plugin's branch or into the plugin's
+installed package: a revision goes to the host's own version location and branch, or the
+command stops with a message naming the command to run instead.
 
 In a host's ``env.py`` (docs/alembic.md)::
 
@@ -91,6 +91,7 @@ def configure_options(
     ``--autogenerate``) never runs env.py, so nothing could keep that file out of the plugin's
     package."""
     _require_revision_environment()
+    _refuse_a_merge_with_the_plugin()
     hosts = [host_metadata] if isinstance(host_metadata, MetaData) else list(host_metadata)
     router = RevisionRouter(branch_label, then=process_revision_directives)
     return {
@@ -116,6 +117,34 @@ def _require_revision_environment() -> None:
             "alembic.ini (or [tool.alembic] in pyproject.toml): without it `alembic revision` "
             "skips env.py, and a revision could be written into the installed openclaw_fts "
             "package (docs/alembic.md)"
+        )
+
+
+def _refuse_a_merge_with_the_plugin() -> None:
+    """``alembic merge`` has no ``process_revision_directives``: a merge naming a plugin
+    revision (``alembic merge heads``) would be written in the folder of its first head — the
+    plugin's, inside the installed package — and would tie the host's history to the plugin's.
+    The two branches stay two heads (``alembic upgrade heads``); ordering is ``depends_on``."""
+    from alembic import context
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
+    try:
+        config = context.config
+    except AttributeError:  # not inside an Alembic command
+        return
+    options = config.cmd_opts
+    command = getattr(options, "cmd", None)
+    if not command or getattr(command[0], "__name__", "") != "merge":
+        return
+    named = ScriptDirectory.from_config(config).get_revisions(getattr(options, "revisions", ()))
+    if any(r is not None and _is_plugin(r) for r in named):
+        raise CommandError(
+            "openclaw_fts: do not merge the plugin's branch into yours: the merge revision "
+            "would be written into the installed openclaw_fts package. Keep the two heads "
+            "(alembic upgrade heads) and order your revisions with depends_on "
+            "(docs/alembic.md); to merge branches of your own, name them: "
+            "alembic merge host_app@head OTHER@head"
         )
 
 

@@ -220,6 +220,17 @@ def test_a_revision_on_the_plugins_branch_stops_naming_the_command(
     assert not list((app / "migrations" / "versions").glob("*_oops.py"))
 
 
+@pytest.mark.parametrize("heads", [["heads"], ["host_app@head", "openclaw_fts@head"]])
+def test_a_merge_with_the_plugins_branch_stops(app: Path, heads: list[str]) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    plugin_before = folder_digest(migrate.version_location())
+    result = run(ALEMBIC, "merge", "-m", "tie", *heads, cwd=app, ok=False)
+    assert result.returncode != 0
+    assert "do not merge the plugin's branch" in result.stderr, result.stderr
+    assert folder_digest(migrate.version_location()) == plugin_before
+    assert not list((app / "migrations" / "versions").glob("*_tie.py"))
+
+
 def test_without_revision_environment_the_hook_names_the_setting(app: Path) -> None:
     ini = app / "alembic.ini"
     ini.write_text(ini.read_text().replace("revision_environment = true\n", ""))
