@@ -29,8 +29,6 @@ URL_OPTION = "--openclaw-fts-url"
 URL_ENV = "OPENCLAW_FTS_TEST_URL"
 #: Prefix of the databases the fixtures create (then the process id, a random tag, a counter).
 DATABASE_PREFIX = "openclaw_fts_test"
-#: The first PostgreSQL version whose DROP DATABASE takes ``WITH (FORCE)``.
-FORCE_DROP_VERSION = 13
 #: The SQLite file of a test's database, in its ``tmp_path``.
 SQLITE_FILE = "transcripts.sqlite"
 
@@ -62,14 +60,14 @@ def server_url(config: pytest.Config) -> str | None:
 def fresh_postgresql_database(server: str) -> Iterator[str]:
     """A new, empty database on the PostgreSQL server of URL ``server`` (any database on it
     serves to connect), dropped on exit; yields its URL."""
-    from sqlalchemy import text
     from sqlalchemy.engine import make_url
     from sqlalchemy.pool import NullPool
 
     from .engine import make_engine
+    from .index.postgresql.databases import create_database, drop_database, is_postgresql_url
 
     url = make_url(server)
-    if not url.drivername.startswith("postgresql"):
+    if not is_postgresql_url(url):
         raise pytest.UsageError(
             f"{URL_OPTION} / {URL_ENV} must name a PostgreSQL server (postgresql://...); "
             f"leave it out for SQLite, got {url.drivername}://"
@@ -77,15 +75,11 @@ def fresh_postgresql_database(server: str) -> Iterator[str]:
     name = f"{DATABASE_PREFIX}_{os.getpid()}_{_tag}_{next(_numbers)}"
     admin = make_engine(url, poolclass=NullPool).execution_options(isolation_level="AUTOCOMMIT")
     try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-            version = int((conn.dialect.server_version_info or (0,))[0])
+        create_database(admin, name)
         try:
             yield url.set(database=name).render_as_string(hide_password=False)
         finally:
-            force = " WITH (FORCE)" if version >= FORCE_DROP_VERSION else ""
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"{force}'))
+            drop_database(admin, name)
     finally:
         admin.dispose()
 
