@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine
 
-from .alembic import VERSION_TABLE
+from .alembic import BRANCH_LABEL, VERSION_TABLE
 from .engine import write_engine
 from .errors import HostManagedSchemaError, UnsupportedDatabaseError
 from .index.base import backend_of
@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 # Alembic is imported inside the functions: it costs a few hundred ms at start-up, and most
 # command-line runs (search, history) never migrate.
 
-#: The Alembic branch label of the plugin's revisions.
-BRANCH_LABEL = "openclaw_fts"
+#: The head of the plugin's branch (its label: :data:`BRANCH_LABEL`).
 HEAD = f"{BRANCH_LABEL}@head"
 #: The plugin's revisions in Alembic's package-resource form, for a host's ``version_locations``
 #: (resolved inside the installed package: no site-packages path in the host's configuration).

@@ -6,16 +6,18 @@
 # Invariant: idempotent and safe to re-run from a clean clone on a machine with only python3 and
 # access to PyPI — the virtualenv is created only if missing, the package installed only if its
 # command is not working yet, and a re-import skips the events already stored. It touches
-# nothing outside the repository folder.
+# nothing outside the repository folder — unless OPENCLAW_FTS_VENV (an environment where
+# openclaw-fts is installed: scripts/wheel_check.sh passes the one it installed the wheel into)
+# and OPENCLAW_FTS_DEMO_DB (the database file) name other places.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 PYTHON_BIN="${PYTHON:-python3}"
-VENV="$ROOT/.venv"
+VENV="${OPENCLAW_FTS_VENV:-$ROOT/.venv}"
 CLI="$VENV/bin/openclaw-fts"
-DB="$ROOT/openclaw_fts.sqlite"
+DB="${OPENCLAW_FTS_DEMO_DB:-$ROOT/openclaw_fts.sqlite}"
 EXAMPLES="$ROOT/examples/sessions"
 
 if [ -t 1 ]; then

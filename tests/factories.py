@@ -1,4 +1,5 @@
-"""factory-boy factories for sessions and OpenClaw transcript events."""
+"""factory-boy factories for sessions and OpenClaw transcript events: the public testing kit's
+(``openclaw_fts.testing``, docs/testing.md), and the suite's own helpers on top of them."""
 
 from __future__ import annotations
 
@@ -9,49 +10,34 @@ from typing import Any
 
 import factory
 
-from openclaw_fts.models import AgentSession
+from openclaw_fts.testing import (
+    HEADER_TIMESTAMP,
+    T0,
+    AgentSessionFactory,
+    MessageEventFactory,
+    SessionHeaderFactory,
+)
 
-#: The timestamp of ``msg`` by default, and of message 0 of a ``chain`` or factory (epoch ms).
-T0 = 1_790_000_000_000
-#: A transcript header's ``timestamp`` by default (ISO 8601, the way OpenClaw writes it).
-HEADER_TIMESTAMP = "2026-09-01T12:00:00.000Z"
+__all__ = [
+    "HEADER_TIMESTAMP",
+    "T0",
+    "UNLINKED",
+    "AgentSessionFactory",
+    "MessageFactory",
+    "SessionHeaderFactory",
+    "chain",
+    "events_file",
+    "jsonl_file",
+    "msg",
+    "transcript_file",
+]
 
 
-class AgentSessionFactory(factory.Factory):  # type: ignore[misc]
-    """An unsaved AgentSession (add it to an installed ORM session)."""
+class MessageFactory(MessageEventFactory):
+    """The public kit's message event with an epoch-milliseconds ``timestamp`` (the other form
+    OpenClaw writes), ``T0`` plus a second per event."""
 
-    class Meta:
-        model = AgentSession
-
-    session_id = factory.Sequence(lambda n: f"session-{n}")
-    session_key = factory.Sequence(lambda n: f"agent:main:s{n}")
-    agent_id = None
-    archived = False
-    incognito = False
-
-
-class MessageFactory(factory.DictFactory):  # type: ignore[misc]
-    """A user/assistant message event; chain with ``parentId``."""
-
-    type = "message"
-    id = factory.Sequence(lambda n: f"m{n}")
-    parentId = None
     timestamp = factory.Sequence(lambda n: T0 + n * 1000)
-    message = factory.LazyAttribute(lambda o: {"role": o.role, "content": o.text})
-
-    class Params:
-        role = "user"
-        text = factory.Sequence(lambda n: f"message number {n}")
-
-
-class SessionHeaderFactory(factory.DictFactory):  # type: ignore[misc]
-    """The first line of an OpenClaw transcript file: the session header."""
-
-    type = "session"
-    version = 4
-    id = factory.Sequence(lambda n: f"session-{n}")
-    timestamp = HEADER_TIMESTAMP
-    cwd = "/home/dev/project"
 
 
 #: ``msg``'s default parent: no ``parentId`` key at all (older writers), so the event chains to

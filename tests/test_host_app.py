@@ -4,6 +4,7 @@ one that already holds the host's data. What docs/alembic.md says is what runs h
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -38,6 +39,7 @@ AT_HEADS = (
 )
 
 sys.path.insert(0, str(EXAMPLE))
+import first_day  # noqa: E402  (tests/: the first-day block of docs/alembic.md)
 from host_app.models import Chat, Project  # noqa: E402
 
 
@@ -55,6 +57,15 @@ def app(tmp_path: Path) -> Path:
     dest = tmp_path / "host_app"
     shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.sqlite"))
     return dest
+
+
+def folder_digest(folder: Path) -> str:
+    """One hash of every file's path and bytes under ``folder`` (compiled files aside)."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def tables(db: Path) -> set[str]:
@@ -170,17 +181,111 @@ def test_host_branch_downgrade_leaves_the_plugin_alone(app: Path) -> None:
 
 def test_autogenerate_writes_into_the_hosts_folder(app: Path) -> None:
     run(ALEMBIC, "upgrade", "heads", cwd=app)
-    plugin_before = sorted(p.name for p in migrate.version_location().iterdir())
-    # Two heads: a bare `revision` must name the branch it extends.
-    bare = run(ALEMBIC, "revision", "--autogenerate", "-m", "nothing", cwd=app, ok=False)
-    assert bare.returncode != 0 and "Multiple heads" in bare.stdout + bare.stderr
-    run(ALEMBIC, "revision", "--autogenerate", "--head", "host_app@head", "-m", "note", cwd=app)
+    plugin_before = folder_digest(migrate.version_location())
+    # No --head: env.py's hook (configure_options) extends the host's branch, not the plugin's.
+    run(ALEMBIC, "revision", "--autogenerate", "-m", "note", cwd=app)
     new = [p for p in (app / "migrations" / "versions").glob("*_note.py")]
     assert len(new) == 1
     text = new[0].read_text()
     assert "down_revision: str | None = 'h002_chats'" in text
     assert "op." not in text  # the database matches both metadata collections: empty revision
-    assert sorted(p.name for p in migrate.version_location().iterdir()) == plugin_before
+    # naming the host's branch, as before the hook, still works; so does an empty revision
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    run(ALEMBIC, "revision", "--head", "host_app@head", "-m", "named", cwd=app)
+    (named,) = (app / "migrations" / "versions").glob("*_named.py")
+    assert f"down_revision: str | None = '{new[0].name.split('_')[0]}'" in named.read_text()
+    assert folder_digest(migrate.version_location()) == plugin_before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--autogenerate", "--head", "openclaw_fts@head"],
+        ["--head", "openclaw_fts@head"],
+        ["--head", PLUGIN_HEAD],
+        ["--version-path", str(migrate.version_location())],
+    ],
+)
+def test_a_revision_on_the_plugins_branch_stops_naming_the_command(
+    app: Path, args: list[str]
+) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    plugin_before = folder_digest(migrate.version_location())
+    result = run(ALEMBIC, "revision", *args, "-m", "oops", cwd=app, ok=False)
+    assert result.returncode != 0
+    command = "alembic revision --autogenerate" if "--autogenerate" in args else "alembic revision"
+    assert f'Run instead: {command} -m "oops"' in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert folder_digest(migrate.version_location()) == plugin_before
+    assert not list((app / "migrations" / "versions").glob("*_oops.py"))
+
+
+@pytest.mark.parametrize("heads", [["heads"], ["host_app@head", "openclaw_fts@head"]])
+def test_a_merge_with_the_plugins_branch_stops(app: Path, heads: list[str]) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    plugin_before = folder_digest(migrate.version_location())
+    result = run(ALEMBIC, "merge", "-m", "tie", *heads, cwd=app, ok=False)
+    assert result.returncode != 0
+    assert "do not merge the plugin's branch" in result.stderr, result.stderr
+    assert folder_digest(migrate.version_location()) == plugin_before
+    assert not list((app / "migrations" / "versions").glob("*_tie.py"))
+
+
+def test_without_revision_environment_the_hook_names_the_setting(app: Path) -> None:
+    ini = app / "alembic.ini"
+    ini.write_text(ini.read_text().replace("revision_environment = true\n", ""))
+    result = run(ALEMBIC, "upgrade", "heads", cwd=app, ok=False)
+    assert result.returncode != 0
+    assert "set revision_environment = true" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_the_first_day_runs_as_docs_alembic_md_writes_it(
+    tmp_path: Path, request: pytest.FixtureRequest, engine: str
+) -> None:
+    """docs/alembic.md's first-day block, verbatim, on a host with no revision of its own: the
+    first revision starts the host's branch in its own folder and depends on the plugin's
+    head (its chats point at the plugin's sessions); the plugin's folder never changes."""
+    url = str(request.getfixturevalue("pg_url")) if engine == "postgresql" else None
+    plugin_before = folder_digest(migrate.version_location())
+    seen = first_day.run(ALEMBIC, tmp_path, url)
+    assert folder_digest(migrate.version_location()) == plugin_before
+    first, last = seen["first"], seen["last"]
+    assert isinstance(first, Path) and isinstance(last, Path)
+    assert first.parent == tmp_path / "host_app" / "migrations" / "versions"
+    text = first.read_text()
+    assert "down_revision: str | None = None" in text
+    assert "branch_labels: tuple[str, ...] | None = ('host_app',)" in text
+    assert f"depends_on: str | None = '{PLUGIN_HEAD}'" in text
+    assert "'openclaw_sessions.session_id'" in text
+    later = last.read_text()
+    assert f"down_revision: str | None = '{first.name.split('_')[0]}'" in later
+    assert "depends_on: str | None = None" in later  # no foreign key to the plugin's tables
+    assert "project_notes" in later
+    # step 4 undid the later revision only; the plugin's head hides behind the first one
+    assert seen["versions"] == {first.name.split("_")[0]}
+    left = seen["tables"]
+    assert isinstance(left, set)
+    assert "project_notes" not in left
+    assert {"projects", "sessions", "chats"} | set(openclaw_fts.metadata.tables) <= left
+
+
+def documented_tables(page: Path) -> tuple[set[str], str]:
+    """The plugin's tables a page lists, and the FTS5 table it names for SQLite."""
+    text = " ".join(page.read_text(encoding="utf-8").split())
+    found = re.search(r"The plugin's tables are (.+?) and, on SQLite, the FTS5 table `(\w+)`", text)
+    assert found is not None, f"{page.name}: no sentence listing the plugin's tables"
+    return set(re.findall(r"`(\w+)`", found.group(1))), found.group(2)
+
+
+@pytest.mark.parametrize("page", ["alembic.md", "host.md"])
+def test_the_docs_list_the_tables_upgrade_heads_creates(app: Path, page: str) -> None:
+    run(ALEMBIC, "upgrade", "heads", cwd=app)
+    listed, fts = documented_tables(REPO / "docs" / page)
+    assert listed == set(openclaw_fts.metadata.tables)
+    created = tables(app / "app.sqlite") - {"alembic_version", "projects", "sessions", "chats"}
+    assert {t for t in created if not t.startswith(f"{fts}_")} == listed | {fts}
 
 
 def test_ini_only_form_with_a_newline_separator(app: Path) -> None:
