@@ -717,8 +717,8 @@ def _print_import(result: dict[str, Any]) -> None:
     help=f"Most results to return [default: {DEFAULT_LIMIT}; max {MAX_LIMIT}].",
 )
 @click.option("--role", type=click.Choice(ROLES), help="Only messages of this role.")
-@click.option("--since", metavar="WHEN", help="Not before (epoch ms or ISO 8601, inclusive).")
-@click.option("--until", metavar="WHEN", help="Not after (epoch ms or ISO 8601, inclusive).")
+@click.option("--since", metavar="WHEN", help="Not before (epoch ms, ISO 8601, or a span ago: 7d).")
+@click.option("--until", metavar="WHEN", help="Not after (epoch ms, ISO 8601, or a span ago: 24h).")
 @click.option(
     "--order",
     type=click.Choice(ORDERS),
