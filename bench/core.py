@@ -30,7 +30,9 @@ from typing import Any
 from bench import baseline as raw
 from bench import peer as su
 from bench.corpus import (
+    BASE_TIME_MS,
     PHRASES,
+    SPAN_MS,
     TREE_CALLER_KEY,
     Corpus,
     SessionInfo,
@@ -47,6 +49,7 @@ FIGURES: tuple[str, ...] = (
     "size",
     "cjk",
     "search",
+    "filters",
     "append",
     "hidden",
     "rewind",
@@ -63,7 +66,7 @@ PEER_MESSAGES = (
     "SELECT id, session_id, seq, event_id, role, timestamp_ms, body FROM message_index ORDER BY id"
 )
 #: Figures that need the live-ingested plugin and baseline databases.
-NEEDS_LIVE = frozenset({"live", "size", "cjk", "search", "append", "hidden", "rewind"})
+NEEDS_LIVE = frozenset({"live", "size", "cjk", "search", "filters", "append", "hidden", "rewind"})
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 LIVE_BATCH = 100
@@ -99,6 +102,20 @@ GOAL_MEMORY_FLAT = 1.25
 GOAL_CJK_SIZE = 1.3
 GOAL_CJK_LATENCY = 2.0
 GOAL_HIDDEN = 1.5
+#: A filtered search (one filter of sessions_search) against the same search unfiltered.
+GOAL_FILTER = 1.5
+#: The ``filters`` figure's searches, each one filter: the user's messages, the last 7 days of
+#: the corpus (a relative span, counted back from :data:`CORPUS_END_MS`), newest first.
+FILTERS: dict[str, dict[str, Any]] = {
+    "role": {"role": "user"},
+    "7 days": {"since": "7d"},
+    "recent": {"order": "recent"},
+}
+#: The corpus's last session start: what the ``filters`` figure's 7-day span counts back from.
+CORPUS_END_MS = BASE_TIME_MS + SPAN_MS
+#: Rounds of the ``filters`` figure over a class's queries (each round: every query unfiltered
+#: and with each filter, interleaved).
+FILTER_REPS = 10
 
 
 @dataclass(frozen=True)
@@ -1152,6 +1169,69 @@ class Bench:
             )
             rr = ratio(pct(cjk[1], 50), pct(latin[1], 50))
             self.details["cjkLatency"] = {"pluginRatioP50": r, "rawRatioP50": rr}
+
+    # -- filters -------------------------------------------------------------------------------
+
+    def fig_filters(self) -> None:
+        """Per visibility and query class: each filter of :data:`FILTERS` against the same search
+        unfiltered, interleaved query by query (same store, same queries), p50 and p95. Whether
+        a fast path (impact lists, the narrow callers' statements) honours the filter or the
+        search falls back to ranking every match, the ratio is what the filter costs."""
+        state = self._state()
+        if not state.queries:
+            state.queries = self.pick_queries()
+        store = self.store(state.plugin_path)
+        callers = self.callers()
+        details: dict[str, Any] = {}
+        variants = [("none", {}), *FILTERS.items()]
+        try:
+            for vis in VISIBILITIES:
+                for klass in QUERY_CLASSES:
+                    queries = state.queries.get(klass, [])
+                    if not queries:
+                        continue
+                    times: dict[str, list[float]] = {name: [] for name, _ in variants}
+                    hits: dict[str, int] = dict.fromkeys(times, 0)
+                    for rep in range(FILTER_REPS):
+                        for q in queries:
+                            # rotate who goes first: no variant always meets a cold cache
+                            shift = rep % len(variants)
+                            for name, kwargs in variants[shift:] + variants[:shift]:
+                                t0 = time.perf_counter()
+                                with self.plugin_call():
+                                    out = store.search(
+                                        callers[vis], q.text, now_ms=CORPUS_END_MS, **kwargs
+                                    )
+                                times[name].append(ms(time.perf_counter() - t0))
+                                if rep == 0:
+                                    hits[name] += len(out.get("results", []))
+                    base = times["none"]
+                    cell: dict[str, Any] = {"unfilteredMs": _dist(base), "hits": hits}
+                    for name, _ in variants[1:]:
+                        f = times[name]
+                        r50 = ratio(pct(f, 50), pct(base, 50))
+                        r95 = ratio(pct(f, 95), pct(base, 95))
+                        met = r50 is not None and r95 is not None and max(r50, r95) <= GOAL_FILTER
+                        self.add(
+                            Row(
+                                f"filter {vis:5} {klass} {name}",
+                                "ms",
+                                pct(f, 50),
+                                pct(base, 50),
+                                r50,
+                                f"≤ {GOAL_FILTER}× unfiltered (p50, p95)",
+                                met,
+                                plugin_p95=pct(f, 95),
+                                baseline_p95=pct(base, 95),
+                                ratio_p95=r95,
+                                note=f"hits (first round): {hits[name]} vs {hits['none']}",
+                            )
+                        )
+                        cell[f"{name}Ms"] = _dist(f)
+                    details[f"{vis}/{klass}"] = cell
+        finally:
+            store.close()
+        self.details["filters"] = details
 
     # -- single append -------------------------------------------------------------------------
 

@@ -49,6 +49,7 @@ PG_FIGURES: tuple[str, ...] = (
     "live",
     "size",
     "search",
+    "filters",
     "append",
     "hidden",
     "pending",

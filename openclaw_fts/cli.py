@@ -717,8 +717,8 @@ def _print_import(result: dict[str, Any]) -> None:
     help=f"Most results to return [default: {DEFAULT_LIMIT}; max {MAX_LIMIT}].",
 )
 @click.option("--role", type=click.Choice(ROLES), help="Only messages of this role.")
-@click.option("--since", metavar="WHEN", help="Not before (epoch ms or ISO 8601, inclusive).")
-@click.option("--until", metavar="WHEN", help="Not after (epoch ms or ISO 8601, inclusive).")
+@click.option("--since", metavar="WHEN", help="Not before (epoch ms, ISO 8601, or a span ago: 7d).")
+@click.option("--until", metavar="WHEN", help="Not after (epoch ms, ISO 8601, or a span ago: 24h).")
 @click.option(
     "--order",
     type=click.Choice(ORDERS),
@@ -1336,6 +1336,39 @@ def _convert(run: Callable[[TranscriptStore], int], done: str) -> None:
         _emit_json({"database": name, "rows": rows, "seconds": round(seconds, 3)})
         return
     _stdout().print(f"{name}: {done}, {_n(rows, 'index row')} moved in {seconds:.1f} s.")
+
+
+# -- mcp --------------------------------------------------------------------------------------
+
+
+@cli.command("mcp", short_help="Serve the tools to an agent over MCP (stdio).")
+@click.option("--as", "caller_key", required=True, metavar="KEY", help="The agent's session key.")
+@click.option(
+    "--visibility",
+    type=click.Choice(VISIBILITIES),
+    default="tree",
+    show_default=True,
+    help="What the agent may see: self, tree (own + spawned), agent, all.",
+)
+@click.option(
+    "--agent-to-agent/--no-agent-to-agent",
+    default=False,
+    show_default=True,
+    help="Under 'all', also show other agents' sessions.",
+)
+@click.option("--allow", multiple=True, metavar="PATTERN", help="Agent ids visible across agents.")
+@handled
+def mcp_cmd(caller_key: str, visibility: str, agent_to_agent: bool, allow: tuple[str, ...]) -> None:
+    """Serve sessions_search, sessions_history and sessions_list over the Model Context
+    Protocol on stdin/stdout, as the one caller these options define (docs/mcp.md). Defaults
+    are an agent's (OpenClaw's): its own tree, no other agents. Needs the mcp extra."""
+    from .mcp_server import require_mcp, serve
+
+    require_mcp()
+    caller = _caller(caller_key, visibility, agent_to_agent, allow)
+    with open_store(_state(), schema="read"):  # the checks every command makes, then served
+        pass
+    serve(_state().url, caller, traceback=_state().traceback)
 
 
 # -- entry point ------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ A message quotes caller input through :func:`quoted` / :func:`shorten`, cut to
     ├── SessionExistsError      create_session with a taken id
     ├── ImportFormatError       a file that is not an OpenClaw transcript
     ├── HostManagedSchemaError  a migration asked of a database the host's Alembic owns
+    ├── MissingExtraError       an optional feature whose extra is not installed (also an
+    │                           ImportError); its message names the pip command
     └── UnsupportedDatabaseError a dialect (or server) the plugin cannot run on
         └── MissingDriverError  a URL whose driver is not installed (also an ImportError);
                                 its message names the extra to install
@@ -95,6 +97,11 @@ class ImportFormatError(OpenClawFtsError):
 
 class HostManagedSchemaError(OpenClawFtsError):
     """A migration asked of a database whose plugin revisions the host's Alembic runs."""
+
+
+class MissingExtraError(OpenClawFtsError, ImportError):
+    """An optional feature whose extra is not installed (the MCP server without ``mcp``): the
+    message names the ``pip install 'openclaw-fts[...]'`` that installs it."""
 
 
 class UnsupportedDatabaseError(OpenClawFtsError):

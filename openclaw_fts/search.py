@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -27,6 +28,7 @@ from .query import compile_query
 from .redact import Redactor, redact_text
 from .rows import SearchRequest
 from .snippet import make_snippet
+from .spans import SPAN_EXAMPLES, back_from, span_ms
 from .suggest import suggestion_text, suggestions
 from .tokens import is_valid_unicode, utf16_len
 from .visibility import Caller, Target, resolve_target
@@ -66,13 +68,23 @@ def validate_limit(limit: Any, *, default: int = DEFAULT_LIMIT, maximum: int = M
     return value
 
 
-def parse_time_bound(value: Any, name: str, *, end_of_day: bool) -> int | None:
-    """``since`` / ``until``: epoch ms or ISO 8601 (a bare date covers its whole day)."""
+def parse_time_bound(
+    value: Any, name: str, *, end_of_day: bool, now_ms: int | None = None
+) -> int | None:
+    """``since`` / ``until``: epoch ms, ISO 8601 (a bare date covers its whole day), or a span
+    counted back from ``now_ms`` (``90m``, ``24h``, ``7d``, ``2w``: :mod:`openclaw_fts.spans`;
+    None: the clock now)."""
     if value is None:
         return None
-    error = ToolInputError(f"{name} must be epoch milliseconds or an ISO 8601 date/time")
+    error = ToolInputError(
+        f"{name} must be epoch milliseconds, an ISO 8601 date/time or a span back from now "
+        f"({SPAN_EXAMPLES})"
+    )
     if isinstance(value, str):
         stripped = value.strip()
+        if span_ms(stripped) is not None:
+            now = int(time.time() * 1000) if now_ms is None else now_ms
+            return back_from(now, stripped)
         parsed = transcript.parse_timestamp(
             int(stripped)
             if stripped.isascii() and stripped.isdigit() and len(stripped) <= 19
@@ -99,8 +111,10 @@ def build_request(
     since: Any = None,
     until: Any = None,
     order: Any = None,
+    now_ms: int | None = None,
 ) -> SearchRequest:
-    """Validate search arguments (OpenClaw's messages) into a :class:`SearchRequest`."""
+    """Validate search arguments (OpenClaw's messages) into a :class:`SearchRequest`;
+    ``now_ms``: the instant spans in ``since`` / ``until`` count back from (None: the clock)."""
     if not isinstance(query, str):
         raise ToolInputError(EMPTY_QUERY_ERROR)
     trimmed = query.strip()
@@ -122,8 +136,8 @@ def build_request(
         limit=validate_limit(limit),
         session_key=session_key.strip() if isinstance(session_key, str) else None,
         role=role,
-        since=parse_time_bound(since, "since", end_of_day=False),
-        until=parse_time_bound(until, "until", end_of_day=True),
+        since=parse_time_bound(since, "since", end_of_day=False, now_ms=now_ms),
+        until=parse_time_bound(until, "until", end_of_day=True, now_ms=now_ms),
         order=order or "relevance",
     )
 

@@ -392,6 +392,7 @@ class TranscriptStore:
         since: int | str | None = None,
         until: int | str | None = None,
         order: str | None = None,
+        now_ms: int | None = None,
         queries: None = None,
     ) -> SearchResult | StatusResult: ...
 
@@ -407,6 +408,7 @@ class TranscriptStore:
         since: int | str | None = None,
         until: int | str | None = None,
         order: str | None = None,
+        now_ms: int | None = None,
         queries: Sequence[str],
     ) -> BatchSearchResult | StatusResult: ...
 
@@ -422,6 +424,7 @@ class TranscriptStore:
         since: int | str | None = None,
         until: int | str | None = None,
         order: str | None = None,
+        now_ms: int | None = None,
         queries: Sequence[str] | None = None,
     ) -> SearchAnswer: ...
 
@@ -436,10 +439,14 @@ class TranscriptStore:
         since: int | str | None = None,
         until: int | str | None = None,
         order: str | None = None,
+        now_ms: int | None = None,
         queries: Sequence[str] | None = None,
     ) -> SearchAnswer:
         """``sessions_search`` (docs/tools.md); with ``queries`` (1-8 strings, alongside or
-        instead of ``query``: pass ``query=None``) a batch, each hit tagged ``queryIndex``."""
+        instead of ``query``: pass ``query=None``) a batch, each hit tagged ``queryIndex``.
+        ``since`` / ``until`` also take spans (``"7d"``) counted back from ``now_ms`` (epoch ms;
+        None: the clock, read once for the whole call)."""
+        now = _clock_ms() if now_ms is None else now_ms
         texts = [query] if queries is None else batch_queries(query, queries)
         reqs = [
             build_request(
@@ -450,6 +457,7 @@ class TranscriptStore:
                 since=since,
                 until=until,
                 order=order,
+                now_ms=now,
             )
             for q in texts
         ]
@@ -477,11 +485,13 @@ class TranscriptStore:
         since: int | str | None = None,
         until: int | str | None = None,
         order: str | None = None,
+        now_ms: int | None = None,
     ) -> dict[str, Any]:
         """``search`` with one hit per session key: each key's best hit, with
         ``sessionHits`` (the key's matching messages the caller may see); ``limit`` counts
         sessions. The shape is the plugin's own (docs/tools.md, "One hit per session"); the
-        ``sessions_search`` tool's ``group: "session"`` returns it in OpenClaw's shape."""
+        ``sessions_search`` tool's ``group: "session"`` returns it in OpenClaw's shape.
+        ``now_ms``: what spans in ``since`` / ``until`` count back from, as in :meth:`search`."""
         req = build_request(
             query,
             limit=limit,
@@ -490,6 +500,7 @@ class TranscriptStore:
             since=since,
             until=until,
             order=order,
+            now_ms=_clock_ms() if now_ms is None else now_ms,
         )
         return self._reading(
             lambda conn: run_searches(
@@ -691,6 +702,11 @@ class TranscriptStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _clock_ms() -> int:
+    """The wall clock in epoch ms: what relative ``since`` / ``until`` spans count back from."""
+    return int(time.time() * 1000)
 
 
 def _standby_engine(read_url: str | URL | Engine, primary: Engine) -> tuple[Engine, bool]:

@@ -31,6 +31,7 @@ from .search import (
     MAX_QUERY_CHARS,
     add_warning,
 )
+from .spans import SPAN_EXAMPLES
 
 if TYPE_CHECKING:
     from .caller import Caller
@@ -105,11 +106,17 @@ SESSIONS_SEARCH_SCHEMA: dict[str, Any] = {
         },
         "since": {
             "type": ["integer", "string"],
-            "description": "Only messages at or after this time (epoch ms or ISO 8601).",
+            "description": (
+                "Only messages at or after this time: epoch ms, ISO 8601, or a span back from "
+                f"now ({SPAN_EXAMPLES}: minutes, hours, days, weeks)."
+            ),
         },
         "until": {
             "type": ["integer", "string"],
-            "description": "Only messages at or before this time (epoch ms or ISO 8601).",
+            "description": (
+                "Only messages at or before this time: epoch ms, ISO 8601, or a span back "
+                f"from now ({SPAN_EXAMPLES})."
+            ),
         },
         "order": {
             "type": "string",
@@ -523,8 +530,11 @@ def grouped_answer(result: dict[str, Any]) -> SearchAnswer:
     return cast(SearchAnswer, result)
 
 
-def sessions_search(store: TranscriptStore, caller: Caller, args: Any) -> SearchAnswer:
-    """Run ``sessions_search`` from the tool's JSON arguments."""
+def sessions_search(
+    store: TranscriptStore, caller: Caller, args: Any, *, now_ms: int | None = None
+) -> SearchAnswer:
+    """Run ``sessions_search`` from the tool's JSON arguments; spans in ``since`` / ``until``
+    (``"7d"``) count back from ``now_ms`` (epoch ms; None: the clock)."""
     params = _params(args)
     try:
         query = read_string(params, "query")
@@ -537,6 +547,7 @@ def sessions_search(store: TranscriptStore, caller: Caller, args: Any) -> Search
             "since": _given(params, "since"),
             "until": _given(params, "until"),
             "order": _given(params, "order"),
+            "now_ms": now_ms,
         }
         group = read_string(params, "group")
         if group is not None:
