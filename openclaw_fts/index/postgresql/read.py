@@ -469,17 +469,6 @@ def _one_edit_candidates(token: str, head: str) -> list[str]:
     return words[:MAX_ONE_EDIT_PROBES]
 
 
-#: One-edit candidates probed together in the first round of :meth:`PostgresSearch.near_words`
-#: (an OR of their lexemes); a group some row matches is split in 8 and probed again.
-PROBE_GROUP_WORDS = 64
-
-
-def _split(words: Sequence[str], parts: int) -> list[list[str]]:
-    """``words`` cut into at most ``parts`` consecutive groups of (nearly) equal size."""
-    size = max(1, -(-len(words) // max(1, parts)))
-    return [list(words[i : i + size]) for i in range(0, len(words), size)]
-
-
 def _prefix_query(head: str) -> str:
     """The ``tsquery`` text of lexemes starting with ``head``, quoted (``'pl':*``): what
     ``starts_with(lexeme, head)`` tests, lexeme by lexeme."""
@@ -756,14 +745,11 @@ class PostgresSearch:
         """See the Reader protocol. PostgreSQL keeps no vocabulary of the index (``ts_stat``
         reads every row), so the candidates are the words ONE edit away
         (:func:`~openclaw_fts.spelling.one_edit`) that keep the token's first
-        :data:`NEAR_PREFIX_CHARS` letters, as on SQLite (at most
-        :data:`MAX_ONE_EDIT_PROBES`). Statements keep those that are lexemes of the index at
-        all, by group testing: a LATERAL probe (index lookups only: an OR of hundreds of
-        lexemes is estimated to match most rows and read by a sequential scan -- measured
-        1.3 s at 15k rows) per group of :data:`PROBE_GROUP_WORDS` candidates, then per
-        eighth of each group some row matches, down to single words; one probe per
-        candidate cost a misspelt word ~100 ms at 10k messages, 6-9x a hit (bench, issue
-        #38). The few found are then proved visible, and counted among the messages the caller may
+        :data:`NEAR_PREFIX_CHARS` letters, as on SQLite. A first statement keeps those that
+        are lexemes of the index at all: one GIN lookup each (a LATERAL probe per candidate,
+        so the planner sees one lexeme at a time; an OR of hundreds of lexemes is estimated
+        to match most rows and read by a sequential scan -- measured 1.3 s at 15k rows);
+        the few found are then proved visible, and counted among the messages the caller may
         see, by :meth:`visible_words`. A narrow caller whose sessions hold at most
         :data:`NARROW_SCAN_EVENTS` events takes instead the lexemes of its own rows that
         share the token's head and are one edit away (:func:`_own_lexemes`: one statement,
@@ -798,8 +784,8 @@ class PostgresSearch:
         _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         # Lower-case ASCII letters and digits are their own lexemes under the column's
         # configuration (unaccent and lower change nothing): cast, not parsed per candidate.
-        # At most MAX_ONE_EDIT_PROBES candidates, in one_edit's order (deletions and
-        # transpositions first, the commonest slips), probed in groups (below).
+        # At most MAX_ONE_EDIT_PROBES probes, in one_edit's order (deletions and
+        # transpositions first, the commonest slips): a GIN probe each.
         candidates = _one_edit_candidates(token, head)
         note_examined("postgresql one-edit probes", token, len(candidates))
         if not candidates:
@@ -814,26 +800,18 @@ class PostgresSearch:
                 "set_config('enable_seqscan', 'off', true)"
             )
         ).one()[0]
-        # Group testing: one probe per group of candidates (an OR of their lexemes, one GIN
-        # scan), then the groups that some row matches split and probed again, down to
-        # single words -- one statement per round. Most one-edit words are held by no row:
-        # 600 candidates took 600 probes (~100 ms at 10k messages), now ~10 first-round
-        # probes and a few for each word that exists.
-        probe = text(
-            "SELECT c.n FROM unnest(CAST(:queries AS text[])) WITH ORDINALITY AS c(q, n) "
-            f"CROSS JOIN LATERAL (SELECT 1 FROM {CONTENT_TABLE} AS x "
-            f"WHERE x.{TSVECTOR_COLUMN} @@ CAST(c.q AS tsquery) LIMIT 1) AS hit ORDER BY c.n"
-        )
-        groups = _split(candidates, -(-len(candidates) // PROBE_GROUP_WORDS))
-        found: set[str] = set()
-        while groups:
-            # Each candidate is its own lexeme (lower-case ASCII letters and digits): quoted
-            # as is, the tsquery text has no other syntax.
-            queries = [" | ".join(f"'{w}'" for w in group) for group in groups]
-            hit = [groups[int(r[0]) - 1] for r in conn.execute(probe, {"queries": queries})]
-            found.update(group[0] for group in hit if len(group) == 1)
-            groups = [part for group in hit if len(group) > 1 for part in _split(group, 8)]
-        present = [w for w in candidates if w in found]
+        present = [
+            str(r[0])
+            for r in conn.execute(
+                text(
+                    "SELECT c.w FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) "
+                    f"CROSS JOIN LATERAL (SELECT 1 FROM {CONTENT_TABLE} AS x "
+                    f"WHERE x.{TSVECTOR_COLUMN} @@ CAST(quote_literal(c.w) AS tsquery) "
+                    "LIMIT 1) AS hit ORDER BY c.n"
+                ),
+                {"words": candidates},
+            )
+        ]
         conn.execute(text("SELECT set_config('enable_seqscan', :v, true)"), {"v": previous})
         return self.visible_words(conn, caller, present, want=want, exact=exact)
 
