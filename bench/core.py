@@ -31,6 +31,8 @@ from bench import baseline as raw
 from bench import peer as su
 from bench.corpus import (
     BASE_TIME_MS,
+    HASH_CHARS,
+    ID_SHARE,
     PHRASES,
     SPAN_MS,
     TREE_CALLER_KEY,
@@ -159,6 +161,27 @@ WIDE = ("all", "agent")
 #: Rounds of a narrow caller's queries timed with no other side's call in between
 #: (:meth:`Bench.measure_alone`).
 ALONE_REPS = 20
+#: Rounds of the finds-nothing rows (:meth:`Bench.measure_nothing`): each hit and miss of a
+#: class in turn, plugin only.
+NOTHING_REPS = 10
+#: Issue #38 item 3: a search that finds nothing costs at most 2x a hit of its class (p50);
+#: printed with the ratio, never judged.
+NOTHING_GOAL = "≤ 2× hit p50 (printed)"
+
+
+@dataclass
+class NothingSet:
+    """Queries of one class that find nothing (``misses``, of one ``kind``: misspelt,
+    absent, absent ID) and the class's queries (``hits``) they are timed against;
+    ``sources``: the word each miss misspells, in order (empty when it misspells none)."""
+
+    klass: str
+    kind: str
+    hits: list[Query]
+    misses: list[Query]
+    sources: list[str]
+
+
 #: Goal: the share of the exact top 10 an impact-list search returns.
 GOAL_TOP10_OVERLAP = 0.95
 
@@ -282,7 +305,12 @@ class Bench:
         self.args = args
         self.tmp = tmp
         self.size_label: str = args.size
-        self.corpus = Corpus(parse_size(args.size), seed=args.seed, sessions=args.sessions)
+        self.corpus = Corpus(
+            parse_size(args.size),
+            seed=args.seed,
+            sessions=args.sessions,
+            id_share=getattr(args, "id_share", ID_SHARE),
+        )
         self.scale = scale_for(self.corpus.n_events)
         self.only: set[str] = set(args.only) if args.only else set(self.figures)
         self.rows: list[Row] = []
@@ -690,9 +718,7 @@ class Bench:
         k = self.scale.queries_per_class
         conn = self.raw_conn(state.plugin_path)
         docs = conn.execute("SELECT count(*) FROM message_index").fetchone()[0]
-        terms = [
-            (t, d) for t, d in self.vocabulary(conn) if t.isascii() and t.isalpha() and len(t) >= 2
-        ]
+        terms = [(t, d) for t, d in self.vocabulary(conn) if _is_corpus_word(t) and len(t) >= 2]
         bands = {
             "rare": (2, max(3, docs // 2000)),
             "mid": (max(4, int(docs * 0.003)), max(5, int(docs * 0.01))),
@@ -1027,6 +1053,7 @@ class Bench:
             for (klass, vis) in results
             if vis not in WIDE
         }
+        self.measure_nothing(store, self.pick_nothing(conn, state.queries), callers)
         conn.close()
         store.close()
         for peer in peers:
@@ -1232,6 +1259,226 @@ class Bench:
         finally:
             store.close()
         self.details["filters"] = details
+
+    # -- searches that find nothing (issue #38 item 3) -----------------------------------------
+
+    def _absent(self, conn: Any, kind: str, variants: Sequence[str]) -> str | None:
+        """The first of ``variants`` (a query of ``kind``) that no message holds."""
+        for text in variants:
+            if text and self.count_match(conn, self.match(kind, [text])) == 0:
+                return text
+        return None
+
+    @staticmethod
+    def _slips(word: str) -> list[str]:
+        """Misspellings of ``word`` in the order tried: two middle letters swapped, a middle
+        letter dropped, one doubled, a letter added at the end (each one edit, keeping the
+        first two letters, which suggestions keep too)."""
+        mid = max(2, len(word) // 2)
+        out = []
+        if len(word) > mid + 1 and word[mid] != word[mid + 1]:
+            out.append(word[:mid] + word[mid + 1] + word[mid] + word[mid + 2 :])
+        if len(word) >= 5:
+            out.append(word[:mid] + word[mid + 1 :])
+        out.append(word[: mid + 1] + word[mid:])
+        out.append(word + "q")
+        return [w for w in out if w != word]
+
+    def pick_nothing(self, conn: Any, queries: Mapping[str, Sequence[Query]]) -> list[NothingSet]:
+        """Per query class, queries of the same shape that find nothing: the class's words
+        misspelt (one edit: :meth:`_slips`), a phrase or a two-word query with its last word
+        misspelt, prefixes and CJK words no message holds, words of the corpus' vocabulary
+        that no message holds (next to the rare class), and identifiers of the corpus'
+        shapes that no message holds (:meth:`bench.corpus.Corpus.identifier` past its pool),
+        next to identifiers that messages hold (the ``ID`` class, measured here only)."""
+        k = self.scale.queries_per_class
+        sets: list[NothingSet] = []
+        for klass in ("rare", "mid", "common", "very common"):
+            misses, sources = [], []
+            for q in queries.get(klass, []):
+                miss = self._absent(conn, "word", self._slips(q.words[0]))
+                if miss is not None:
+                    misses.append(
+                        Query(klass, miss, self.match("word", [miss]), 0, "word", (miss,))
+                    )
+                    sources.append(q.words[0])
+            sets.append(
+                NothingSet(klass, "misspelt", list(queries.get(klass, [])), misses, sources)
+            )
+        misses, sources = [], []
+        for q in queries.get("2 words", []):
+            a, b = q.words
+            miss = self._absent(conn, "word", self._slips(b))
+            if miss is not None:
+                text = f"{a} {miss}"
+                misses.append(
+                    Query("2 words", text, self.match("and", [a, miss]), 0, "and", (a, miss))
+                )
+                sources.append(b)
+        sets.append(
+            NothingSet("2 words", "misspelt", list(queries.get("2 words", [])), misses, sources)
+        )
+        misses, sources = [], []
+        for q in queries.get("phrase", []):
+            words = q.words[0].split()
+            slips = [" ".join([*words[:-1], s]) for s in self._slips(words[-1])]
+            miss = self._absent(conn, "phrase", slips)
+            if miss is not None:
+                misses.append(
+                    Query("phrase", f'"{miss}"', self.match("phrase", [miss]), 0, "phrase", (miss,))
+                )
+                sources.append(words[-1])
+        sets.append(
+            NothingSet("phrase", "misspelt", list(queries.get("phrase", [])), misses, sources)
+        )
+        misses = []
+        for q in queries.get("prefix", []):
+            p = q.words[0]
+            miss = self._absent(conn, "prefix", [p[:2] + "q" + p[2:], p[:2] + "qz", p + "qz"])
+            if miss is not None:
+                misses.append(
+                    Query("prefix", f"{miss}*", self.match("prefix", [miss]), 0, "prefix", (miss,))
+                )
+        sets.append(NothingSet("prefix", "absent", list(queries.get("prefix", [])), misses, []))
+        misses = []
+        zh = [w for w in self.corpus.cjk_vocabulary["zh"] if len(w) == 2]
+        for q in queries.get("CJK", []):
+            w = q.words[0]
+            miss = self._absent(
+                conn, "word", [w[::-1], w[0] + w[0], *(w[0] + x[1] for x in zh[:50])]
+            )
+            if miss is not None and miss not in {m.text for m in misses}:
+                misses.append(Query("CJK", miss, self.match("word", [miss]), 0, "word", (miss,)))
+        sets.append(NothingSet("CJK", "absent", list(queries.get("CJK", [])), misses, []))
+        absent_words: list[Query] = []
+        for word in reversed(self.corpus.vocabulary):
+            if len(absent_words) >= k:
+                break
+            if (
+                word.isascii()
+                and word.isalpha()
+                and len(word) >= 5
+                and self._absent(conn, "word", [word]) is not None
+            ):
+                absent_words.append(
+                    Query("rare", word, self.match("word", [word]), 0, "word", (word,))
+                )
+        sets.append(
+            NothingSet("rare", "absent word", list(queries.get("rare", [])), absent_words, [])
+        )
+        present: list[Query] = []
+        for n in range(self.corpus.id_pool):
+            if len(present) >= k or self.corpus.id_share == 0:
+                break
+            text = self.corpus.identifier(n)
+            docs = self.count_match(conn, self.match("phrase", [text]))
+            if docs:
+                present.append(
+                    Query("ID", text, self.match("phrase", [text]), docs, "phrase", (text,))
+                )
+        ids: list[Query] = []
+        for n in range(self.corpus.id_pool, self.corpus.id_pool + 10 * k):
+            if len(ids) >= k:
+                break
+            absent = self._absent(conn, "phrase", [self.corpus.identifier(n)])
+            if absent is not None:
+                ids.append(
+                    Query("ID", absent, self.match("phrase", [absent]), 0, "phrase", (absent,))
+                )
+        sets.append(NothingSet("ID", "absent ID", present, ids, []))
+        self.details["nothingQueries"] = {
+            f"{s.klass} ({s.kind})": {
+                "hits": [q.text for q in s.hits],
+                "misses": [q.text for q in s.misses],
+            }
+            for s in sets
+        }
+        return sets
+
+    def measure_nothing(
+        self, store: Any, sets: Sequence[NothingSet], callers: Mapping[str, Any]
+    ) -> None:
+        """Per visibility and :meth:`pick_nothing` set: the plugin's p50 of a search that finds
+        nothing next to the p50 of the class's searches (the hits), timed in the same loop
+        (:data:`NOTHING_REPS` rounds, hit and miss in turn, alternating which goes first), and
+        the ratio: the issue's goal is ≤ 2×, printed, never judged. The note says how many of
+        the class's queries found something for that caller, how many misses got a suggestion,
+        and how many were corrected (the misspelt word suggested)."""
+        details: dict[str, Any] = {}
+        for vis, caller in callers.items():
+            for s in sets:
+                if not s.hits or not s.misses:
+                    self.warn(f"finds nothing {vis} {s.klass} ({s.kind}): no queries")
+                    continue
+                hit_ms: list[float] = []
+                miss_ms: list[float] = []
+                cpu: dict[int, list[float]] = {id(hit_ms): [], id(miss_ms): []}
+                found = suggested = corrected = 0
+                for q in [*s.hits, *s.misses]:  # warm-up
+                    store.search(caller, q.text)
+                for q in s.hits:
+                    found += bool(store.search(caller, q.text)["results"])
+                for i, q in enumerate(s.misses):
+                    out = store.search(caller, q.text)
+                    if out["results"]:
+                        self.warn(f"finds nothing: {q.text!r} ({vis}) found {len(out['results'])}")
+                    text = str(out.get("warning", ""))
+                    suggested += "Did you mean" in text
+                    if i < len(s.sources):
+                        corrected += f" {s.sources[i]}" in text.replace(",", " ").replace("?", " ")
+                n = max(len(s.hits), len(s.misses))
+                for rep in range(NOTHING_REPS):
+                    for i in range(n):
+                        pair = [
+                            (s.hits[i % len(s.hits)], hit_ms),
+                            (s.misses[i % len(s.misses)], miss_ms),
+                        ]
+                        for q, times in pair if (rep + i) % 2 == 0 else pair[::-1]:
+                            c0, t0 = time.process_time(), time.perf_counter()
+                            with self.plugin_call():
+                                store.search(caller, q.text)
+                            times.append(ms(time.perf_counter() - t0))
+                            cpu[id(times)].append(ms(time.process_time() - c0))
+                label = f"{s.klass} ({s.kind})"
+                miss_cpu, hit_cpu = pct(cpu[id(miss_ms)], 50), pct(cpu[id(hit_ms)], 50)
+                note = (
+                    f"baseline column: the {s.klass} class's searches ({found}/{len(s.hits)} "
+                    f"found something for {vis}); {suggested}/{len(s.misses)} misses got a "
+                    "suggestion"
+                )
+                if s.sources:
+                    note += f", {corrected}/{len(s.sources)} the misspelt word"
+                note += (
+                    f"; CPU time p50 {miss_cpu:.2f} against {hit_cpu:.2f} ms "
+                    f"({fmt_ratio(ratio(miss_cpu, hit_cpu))})"
+                )
+                self.add(
+                    Row(
+                        f"finds nothing {vis:5} {label}",
+                        "ms",
+                        pct(miss_ms, 50),
+                        pct(hit_ms, 50),
+                        ratio(pct(miss_ms, 50), pct(hit_ms, 50)),
+                        NOTHING_GOAL,
+                        None,
+                        plugin_p95=pct(miss_ms, 95),
+                        baseline_p95=pct(hit_ms, 95),
+                        ratio_p95=ratio(pct(miss_ms, 95), pct(hit_ms, 95)),
+                        note=note,
+                    )
+                )
+                details[f"{vis}/{label}"] = {
+                    "missMs": _dist(miss_ms),
+                    "hitMs": _dist(hit_ms),
+                    "missCpuMs": _dist(cpu[id(miss_ms)]),
+                    "hitCpuMs": _dist(cpu[id(hit_ms)]),
+                    "hitsFound": found,
+                    "suggested": suggested,
+                    "corrected": corrected,
+                    "misses": len(s.misses),
+                    "hits": len(s.hits),
+                }
+        self.details["nothing"] = details
 
     # -- single append -------------------------------------------------------------------------
 
@@ -1900,6 +2147,13 @@ def _interleave(
             if cursors[info.index] < len(evs):
                 still.append(info)
         live = still
+
+
+def _is_corpus_word(term: str) -> bool:
+    """Whether an indexed term is one of the corpus' words (ASCII letters), not a part of one
+    of its identifiers that happens to hold letters only (a hash of ``a``-``f``)."""
+    hex_only = len(term) >= HASH_CHARS and set(term) <= set("abcdef")
+    return term.isascii() and term.isalpha() and not hex_only
 
 
 def _spread(items: Sequence[tuple[str, int]], k: int) -> list[tuple[str, int]]:

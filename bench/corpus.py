@@ -56,6 +56,19 @@ SIDE_APPEND_CHANCE = 0.01
 #: Chance that a user message carries a credential; that a Latin message carries a stock phrase.
 SECRET_CHANCE = 0.01
 PHRASE_CHANCE = 0.04
+#: Share of messages carrying an identifier (issue #38: agents' transcripts are full of them,
+#: and most searches for one find nothing): a commit hash, a UUID, a ticket (``OPS-1234``) or a
+#: worker id (``w0g0n1q``), :meth:`Corpus.identifier`. Drawn from an RNG of their own, so
+#: ``id_share=0`` gives the corpus of earlier runs byte for byte.
+ID_SHARE = 0.5
+#: Identifiers per event of the corpus: message ``i`` names identifier ``n`` drawn uniformly
+#: from ``range(ID_POOL_PER_EVENT * events)``, so most are named once or twice and every
+#: ``n`` past the pool is an identifier of the same shapes that no message holds.
+ID_POOL_PER_EVENT = 0.25
+#: Hexadecimal digits of the commit-hash identifiers.
+HASH_CHARS = 7
+#: Ticket projects of the ``ABC-1234`` identifiers.
+TICKET_PROJECTS = ("OPS", "INC", "PLAT", "SEC", "DATA", "WEB")
 #: Distinct events of the big transcript of the memory figure (then repeated with new ids).
 BIG_FILE_POOL_EVENTS = 5000
 #: Subagents of the tree caller's session (its tree: itself + these).
@@ -245,10 +258,13 @@ class Corpus:
         seed: int = DEFAULT_SEED,
         sessions: int | None = None,
         cjk_share: float = CJK_SHARE,
+        id_share: float = ID_SHARE,
     ) -> None:
         self.size = size
         self.seed = seed
         self.cjk_share = cjk_share
+        self.id_share = id_share
+        self.id_pool = max(1000, int(size * ID_POOL_PER_EVENT))
         rng = random.Random(f"{seed}:vocabulary")
         reserved = set(REAL_WORDS) | {"or", "and", "not", "near"}
         pseudo = _pseudo_words(rng, VOCAB_SIZE - len(REAL_WORDS), reserved)
@@ -405,6 +421,19 @@ class Corpus:
             )
         )
 
+    def identifier(self, n: int) -> str:
+        """The ``n``-th identifier of the corpus (the same for every run of a seed); its shape
+        by ``n % 4``: a commit hash of :data:`HASH_CHARS` digits, a UUID, a ticket, a worker id."""
+        rng = random.Random(f"{self.seed}:identifier:{n}")
+        shape = n % 4
+        if shape == 0:
+            return f"{rng.getrandbits(4 * HASH_CHARS):0{HASH_CHARS}x}"
+        if shape == 1:
+            return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        if shape == 2:
+            return f"{rng.choice(TICKET_PROJECTS)}-{rng.randint(1, 9999)}"
+        return f"w{rng.randint(0, 9)}g{rng.randint(0, 9)}n{rng.randint(1, 99_999)}q"
+
     # -- events ------------------------------------------------------------------------------
 
     def header(self, info: SessionInfo) -> dict[str, Any]:
@@ -443,6 +472,8 @@ class Corpus:
         """An endless transcript (without header); the caller stops it."""
         counter = itertools.count()
         clock = [start_ms]
+        # Identifiers: an RNG of their own (the text's draws stay those of id_share=0).
+        ids = random.Random(f"{self.seed}:ids:{start_ms}")
 
         def new_id() -> str:
             return f"{next(counter):06x}{rng.getrandbits(16):04x}"
@@ -492,6 +523,8 @@ class Corpus:
             text = self.message_text(rng)
             if rng.random() < SECRET_CHANCE:
                 text = f"{text} {self.secret(rng)}"
+            if self.id_share and ids.random() < self.id_share:
+                text = f"{text} {self.identifier(ids.randrange(self.id_pool))}"
             mid = new_id()
             content: Any = text if rng.random() < 0.5 else [{"type": "text", "text": text}]
             yield message_event(mid, parent, stamp(), {"role": "user", "content": content})
@@ -616,4 +649,6 @@ def describe(corpus: Corpus) -> dict[str, Any]:
         "vocabulary": len(corpus.vocabulary),
         "zipfExponent": ZIPF_EXPONENT,
         "cjkShare": corpus.cjk_share,
+        "idShare": corpus.id_share,
+        "idPool": corpus.id_pool,
     }

@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # ``python bench/run.py``: make ``bench`` importa
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.core import FIGURES, Bench
-from bench.corpus import parse_size
+from bench.corpus import ID_SHARE, parse_size
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -54,6 +54,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=20261202)
     parser.add_argument("--sessions", type=int, default=None, help="override the session count")
+    parser.add_argument(
+        "--id-share",
+        type=float,
+        default=ID_SHARE,
+        help=f"share of user messages carrying an identifier (default {ID_SHARE}; 0: the "
+        "corpus without identifiers of earlier runs)",
+    )
     parser.add_argument("--tmpdir", default=None, help="where the databases go (default: system)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary databases")
     parser.add_argument(

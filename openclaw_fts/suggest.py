@@ -16,7 +16,12 @@ SQLite; a wider caller on SQLite keeps the order of FTS5's vocabulary (frequency
 session), where counting cost its searches that find nothing more (measured:
 bench/NOTES.md). The work is
 bounded by named constants (:data:`MAX_CORRECTED_TOKENS` tokens, one edit each) and runs only
-when a query found nothing.
+when a query found nothing; only for word-like terms
+(:func:`~openclaw_fts.spelling.term_is_word_like`: an identifier -- a hash, a UUID,
+``ABC-1234``, ``w0g0n1q`` -- is not a misspelt word, and a vocabulary full of identifiers
+made its near words cost 100x a hit), each word examining at most
+:data:`~openclaw_fts.spelling.MAX_NEAR_CANDIDATES` candidates (the backends' ``near_words``);
+:mod:`openclaw_fts.spelling` argues both bounds.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from sqlalchemy import Connection
 from .caller import Caller
 from .index.base import reader
 from .query import CompiledQuery
+from .spelling import term_is_word_like
 
 #: Most suggestions for one query (near words and prefix forms together).
 MAX_SUGGESTIONS = 3
@@ -44,9 +50,13 @@ MAX_EDIT_DISTANCE = 2
 
 
 def _tokens(compiled: CompiledQuery) -> list[str]:
-    """The whole-word tokens of the query worth correcting, in query order."""
+    """The whole-word tokens of the query worth correcting, in query order: those of its
+    word-like terms (:func:`~openclaw_fts.spelling.term_is_word_like`; an identifier such as
+    ``ABC-1234`` or ``w0g0n1q`` gets no suggestion and costs no statement)."""
     out = []
     for term in compiled.terms:
+        if not term_is_word_like(term.tokens):
+            continue
         for n, token in enumerate(term.tokens):
             if term.prefix and n == len(term.tokens) - 1:
                 continue  # already a prefix

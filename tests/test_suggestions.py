@@ -5,6 +5,7 @@ search; ``--fail-if-empty`` for scripts."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 from test_cli import loads, ok, run
 
-from openclaw_fts import AgentToAgent, Caller, TranscriptEvent, TranscriptStore, tools
+from openclaw_fts import AgentToAgent, Caller, TranscriptEvent, TranscriptStore, spelling, tools
 from openclaw_fts.cli import EXIT_NO_MATCH
 
 pytestmark = pytest.mark.both_engines
@@ -259,3 +260,79 @@ def test_never_a_word_of_a_session_search_hides_until_it_is_reindexed(
         assert store.suggest(caller, "narwhla") == ["narwhal"]
         assert store.suggest(caller, "walrsu") == ["walrus"]  # searchable again
         assert store.suggest(caller, "zebar") == []  # the rewritten text is gone
+
+
+def _examined(caplog: pytest.LogCaptureFixture) -> list[int]:
+    """The candidate counts of the near-word lookups logged since the last clear."""
+    return [int(r.args[2]) for r in caplog.records if r.name == spelling.log.name]  # type: ignore[index]
+
+
+def _crowd(n: int) -> list[str]:
+    """``n`` distinct tokens of letters only, all starting with ``zq``, 7 letters long."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["zq" + "".join(letters[(i // 26**p) % 26] for p in range(5)) for i in range(n)]
+
+
+def test_an_identifier_gets_no_suggestion_and_costs_no_lookup(
+    store: TranscriptStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Thousands of identifiers -- worker ids, hashes, tickets, UUIDs -- in the caller's own
+    session and another agent's: an absent one (a different ticket, a hash no message holds)
+    is not a misspelt word. No caller gets a suggestion, and no near-word lookup runs (the
+    word-like gate of openclaw_fts/spelling.py); a word in the same store is still
+    corrected."""
+    lines = ["the deployment is done"]
+    for k in range(1500):
+        lines.append(
+            f"w{k % 10}g{k // 10 % 10}n{k}q build {k * 2654435761 % 2**28:07x} ticket OPS-{k} "
+            f"run {k:08x}-e29b-41d4-a716-{k:012x}"
+        )
+    store.create_session("s-main", "agent:main:main")
+    store.append_many("s-main", chain(lines[:800], prefix="s-main-"))
+    store.create_session("s-ops", "agent:ops:main")
+    store.append_many("s-ops", chain(lines[800:], prefix="s-ops-"))
+    assert store.search(EVERYONE, "w1g0n1q")["results"]  # the identifiers are indexed
+    caplog.set_level(logging.DEBUG, logger=spelling.log.name)
+    callers = [SELF, Caller("agent:main:main", visibility="tree"), MAIN, EVERYONE]
+    for caller in callers:
+        for query in (
+            "w0g0n99999q", "w1g3n77777q", "3fa9c2e", "OPS-99999", "OPX-12",
+            "550e8400-e29b-41d4-a716-446655440000", "1234567", "deadbeefcafe",
+        ):  # fmt: skip
+            caplog.clear()
+            assert warning(store, caller, query) == "", (caller.visibility, query)
+            assert store.suggest(caller, query) == []
+            assert _examined(caplog) == [], (caller.visibility, query)
+        assert store.suggest(caller, "deplyoment") == ["deployment"]
+
+
+def test_near_words_examine_at_most_the_cap(
+    store: TranscriptStore, db_engine: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A vocabulary range crowded by thousands of word-like tokens sharing a misspelt word's
+    first letters: the lookup examines at most the cap of its engine (SQLite: that many
+    vocabulary terms, or of a narrow caller's own words; PostgreSQL: one-edit words), on the
+    index path and the own-rows path alike, and a misspelt word outside the crowd is still
+    corrected."""
+    crowd = _crowd(3 * spelling.MAX_NEAR_CANDIDATES)
+    lines = [" ".join(crowd[i : i + 12]) for i in range(0, len(crowd), 12)]
+    store.create_session("s-main", "agent:main:main")
+    store.append_many("s-main", chain([*lines, "the deployment is done"], prefix="s-main-"))
+    if db_engine == "sqlite":
+        cap = spelling.MAX_NEAR_CANDIDATES
+    else:
+        from openclaw_fts.index.postgresql import read as postgresql_read
+
+        cap = postgresql_read.MAX_ONE_EDIT_PROBES
+    caplog.set_level(logging.DEBUG, logger=spelling.log.name)
+    for caller in (SELF, MAIN, EVERYONE):
+        caplog.clear()
+        assert store.suggest(caller, "zqzzzzzq") == []  # word-like, absent, far from all
+        examined = _examined(caplog)
+        assert examined and max(examined) <= cap, (caller.visibility, examined)
+        if db_engine == "sqlite":
+            assert max(examined) == cap  # the crowd is larger: the cap binds
+        caplog.clear()
+        near = crowd[100][:-1] + "z" + crowd[100][-1]  # one letter added to a crowd token
+        assert crowd[100] in store.suggest(caller, near), caller.visibility
+        assert store.suggest(caller, "deplyoment") == ["deployment"]

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, TextClause, text
 
 from ...rows import Hit, SearchRequest
-from ...spelling import edit_distance, messages_holding, one_edit
+from ...spelling import messages_holding, note_examined, one_edit
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
@@ -71,6 +71,13 @@ RANK_NORMALIZATION = 1
 DIALECT = "postgresql"
 #: Near words keep this many first letters of the misspelt word (as on SQLite).
 NEAR_PREFIX_CHARS = 2
+#: Most one-edit words of a misspelt word probed (or, for a narrow caller's own lexemes,
+#: looked up). Unlike SQLite's vocabulary range, they are computed, ~74 per letter past the
+#: shared head: the bound binds only for words longer than ~29 letters
+#: (:data:`~openclaw_fts.suggest.MAX_CORRECTED_CHARS` stops at 32), so a word's slips are
+#: all probed; what kept an identifier's probes from running is the word-like gate
+#: (:func:`~openclaw_fts.spelling.term_is_word_like`).
+MAX_ONE_EDIT_PROBES = 2048
 #: Most messages counted per suggested word (the count only orders suggestions): messages the
 #: caller may see, never of any session (a count over the whole index would let sessions the
 #: caller cannot see decide which near word comes first).
@@ -453,6 +460,15 @@ def _is_own_lexeme(word: str) -> bool:
     return word.isascii() and word.isalnum() and word == word.lower()
 
 
+def _one_edit_candidates(token: str, head: str) -> list[str]:
+    """The words one edit away from ``token`` that keep its ``head`` and are their own
+    lexemes, in :func:`~openclaw_fts.spelling.one_edit`'s order, at most
+    :data:`MAX_ONE_EDIT_PROBES`: the candidate near words of both paths of
+    :meth:`PostgresSearch.near_words`."""
+    words = [w for w in one_edit(token) if w.startswith(head) and _is_own_lexeme(w)]
+    return words[:MAX_ONE_EDIT_PROBES]
+
+
 def _prefix_query(head: str) -> str:
     """The ``tsquery`` text of lexemes starting with ``head``, quoted (``'pl':*``): what
     ``starts_with(lexeme, head)`` tests, lexeme by lexeme."""
@@ -758,13 +774,20 @@ class PostgresSearch:
             # one_edit below that the rows hold: each keeps the token's head, and a lexeme
             # of lower-case ASCII letters and digits is one edit away exactly when it is
             # at optimal string alignment distance 1).
+            # At most MAX_ONE_EDIT_PROBES of them (the cap of the path below, whose candidate
+            # words these are), in one_edit's order: the same cap, the same words first.
             held = {x for lexemes in own for x in lexemes}
-            near = [x for x in held if _is_own_lexeme(x) and edit_distance(token, x, 1) == 1]
+            examined = _one_edit_candidates(token, head)
+            note_examined("postgresql own lexemes", token, len(examined))
+            near = [w for w in examined if w in held]
             return _most_first([(w, messages_holding(own, w, prefix=False)) for w in near], want)
         _one_snapshot(conn)  # enable_seqscan below is set for the transaction
         # Lower-case ASCII letters and digits are their own lexemes under the column's
         # configuration (unaccent and lower change nothing): cast, not parsed per candidate.
-        candidates = [w for w in one_edit(token) if w.startswith(head) and _is_own_lexeme(w)]
+        # At most MAX_ONE_EDIT_PROBES probes, in one_edit's order (deletions and
+        # transpositions first, the commonest slips): a GIN probe each.
+        candidates = _one_edit_candidates(token, head)
+        note_examined("postgresql one-edit probes", token, len(candidates))
         if not candidates:
             return []
         # Inside the LATERAL the lexeme is an outer reference, estimated at the default
