@@ -15,6 +15,7 @@ operator is the store's already redacted output; this module never prints raw tr
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import re
@@ -25,12 +26,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar, cast
+from typing import Any, Literal, ParamSpec, TextIO, TypeVar, cast
 
 import click
 from alembic.util.exc import CommandError
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.padding import Padding
 from rich.progress import (
     BarColumn,
@@ -62,7 +64,14 @@ from .index.postgresql.partition import DEFAULT_PARTITIONS, MAX_PARTITIONS
 from .listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, SESSION_KINDS
 from .reconcile import LeaseWait
 from .results import IndexStatus, RebuildResult, ReconcileResult
-from .search import DEFAULT_LIMIT, MAX_BATCH_QUERIES, MAX_LIMIT, ORDERS, ROLES
+from .search import (
+    DEFAULT_LIMIT,
+    INDEXING_WARNING,
+    MAX_BATCH_QUERIES,
+    MAX_LIMIT,
+    ORDERS,
+    ROLES,
+)
 from .store import TranscriptStore
 from .visibility import (
     AGENT_TO_AGENT_ADVICE,
@@ -96,6 +105,10 @@ KEY_COLUMN_MAX_WIDTH = 40
 SNIPPET_MIN_WIDTH = 24
 #: Narrower outputs get the two-column search table (hit details stacked, snippet).
 WIDE_TABLE_MIN_WIDTH = 120
+#: A width no table reaches: what a table is measured in to learn its natural width.
+UNBOUNDED_WIDTH = 1_000_000
+#: Columns by which a session's details are indented under its key (narrow ``sessions``).
+SESSION_DETAILS_INDENT = 2
 #: Columns by which a history message's text is indented under its header line.
 HISTORY_INDENT = 4
 #: Bytes read at a time when counting the lines of files to size the import progress bar.
@@ -207,6 +220,15 @@ def open_store(
     name = _describe(url)
     path = sqlite_path(url)
     if path is not None:
+        folder = path.parent
+        if not folder.is_dir():
+            # Neither a read nor `upgrade` can help: SQLite creates files, never folders.
+            what = "does not exist" if must_exist else "cannot be created"
+            raise CliError(
+                f"database {name} {what}: its folder {folder} "
+                f"{'is not a folder' if folder.exists() else 'does not exist'} (create the "
+                f"folder, or choose another database with --db / ${DB_ENV_VAR})"
+            )
         if must_exist and not path.exists():
             raise CliError(
                 f"database {name} does not exist (create it with `{PROG_NAME} import PATH` "
@@ -319,8 +341,49 @@ def _refuse(result: Mapping[str, Any]) -> None:
 # -- output helpers ---------------------------------------------------------------------------
 
 
+#: Spaces (and the style codes after them) that end a line: Rich pads every table cell and
+#: wrapped line to its width, which leaves each line ending in blanks.
+_TRAILING_BLANKS = re.compile(r" +((?:\x1b\[[0-9;]*m)*)(?=\n)")
+
+
+class _TrimmedLines(io.TextIOBase):
+    """A text stream that passes what it is given to ``target`` with each line's trailing
+    spaces removed (a line is held until its end, or until :meth:`flush`)."""
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+        self._held = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self._target.isatty()
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._target, "encoding", None) or "utf-8"
+
+    def write(self, text: str) -> int:
+        whole, newline, rest = (self._held + text).rpartition("\n")
+        if newline:
+            self._target.write(_TRAILING_BLANKS.sub(r"\1", whole + newline))
+        self._held = rest
+        return len(text)
+
+    def flush(self) -> None:
+        if self._held:
+            self._target.write(self._held)
+            self._held = ""
+        self._target.flush()
+
+
 def _stdout() -> Console:
-    console = Console(highlight=False, emoji=False, markup=False)
+    trimmed = cast(TextIO, _TrimmedLines(sys.stdout))
+    console = Console(file=trimmed, highlight=False, emoji=False, markup=False)
     if not console.is_terminal and not os.environ.get(COLUMNS_ENV_VAR):
         console.width = NON_TERMINAL_WIDTH  # logs and pipes: no 80-column squeeze
     return console
@@ -635,7 +698,7 @@ def import_cmd(paths: tuple[Path, ...], session_key: str | None, rekey: bool) ->
     result["index"] = index
     if state.json:
         _emit_json(result)
-    else:
+    elif items:  # nothing was importable: no summary of nothing, only the errors below
         _print_import(result)
     for failure in failures:  # in both modes: one line each on stderr
         click.echo(f"Error: not imported: {_one_line(failure)}", err=True)
@@ -808,15 +871,10 @@ def search_cmd(
                 caller, query, queries=list(more_queries) if more_queries else None, **filters
             )
         pending = store.index_status()["pending"] if result.get("indexing") else 0
-        near: list[str] = []
-        if not state.json and not result.get("results") and "status" not in result:
-            near = store.suggest(caller, query) if not more_queries else []
     if state.json:
         _emit_json(result)
     elif "status" not in result:
         _print_search(result, pending)
-        if near:
-            _stdout().print(f"Did you mean: {', '.join(near)}?")
     if "status" in result:
         _refuse(result)
     if fail_if_empty and not result.get("results"):
@@ -880,8 +938,21 @@ def _hits_table(hits: list[dict[str, Any]], width: int) -> Table:
     return table
 
 
+#: Where the search result's ``warning`` is cut into lines: after a sentence, before the next.
+WARNING_SENTENCE_BREAK = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")
+
+
+def warning_lines(result: Mapping[str, Any]) -> list[str]:
+    """The result's ``warning`` (suggestions, a query without searchable words), one sentence
+    a line, less the indexing warning: the command line says that itself, with the number of
+    pending sessions and its own fix."""
+    warning = str(result.get("warning") or "").replace(INDEXING_WARNING, "")
+    return [line for line in WARNING_SENTENCE_BREAK.split(warning.strip()) if line]
+
+
 def _print_search(result: Mapping[str, Any], pending: int) -> None:
     out = _stdout()
+    notes = warning_lines(result)
     hits: list[dict[str, Any]] = result["results"]
     if result.get("batch"):
         for index, text in enumerate(result["queries"]):
@@ -896,7 +967,9 @@ def _print_search(result: Mapping[str, Any], pending: int) -> None:
                 soft_wrap=True,
             )
     elif not hits:
-        out.print("No matches.")
+        for line in notes or ["No matches."]:
+            out.print(line)
+        notes = []
     else:
         out.print(_hits_table(hits, out.width))
         first = hits[0]
@@ -905,8 +978,14 @@ def _print_search(result: Mapping[str, Any], pending: int) -> None:
             f"--message-id {first['messageId']}",
             soft_wrap=True,  # a command line to copy: never broken
         )
+    for line in notes:
+        out.print(line)
     if result.get("truncated"):
-        out.print(f"More matches exist: refine the query or raise --limit (max {MAX_LIMIT}).")
+        cut = result.get("truncatedQueries")
+        which = f" for query {', '.join(str(i + 1) for i in cut)}" if cut else ""
+        out.print(
+            f"More matches exist{which}: refine the query or raise --limit (max {MAX_LIMIT})."
+        )
     if result.get("indexing"):
         out.print(
             f"Note: indexing incomplete ({_n(pending, 'session')} pending), results may be "
@@ -937,7 +1016,11 @@ def _print_search(result: Mapping[str, Any], pending: int) -> None:
     metavar="N",
     help="Skip this many newest messages (paging back; not with --message-id).",
 )
-@click.option("--include-tools", is_flag=True, help="Also show tool calls and tool results.")
+@click.option(
+    "--include-tools",
+    is_flag=True,
+    help="Also show tool results (tool calls always show, in their assistant turn).",
+)
 @json_option
 @handled
 def history_cmd(
@@ -958,10 +1041,12 @@ def history_cmd(
     session id. With --message-id the window is read from the incarnation holding that message
     (the newest one that does, e.g. an imported reset archive) unless --session-id names one.
 
-    Texts are redacted and cut, images omitted; tool-only messages are left out unless
-    --include-tools. Each message's #N is its position in the transcript (1 = the first
-    line of the session file): gaps are events not shown (tool results, other branches,
-    session metadata), so #N stays the same whatever page or window shows it.
+    Texts are redacted and cut, images omitted; tool results are left out unless
+    --include-tools (an assistant turn made only of tool calls stays, as in OpenClaw). Each
+    message's #N is its position in the transcript (1 = the first line of the session file):
+    gaps are events not shown (tool results, other branches, session metadata), so #N stays
+    the same whatever page or window shows it. A --message-id no event of the session holds
+    is an error.
     """
     state = _state()
     caller = _caller(caller_key, visibility, agent_to_agent, allow)
@@ -1116,9 +1201,9 @@ def sessions_cmd(
         out.print("No sessions.")
         return
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("Agent", overflow="fold")
-    table.add_column("Session key", overflow="fold")
-    table.add_column("Session id", overflow="fold")
+    table.add_column("Agent", no_wrap=True)
+    table.add_column("Session key", no_wrap=True)
+    table.add_column("Session id", no_wrap=True)
     table.add_column("Messages", justify="right", no_wrap=True)
     table.add_column("Last activity (UTC)", no_wrap=True)
     table.add_column("Index", no_wrap=True)
@@ -1131,7 +1216,19 @@ def sessions_cmd(
             Text(_iso(row.get("updatedAt"))),
             Text(str(row.get("indexing", "-"))),
         )
-    out.print(table)
+    if Measurement.get(out, out.options.update_width(UNBOUNDED_WIDTH), table).maximum <= out.width:
+        out.print(table)
+    else:
+        # Too narrow for one line a session: keys and ids are never cut (a key split
+        # mid-word cannot be copied); each session gets its key on a line of its own.
+        for row in rows:
+            out.print(Text(str(row["key"]), style="bold"), soft_wrap=True)
+            details = (
+                f"id {row['sessionId']} · agent {row['agentId']}\n"
+                f"{_n(int(row.get('messageCount') or 0), 'message')} · "
+                f"last activity {_iso(row.get('updatedAt'))} · {row.get('indexing', '-')}"
+            )
+            out.print(Padding(Text(details), (0, 0, 0, SESSION_DETAILS_INDENT), expand=False))
     if result.get("truncated"):
         out.print(f"More sessions exist: narrow the list or raise --limit (max {MAX_LIST_LIMIT}).")
 
@@ -1243,7 +1340,8 @@ def status_cmd() -> None:
 @json_option
 @handled
 def check_cmd() -> None:
-    """Verify FTS5 integrity and that the index equals the active branches (exit 1 if not)."""
+    """Verify the full-text index's integrity and that it equals the active branches (exit 1
+    if not)."""
     state = _state()
     with open_store(state, schema="require") as store:
         report = run_check(store.engine)
@@ -1252,7 +1350,7 @@ def check_cmd() -> None:
         _emit_json(data)
     else:
         out = _stdout()
-        out.print(f"FTS5 integrity: {data['ftsIntegrity']}")
+        out.print(f"Full-text index integrity: {data['ftsIntegrity']}")
         if report.drift:
             out.print(f"Drift in {_n(len(report.drift), 'indexed session')}:")
             for sid, diff in sorted(report.drift.items()):

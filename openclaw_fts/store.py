@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 from sqlalchemy import Connection, Engine, delete, event, select
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -31,7 +31,15 @@ from .append import AppendMemo, append_events, append_in_one_statement
 from .background import BackgroundJob
 from .caller import Caller
 from .dialects import require_index_dialect
-from .engine import BUSY_TIMEOUT_MS, READ_ONLY, configure, is_memory_url, make_engine, write_engine
+from .engine import (
+    BUSY_TIMEOUT_MS,
+    READ_ONLY,
+    canonical_url,
+    configure,
+    is_memory_url,
+    make_engine,
+    write_engine,
+)
 from .errors import (
     DuplicateEventError,
     InvalidSessionError,
@@ -133,6 +141,8 @@ class TranscriptStore:
                     f"openclaw-fts: {given!r} is not a database URL; the store takes a "
                     f"SQLAlchemy URL (a SQLite file: 'sqlite:///{given}') or an Engine"
                 )
+        url = _spelt_out(url)  # postgres:// is postgresql:// (engine.DIALECT_ALIASES)
+        read_url = None if read_url is None else _spelt_out(read_url)
         require_index_dialect(dialect_of(url))
         if transaction_pooler and not backend_of(url).transaction_poolers:
             raise UnsupportedDatabaseError(
@@ -658,6 +668,14 @@ class TranscriptStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _spelt_out(url: str | URL | Engine) -> URL | Engine:
+    """A URL with a dialect alias spelt out (:func:`~openclaw_fts.engine.canonical_url`); an
+    engine as it is."""
+    if isinstance(url, Engine):
+        return url
+    return canonical_url(make_url(url))
 
 
 def _standby_engine(read_url: str | URL | Engine, primary: Engine) -> tuple[Engine, bool]:
