@@ -50,7 +50,7 @@ MAX_EDIT_DISTANCE = 2
 #: :data:`~openclaw_fts.redact.KEEP_START_CHARS` or last ``KEEP_END_CHARS`` characters).
 MAX_FRAGMENT_CHARS = max(KEEP_START_CHARS, KEEP_END_CHARS)
 #: Best-ranked messages holding such a word that are read to find it outside every mask.
-MASK_CHECK_MESSAGES = 20
+MASK_CHECK_MESSAGES = 8
 
 
 def said_outside_masks(
