@@ -93,6 +93,9 @@ class AsyncTranscriptStore:
     async def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> ImportResult:
         return await self._run(self.store.import_dir, sessions_dir, **kwargs)
 
+    async def import_paths(self, paths: Iterable[str | Path], **kwargs: Any) -> ImportResult:
+        return await self._run(self.store.import_paths, list(paths), **kwargs)
+
     async def search(self, caller: Caller, query: str | None, **kwargs: Any) -> SearchAnswer:
         return await self._run(self.store.search, caller, query, **kwargs)
 

@@ -47,13 +47,12 @@ from rich.text import Text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
-from . import __version__, importer, jsonsafe, migrate
+from . import __version__, importer, jsonsafe, migrate, tools
 from .caller import VISIBILITIES, AgentToAgent, Caller, Visibility
 from .check import check as run_check
 from .engine import database_file
 from .errors import (
     MAX_ERROR_CHARS,
-    ImportFormatError,
     MissingDriverError,
     OpenClawFtsError,
     ToolInputError,
@@ -63,7 +62,7 @@ from .history import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT
 from .index.postgresql.partition import DEFAULT_PARTITIONS, MAX_PARTITIONS
 from .listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, SESSION_KINDS
 from .reconcile import LeaseWait
-from .results import IndexStatus, RebuildResult, ReconcileResult
+from .results import RebuildResult, ReconcileResult
 from .search import (
     DEFAULT_LIMIT,
     INDEXING_WARNING,
@@ -111,8 +110,6 @@ UNBOUNDED_WIDTH = 1_000_000
 SESSION_DETAILS_INDENT = 2
 #: Columns by which a history message's text is indented under its header line.
 HISTORY_INDENT = 4
-#: Bytes read at a time when counting the lines of files to size the import progress bar.
-LINE_COUNT_CHUNK_BYTES = 1024 * 1024
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -532,6 +529,12 @@ def _caller(caller_key: str, visibility: str, agent_to_agent: bool, allow: Seque
 
 
 def _reconcile_with_progress(store: TranscriptStore, description: str) -> ReconcileResult:
+    return _with_progress(description, store.reconcile)
+
+
+def _with_progress(description: str, work: Callable[..., R]) -> R:
+    """``work(progress=..., on_wait=...)`` (the store's reconcile or rebuild) with a progress
+    bar on stderr, and a line there whenever it waits for another process's lease."""
     console = _stderr()
     with _progress(console) as progress:
         task: TaskID | None = None
@@ -546,7 +549,7 @@ def _reconcile_with_progress(store: TranscriptStore, description: str) -> Reconc
             # Said on stderr whether or not it is a terminal: a silent wait looks like a hang.
             progress.console.print(f"Waiting: {why.reason}.")
 
-        return store.reconcile(progress=report, on_wait=waiting)
+        return work(progress=report, on_wait=waiting)
 
 
 # -- the command group ------------------------------------------------------------------------
@@ -589,63 +592,6 @@ def cli(ctx: click.Context, db: str | None, as_json: bool, traceback: bool) -> N
 # -- import -----------------------------------------------------------------------------------
 
 
-def _count_lines(path: Path) -> int:
-    count = 0
-    try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(LINE_COUNT_CHUNK_BYTES):
-                count += chunk.count(b"\n")
-    except OSError:
-        return 0
-    return count
-
-
-def _plan_import(
-    paths: Sequence[Path], session_key: str | None, failures: list[str], rekey: bool = False
-) -> list[importer.ImportItem]:
-    """Expand folders like ``import_dir`` does; record paths that cannot be imported at all."""
-    items: list[importer.ImportItem] = []
-    for path in paths:
-        if path.is_dir():
-            try:
-                items.extend(importer.folder_items(path, rekey=rekey))
-            except ImportFormatError as exc:
-                failures.append(str(exc))
-        elif path.is_file():
-            items.append(importer.ImportItem(path, session_key))
-        else:
-            failures.append(f"{path}: no such file or folder")
-    return items
-
-
-def _import_items(
-    store: TranscriptStore, items: Sequence[importer.ImportItem], failures: list[str]
-) -> importer.ImportReport:
-    """Import each file with a progress bar; files refused as a whole go to ``failures``."""
-    totals = importer.ImportReport()
-    console = _stderr()
-    with _progress(console) as progress:
-        total = sum(_count_lines(i.path) for i in items) if console.is_terminal else None
-        task = progress.add_task("importing", total=total)
-        for item in items:
-            progress.update(task, description=f"importing {item.path.name}")
-            try:
-                part = store.import_item(item, progress=lambda n: progress.advance(task, n))
-            except ImportFormatError as exc:
-                failures.append(str(exc))
-                continue
-            totals.files += part["files"]
-            totals.sessions.extend(s for s in part["sessions"] if s not in totals.sessions)
-            totals.imported += part["imported"]
-            totals.skipped_duplicates += part["skippedDuplicates"]
-            totals.outcomes.extend(dict(o) for o in part["outcomes"])
-            for message in part["errors"]:
-                totals.error(message)  # counts each kept message once...
-            # ...plus the ones the file's report counted but did not keep.
-            totals.error_count += part["errorCount"] - len(part["errors"])
-    return totals
-
-
 @cli.command("import", short_help="Import .jsonl transcripts or sessions folders.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -685,20 +631,29 @@ def import_cmd(paths: tuple[Path, ...], session_key: str | None, rekey: bool) ->
     state = _state()
     if session_key is not None and not session_key.strip():
         raise click.BadParameter("must not be empty", param_hint="'--session-key'")
-    failures: list[str] = []
-    items = _plan_import(paths, session_key, failures, rekey)
-    totals = importer.ImportReport()
-    index: IndexStatus | None = None
-    if items:  # nothing importable: do not create a database for it
+    result: dict[str, Any]
+    if any(path.exists() for path in paths):
         with open_store(state, schema="auto", must_exist=False) as store:
-            totals = _import_items(store, items, failures)
-            index = store.index_status()
-    result = totals.as_dict()
-    result["failedFiles"] = failures
-    result["index"] = index
+            console = _stderr()
+            with _progress(console) as progress:
+                task = progress.add_task("importing", total=None)
+                imported = store.import_paths(
+                    paths,
+                    session_key=session_key,
+                    rekey=rekey,
+                    progress=lambda lines: progress.advance(task, lines),
+                    on_file=lambda path: progress.update(
+                        task, description=f"importing {path.name}"
+                    ),
+                )
+            result = {**imported, "index": store.index_status()}
+    else:  # nothing to import: no database is created for it
+        missing = [f"{path}: no such file or folder" for path in paths]
+        result = {"failedFiles": missing, "index": None}
+    failures: list[str] = result["failedFiles"]
     if state.json:
         _emit_json(result)
-    elif items:  # nothing was importable: no summary of nothing, only the errors below
+    elif result.get("sessions"):  # no summary when nothing was imported
         _print_import(result)
     for failure in failures:  # in both modes: one line each on stderr
         click.echo(f"Error: not imported: {_one_line(failure)}", err=True)
@@ -742,13 +697,16 @@ def _print_import(result: dict[str, Any]) -> None:
         )
         if outcome.get("note"):
             out.print(f"    note: {outcome['note']}", markup=False, soft_wrap=True)
-    errors: list[str] = result["errors"]
-    if result["errorCount"]:
-        out.print(f"{_n(result['errorCount'], 'line error')} (lines skipped):")
+    # Files and paths not imported at all are said on stderr: the rest are line errors.
+    failed = {shorten(f, MAX_ERROR_CHARS) for f in result["failedFiles"]}
+    errors: list[str] = [e for e in result["errors"] if e not in failed]
+    count = result["errorCount"] - (len(result["errors"]) - len(errors))
+    if count:
+        out.print(f"{_n(count, 'line error')} (lines skipped):")
         for message in errors[:MAX_ERRORS_SHOWN]:
             out.print(f"  {message}")
-        if result["errorCount"] > min(len(errors), MAX_ERRORS_SHOWN):
-            out.print(f"  … and {result['errorCount'] - min(len(errors), MAX_ERRORS_SHOWN)} more")
+        if count > min(len(errors), MAX_ERRORS_SHOWN):
+            out.print(f"  … and {count - min(len(errors), MAX_ERRORS_SHOWN)} more")
     pending = (result["index"] or {}).get("pending", 0)
     if pending:
         out.print(
@@ -874,7 +832,7 @@ def search_cmd(
     if state.json:
         _emit_json(result)
     elif "status" not in result:
-        _print_search(result, pending)
+        _print_search(result, pending, query)
     if "status" in result:
         _refuse(result)
     if fail_if_empty and not result.get("results"):
@@ -950,7 +908,17 @@ def warning_lines(result: Mapping[str, Any]) -> list[str]:
     return [line for line in WARNING_SENTENCE_BREAK.split(warning.strip()) if line]
 
 
-def _print_search(result: Mapping[str, Any], pending: int) -> None:
+#: What a query of punctuation and symbols only gets instead of "No matches.".
+NO_WORDS_LINE = (
+    "No matches: the query has no searchable words (punctuation and symbols are not indexed)."
+)
+
+
+def _no_matches(query: str) -> str:
+    return "No matches." if tools.has_searchable_words(query) else NO_WORDS_LINE
+
+
+def _print_search(result: Mapping[str, Any], pending: int, query: str) -> None:
     out = _stdout()
     notes = warning_lines(result)
     hits: list[dict[str, Any]] = result["results"]
@@ -958,7 +926,7 @@ def _print_search(result: Mapping[str, Any], pending: int) -> None:
         for index, text in enumerate(result["queries"]):
             mine = [h for h in hits if h["queryIndex"] == index]
             out.print(Text(f"Query {index + 1}: {text}", style="bold"))
-            out.print(_hits_table(mine, out.width) if mine else "No matches.")
+            out.print(_hits_table(mine, out.width) if mine else _no_matches(text))
         if result["results"]:
             first = result["results"][0]
             out.print(
@@ -967,7 +935,7 @@ def _print_search(result: Mapping[str, Any], pending: int) -> None:
                 soft_wrap=True,
             )
     elif not hits:
-        for line in notes or ["No matches."]:
+        for line in notes or [_no_matches(query)]:
             out.print(line)
         notes = []
     else:
@@ -1265,15 +1233,12 @@ def rebuild_cmd(keys: tuple[str, ...]) -> None:
     their events were changed behind the plugin's back."""
     state = _state()
     with open_store(state, schema="auto") as store:
-        from .maintenance import mark_for_rebuild
-
-        marked = mark_for_rebuild(store.write_engine, keys or None)
-        if keys and not marked:
-            raise CliError(f"no session has the key or id {', '.join(keys)}")
-        result: RebuildResult = {
-            "rebuilt": marked,
-            **_reconcile_with_progress(store, "re-indexing"),
-        }
+        result: RebuildResult = _with_progress(
+            "re-indexing", functools.partial(store.rebuild, keys or None)
+        )
+    marked = result["rebuilt"]
+    if keys and not marked:
+        raise CliError(f"no session has the key or id {', '.join(keys)}")
     if state.json:
         _emit_json(result)
         return

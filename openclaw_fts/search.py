@@ -45,11 +45,6 @@ INDEXING_WARNING = (
 EMPTY_QUERY_ERROR = (
     "query must not be empty; retry with non-empty keywords to match in past session text"
 )
-#: The ``warning`` of a query with no word to search for (only punctuation and symbols, which
-#: the index does not hold): it matches nothing, and saying only "no matches" hides why.
-NO_WORDS_WARNING = (
-    "No matches: the query has no searchable words (punctuation and symbols are not indexed)."
-)
 #: Most queries one batch search runs (``queries``, together with ``query``).
 MAX_BATCH_QUERIES = 8
 BATCH_QUERIES_ERROR = f"queries must hold 1-{MAX_BATCH_QUERIES} non-empty strings"
@@ -321,10 +316,6 @@ def run_searches(
         if truncated:
             truncated_queries.append(query_index)
     out["results"] = results
-    for query_index, req in enumerate(reqs):
-        head = f"Query {query_index + 1}: " if batch else ""
-        if req.compiled is None:
-            add_warning(out, head + NO_WORDS_WARNING)
     if suggest:
         found = {r.get("queryIndex", 0) for r in results}
         for query_index, req in enumerate(reqs):

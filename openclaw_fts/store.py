@@ -343,6 +343,30 @@ class TranscriptStore:
         return cast(ImportResult, report.as_dict())
 
     @_primary_write
+    def import_paths(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        session_key: str | None = None,
+        rekey: bool = False,
+        progress: Callable[[int], None] | None = None,
+        on_file: Callable[[Path], None] | None = None,
+    ) -> ImportResult:
+        """Import .jsonl files and OpenClaw folders into one report (what ``openclaw-fts
+        import`` does): folders as :meth:`import_dir`, files as :meth:`import_jsonl` under
+        ``session_key``; a path that cannot be imported at all is in ``failedFiles``.
+        ``on_file``: told each file before it is read; ``progress``: lines read."""
+        report = importer.import_paths(
+            self.write_engine,
+            paths,
+            session_key=session_key,
+            rekey=rekey,
+            progress=progress,
+            on_file=on_file,
+        )
+        return cast(ImportResult, report.as_dict())
+
+    @_primary_write
     def import_item(self, item: importer.ImportItem, **kwargs: Any) -> ImportResult:
         """Import one planned file of a folder (``importer.folder_items``)."""
         return cast(ImportResult, importer.import_item(self.write_engine, item, **kwargs).as_dict())
@@ -579,14 +603,16 @@ class TranscriptStore:
         return cast(ReconcileResult, result)
 
     @_primary_write
-    def rebuild(self, keys: Iterable[str] | None = None, progress: Any = None) -> RebuildResult:
+    def rebuild(
+        self, keys: Iterable[str] | None = None, progress: Any = None, on_wait: Any = None
+    ) -> RebuildResult:
         """Force a re-index of the sessions named by ``keys`` (session keys or session ids;
         None: every session): their derived columns are recomputed from the stored JSON, they
         turn pending, and the reconciler re-indexes them now. ``"rebuilt"`` lists their ids."""
         from .maintenance import mark_for_rebuild
 
         marked = mark_for_rebuild(self.write_engine, keys)
-        return {"rebuilt": marked, **self.reconcile(progress=progress)}
+        return {"rebuilt": marked, **self.reconcile(progress=progress, on_wait=on_wait)}
 
     @_primary_write
     def optimize(self) -> None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .errors import ToolInputError
 from .history import CHAT_HISTORY_MAX_ENTRIES, DEFAULT_HISTORY_LIMIT
 from .listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, MAX_LIST_MESSAGES, SESSION_KINDS
+from .query import compile_query
 from .results import HistoryAnswer, SearchAnswer, SessionsListResult, StatusResult
 from .search import (
     DEFAULT_LIMIT,
@@ -402,6 +403,13 @@ _CAMEL_RE = re.compile(r"([a-z0-9])([A-Z])")
 #: OpenClaw's strict number grammar for numeric strings (``"5"``, ``" 2.0 "``, ``"1e1"``);
 #: ``"5px"``, ``"0x10"`` and ``"Infinity"`` are not numbers.
 _STRICT_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+
+
+def has_searchable_words(query: str) -> bool:
+    """Whether ``query`` holds a word the index can match. One of punctuation and symbols only
+    (``!!!???...``) holds none: ``sessions_search`` answers it ``{"results": []}`` as OpenClaw
+    does, and a person can be told why (the command line does)."""
+    return compile_query(query.strip()) is not None
 
 
 def snake_case(name: str) -> str:
