@@ -30,12 +30,15 @@ from . import importer, migrate
 from .append import AppendMemo, append_events, append_in_one_statement
 from .background import BackgroundJob
 from .caller import Caller
+from .check import CheckReport
+from .check import check as check_index
 from .dialects import require_index_dialect
 from .engine import (
     BUSY_TIMEOUT_MS,
     READ_ONLY,
     canonical_url,
     configure,
+    database_file,
     is_memory_url,
     make_engine,
     write_engine,
@@ -620,6 +623,43 @@ class TranscriptStore:
         from .maintenance import optimize
 
         optimize(self.write_engine)
+
+    # -- the schema, and the whole index ----------------------------------------------------
+
+    #: The file of a URL naming a SQLite database file (None: a server, memory, a URI name).
+    database_file = staticmethod(database_file)
+
+    def schema_revisions(self) -> list[str]:
+        """The plugin's schema revisions the database is at (empty: no plugin schema)."""
+        return list(migrate.current_revisions(self.engine))
+
+    def schema_at_head(self) -> bool:
+        """Whether the database is at the plugin's newest schema revision(s)."""
+        return set(self.schema_revisions()) == set(migrate.head_revisions())
+
+    @_primary_write
+    def upgrade_schema(self) -> list[str]:
+        """Migrate the schema to the newest revision (creating it in an empty database; a
+        database whose plugin revisions a host's Alembic runs is refused); the revisions
+        after. What ``TranscriptStore(url)`` does on open unless ``upgrade=False``."""
+        migrate.upgrade(self.engine)
+        return self.schema_revisions()
+
+    def check(self) -> CheckReport:
+        """Verify the full-text index: its own integrity, and that it holds exactly the active
+        branches of every indexed session (pending sessions are not checked)."""
+        return check_index(self.engine)
+
+    @_primary_write
+    def partition_by_agent(self, partitions: int | None = None) -> int:
+        """PostgreSQL: move the index rows into hash partitions by agent, in one transaction
+        (docs/scale.md); the rows moved. Stop the writers first."""
+        return migrate.partition_by_agent(self.engine, partitions)
+
+    @_primary_write
+    def unpartition_by_agent(self) -> int:
+        """PostgreSQL: move the index rows back into the plain table; the rows moved."""
+        return migrate.unpartition_by_agent(self.engine)
 
     def index_status(self) -> IndexStatus:
         """``{"pending", "indexed", "total"}`` in sessions."""
