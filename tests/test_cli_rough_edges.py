@@ -303,3 +303,33 @@ def test_security_and_redaction_docs_describe_the_same_mask() -> None:
         words = " ".join((REPO / "docs" / page).read_text(encoding="utf-8").split())
         assert re.search(rf"keeps (only )?its {kept}", words), page
         assert "no part of a secret is shown" not in words, page
+
+
+# -- the store methods the command line goes through ------------------------------------------
+
+
+def test_import_paths_imports_files_and_folders_into_one_report(
+    db_url: str, tmp_path: Path
+) -> None:
+    lone = jsonl_file(tmp_path / "lone.jsonl", chain(["one lone message"], prefix="l"))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a transcript\n")
+    missing = tmp_path / "missing"
+    seen: list[str] = []
+    with TranscriptStore(db_url, background=False) as store:
+        report = store.import_paths(
+            [EXAMPLES, lone, notes, missing],
+            session_key="agent:main:lone",
+            on_file=lambda path: seen.append(path.name),
+        )
+        assert report["imported"] == 33 and len(report["sessions"]) == 5
+        assert report["failedFiles"][0] == f"{missing}: no such file or folder"
+        assert report["failedFiles"][1].startswith(f"{notes}: not an OpenClaw transcript")
+        assert seen[-2:] == ["lone.jsonl", "notes.txt"] and len(seen) == 6
+        # What import_dir reports of the same folder, merged.
+        again = store.import_dir(EXAMPLES)
+        assert again["skippedDuplicates"] == 32 and again["failedFiles"] == []
+        assert store.schema_at_head() and store.schema_revisions()
+        assert store.upgrade_schema() == store.schema_revisions()
+        store.reconcile()
+        assert store.check().ok
