@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .caller import Caller
+from .engine import DISTRIBUTION, sync_driver_url
 from .engine import SYNC_DRIVERS as SYNC_DRIVERS  # its home before engine.py
-from .engine import sync_driver_url
+from .errors import MissingDriverError
 from .results import (
     HistoryAnswer,
     ImportResult,
@@ -35,6 +35,19 @@ from .results import (
     SessionsListResult,
 )
 from .store import TranscriptStore
+
+#: What SQLAlchemy's asyncio layer needs (greenlet) comes with either of these extras.
+ASYNC_EXTRAS = ("async", "postgresql-async")
+
+try:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+except ImportError as exc:  # no greenlet: SQLAlchemy names its own extra, not the plugin's
+    raise MissingDriverError(
+        "openclaw_fts.aio needs SQLAlchemy's asyncio support, which needs the greenlet "
+        "package: install it with "
+        + " (SQLite) or ".join(f"pip install '{DISTRIBUTION}[{extra}]'" for extra in ASYNC_EXTRAS)
+        + " (PostgreSQL)"
+    ) from exc
 
 R = TypeVar("R")
 
@@ -79,6 +92,9 @@ class AsyncTranscriptStore:
 
     async def import_dir(self, sessions_dir: str | Path, **kwargs: Any) -> ImportResult:
         return await self._run(self.store.import_dir, sessions_dir, **kwargs)
+
+    async def import_paths(self, paths: Iterable[str | Path], **kwargs: Any) -> ImportResult:
+        return await self._run(self.store.import_paths, list(paths), **kwargs)
 
     async def search(self, caller: Caller, query: str | None, **kwargs: Any) -> SearchAnswer:
         return await self._run(self.store.search, caller, query, **kwargs)

@@ -1,7 +1,11 @@
 """The ``openclaw-fts`` command line: import, search, history, reconcile, status, check, upgrade.
 
-Invariant: this module is the ONLY place in the project that reads environment variables
-(:data:`DB_ENV_VAR`) or talks to a terminal. Every command opens its own
+Invariant: this module (with :mod:`openclaw_fts.cli_render`, which shows results) is the ONLY
+place in the project that reads environment variables (:data:`DB_ENV_VAR`) or talks to a
+terminal, and it calls only the public API: the package's names, ``TranscriptStore`` and
+:mod:`openclaw_fts.tools` (pyproject.toml's "cli-public-api" contract). A subcommand is one
+``@cli.command`` function here and, if it prints more than a line, a ``print_*`` function in
+``cli_render``. Every command opens its own
 ``TranscriptStore(..., background=False)`` and closes it before exiting; every failure becomes
 one line on stderr and an exit code — :data:`EXIT_OK` on success, :data:`EXIT_FAILURE` for
 runtime failures (a file that could not be imported, drift found by ``check``, a database that
@@ -23,57 +27,67 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 import click
 from alembic.util.exc import CommandError
-from rich import box
-from rich.console import Console
-from rich.padding import Padding
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
     TaskID,
-    TextColumn,
-    TimeElapsedColumn,
 )
-from rich.table import Table
-from rich.text import Text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
-from . import __version__, importer, jsonsafe, migrate
-from .caller import VISIBILITIES, AgentToAgent, Caller, Visibility
-from .check import check as run_check
-from .engine import database_file
-from .errors import (
-    MAX_ERROR_CHARS,
-    ImportFormatError,
+from . import (
+    AgentToAgent,
+    Caller,
     MissingDriverError,
     OpenClawFtsError,
     ToolInputError,
-    shorten,
+    TranscriptStore,
+    __version__,
 )
-from .history import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT
-from .index.postgresql.partition import DEFAULT_PARTITIONS, MAX_PARTITIONS
-from .listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, SESSION_KINDS
-from .reconcile import LeaseWait
-from .results import IndexStatus, RebuildResult, ReconcileResult
-from .search import DEFAULT_LIMIT, MAX_BATCH_QUERIES, MAX_LIMIT, ORDERS, ROLES
-from .store import TranscriptStore
-from .visibility import (
+from .cli_render import (
+    PROG_NAME,
+    human_size,
+    plural,
+    print_history,
+    print_import,
+    print_search,
+    print_sessions,
+    progress_bar,
+    stderr_console,
+    stdout_console,
+)
+from .results import RebuildResult, ReconcileResult
+from .tools import (
     AGENT_TO_AGENT_ADVICE,
     ALLOW_LIST_ADVICE,
     CROSS_AGENT_ADVICE,
+    DEFAULT_HISTORY_LIMIT,
+    DEFAULT_LIMIT,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_PARTITIONS,
+    DEFAULT_SESSION_KEY,
+    MAX_BATCH_QUERIES,
+    MAX_ERROR_CHARS,
+    MAX_HISTORY_LIMIT,
+    MAX_LIMIT,
+    MAX_LIST_LIMIT,
+    MAX_PARTITIONS,
     NOT_FOUND_ADVICE,
+    ORDERS,
+    ROLES,
     SELF_ADVICE,
+    SESSION_KINDS,
     TREE_ADVICE,
+    VISIBILITIES,
+    LeaseWait,
+    Visibility,
+    json_dumps,
+    shorten,
 )
 
-PROG_NAME = "openclaw-fts"
 #: Environment variable naming the database when ``--db`` is not given.
 DB_ENV_VAR = "OPENCLAW_FTS_DB"
 #: Database file used when neither ``--db`` nor :data:`DB_ENV_VAR` is set (current folder).
@@ -84,22 +98,6 @@ DEFAULT_CALLER_KEY = "agent:main:main"
 DEFAULT_VISIBILITY = "all"
 #: Side files of a SQLite database whose sizes ``status`` reports (besides the main file).
 SQLITE_SIDE_FILES = ("-wal",)
-#: Line errors of an import listed in the human summary (the JSON lists what the report kept).
-MAX_ERRORS_SHOWN = 20
-#: Output width when stdout is not a terminal and ``$COLUMNS`` is unset (pipes, log files).
-NON_TERMINAL_WIDTH = 160
-#: The terminal-width variable Rich honours; an explicit value wins over the default above.
-COLUMNS_ENV_VAR = "COLUMNS"
-#: Session keys up to this long are never folded in the search table.
-KEY_COLUMN_MAX_WIDTH = 40
-#: The snippet column never gets narrower than this (wide layout).
-SNIPPET_MIN_WIDTH = 24
-#: Narrower outputs get the two-column search table (hit details stacked, snippet).
-WIDE_TABLE_MIN_WIDTH = 120
-#: Columns by which a history message's text is indented under its header line.
-HISTORY_INDENT = 4
-#: Bytes read at a time when counting the lines of files to size the import progress bar.
-LINE_COUNT_CHUNK_BYTES = 1024 * 1024
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -167,7 +165,7 @@ def resolve_db_url(value: str | None) -> URL:
 
 def sqlite_path(url: URL) -> Path | None:
     """The database file of a SQLite URL (None for other backends and in-memory databases)."""
-    return database_file(url)
+    return TranscriptStore.database_file(url)
 
 
 def _describe(url: URL) -> str:
@@ -193,11 +191,6 @@ def no_schema_message(name: str) -> str:
     )
 
 
-def head_revisions() -> set[str]:
-    """The plugin's head revision(s), read from the shipped migration scripts."""
-    return set(migrate.head_revisions())
-
-
 @contextmanager
 def open_store(
     state: State, *, schema: SchemaMode, must_exist: bool = True
@@ -207,6 +200,15 @@ def open_store(
     name = _describe(url)
     path = sqlite_path(url)
     if path is not None:
+        folder = path.parent
+        if not folder.is_dir():
+            # Neither a read nor `upgrade` can help: SQLite creates files, never folders.
+            what = "does not exist" if must_exist else "cannot be created"
+            raise CliError(
+                f"database {name} {what}: its folder {folder} "
+                f"{'is not a folder' if folder.exists() else 'does not exist'} (create the "
+                f"folder, or choose another database with --db / ${DB_ENV_VAR})"
+            )
         if must_exist and not path.exists():
             raise CliError(
                 f"database {name} does not exist (create it with `{PROG_NAME} import PATH` "
@@ -229,10 +231,10 @@ def open_store(
         ) from None
     try:
         try:
-            revisions = set(migrate.current_revisions(store.engine))
-            behind = revisions != head_revisions()
+            revisions = store.schema_revisions()
+            behind = not store.schema_at_head()
             if behind and (schema == "auto" or (schema == "read" and revisions)):
-                migrate.upgrade(store.engine)  # refuses a host-managed database behind head
+                store.upgrade_schema()  # refuses a host-managed database behind head
         except DBAPIError as exc:
             raise CliError(f"cannot use database {name}: {_one_line(str(exc.orig))}") from None
         except CommandError as exc:
@@ -319,17 +321,6 @@ def _refuse(result: Mapping[str, Any]) -> None:
 # -- output helpers ---------------------------------------------------------------------------
 
 
-def _stdout() -> Console:
-    console = Console(highlight=False, emoji=False, markup=False)
-    if not console.is_terminal and not os.environ.get(COLUMNS_ENV_VAR):
-        console.width = NON_TERMINAL_WIDTH  # logs and pipes: no 80-column squeeze
-    return console
-
-
-def _stderr() -> Console:
-    return Console(stderr=True, highlight=False, emoji=False, markup=False)
-
-
 #: Whether this run has written its JSON document to stdout (an error then adds none).
 _json_emitted = False
 
@@ -338,7 +329,7 @@ def _emit_json(data: Any) -> None:
     """One strict JSON document on stdout (no NaN / Infinity: docs/import.md)."""
     global _json_emitted
     _json_emitted = True
-    click.echo(jsonsafe.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
+    click.echo(json_dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
@@ -360,47 +351,6 @@ def _json_error(message: str, code: int) -> None:
             indent=2,
         )
     )
-
-
-def _progress(console: Console) -> Progress:
-    """A progress bar on stderr, shown only when stderr is a terminal (logs stay clean)."""
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
-
-
-def _iso(epoch_ms: Any) -> str:
-    if isinstance(epoch_ms, bool) or not isinstance(epoch_ms, (int, float)):
-        return "-"
-    try:
-        moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return "-"
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"  # pragma: no cover - the loop always returns
-
-
-def _n(count: int, noun: str) -> str:
-    """``1 session``, ``2 sessions``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _flatten(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
 
 
 # -- shared options ---------------------------------------------------------------------------
@@ -469,8 +419,14 @@ def _caller(caller_key: str, visibility: str, agent_to_agent: bool, allow: Seque
 
 
 def _reconcile_with_progress(store: TranscriptStore, description: str) -> ReconcileResult:
-    console = _stderr()
-    with _progress(console) as progress:
+    return _with_progress(description, store.reconcile)
+
+
+def _with_progress(description: str, work: Callable[..., R]) -> R:
+    """``work(progress=..., on_wait=...)`` (the store's reconcile or rebuild) with a progress
+    bar on stderr, and a line there whenever it waits for another process's lease."""
+    console = stderr_console()
+    with progress_bar(console) as progress:
         task: TaskID | None = None
 
         def report(counts: dict[str, int]) -> None:
@@ -483,7 +439,7 @@ def _reconcile_with_progress(store: TranscriptStore, description: str) -> Reconc
             # Said on stderr whether or not it is a terminal: a silent wait looks like a hang.
             progress.console.print(f"Waiting: {why.reason}.")
 
-        return store.reconcile(progress=report, on_wait=waiting)
+        return work(progress=report, on_wait=waiting)
 
 
 # -- the command group ------------------------------------------------------------------------
@@ -526,63 +482,6 @@ def cli(ctx: click.Context, db: str | None, as_json: bool, traceback: bool) -> N
 # -- import -----------------------------------------------------------------------------------
 
 
-def _count_lines(path: Path) -> int:
-    count = 0
-    try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(LINE_COUNT_CHUNK_BYTES):
-                count += chunk.count(b"\n")
-    except OSError:
-        return 0
-    return count
-
-
-def _plan_import(
-    paths: Sequence[Path], session_key: str | None, failures: list[str], rekey: bool = False
-) -> list[importer.ImportItem]:
-    """Expand folders like ``import_dir`` does; record paths that cannot be imported at all."""
-    items: list[importer.ImportItem] = []
-    for path in paths:
-        if path.is_dir():
-            try:
-                items.extend(importer.folder_items(path, rekey=rekey))
-            except ImportFormatError as exc:
-                failures.append(str(exc))
-        elif path.is_file():
-            items.append(importer.ImportItem(path, session_key))
-        else:
-            failures.append(f"{path}: no such file or folder")
-    return items
-
-
-def _import_items(
-    store: TranscriptStore, items: Sequence[importer.ImportItem], failures: list[str]
-) -> importer.ImportReport:
-    """Import each file with a progress bar; files refused as a whole go to ``failures``."""
-    totals = importer.ImportReport()
-    console = _stderr()
-    with _progress(console) as progress:
-        total = sum(_count_lines(i.path) for i in items) if console.is_terminal else None
-        task = progress.add_task("importing", total=total)
-        for item in items:
-            progress.update(task, description=f"importing {item.path.name}")
-            try:
-                part = store.import_item(item, progress=lambda n: progress.advance(task, n))
-            except ImportFormatError as exc:
-                failures.append(str(exc))
-                continue
-            totals.files += part["files"]
-            totals.sessions.extend(s for s in part["sessions"] if s not in totals.sessions)
-            totals.imported += part["imported"]
-            totals.skipped_duplicates += part["skippedDuplicates"]
-            totals.outcomes.extend(dict(o) for o in part["outcomes"])
-            for message in part["errors"]:
-                totals.error(message)  # counts each kept message once...
-            # ...plus the ones the file's report counted but did not keep.
-            totals.error_count += part["errorCount"] - len(part["errors"])
-    return totals
-
-
 @cli.command("import", short_help="Import .jsonl transcripts or sessions folders.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -591,7 +490,7 @@ def _import_items(
     help=(
         "Session key for .jsonl files given on their own: each becomes that key's newest "
         "incarnation (what `history KEY` reads). Without it a file goes under "
-        f"{importer.DEFAULT_SESSION_KEY} while no other session holds that key, else under "
+        f"{DEFAULT_SESSION_KEY} while no other session holds that key, else under "
         "agent:main:orphan:<sessionId> (a re-import keeps the stored key). Sessions in a "
         "folder take theirs from its sessions.json."
     ),
@@ -622,76 +521,34 @@ def import_cmd(paths: tuple[Path, ...], session_key: str | None, rekey: bool) ->
     state = _state()
     if session_key is not None and not session_key.strip():
         raise click.BadParameter("must not be empty", param_hint="'--session-key'")
-    failures: list[str] = []
-    items = _plan_import(paths, session_key, failures, rekey)
-    totals = importer.ImportReport()
-    index: IndexStatus | None = None
-    if items:  # nothing importable: do not create a database for it
+    result: dict[str, Any]
+    if any(path.exists() for path in paths):
         with open_store(state, schema="auto", must_exist=False) as store:
-            totals = _import_items(store, items, failures)
-            index = store.index_status()
-    result = totals.as_dict()
-    result["failedFiles"] = failures
-    result["index"] = index
+            console = stderr_console()
+            with progress_bar(console) as progress:
+                task = progress.add_task("importing", total=None)
+                imported = store.import_paths(
+                    paths,
+                    session_key=session_key,
+                    rekey=rekey,
+                    progress=lambda lines: progress.advance(task, lines),
+                    on_file=lambda path: progress.update(
+                        task, description=f"importing {path.name}"
+                    ),
+                )
+            result = {**imported, "index": store.index_status()}
+    else:  # nothing to import: no database is created for it
+        missing = [f"{path}: no such file or folder" for path in paths]
+        result = {"failedFiles": missing, "index": None}
+    failures: list[str] = result["failedFiles"]
     if state.json:
         _emit_json(result)
-    else:
-        _print_import(result)
+    elif result.get("sessions"):  # no summary when nothing was imported
+        print_import(result)
     for failure in failures:  # in both modes: one line each on stderr
         click.echo(f"Error: not imported: {_one_line(failure)}", err=True)
     if failures:
         click.get_current_context().exit(EXIT_FAILURE)
-
-
-#: How the text report names what a file became (``folders.AS_*``).
-OUTCOME_WORDS = {
-    "current": "current incarnation",
-    "orphan": "no sessions.json entry",
-    "resetArchive": "older incarnation",
-}
-
-
-#: How the text report names what a lone .jsonl file became (``as``, ``matchedBy``).
-LONE_FILE_WORDS = {
-    ("current", importer.BY_GIVEN_KEY): "--session-key, its newest incarnation",
-    ("current", importer.BY_STORED_KEY): "the key it is stored under",
-    ("current", importer.BY_DEFAULT_KEY): "default key",
-    ("orphan", importer.BY_DEFAULT_KEY): "orphan key: the default key holds another session",
-}
-
-
-def _print_import(result: dict[str, Any]) -> None:
-    out = _stdout()
-    out.print(
-        f"Imported {_n(result['imported'], 'event')} into {_n(len(result['sessions']), 'session')}"
-        f" from {_n(result['files'], 'file')}; "
-        f"{_n(result['skippedDuplicates'], 'duplicate')} skipped."
-    )
-    for outcome in result["outcomes"]:
-        kind = LONE_FILE_WORDS.get(
-            (outcome["as"], outcome["matchedBy"]), OUTCOME_WORDS.get(outcome["as"], outcome["as"])
-        )
-        out.print(
-            f"  {Path(outcome['file']).name} → {outcome['sessionKey']} "
-            f"({kind}, agent {outcome['agentId']})",
-            markup=False,
-            soft_wrap=True,
-        )
-        if outcome.get("note"):
-            out.print(f"    note: {outcome['note']}", markup=False, soft_wrap=True)
-    errors: list[str] = result["errors"]
-    if result["errorCount"]:
-        out.print(f"{_n(result['errorCount'], 'line error')} (lines skipped):")
-        for message in errors[:MAX_ERRORS_SHOWN]:
-            out.print(f"  {message}")
-        if result["errorCount"] > min(len(errors), MAX_ERRORS_SHOWN):
-            out.print(f"  … and {result['errorCount'] - min(len(errors), MAX_ERRORS_SHOWN)} more")
-    pending = (result["index"] or {}).get("pending", 0)
-    if pending:
-        out.print(
-            f"{_n(pending, 'session')} pending indexing: `{PROG_NAME} search` indexes them first "
-            f"(or run `{PROG_NAME} reconcile`)."
-        )
 
 
 # -- search -----------------------------------------------------------------------------------
@@ -808,110 +665,14 @@ def search_cmd(
                 caller, query, queries=list(more_queries) if more_queries else None, **filters
             )
         pending = store.index_status()["pending"] if result.get("indexing") else 0
-        near: list[str] = []
-        if not state.json and not result.get("results") and "status" not in result:
-            near = store.suggest(caller, query) if not more_queries else []
     if state.json:
         _emit_json(result)
     elif "status" not in result:
-        _print_search(result, pending)
-        if near:
-            _stdout().print(f"Did you mean: {', '.join(near)}?")
+        print_search(result, pending, query)
     if "status" in result:
         _refuse(result)
     if fail_if_empty and not result.get("results"):
         click.get_current_context().exit(EXIT_NO_MATCH)
-
-
-def relative_scores(hits: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Each hit's score as a share of the best score among ``hits`` (one query's results):
-    ``100%`` for the best, ``-`` when the query ranks nothing (newest-first order, or scores of
-    0). Raw scores depend on the engine, the caller and the corpus: only their order within
-    one query means anything, which the share keeps."""
-    best = max((float(h.get("score") or 0.0) for h in hits), default=0.0)
-    if best <= 0:
-        return ["-" for _ in hits]
-    return [f"{max(0.0, float(h.get('score') or 0.0)) / best:.0%}" for h in hits]
-
-
-def _hits_table(hits: list[dict[str, Any]], width: int) -> Table:
-    """Search hits as a table: one column per field when wide, two stacked columns when narrow.
-    ``#`` is the hit's place in the result order, ``Match`` its score relative to the best."""
-    narrow = width < WIDE_TABLE_MIN_WIDTH
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, show_lines=narrow)
-    shares = relative_scores(hits)
-    grouped = any("sessionHits" in hit for hit in hits)
-    if narrow:
-        table.add_column("#", justify="right", no_wrap=True)
-        table.add_column("Hit", overflow="fold", ratio=2)
-        table.add_column("Snippet", overflow="fold", ratio=3)
-        for place, (hit, share) in enumerate(zip(hits, shares, strict=True), start=1):
-            head = Text(str(hit["sessionKey"]), style="bold")
-            count = f" · {_n(int(hit['sessionHits']), 'hit')}" if grouped else ""
-            head.append(
-                f"\n{hit['messageId']} · {hit['role']} · match {share}{count}"
-                f"\n{_iso(hit['timestamp'])}",
-                style="",
-            )
-            table.add_row(Text(str(place)), head, Text(_flatten(str(hit["snippet"]))))
-        return table
-    longest = max(len(str(hit["sessionKey"])) for hit in hits)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("Session key", overflow="fold", min_width=min(longest, KEY_COLUMN_MAX_WIDTH))
-    table.add_column("Id", overflow="fold")
-    table.add_column("Time (UTC)", no_wrap=True)
-    table.add_column("Role", no_wrap=True)
-    table.add_column("Match", justify="right", no_wrap=True)
-    if grouped:
-        table.add_column("Hits", justify="right", no_wrap=True)
-    table.add_column("Snippet", overflow="fold", ratio=1, min_width=SNIPPET_MIN_WIDTH)
-    for place, (hit, share) in enumerate(zip(hits, shares, strict=True), start=1):
-        cells = [
-            Text(str(place)),
-            Text(str(hit["sessionKey"])),
-            Text(str(hit["messageId"])),
-            Text(_iso(hit["timestamp"])),
-            Text(str(hit["role"])),
-            Text(share),
-        ]
-        if grouped:
-            cells.append(Text(str(hit["sessionHits"])))
-        table.add_row(*cells, Text(_flatten(str(hit["snippet"]))))
-    return table
-
-
-def _print_search(result: Mapping[str, Any], pending: int) -> None:
-    out = _stdout()
-    hits: list[dict[str, Any]] = result["results"]
-    if result.get("batch"):
-        for index, text in enumerate(result["queries"]):
-            mine = [h for h in hits if h["queryIndex"] == index]
-            out.print(Text(f"Query {index + 1}: {text}", style="bold"))
-            out.print(_hits_table(mine, out.width) if mine else "No matches.")
-        if result["results"]:
-            first = result["results"][0]
-            out.print(
-                f"Read around a hit: {PROG_NAME} history {first['sessionKey']} "
-                f"--message-id {first['messageId']}",
-                soft_wrap=True,
-            )
-    elif not hits:
-        out.print("No matches.")
-    else:
-        out.print(_hits_table(hits, out.width))
-        first = hits[0]
-        out.print(
-            f"Read around a hit: {PROG_NAME} history {first['sessionKey']} "
-            f"--message-id {first['messageId']}",
-            soft_wrap=True,  # a command line to copy: never broken
-        )
-    if result.get("truncated"):
-        out.print(f"More matches exist: refine the query or raise --limit (max {MAX_LIMIT}).")
-    if result.get("indexing"):
-        out.print(
-            f"Note: indexing incomplete ({_n(pending, 'session')} pending), results may be "
-            f"missing; run `{PROG_NAME} reconcile` or search without --no-reconcile."
-        )
 
 
 # -- history ----------------------------------------------------------------------------------
@@ -937,7 +698,11 @@ def _print_search(result: Mapping[str, Any], pending: int) -> None:
     metavar="N",
     help="Skip this many newest messages (paging back; not with --message-id).",
 )
-@click.option("--include-tools", is_flag=True, help="Also show tool calls and tool results.")
+@click.option(
+    "--include-tools",
+    is_flag=True,
+    help="Also show tool results (tool calls always show, in their assistant turn).",
+)
 @json_option
 @handled
 def history_cmd(
@@ -958,10 +723,12 @@ def history_cmd(
     session id. With --message-id the window is read from the incarnation holding that message
     (the newest one that does, e.g. an imported reset archive) unless --session-id names one.
 
-    Texts are redacted and cut, images omitted; tool-only messages are left out unless
-    --include-tools. Each message's #N is its position in the transcript (1 = the first
-    line of the session file): gaps are events not shown (tool results, other branches,
-    session metadata), so #N stays the same whatever page or window shows it.
+    Texts are redacted and cut, images omitted; tool results are left out unless
+    --include-tools (an assistant turn made only of tool calls stays, as in OpenClaw). Each
+    message's #N is its position in the transcript (1 = the first line of the session file):
+    gaps are events not shown (tool results, other branches, session metadata), so #N stays
+    the same whatever page or window shows it. A --message-id no event of the session holds
+    is an error.
     """
     state = _state()
     caller = _caller(caller_key, visibility, agent_to_agent, allow)
@@ -980,67 +747,7 @@ def history_cmd(
     if "status" in result:
         _refuse(result)
     if not state.json:
-        _print_history(result, message_id)
-
-
-def _block_text(block: Any) -> str:
-    if not isinstance(block, dict):
-        return str(block)
-    kind = block.get("type")
-    if kind in ("text", "input_text", "output_text"):
-        return str(block.get("text", ""))
-    if kind in ("thinking", "reasoning"):
-        return f"[thinking] {block.get('thinking', block.get('text', ''))}"
-    if kind == "image":
-        size = block.get("bytes")
-        return f"[image omitted, {size} bytes]" if size is not None else "[image omitted]"
-    if kind in ("toolCall", "tool_use", "toolUse"):
-        args = json.dumps(block.get("arguments", block.get("input", {})), ensure_ascii=False)
-        return f"[tool call {block.get('name', '?')} {args}]"
-    return f"[{kind}]"
-
-
-def message_display_text(message: dict[str, Any]) -> str:
-    """A history message's content as plain text for a terminal."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(t for t in (_block_text(b) for b in content) if t.strip())
-    text = message.get("text")
-    return text if isinstance(text, str) else ""
-
-
-def _print_history(result: Mapping[str, Any], anchor: str | None) -> None:
-    out = _stdout()
-    messages: list[dict[str, Any]] = result["messages"]
-    total = result.get("totalMessages", len(messages))
-    out.print(
-        f"{result['sessionKey']}: {len(messages)} of {_n(total, 'message')} "
-        "(#N: the message's position in the transcript)"
-    )
-    if not messages:
-        out.print("No messages." + (" (the anchor is not on the active branch)" if anchor else ""))
-    for message in messages:
-        meta = message.get("__openclaw") or {}
-        role = str(message.get("role", "?"))
-        if message.get("toolName"):
-            role = f"{role} ({message['toolName']})"
-        marker = "▶" if anchor is not None and meta.get("id") == anchor else " "
-        out.print(
-            Text(
-                f"{marker} #{meta.get('seq', '?')} {meta.get('id', '')}  {role}  "
-                f"{_iso(meta.get('timestamp'))}",
-                style="bold",
-            )
-        )
-        out.print(
-            Padding(Text(message_display_text(message)), (0, 0, 0, HISTORY_INDENT), expand=False)
-        )
-    if result.get("hasMore"):
-        out.print(f"Older messages: --offset {result.get('nextOffset')}")
-    if result.get("droppedMessages"):
-        out.print("Some messages were left out to fit the size budget.")
+        print_history(result, message_id)
 
 
 # -- sessions ---------------------------------------------------------------------------------
@@ -1110,30 +817,11 @@ def sessions_cmd(
     if state.json:
         _emit_json(result)
         return
-    out = _stdout()
-    rows = result["sessions"]
-    if not rows:
-        out.print("No sessions.")
-        return
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("Agent", overflow="fold")
-    table.add_column("Session key", overflow="fold")
-    table.add_column("Session id", overflow="fold")
-    table.add_column("Messages", justify="right", no_wrap=True)
-    table.add_column("Last activity (UTC)", no_wrap=True)
-    table.add_column("Index", no_wrap=True)
-    for row in rows:
-        table.add_row(
-            Text(str(row["agentId"])),
-            Text(str(row["key"])),
-            Text(str(row["sessionId"])),
-            Text(str(row.get("messageCount", "-"))),
-            Text(_iso(row.get("updatedAt"))),
-            Text(str(row.get("indexing", "-"))),
-        )
-    out.print(table)
+    print_sessions(result["sessions"])
     if result.get("truncated"):
-        out.print(f"More sessions exist: narrow the list or raise --limit (max {MAX_LIST_LIMIT}).")
+        stdout_console().print(
+            f"More sessions exist: narrow the list or raise --limit (max {MAX_LIST_LIMIT})."
+        )
 
 
 # -- reconcile / status / check / upgrade -----------------------------------------------------
@@ -1150,9 +838,9 @@ def reconcile_cmd() -> None:
     if state.json:
         _emit_json(result)
         return
-    _stdout().print(
-        f"Reconciled {_n(result.get('sessions', 0), 'session')} "
-        f"({_n(result.get('inserted', 0), 'index row')} inserted, "
+    stdout_console().print(
+        f"Reconciled {plural(result.get('sessions', 0), 'session')} "
+        f"({plural(result.get('inserted', 0), 'index row')} inserted, "
         f"{result.get('deleted', 0)} deleted). "
         f"Sessions: {result['indexed']} indexed, {result['pending']} pending, "
         f"{result['total']} total."
@@ -1168,21 +856,18 @@ def rebuild_cmd(keys: tuple[str, ...]) -> None:
     their events were changed behind the plugin's back."""
     state = _state()
     with open_store(state, schema="auto") as store:
-        from .maintenance import mark_for_rebuild
-
-        marked = mark_for_rebuild(store.write_engine, keys or None)
-        if keys and not marked:
-            raise CliError(f"no session has the key or id {', '.join(keys)}")
-        result: RebuildResult = {
-            "rebuilt": marked,
-            **_reconcile_with_progress(store, "re-indexing"),
-        }
+        result: RebuildResult = _with_progress(
+            "re-indexing", functools.partial(store.rebuild, keys or None)
+        )
+    marked = result["rebuilt"]
+    if keys and not marked:
+        raise CliError(f"no session has the key or id {', '.join(keys)}")
     if state.json:
         _emit_json(result)
         return
-    _stdout().print(
-        f"Re-indexed {_n(len(marked), 'session')} "
-        f"({_n(result.get('inserted', 0), 'index row')} inserted, "
+    stdout_console().print(
+        f"Re-indexed {plural(len(marked), 'session')} "
+        f"({plural(result.get('inserted', 0), 'index row')} inserted, "
         f"{result.get('deleted', 0)} deleted)."
     )
 
@@ -1199,7 +884,7 @@ def optimize_cmd() -> None:
     if state.json:
         _emit_json({"database": name, "optimized": True})
         return
-    _stdout().print(f"{name}: full-text index optimized.")
+    stdout_console().print(f"{name}: full-text index optimized.")
 
 
 def _file_sizes(path: Path) -> dict[str, int]:
@@ -1218,7 +903,7 @@ def status_cmd() -> None:
     state = _state()
     with open_store(state, schema="require") as store:
         counts = store.index_status()
-        revisions = list(migrate.current_revisions(store.engine))
+        revisions = store.schema_revisions()
         path = sqlite_path(store.engine.url)
         name = _describe(store.engine.url)
     result: dict[str, Any] = {"database": name, **counts, "schema": revisions}
@@ -1227,7 +912,7 @@ def status_cmd() -> None:
     if state.json:
         _emit_json(result)
         return
-    out = _stdout()
+    out = stdout_console()
     out.print(f"database  {name}")
     out.print(f"schema    {', '.join(revisions)}")
     out.print(
@@ -1236,28 +921,29 @@ def status_cmd() -> None:
     )
     if "sizes" in result:
         sizes: dict[str, int] = result["sizes"]
-        out.print("size      " + ", ".join(f"{k} {_human_size(v)}" for k, v in sizes.items()))
+        out.print("size      " + ", ".join(f"{k} {human_size(v)}" for k, v in sizes.items()))
 
 
 @cli.command("check", short_help="Verify the index; exit 1 on drift or corruption.")
 @json_option
 @handled
 def check_cmd() -> None:
-    """Verify FTS5 integrity and that the index equals the active branches (exit 1 if not)."""
+    """Verify the full-text index's integrity and that it equals the active branches (exit 1
+    if not)."""
     state = _state()
     with open_store(state, schema="require") as store:
-        report = run_check(store.engine)
+        report = store.check()
     data = report.as_dict()
     if state.json:
         _emit_json(data)
     else:
-        out = _stdout()
-        out.print(f"FTS5 integrity: {data['ftsIntegrity']}")
+        out = stdout_console()
+        out.print(f"Full-text index integrity: {data['ftsIntegrity']}")
         if report.drift:
-            out.print(f"Drift in {_n(len(report.drift), 'indexed session')}:")
+            out.print(f"Drift in {plural(len(report.drift), 'indexed session')}:")
             for sid, diff in sorted(report.drift.items()):
                 out.print(
-                    f"  {sid}: {_n(diff.get('missing', 0), 'row')} missing, "
+                    f"  {sid}: {plural(diff.get('missing', 0), 'row')} missing, "
                     f"{diff.get('extra', 0)} extra"
                 )
         else:
@@ -1279,17 +965,16 @@ def upgrade_cmd() -> None:
     """Migrate the database schema to the newest revision (creates the database if missing)."""
     state = _state()
     with open_store(state, schema="any", must_exist=False) as store:
-        before = list(migrate.current_revisions(store.engine))
-        migrate.upgrade(store.engine)
-        after = list(migrate.current_revisions(store.engine))
+        before = store.schema_revisions()
+        after = store.upgrade_schema()
         name = _describe(store.engine.url)
     if state.json:
         _emit_json({"database": name, "from": before, "to": after})
         return
     if before == after:
-        _stdout().print(f"{name}: schema already at head ({', '.join(after)}).")
+        stdout_console().print(f"{name}: schema already at head ({', '.join(after)}).")
     else:
-        _stdout().print(
+        stdout_console().print(
             f"{name}: schema upgraded from {', '.join(before) or '(none)'} to {', '.join(after)}."
         )
 
@@ -1310,7 +995,7 @@ def upgrade_cmd() -> None:
 def partition_cmd(partitions: int) -> None:
     """Move the index rows into hash partitions by agent, in one transaction that keeps every
     row (docs/scale.md). Stop the writers first: it locks the index table throughout."""
-    _convert(lambda store: migrate.partition_by_agent(store.engine, partitions), "partitioned")
+    _convert(lambda store: store.partition_by_agent(partitions), "partitioned")
 
 
 @cli.command("unpartition", short_help="PostgreSQL: back to the plain index table.")
@@ -1319,7 +1004,7 @@ def partition_cmd(partitions: int) -> None:
 def unpartition_cmd() -> None:
     """Move the index rows back into the plain table, in one transaction that keeps every row
     (before a schema downgrade). Stop the writers first, and restart stores opened before."""
-    _convert(lambda store: migrate.unpartition_by_agent(store.engine), "unpartitioned")
+    _convert(lambda store: store.unpartition_by_agent(), "unpartitioned")
 
 
 def _convert(run: Callable[[TranscriptStore], int], done: str) -> None:
@@ -1335,7 +1020,7 @@ def _convert(run: Callable[[TranscriptStore], int], done: str) -> None:
     if state.json:
         _emit_json({"database": name, "rows": rows, "seconds": round(seconds, 3)})
         return
-    _stdout().print(f"{name}: {done}, {_n(rows, 'index row')} moved in {seconds:.1f} s.")
+    stdout_console().print(f"{name}: {done}, {plural(rows, 'index row')} moved in {seconds:.1f} s.")
 
 
 # -- mcp --------------------------------------------------------------------------------------

@@ -60,11 +60,26 @@ SYNC_DRIVERS = {
 }
 
 
+#: URL schemes other tools print for a dialect, read as that dialect: ``postgres://`` is what
+#: Heroku, Render, Supabase and ``psql`` print, and what SQLAlchemy refuses since 1.4.
+DIALECT_ALIASES = {"postgres": "postgresql"}
+
+
+def canonical_url(url: URL) -> URL:
+    """``url`` with an alias of a dialect (:data:`DIALECT_ALIASES`) spelt as the dialect itself
+    (``postgres://`` and ``postgres+psycopg://`` as ``postgresql://`` and
+    ``postgresql+psycopg://``); any other URL as it is."""
+    name, plus, driver = url.drivername.partition("+")
+    alias = DIALECT_ALIASES.get(name)
+    return url if alias is None else url.set(drivername=alias + plus + driver)
+
+
 def sync_driver_url(url: URL) -> URL:
     """``url`` with an async driver (:data:`SYNC_DRIVERS`) replaced by the synchronous driver of
     the same database, its query translated for that driver (the backend's ``sync_url``): a
     host's async URL opens the plugin's own (synchronous) engine; any other URL is returned as
-    it is."""
+    it is (a dialect alias spelt out first, :func:`canonical_url`)."""
+    url = canonical_url(url)
     found = known_backend(url)
     return found.sync_url(url) if found is not None else url
 

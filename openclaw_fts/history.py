@@ -3,7 +3,8 @@
 Invariant: only sessions passing the same visibility predicate as search are read (the key
 resolved and judged by :func:`visibility.resolve_target`, so a hidden key is ``forbidden``
 whether or not it exists); only events on an incarnation's ACTIVE branch are returned (an
-anchor on no incarnation's branch yields no messages, never some other window), less the rows
+anchor on no incarnation's branch yields no messages, never some other window; an anchor no
+event of the incarnations holds is an error, ``{"status": "error", "error"}``), less the rows
 OpenClaw leaves out (``toolResult``/``tool`` messages without ``includeTools``; silent control
 replies and blank user rows always: :func:`history_shaping.is_hidden_from_history`), before paging;
 ``nextOffset`` follows the oldest message actually returned; every text is
@@ -21,7 +22,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from . import transcript
-from .errors import ToolInputError
+from .errors import ToolInputError, shorten
 from .history_shaping import (
     MAX_HISTORY_BYTES,
     fit_to_budget,
@@ -112,6 +113,23 @@ def _branch_messages(
     return branch
 
 
+def unknown_message_error(message_id: str, session_key: str) -> str:
+    """The error for a ``messageId`` that no event of the session's incarnations holds."""
+    return f"Message not found in session {shorten(session_key)}: {shorten(message_id)}"
+
+
+def _holds_event(conn: Connection, caller: Caller, session_key: str, event_id: str) -> bool:
+    """Whether an event of an incarnation of the key the caller may read, on any branch and
+    of any kind, has this id: an anchor that is only off the window's branch (rewound away, a
+    hidden tool result, another incarnation than ``sessionId``) gives an empty window; one no
+    event of the session holds is an error. Read only for an anchor not found on a branch."""
+    return any(
+        ev.get("id") == event_id
+        for sid in sessions_sql.incarnations(conn, caller, session_key, None)
+        for _, ev in sessions_sql.events(conn, sid)
+    )
+
+
 def _anchor_window(count: int, anchor: int, limit: int) -> tuple[int, int]:
     """Grow [lo, hi) around ``anchor`` alternately one older, one newer, up to ``limit``."""
     lo, hi = anchor, anchor + 1
@@ -170,6 +188,8 @@ def run_history(
             if positions:
                 branch = candidate
         total = len(branch)
+        if not positions and not _holds_event(conn, caller, key, anchor_id):
+            return {"status": "error", "error": unknown_message_error(anchor_id, key)}
         if not positions:
             window: list[tuple[int, dict[str, Any]]] = []
         else:

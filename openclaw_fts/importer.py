@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -79,6 +79,8 @@ SESSION_FIELD_NAMES = {
 }
 
 Progress = Callable[[int], None]
+#: What an import says of a path that is neither a file nor a folder.
+NO_SUCH_PATH = "no such file or folder"
 
 
 @dataclass
@@ -566,23 +568,68 @@ def import_dir(
     whole is reported (``failed_files``) and the others are imported."""
     report = ImportReport()
     for item in folder_items(folder, rekey=rekey):
-        try:
-            part = import_item(engine, item, progress=progress)
-        except ImportFormatError as exc:
-            report.files += 1
-            report.failed_files.append(str(exc))
-            report.error(str(exc))
-            continue
-        except DataError as exc:  # a value this engine cannot store that no check above knew
-            message = shorten(
-                f"{item.path}: the database refused a value of this file "
-                f"({str(exc.orig).splitlines()[0] if exc.orig else type(exc).__name__}); "
-                "the rest of the file was not imported",
-                MAX_ERROR_CHARS,
-            )
-            report.files += 1
+        _import_into(report, engine, item, progress)
+    return report
+
+
+def _import_into(
+    report: ImportReport, engine: Engine, item: ImportItem, progress: Progress | None
+) -> None:
+    """Import one planned file into ``report``: a file refused as a whole is counted, listed
+    in ``failed_files`` and reported as an error; the others' reports are merged."""
+    try:
+        part = import_item(engine, item, progress=progress)
+    except ImportFormatError as exc:
+        report.files += 1
+        report.failed_files.append(str(exc))
+        report.error(str(exc))
+        return
+    except DataError as exc:  # a value this engine cannot store that no check above knew
+        message = shorten(
+            f"{item.path}: the database refused a value of this file "
+            f"({str(exc.orig).splitlines()[0] if exc.orig else type(exc).__name__}); "
+            "the rest of the file was not imported",
+            MAX_ERROR_CHARS,
+        )
+        report.files += 1
+        report.failed_files.append(message)
+        report.error(message)
+        return
+    report.merge(part)
+
+
+def import_paths(
+    engine: Engine,
+    paths: Iterable[str | Path],
+    *,
+    session_key: str | None = None,
+    rekey: bool = False,
+    progress: Progress | None = None,
+    on_file: Callable[[Path], None] | None = None,
+) -> ImportReport:
+    """Import .jsonl files and OpenClaw folders, in the order given, into one report: a folder
+    as :func:`import_dir` plans and imports it (``rekey`` applies), a file as
+    :func:`import_jsonl` does under ``session_key``. A path that is neither, or a folder
+    without transcripts, is listed in ``failed_files`` and reported as an error, as a file
+    refused as a whole is; every other file is imported. ``on_file`` is told each file before
+    it is read, ``progress`` each batch of lines."""
+    report = ImportReport()
+    items: list[ImportItem] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            try:
+                items.extend(folder_items(path, rekey=rekey))
+            except ImportFormatError as exc:
+                report.failed_files.append(str(exc))
+                report.error(str(exc))
+        elif path.is_file():
+            items.append(ImportItem(path, session_key))
+        else:
+            message = f"{path}: {NO_SUCH_PATH}"
             report.failed_files.append(message)
             report.error(message)
-            continue
-        report.merge(part)
+    for item in items:
+        if on_file is not None:
+            on_file(item.path)
+        _import_into(report, engine, item, progress)
     return report

@@ -48,7 +48,10 @@ def loads_strict(text: str) -> Any:
     except json.JSONDecodeError as exc:
         if text.startswith("\ufeff"):
             raise JsonLineError("byte-order mark (U+FEFF) before the JSON value") from None
-        raise JsonLineError(f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+        # Some of json's messages end with "at" ("Unterminated string starting at"): the
+        # column completes them instead of doubling the word.
+        where = f"{exc.msg} column" if exc.msg.endswith(" at") else f"{exc.msg} at column"
+        raise JsonLineError(f"malformed JSON ({where} {exc.colno})") from None
     except RecursionError:
         raise JsonLineError("nested too deeply to parse") from None
     except ValueError:

@@ -93,6 +93,7 @@ __all__ = [
     "is_sensitive_name",
     "is_weak_secret_name",
     "looks_random",
+    "mask_fragments",
     "mask_secret",
     "redact_text",
 ]
@@ -1198,6 +1199,30 @@ def mask_secret(secret: str) -> str:
     if len(secret) < MIN_PARTIAL_MASK_CHARS:
         return SHORT_SECRET_MASK
     return f"{secret[:KEEP_START_CHARS]}{MASK_ELLIPSIS}{secret[-KEEP_END_CHARS:]}"
+
+
+def mask_fragments(masked: str) -> list[tuple[int, int]]:
+    """Where the characters a partial mask keeps of a secret may be in an already masked
+    text, as ``(start, end)`` offsets: for every :data:`MASK_ELLIPSIS` between two non-blank
+    characters, the :data:`KEEP_START_CHARS` before it and the :data:`KEEP_END_CHARS` after
+    it. An ellipsis a person typed between two words (``wait…what``) counts too, so the spans
+    cover every kept fragment, and sometimes a little more; the ellipses of
+    :data:`PEM_BODY_MASK` stand between line breaks and keep nothing."""
+    spans: list[tuple[int, int]] = []
+    at = masked.find(MASK_ELLIPSIS)
+    while at != -1:
+        after = at + len(MASK_ELLIPSIS)
+        between_words = (
+            at > 0
+            and after < len(masked)
+            and not masked[at - 1].isspace()
+            and not masked[after].isspace()
+        )
+        if between_words:
+            spans.append((max(0, at - KEEP_START_CHARS), at))
+            spans.append((after, min(len(masked), after + KEEP_END_CHARS)))
+        at = masked.find(MASK_ELLIPSIS, after)
+    return spans
 
 
 class _Scan:

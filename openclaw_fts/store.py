@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 from sqlalchemy import Connection, Engine, delete, event, select
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -30,12 +30,16 @@ from . import importer, migrate
 from .append import AppendMemo, append_events, append_in_one_statement
 from .background import BackgroundJob
 from .caller import Caller
+from .check import CheckReport
+from .check import check as check_index
 from .dialects import require_index_dialect
 from .engine import (
     BUSY_TIMEOUT_MS,
     DEFAULT_DURABILITY,
     READ_ONLY,
+    canonical_url,
     configure,
+    database_file,
     is_memory_url,
     make_engine,
     write_engine,
@@ -154,6 +158,8 @@ class TranscriptStore:
                     f"openclaw-fts: {given!r} is not a database URL; the store takes a "
                     f"SQLAlchemy URL (a SQLite file: 'sqlite:///{given}') or an Engine"
                 )
+        url = _spelt_out(url)  # postgres:// is postgresql:// (engine.DIALECT_ALIASES)
+        read_url = None if read_url is None else _spelt_out(read_url)
         require_index_dialect(dialect_of(url))
         if transaction_pooler and not backend_of(url).transaction_poolers:
             raise UnsupportedDatabaseError(
@@ -358,6 +364,30 @@ class TranscriptStore:
     ) -> ImportResult:
         """Import one transcript like ``openclaw doctor``: stored, not indexed (pending)."""
         report = importer.import_jsonl(self.write_engine, path, session_key=session_key, **kwargs)
+        return cast(ImportResult, report.as_dict())
+
+    @_primary_write
+    def import_paths(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        session_key: str | None = None,
+        rekey: bool = False,
+        progress: Callable[[int], None] | None = None,
+        on_file: Callable[[Path], None] | None = None,
+    ) -> ImportResult:
+        """Import .jsonl files and OpenClaw folders into one report (what ``openclaw-fts
+        import`` does): folders as :meth:`import_dir`, files as :meth:`import_jsonl` under
+        ``session_key``; a path that cannot be imported at all is in ``failedFiles``.
+        ``on_file``: told each file before it is read; ``progress``: lines read."""
+        report = importer.import_paths(
+            self.write_engine,
+            paths,
+            session_key=session_key,
+            rekey=rekey,
+            progress=progress,
+            on_file=on_file,
+        )
         return cast(ImportResult, report.as_dict())
 
     @_primary_write
@@ -608,14 +638,16 @@ class TranscriptStore:
         return cast(ReconcileResult, result)
 
     @_primary_write
-    def rebuild(self, keys: Iterable[str] | None = None, progress: Any = None) -> RebuildResult:
+    def rebuild(
+        self, keys: Iterable[str] | None = None, progress: Any = None, on_wait: Any = None
+    ) -> RebuildResult:
         """Force a re-index of the sessions named by ``keys`` (session keys or session ids;
         None: every session): their derived columns are recomputed from the stored JSON, they
         turn pending, and the reconciler re-indexes them now. ``"rebuilt"`` lists their ids."""
         from .maintenance import mark_for_rebuild
 
         marked = mark_for_rebuild(self.write_engine, keys)
-        return {"rebuilt": marked, **self.reconcile(progress=progress)}
+        return {"rebuilt": marked, **self.reconcile(progress=progress, on_wait=on_wait)}
 
     @_primary_write
     def optimize(self) -> None:
@@ -623,6 +655,43 @@ class TranscriptStore:
         from .maintenance import optimize
 
         optimize(self.write_engine)
+
+    # -- the schema, and the whole index ----------------------------------------------------
+
+    #: The file of a URL naming a SQLite database file (None: a server, memory, a URI name).
+    database_file = staticmethod(database_file)
+
+    def schema_revisions(self) -> list[str]:
+        """The plugin's schema revisions the database is at (empty: no plugin schema)."""
+        return list(migrate.current_revisions(self.engine))
+
+    def schema_at_head(self) -> bool:
+        """Whether the database is at the plugin's newest schema revision(s)."""
+        return set(self.schema_revisions()) == set(migrate.head_revisions())
+
+    @_primary_write
+    def upgrade_schema(self) -> list[str]:
+        """Migrate the schema to the newest revision (creating it in an empty database; a
+        database whose plugin revisions a host's Alembic runs is refused); the revisions
+        after. What ``TranscriptStore(url)`` does on open unless ``upgrade=False``."""
+        migrate.upgrade(self.engine)
+        return self.schema_revisions()
+
+    def check(self) -> CheckReport:
+        """Verify the full-text index: its own integrity, and that it holds exactly the active
+        branches of every indexed session (pending sessions are not checked)."""
+        return check_index(self.engine)
+
+    @_primary_write
+    def partition_by_agent(self, partitions: int | None = None) -> int:
+        """PostgreSQL: move the index rows into hash partitions by agent, in one transaction
+        (docs/scale.md); the rows moved. Stop the writers first."""
+        return migrate.partition_by_agent(self.engine, partitions)
+
+    @_primary_write
+    def unpartition_by_agent(self) -> int:
+        """PostgreSQL: move the index rows back into the plain table; the rows moved."""
+        return migrate.unpartition_by_agent(self.engine)
 
     def index_status(self) -> IndexStatus:
         """``{"pending", "indexed", "total"}`` in sessions."""
@@ -707,6 +776,14 @@ class TranscriptStore:
 def _clock_ms() -> int:
     """The wall clock in epoch ms: what relative ``since`` / ``until`` spans count back from."""
     return int(time.time() * 1000)
+
+
+def _spelt_out(url: str | URL | Engine) -> URL | Engine:
+    """A URL with a dialect alias spelt out (:func:`~openclaw_fts.engine.canonical_url`); an
+    engine as it is."""
+    if isinstance(url, Engine):
+        return url
+    return canonical_url(make_url(url))
 
 
 def _standby_engine(read_url: str | URL | Engine, primary: Engine) -> tuple[Engine, bool]:

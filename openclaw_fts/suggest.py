@@ -8,7 +8,9 @@ suggestion never reveals a word found only in sessions the caller cannot see; an
 session whose index is exact (:data:`~openclaw_fts.index.pending.EXACT_SESSION` is in that
 statement too, unless the search that asks knows none of them is pending): search hides a
 pending session, whose rows may hold words its transcript no longer has, so a word found only
-there would send the caller to a query that finds nothing. Near words are
+there would send the caller to a query that finds nothing. No word is suggested that those
+messages hold only inside what a credential's mask keeps (``pro`` of ``sk-pro…0gEy``):
+:func:`said_outside_masks` reads the best messages holding each short candidate. Near words are
 ordered by how many messages the caller may see hold them (counted with the same predicate,
 not over the whole index), so neither their order nor which of them are kept depends on
 sessions the caller cannot see -- on PostgreSQL, and for a ``self`` or ``tree`` caller on
@@ -31,9 +33,12 @@ from collections.abc import Sequence
 from sqlalchemy import Connection
 
 from .caller import Caller
-from .index.base import reader
-from .query import CompiledQuery
+from .index.base import Reader, reader
+from .query import CompiledQuery, compile_query
+from .redact import KEEP_END_CHARS, KEEP_START_CHARS, mask_fragments
+from .rows import SearchRequest
 from .spelling import term_is_word_like
+from .tokens import tokenize
 
 #: Most suggestions for one query (near words and prefix forms together).
 MAX_SUGGESTIONS = 3
@@ -47,6 +52,40 @@ MAX_CORRECTED_TOKENS = 3
 #: :data:`MAX_EDIT_DISTANCE` (SQLite; PostgreSQL corrects one edit: docs/cli.md).
 SHORT_TOKEN_CHARS = 5
 MAX_EDIT_DISTANCE = 2
+#: Words up to this long can lie wholly inside what a credential's mask keeps of it (its first
+#: :data:`~openclaw_fts.redact.KEEP_START_CHARS` or last ``KEEP_END_CHARS`` characters).
+MAX_FRAGMENT_CHARS = max(KEEP_START_CHARS, KEEP_END_CHARS)
+#: Best-ranked messages holding such a word that are read to find it outside every mask.
+MASK_CHECK_MESSAGES = 8
+
+
+def said_outside_masks(
+    conn: Connection, backend: Reader, caller: Caller, word: str, *, prefix: bool, exact: bool
+) -> bool:
+    """Whether ``word`` (``prefix``: a word starting with it) occurs in a message the caller may
+    search other than inside the kept start or end of a masked credential (``sk-pro…0gEy``
+    holds ``sk``, ``pro`` and ``0gey`` for the index, and none of them is a word anyone
+    wrote). A word longer than :data:`MAX_FRAGMENT_CHARS` always does; a shorter one is looked
+    for in the :data:`MASK_CHECK_MESSAGES` best-ranked messages that match it, through the
+    search's own statement (visibility, pending filter), and is judged inside a mask only
+    when each of them holds it only there (:func:`~openclaw_fts.redact.mask_fragments`)."""
+    if len(word) > MAX_FRAGMENT_CHARS and not prefix:
+        return True
+    query = f"{word}*" if prefix else word
+    compiled = compile_query(query)
+    if compiled is None:
+        return True
+    req = SearchRequest(query, compiled, MASK_CHECK_MESSAGES, None, None, None, None, "relevance")
+    hits = backend.ranked_hits(conn, caller, req, exact=exact)
+    for text in backend.hit_texts(conn, hits).values():
+        kept = mask_fragments(text)
+        if not kept:
+            return True  # it matched a message without any mask
+        for token in tokenize(text):
+            held = token.norm == word or (prefix and token.norm.startswith(word))
+            if held and not any(a <= token.start and token.end <= b for a, b in kept):
+                return True
+    return False
 
 
 def _tokens(compiled: CompiledQuery) -> list[str]:
@@ -70,7 +109,8 @@ def suggestions(
 ) -> list[str]:
     """For a query that found nothing: up to :data:`MAX_SUGGESTIONS` words one edit away
     from a query word that no visible message holds (most frequent first, see the module's
-    invariant), and that word's
+    invariant; never a word found only inside a masked credential, :func:`said_outside_masks`),
+    and that word's
     prefix form (``word*``) when visible words start with it. ``exact``: no session the caller
     may see is pending in this snapshot (a search that asked says so), and the statements
     need not test it."""
@@ -87,11 +127,23 @@ def suggestions(
             continue  # this word is found: another one (or the combination) is not
         looked += 1
         distance = 1 if len(token) <= SHORT_TOKEN_CHARS else MAX_EDIT_DISTANCE
-        found = backend.near_words(
-            conn, caller, token, max_distance=distance, want=MAX_SUGGESTIONS, exact=exact
-        )
-        near.extend(word for word, _ in found)
-        if backend.visible_words(conn, caller, [token], prefix=True, exact=exact):
+        want = MAX_SUGGESTIONS
+        while True:
+            found = backend.near_words(
+                conn, caller, token, max_distance=distance, want=want, exact=exact
+            )
+            words = [
+                w
+                for w, _ in found
+                if said_outside_masks(conn, backend, caller, w, prefix=False, exact=exact)
+            ]
+            if len(words) >= MAX_SUGGESTIONS or len(found) < want:
+                break
+            want += len(found) - len(words)  # a fragment of a mask took a place: ask past it
+        near.extend(words)
+        if backend.visible_words(
+            conn, caller, [token], prefix=True, exact=exact
+        ) and said_outside_masks(conn, backend, caller, token, prefix=True, exact=exact):
             prefixes.append(f"{token}*")
     near = list(dict.fromkeys(near))
     kept = prefixes[:1]  # room for one prefix form among the suggestions

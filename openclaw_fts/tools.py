@@ -20,22 +20,49 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ToolInputError
-from .history import CHAT_HISTORY_MAX_ENTRIES, DEFAULT_HISTORY_LIMIT
-from .listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, MAX_LIST_MESSAGES, SESSION_KINDS
+from .history import CHAT_HISTORY_MAX_ENTRIES
+from .history import DEFAULT_HISTORY_LIMIT as DEFAULT_HISTORY_LIMIT
+from .jsonsafe import dumps as _strict_dumps
+from .listing import DEFAULT_LIST_LIMIT as DEFAULT_LIST_LIMIT
+from .listing import MAX_LIST_LIMIT as MAX_LIST_LIMIT
+from .listing import MAX_LIST_MESSAGES
+from .listing import SESSION_KINDS as SESSION_KINDS
+from .query import compile_query
 from .results import HistoryAnswer, SearchAnswer, SessionsListResult, StatusResult
-from .search import (
-    DEFAULT_LIMIT,
-    EMPTY_QUERY_ERROR,
-    MAX_BATCH_QUERIES,
-    MAX_LIMIT,
-    MAX_QUERY_CHARS,
-    add_warning,
-)
+from .search import DEFAULT_LIMIT as DEFAULT_LIMIT
+from .search import EMPTY_QUERY_ERROR, MAX_QUERY_CHARS, add_warning
+from .search import MAX_BATCH_QUERIES as MAX_BATCH_QUERIES
+from .search import MAX_LIMIT as MAX_LIMIT
 from .spans import SPAN_EXAMPLES
 
 if TYPE_CHECKING:
     from .caller import Caller
     from .store import TranscriptStore
+
+# What a face other than the tools (the command line) shows of the same arguments and answers:
+# their bounds and choices, the advice in refusals, how an import names a file's key. Named
+# here so a face reads them from the public API (pyproject.toml's "cli-public-api" contract).
+from .caller import VISIBILITIES as VISIBILITIES
+from .caller import Visibility as Visibility
+from .errors import MAX_ERROR_CHARS as MAX_ERROR_CHARS
+from .errors import shorten as shorten
+from .history import MAX_HISTORY_LIMIT as MAX_HISTORY_LIMIT
+from .importer import BY_DEFAULT_KEY as BY_DEFAULT_KEY
+from .importer import BY_GIVEN_KEY as BY_GIVEN_KEY
+from .importer import BY_STORED_KEY as BY_STORED_KEY
+from .importer import DEFAULT_SESSION_KEY as DEFAULT_SESSION_KEY
+from .index.postgresql.partition import DEFAULT_PARTITIONS as DEFAULT_PARTITIONS
+from .index.postgresql.partition import MAX_PARTITIONS as MAX_PARTITIONS
+from .reconcile import LeaseWait as LeaseWait
+from .search import INDEXING_WARNING as INDEXING_WARNING
+from .search import ORDERS as ORDERS
+from .search import ROLES as ROLES
+from .visibility import AGENT_TO_AGENT_ADVICE as AGENT_TO_AGENT_ADVICE
+from .visibility import ALLOW_LIST_ADVICE as ALLOW_LIST_ADVICE
+from .visibility import CROSS_AGENT_ADVICE as CROSS_AGENT_ADVICE
+from .visibility import NOT_FOUND_ADVICE as NOT_FOUND_ADVICE
+from .visibility import SELF_ADVICE as SELF_ADVICE
+from .visibility import TREE_ADVICE as TREE_ADVICE
 
 #: The ``group`` value of ``sessions_search`` that returns one hit per session.
 GROUP_BY_SESSION = "session"
@@ -409,6 +436,19 @@ _CAMEL_RE = re.compile(r"([a-z0-9])([A-Z])")
 #: OpenClaw's strict number grammar for numeric strings (``"5"``, ``" 2.0 "``, ``"1e1"``);
 #: ``"5px"``, ``"0x10"`` and ``"Infinity"`` are not numbers.
 _STRICT_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+
+
+def json_dumps(data: Any, **options: Any) -> str:
+    """``data`` as strict JSON (``json.dumps``' options; never NaN or Infinity), as every
+    answer of the plugin is written."""
+    return _strict_dumps(data, **options)
+
+
+def has_searchable_words(query: str) -> bool:
+    """Whether ``query`` holds a word the index can match. One of punctuation and symbols only
+    (``!!!???...``) holds none: ``sessions_search`` answers it ``{"results": []}`` as OpenClaw
+    does, and a person can be told why (the command line does)."""
+    return compile_query(query.strip()) is not None
 
 
 def snake_case(name: str) -> str:

@@ -324,7 +324,7 @@ def test_check_fails_on_fts_corruption(shared: Shared, tmp_path: Path) -> None:
         db.close()
     proc = run(tmp_path, "--db", "store.sqlite", "check")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert "PROBLEMS FOUND" in proc.stdout and "FTS5 integrity: ok" not in proc.stdout
+    assert "PROBLEMS FOUND" in proc.stdout and "Full-text index integrity: ok" not in proc.stdout
 
 
 def test_bad_arguments_exit_2_with_one_line(shared: Shared) -> None:

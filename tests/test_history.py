@@ -204,7 +204,11 @@ def test_anchor_off_the_active_branch_gives_no_messages(store: TranscriptStore) 
     store.rewind("s1", "m1")
     store.append("s1", msg("n2", "new", parent="m1"))
     assert store.history(CALLER, ME, message_id="m3")["messages"] == []
-    assert store.history(CALLER, ME, message_id="nope")["messages"] == []
+    # An id no event of the session holds is an error, in OpenClaw's error shape.
+    assert store.history(CALLER, ME, message_id="nope") == {
+        "status": "error",
+        "error": f"Message not found in session {ME}: nope",
+    }
     assert ids(store.history(CALLER, ME, message_id="n2", limit=2)) == ["m1", "n2"]
 
 
