@@ -22,18 +22,16 @@ from typing import Any
 
 import pytest
 from factories import msg, transcript_file
+from fault_checks import CALLER, KEY, found, stored_ids, words
 from smallfs import SmallDisk, small_disk
-from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
 import openclaw_fts
-from openclaw_fts import Caller, StorageFullError, TranscriptStore
+from openclaw_fts import StorageFullError, TranscriptStore
 from openclaw_fts.check import check
 from openclaw_fts.merge import MERGE_CHECK_WRITES, needs_merge
 from openclaw_fts.models import AgentSession, TranscriptEvent
 
-KEY = "agent:main:main"
-CALLER = Caller(KEY, visibility="all")
 #: The file system's size: the database starts at ~0.3 MB.
 DISK_BYTES = 8 * 1024 * 1024
 #: Free bytes the filler leaves: the writes under test use them up within a few dozen commits.
@@ -42,7 +40,6 @@ MARGIN = 1024 * 1024
 MAX_WRITES = 2_000
 #: Events per appended batch, and words per message.
 BATCH = 4
-WORDS = 300
 SEED = 40
 
 
@@ -63,30 +60,6 @@ def disk(tmp_path: Path) -> Iterator[SmallDisk]:
 @pytest.fixture
 def url(disk: SmallDisk) -> str:
     return f"sqlite:///{disk.path / 'openclaw.db'}"
-
-
-def words(rng: random.Random, n: int = WORDS) -> str:
-    """``n`` random words: every message adds new terms to FTS5's index."""
-    return " ".join(
-        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, 9)))
-        for _ in range(n)
-    )
-
-
-def stored_ids(store: TranscriptStore, session_id: str) -> list[str]:
-    with store.read_session() as db:
-        return list(
-            db.scalars(
-                select(TranscriptEvent.event_id)
-                .where(TranscriptEvent.session_id == session_id)
-                .order_by(TranscriptEvent.seq)
-            )
-        )
-
-
-def found(store: TranscriptStore, query: str) -> list[str]:
-    answer: Any = store.search(CALLER, query)
-    return [hit["messageId"] for hit in answer["results"]]
 
 
 def assert_storage_full(exc: BaseException, disk: SmallDisk) -> None:

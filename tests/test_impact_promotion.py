@@ -18,7 +18,6 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +45,6 @@ LIMIT = 10
 #: Seconds a promotion is given to finish while a writer's transaction is open (it finishes
 #: at once without the fix; with it, it waits for the writer).
 PROMOTION_HEAD_START_S = 1.0
-
-
-@pytest.fixture
-def host(db_url: str, store: TranscriptStore) -> Iterator[sessionmaker[Session]]:
-    """A host application's engine and sessionmaker, with the plugin installed."""
-    engine = make_engine(db_url)
-    factory = sessionmaker(engine)
-    openclaw_fts.install(factory)
-    try:
-        yield factory
-    finally:
-        engine.dispose()
 
 
 @pytest.fixture
