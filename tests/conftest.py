@@ -19,6 +19,8 @@ from sqlalchemy.orm import Session, sessionmaker
 import openclaw_fts
 from openclaw_fts import TranscriptStore, tools
 from openclaw_fts.engine import make_engine
+from openclaw_fts.index.postgresql.read import PostgresSearch
+from openclaw_fts.index.sqlite import read as sqlite_read
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -183,3 +185,32 @@ def _outputs_follow_openclaws_schemas(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(TranscriptStore, "search", checked_search)
     monkeypatch.setattr(TranscriptStore, "history", checked_history)
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Counts the searches answered from an impact list (either engine)."""
+    used: list[int] = []
+    sqlite_top = sqlite_read.impact.top_hits
+    pg_rows = PostgresSearch._impact_rows
+    pg_folded = PostgresSearch._folded_rows
+
+    def top_hits(*args: Any, **kwargs: Any) -> Any:
+        found = sqlite_top(*args, **kwargs)
+        used.extend([1] if found is not None else [])
+        return found
+
+    def impact_rows(self: PostgresSearch, *args: Any, **kwargs: Any) -> Any:
+        found = pg_rows(self, *args, **kwargs)
+        used.extend([1] if found is not None else [])
+        return found
+
+    def folded_rows(self: PostgresSearch, *args: Any, **kwargs: Any) -> Any:
+        found = pg_folded(self, *args, **kwargs)
+        used.extend([1] if found[0][3] else [])  # the one statement's ``listed``
+        return found
+
+    monkeypatch.setattr(sqlite_read.impact, "top_hits", top_hits)
+    monkeypatch.setattr(PostgresSearch, "_folded_rows", folded_rows)
+    monkeypatch.setattr(PostgresSearch, "_impact_rows", impact_rows)
+    yield used

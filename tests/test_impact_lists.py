@@ -5,7 +5,6 @@ get the lists of its frequent words (the migration's backfill)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,8 +16,6 @@ from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate
 from openclaw_fts.check import check
 from openclaw_fts.index import base
 from openclaw_fts.index.impact import FREQUENT_TERM_MIN_DOCS, LIST_MIN_ROWS, overlap
-from openclaw_fts.index.postgresql.read import PostgresSearch
-from openclaw_fts.index.sqlite import read as sqlite_read
 
 pytestmark = pytest.mark.both_engines
 
@@ -55,35 +52,6 @@ def corpus(store: TranscriptStore) -> TranscriptStore:
         store.append_many(f"s{n}", chain(texts))
     store.optimize()  # tracks the words that are frequent (both engines)
     return store
-
-
-@pytest.fixture
-def walks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Counts the searches answered from an impact list (either engine)."""
-    used: list[int] = []
-    sqlite_top = sqlite_read.impact.top_hits
-    pg_rows = PostgresSearch._impact_rows
-    pg_folded = PostgresSearch._folded_rows
-
-    def top_hits(*args: Any, **kwargs: Any) -> Any:
-        found = sqlite_top(*args, **kwargs)
-        used.extend([1] if found is not None else [])
-        return found
-
-    def impact_rows(self: PostgresSearch, *args: Any, **kwargs: Any) -> Any:
-        found = pg_rows(self, *args, **kwargs)
-        used.extend([1] if found is not None else [])
-        return found
-
-    def folded_rows(self: PostgresSearch, *args: Any, **kwargs: Any) -> Any:
-        found = pg_folded(self, *args, **kwargs)
-        used.extend([1] if found[0][3] else [])  # the one statement's ``listed``
-        return found
-
-    monkeypatch.setattr(sqlite_read.impact, "top_hits", top_hits)
-    monkeypatch.setattr(PostgresSearch, "_folded_rows", folded_rows)
-    monkeypatch.setattr(PostgresSearch, "_impact_rows", impact_rows)
-    yield used
 
 
 def _ids(answer: Any) -> list[tuple[str, str, float]]:

@@ -35,7 +35,6 @@ from openclaw_fts.engine import make_engine
 from openclaw_fts.index.impact import FREQUENT_TERM_MIN_DOCS, PROMOTE_EVERY_ROWS
 from openclaw_fts.index.postgresql import impact, partition
 from openclaw_fts.index.postgresql.backend import PostgresqlBackend
-from openclaw_fts.index.postgresql.read import PostgresSearch
 
 LAYOUTS = ("postgresql", PARTITIONED)
 CALLER = Caller("agent:main:me", visibility="all", agent_to_agent=AgentToAgent(True))
@@ -45,28 +44,6 @@ LIMIT = 10
 #: Seconds a promotion is given to finish while a writer's transaction is open (it finishes
 #: at once without the fix; with it, it waits for the writer).
 PROMOTION_HEAD_START_S = 1.0
-
-
-@pytest.fixture
-def walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the searches an impact list answered."""
-    used: list[int] = []
-    pg_rows = PostgresSearch._impact_rows
-    pg_folded = PostgresSearch._folded_rows
-
-    def impact_rows(self: PostgresSearch, *args: Any, **kwargs: Any) -> Any:
-        found = pg_rows(self, *args, **kwargs)
-        used.extend([1] if found is not None else [])
-        return found
-
-    def folded_rows(self: PostgresSearch, *args: Any, **kwargs: Any) -> Any:
-        found = pg_folded(self, *args, **kwargs)
-        used.extend([1] if found[0][3] else [])  # the one statement's ``listed``
-        return found
-
-    monkeypatch.setattr(PostgresSearch, "_folded_rows", folded_rows)
-    monkeypatch.setattr(PostgresSearch, "_impact_rows", impact_rows)
-    return used
 
 
 def promote(engine: Engine, min_docs: int = MIN_DOCS) -> int:
