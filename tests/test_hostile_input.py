@@ -785,7 +785,9 @@ def test_sql_metacharacters_in_every_string_argument(s1: TranscriptStore, meta: 
     hist = s1.history(ALL, key, message_id=meta, session_id=sid)
     assert [m["__openclaw"]["id"] for m in hist["messages"]] == [meta, f"{meta}3"]
     assert s1.history(ALL, sid)["sessionKey"] == key
-    assert s1.history(ALL, KEY, message_id=meta)["messages"] == []
+    # an id the other session does not hold is an error naming it, never a match elsewhere
+    elsewhere: Any = s1.history(ALL, KEY, message_id=meta)
+    assert elsewhere["status"] == "error" and "not found" in elsewhere["error"], elsewhere
     # nothing else was touched: the other session and every table are intact
     assert hits(s1, "lighthouses") == ["m0"]
     assert row_count(s1.engine, "openclaw_sessions") == 2
@@ -1078,10 +1080,11 @@ def test_hidden_session_errors_say_no_more_than_forbidden(world: TranscriptStore
     assert out_s == {"status": "forbidden", "error": f"Session search {rule}"}
     assert world.history(CALLER, "agent:main:nope") == out_h
     assert world.search(CALLER, "zebra", session_key="agent:main:nope") == out_s
-    # a hidden anchor in the caller's own session: the same empty answer as an unknown anchor
+    # a hidden anchor in the caller's own session: the same answer as an unknown anchor (the
+    # "not found" error, echoing only the id the caller gave)
     hidden_anchor = world.history(CALLER, KEY, message_id="hidden-1")
     unknown_anchor = world.history(CALLER, KEY, message_id="no-such-message")
-    assert hidden_anchor == unknown_anchor
+    assert shape(hidden_anchor, "hidden-1") == shape(unknown_anchor, "no-such-message")
 
 
 #: Allow lists whose patterns, read with ``*`` as the only wildcard, do not match agent "main".
