@@ -334,8 +334,11 @@ def test_the_fallback_never_reads_an_incarnation_the_caller_may_not_see(
     store.append_many("theirs", chain(["zebra theirs"], prefix="t"))
     store.create_session("mine", "agent:main:shared", owner_session_key=ME)
     store.append_many("mine", chain(["zebra mine"], prefix="n"))
-    out = store.history(Caller(ME), "agent:main:shared", message_id="t0")
-    assert out["messages"] == []
+    out: Any = store.history(Caller(ME), "agent:main:shared", message_id="t0")
+    # for this caller the message does not exist: the same error as an unknown id, no window
+    unknown: Any = store.history(Caller(ME), "agent:main:shared", message_id="no-such-id")
+    assert "messages" not in out and out["status"] == unknown["status"] == "error"
+    assert out["error"].replace("t0", "<id>") == unknown["error"].replace("no-such-id", "<id>")
 
 
 # --------------------------------------------------------------------------- batch search
