@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import PARTITIONED
-from factories import chain
+from factories import T0, chain
 from sqlalchemy import create_engine, inspect, text
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate
@@ -59,13 +59,17 @@ def _ids(answer: Any) -> list[tuple[str, str, float]]:
 
 
 def _both_paths(
-    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, caller: Caller, query: str
+    store: TranscriptStore,
+    monkeypatch: pytest.MonkeyPatch,
+    caller: Caller,
+    query: str,
+    **filters: Any,
 ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, float]]]:
     backend = type(base.backend_for(store.engine.dialect.name))
     monkeypatch.setattr(backend, "IMPACT_LISTS", True)
-    fast = _ids(store.search(caller, query, limit=LIMIT))
+    fast = _ids(store.search(caller, query, limit=LIMIT, **filters))
     monkeypatch.setattr(backend, "IMPACT_LISTS", False)
-    exact = _ids(store.search(caller, query, limit=LIMIT))
+    exact = _ids(store.search(caller, query, limit=LIMIT, **filters))
     monkeypatch.setattr(backend, "IMPACT_LISTS", True)
     return fast, exact
 
@@ -97,7 +101,9 @@ def test_other_queries_take_the_exact_path(
         assert fast == exact
     narrow = Caller("agent:main:me", visibility="self")
     assert _both_paths(corpus, monkeypatch, narrow, "alpha")[0]
-    corpus.search(caller, "alpha", limit=LIMIT, role="user")
+    for other in ({"order": "recent"}, {"session_key": "agent:main:a"}):
+        fast, exact = _both_paths(corpus, monkeypatch, caller, "alpha", **other)
+        assert fast == exact
     assert walks == []
 
 
@@ -258,3 +264,55 @@ def test_appended_rows_of_any_script_join_the_lists_with_their_exact_lengths(
         new = {("s1", f"m{PER_SESSION + k}") for k in range(len(tricky))}
         assert new <= {h[:2] for h in fast}
     assert check(corpus.engine).impact_drift == {}
+
+
+#: The search's own filters a list walk applies (messages ``i`` of every session are at
+#: ``T0 + i`` seconds, even ``i`` the user's): each keeps a part of the list's rows.
+FILTERS: tuple[dict[str, Any], ...] = (
+    {"role": "user"},
+    {"role": "assistant"},
+    {"since": T0 + 300_000},
+    {"until": T0 + 199_000},
+    {"role": "user", "since": T0 + 100_000, "until": T0 + 400_000},
+)
+
+
+def _passes(store: TranscriptStore, caller: Caller, word: str, filters: dict[str, Any]) -> None:
+    """The oracle: every hit of the filtered search passes the filter."""
+    for hit in store.search(caller, word, limit=LIMIT, **filters)["results"]:
+        assert hit["role"] == filters.get("role", hit["role"])
+        assert filters.get("since", hit["timestamp"]) <= hit["timestamp"]
+        assert hit["timestamp"] <= filters.get("until", hit["timestamp"])
+
+
+def test_a_filtered_search_walks_the_list_and_finds_what_the_exact_path_finds(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    """``role``, ``since`` and ``until`` are applied while the list is walked (issue #37): the
+    hits, their order and their scores are the exact path's, which filters before its limit."""
+    for caller in CALLERS.values():
+        for word in WORDS:
+            for filters in FILTERS:
+                before = len(walks)
+                fast, exact = _both_paths(corpus, monkeypatch, caller, word, **filters)
+                assert len(exact) == LIMIT
+                assert [h[:2] for h in fast] == [h[:2] for h in exact], (word, filters)
+                assert len(walks) - before == 1, (caller.visibility, word, filters)
+                _passes(corpus, caller, word, filters)
+
+
+def test_a_filter_the_list_cannot_answer_takes_the_exact_path(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    """A window so narrow that the list's best rows hold fewer matches in it than the limit
+    (the last few messages of each session): the walk gives up and the exact path answers,
+    with every match in the window, not only the listed ones."""
+    window = {"since": T0 + (PER_SESSION - 3) * 1000}
+    for caller in CALLERS.values():
+        fast, exact = _both_paths(corpus, monkeypatch, caller, "alpha", **window)
+        assert fast == exact
+        assert len(exact) == 3 * sum(key.startswith("agent:main") for _, key in SESSIONS) or (
+            caller.visibility == "all" and len(exact) == LIMIT
+        )
+        _passes(corpus, caller, "alpha", window)
+    assert walks == []

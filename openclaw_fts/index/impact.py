@@ -8,9 +8,11 @@ at least the word's ``min_impact`` (its best rows, :data:`LIST_MIN_ROWS`), with 
 single-word score factor in that message (its *impact*), indexed by ``(term, impact)``. For a
 one-word query the order of the matches by the engine's score depends on that factor alone, so
 the top rows are the first rows of the word's list in descending impact: a search walks the
-list, joins each row to its session for visibility in the same statement, and stops at the
-limit (:mod:`.sqlite.impact`, :mod:`.postgresql.impact`); a list without enough visible rows
-sends the search to the exact path.
+list, joins each row to its index row and session for visibility and the search's own filters
+(``role``, ``since``, ``until``: columns of the index row) in the same statement, and stops at
+the limit (:mod:`.sqlite.impact`, :mod:`.postgresql.impact`); a list without enough visible
+rows that pass the filters sends the search to the exact path. A filter only removes rows, so
+the rows a list omits (each ranked below every row it holds) stay below the ones it returns.
 
 Invariant: for every word in :data:`TERMS_TABLE`, :data:`IMPACT_TABLE` holds exactly one row per
 ``message_index`` row whose indexed text contains the word with an impact of at least the
@@ -19,8 +21,9 @@ same transaction as the index rows (SQLite: by the
 writer, from the tokenizer mirror and FTS5's own row sizes; PostgreSQL: by triggers on the
 index rows, from the row's ``tsvector``), removed with them (a foreign key, or a trigger), and
 a word becomes tracked only in the transaction that fills its whole list. A search that cannot
-use a list (a word not tracked, several words, a phrase, a prefix, a filter, a narrow caller)
-takes the exact path, unchanged. This module holds names, thresholds and arithmetic; no SQL.
+use a list (a word not tracked, several words, a phrase, a prefix, a ``sessionKey``, the
+``recent`` order, a narrow caller) takes the exact path, unchanged. This module holds names,
+thresholds and arithmetic; no SQL.
 """
 
 from __future__ import annotations
@@ -98,15 +101,9 @@ def single_word(compiled: CompiledQuery | None) -> str | None:
 
 
 def fast_path_word(req: SearchRequest) -> str | None:
-    """The word whose impact list can answer ``req`` (ranked by relevance, no filter but
-    visibility), else None."""
-    if (
-        req.order != "relevance"
-        or req.session_key is not None
-        or req.role is not None
-        or req.since is not None
-        or req.until is not None
-    ):
+    """The word whose impact list can answer ``req`` (ranked by relevance; ``role``, ``since``
+    and ``until`` are applied while the list is walked), else None."""
+    if req.order != "relevance" or req.session_key is not None:
         return None
     return single_word(req.compiled)
 

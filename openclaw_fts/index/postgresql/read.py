@@ -10,9 +10,10 @@ better, so ``score`` (``-rank``) is ``ts_rank`` with normalisation 1 -- the weig
 of the query's lexemes in the message, divided by ``1 + log(number of words)``; no corpus-wide
 statistic (unlike bm25: a word's rarity does not count), comparable only within one query.
 Statements run through SQLAlchemy ``text()`` with ``:name`` parameters. A one-word search of
-a wide caller with no filter walks the word's impact list instead (:mod:`.impact`: the same
-rows, ranks and order, visibility and the pending join in the walking statement), when the
-list holds enough visible rows. A narrow caller's rows come from one of two branches with the
+a wide caller ranked by relevance (no ``sessionKey``) walks the word's impact list instead
+(:mod:`.impact`: the same rows, ranks and order, visibility, the pending join and the
+``role`` / ``since`` / ``until`` filters in the walking statement), when the list holds enough
+visible rows that pass them. A narrow caller's rows come from one of two branches with the
 same conditions: its sessions' rows tested one by one while those sessions hold at most
 :data:`NARROW_SCAN_EVENTS` events, else the GIN match set joined to them -- the same rows either
 way, ranked and ordered by the same outer ORDER BY. The statement carries both, a one-time
@@ -328,7 +329,8 @@ def folded_sql(
         )
         return sql, params
     params.update(visibility)
-    rows = impact.walk_sql(where, "", _CLEAN_UNLESS_NONE_PENDING)
+    filters = user_filters(req, params)
+    rows = impact.walk_sql(where, "", f"{_CLEAN_UNLESS_NONE_PENDING} {filters}".rstrip())
     sql = (
         f"{head}, w AS MATERIALIZED ({rows}) SELECT p.snapshot, p.wrote, p.pending, "
         f"(SELECT count(*) FROM w) >= :impact_rows AS listed, {tracked}, {asked}, r.* FROM p "
@@ -698,8 +700,10 @@ class PostgresSearch:
         agents: list[str] | None,
     ) -> Sequence[Any] | None:
         """The ranked rows (with their bodies) from the query's word's impact list
-        (:mod:`.impact`), or None when the exact path must answer: not one frequent word,
-        a filter or narrow caller, or too few visible rows in the list."""
+        (:mod:`.impact`; the ``role`` / ``since`` / ``until`` filters in the walking
+        statement), or None when the exact path must answer: not one frequent word, a
+        ``sessionKey``, the ``recent`` order, a narrow caller, or too few visible rows that
+        pass the filters in the list."""
         word = fast_path_word(req) if self.IMPACT_LISTS and not caller.is_narrow else None
         if word is None:
             return None
@@ -709,13 +713,15 @@ class PostgresSearch:
             scope_sql, scope_params = agent_scope_sql("mi", agents)
             scope = f" AND {scope_sql}"
             params.update(scope_params)
+        filters = user_filters(req, params)
+        condition = "" if exact else f" AND {EXACT_SESSION}"
         return impact.top_rows(
             conn,
             word,
             req.limit + 1,
             where,
             params,
-            condition="" if exact else f" AND {EXACT_SESSION}",
+            condition=f"{condition} {filters}".rstrip(),
             scope=scope,
         )
 

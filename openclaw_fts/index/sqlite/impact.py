@@ -373,13 +373,16 @@ def top_hits(
     params: dict[str, Any],
     want: int,
     pending: str,
+    filters: str = "",
 ) -> list[Hit] | None:
     """The best ``want`` visible hits of the one tracked word ``word`` in bm25 order (``rank``:
     minus the factor, no IDF: lower is better), or None when it is not tracked or its list
-    holds fewer than ``want`` visible rows among its first :data:`WALK_CAP_ROWS` (the exact
-    path decides).
+    holds fewer than ``want`` visible rows that pass ``filters`` among its first
+    :data:`WALK_CAP_ROWS` (the exact path decides).
     ``where``/``params``: the visibility over sessions ``s``; ``pending``: the join that keeps
-    only exactly indexed sessions ('' when none is pending)."""
+    only exactly indexed sessions ('' when none is pending); ``filters``: the search's own
+    filters over the index rows ``mi`` (``AND …``, their values in ``params``), applied in the
+    walking statement before its limit."""
     if not is_tracked(cur, word):
         return None
     fetch = want + RESCORE_MARGIN
@@ -390,7 +393,7 @@ def top_hits(
         "{extra}ORDER BY impact DESC LIMIT :cap) AS i "
         f"CROSS JOIN {CONTENT_TABLE} AS mi ON mi.id = i.row_id "
         f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
-        f"WHERE {where} LIMIT :outer"
+        f"WHERE {where} {filters} LIMIT :outer"
     )
     bound = {**params, "w": word, "cap": WALK_CAP_ROWS, "outer": fetch}
     rows = cur.execute(select.format(extra=""), bound).fetchall()

@@ -6,8 +6,9 @@ pending filter and every user filter are in the same statement as the full-text 
 ranking and LIMIT (narrow callers: every visible match is fetched and ranked here), or — no
 filter but visibility, nothing pending — FTS5 ranks alone and the top rows are judged by the
 visibility, the statement deciding whenever those rows cannot prove the answer; or — one
-frequent word, a wide caller, no filter but visibility — the word's impact list is walked with
-visibility and the pending filter in the walking statement (:mod:`.impact`). Every statement
+frequent word, a wide caller, ranked by relevance, no ``sessionKey`` — the word's impact list
+is walked with visibility, the pending filter and the ``role`` / ``since`` / ``until`` filters
+in the walking statement (:mod:`.impact`). Every statement
 runs on the DBAPI cursor of the caller's transaction (:func:`cursor`), so all of one search reads
 one snapshot. Nothing here writes. A word suggested when nothing is found is proved visible by a
 statement with the visibility in it: for a narrow caller with few messages, the statement that
@@ -365,8 +366,11 @@ class SqliteSearch:
         word = fast_path_word(req) if self.IMPACT_LISTS and not caller.is_narrow else None
         if word is not None:
             where, params = _visible_sql(caller, None, pred)
+            filters = user_filters(req, params)
             pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
-            top = impact.top_hits(cursor(conn), word, where, params, req.limit + 1, pending)
+            top = impact.top_hits(
+                cursor(conn), word, where, params, req.limit + 1, pending, filters
+            )
             if top is not None:
                 return top
         # Ranked by FTS5 alone when everything is visible, or when the match set is large
