@@ -42,6 +42,12 @@ def test_ranked_by_fts5_alone_returns_what_the_joined_statement_returns(
             assert fast == full, (visibility, query)
             assert len(fast["results"]) == 25 and fast.get("truncated")
             assert {r["sessionKey"].split(":")[1] for r in fast["results"]} == {"main"}
+            for role in ("user", "assistant"):  # the role judged with the visibility
+                fast = store.search(caller, query, limit=25, role=role)
+                full = store.search(caller, query, limit=25, role=role, since=0)
+                assert fast == full, (visibility, query, role)
+                assert len(fast["results"]) == 25
+                assert {r["role"] for r in fast["results"]} == {role}
 
 
 def test_too_few_visible_rows_at_the_top_fall_back_to_the_joined_statement(
