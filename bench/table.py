@@ -187,6 +187,52 @@ NARROW = ("tree", "self")
 FLAT_CLASS = "very common"
 
 
+#: The ``filters`` figure's filters (``bench.core.FILTERS``), in column order.
+FILTER_NAMES = ("role", "7 days", "recent")
+
+
+def filters_table(result: dict[str, Any]) -> str:
+    """The ``filters`` figure (``bench.run --only filters``) as a visibility × query class grid:
+    the unfiltered p50, then per filter its p50 and filtered ÷ unfiltered at p50 / p95 (goal
+    ≤ 1.5× both), and how many cells meet it."""
+    cells: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for row in result["rows"]:
+        figure = str(row["figure"])
+        if not figure.startswith("filter "):
+            continue
+        vis, rest = figure[len("filter ") :].split(maxsplit=1)
+        name = next((n for n in FILTER_NAMES if rest.endswith(f" {n}")), None)
+        if name is None:
+            continue
+        cells.setdefault((vis, rest[: -len(name) - 1]), {})[name] = row
+    head = (
+        f"| {title(result, 'visibility')} | class | unfiltered p50 ms | "
+        + " | ".join(f"{n} p50 ms (× p50 / p95)" for n in FILTER_NAMES)
+        + " |"
+    )
+    lines = [head, "|---|---|---|" + "---|" * len(FILTER_NAMES)]
+    met_count = total = 0
+    for (vis, klass), by_name in cells.items():
+        first = next(iter(by_name.values()))
+        line = f"| {vis} | {klass} | {number(first['baseline'])} |"
+        for name in FILTER_NAMES:
+            row = by_name.get(name)
+            if row is None:
+                line += " – |"
+                continue
+            total += 1
+            met_count += bool(row["met"])
+            mark = "" if row["met"] else " **no**"
+            line += (
+                f" {number(row['plugin'])} ({ratio(row['ratio'])} / "
+                f"{ratio(row['ratio_p95'])}){mark} |"
+            )
+        lines.append(line)
+    lines.append("")
+    lines.append(f"Within 1.5× at p50 and p95: {met_count} of {total} cells. {footer(result)}")
+    return "\n".join(lines)
+
+
 def _search_rows(result: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """The class × visibility search rows, by (class, visibility)."""
     rows = {}
@@ -1010,6 +1056,21 @@ def docs_page(results_dir: Path = RESULTS) -> str:
             "query class is the same share of messages at every size.\n\n"
             f"{scaling_table(searches)}\n"
         )
+    filtered = [
+        (engine, result)
+        for engine, prefix, _ in ENGINES
+        for size in SIZES
+        if (result := _latest(f"latest-{prefix}{size}-filters.json", results_dir))
+    ]
+    if filtered:
+        parts.append(
+            '## Filters\n\nA filtered search (`role: "user"`, a 7-day `since` span, '
+            '`order: "recent"`) against the same search unfiltered, interleaved query by '
+            "query (`bench.run --only filters`): p50 ms, and filtered ÷ unfiltered at p50 / "
+            "p95, goal ≤ 1.5× both.\n"
+        )
+        for engine, result in filtered:
+            parts.append(f"### {engine} {result['size']}\n\n{filters_table(result)}\n")
     for engine, prefix, _ in ENGINES:
         for size in SIZES:
             full = _latest(f"latest-{prefix}{size}.json", results_dir)
