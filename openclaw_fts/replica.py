@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
 from .errors import UnsupportedDatabaseError
-from .index.base import backend_of
+from .index.base import backend_of, dialect_of
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class ReadRouter:
         replicas = backend_of(primary).replicas
         if replicas is None:
             raise UnsupportedDatabaseError(
-                f"openclaw-fts: {primary.dialect.name} has no hot standbys to read from"
+                f"openclaw-fts: {dialect_of(primary)} has no hot standbys to read from"
             )
         self._replicas = replicas
         self.primary = primary
