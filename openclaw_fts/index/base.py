@@ -455,6 +455,9 @@ class Backend(Reader, Writer, Protocol):
     #: engine's driver ships with Python.
     packaged_driver: tuple[str, str] | None
 
+    #: The column weights of the engine's rank (SQLite's bm25; empty: its rank takes none).
+    rank_weights: tuple[float, ...]
+
     #: What only some engines have, as optional objects (None: this engine has none): the
     #: layout partitioned by agent, hot standbys to read from, a pooler in transaction mode.
     partitions: Partitions | None

@@ -42,6 +42,11 @@ class RevisionProbes(Protocol):
         what revision 0009 changes."""
         ...
 
+    def track_frequent(self, conn: Connection, min_docs: int) -> int:
+        """Revision 0007's backfill: track every word held by at least ``min_docs`` indexed
+        messages, each with its whole impact list; returns how many were tracked."""
+        ...
+
 
 _PROBES: dict[str, RevisionProbes] = {}
 

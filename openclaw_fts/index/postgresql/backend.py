@@ -19,7 +19,6 @@ import re
 import select
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, FromClause, TextClause, event, text
@@ -530,14 +529,6 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
         return impact.repair(conn, verify=verify)
 
-    def needs_merge(self, conn: Connection) -> bool:
-        """Never: a GIN index has no segments (it merges its pending list itself)."""
-        return False
-
-    def merge_step(self, conn: Connection) -> bool:
-        """Nothing to merge (:meth:`needs_merge`)."""
-        return False
-
     def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
         return impact.drift(conn)
 
@@ -547,17 +538,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     # ------------------------------------------------------------ schema
 
-    def attach_ddl(self) -> None:
-        """None: the text-search objects are the migrations' (``metadata.create_all()`` makes
-        the tables only)."""
-
     # ------------------------------------------------------------ engines and connections
-
-    def in_memory(self, url: URL) -> bool:
-        return False
-
-    def database_file(self, url: URL) -> Path | None:
-        return None
 
     def sync_url(self, url: URL) -> URL:
         """An asyncpg URL opens psycopg 3 on the same server: asyncpg-only parameters
@@ -597,22 +578,9 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         event.listen(engine, "connect", session_settings)
         event.listen(engine, "checkout", _alive_or_discard)
 
-    def configure_engine(
-        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
-    ) -> None:
-        """Nothing per connection: the server's defaults are what the plugin relies on (a
-        commit that returned survives a power cut under ``fsync=on`` and
-        ``synchronous_commit=on``, the server's defaults, at either ``durability``)."""
-
     def storage_full(self, error: BaseException) -> bool:
         """SQLSTATE 53100 (``disk_full``; psycopg and asyncpg both name it ``sqlstate``)."""
         return getattr(error, "sqlstate", None) == DISK_FULL
-
-    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
-        """Nothing to settle."""
-
-    def begin_write(self, conn: Connection) -> None:
-        """Nothing: appends lock their session's row (:meth:`lock_session`)."""
 
     def snapshot_options(
         self, *, read_only: bool = False, one_statement: bool = False

@@ -35,6 +35,11 @@ class PostgresqlProbes:
         """Revision 0009 serialised promotions against the writers of index rows."""
         return impact.guarded(conn)
 
+    def track_frequent(self, conn: Connection, min_docs: int) -> int:
+        """The words the planner's statistics name (run ``ANALYZE`` first):
+        :func:`.impact.promote`."""
+        return impact.promote(conn, min_docs)
+
 
 #: The trigger that raises ``last_seq`` on raw event inserts, and its ``pg_trigger.tgtype``
 #: bit for a row trigger (``TRIGGER_TYPE_ROW``): revision 0008 made it a statement trigger.

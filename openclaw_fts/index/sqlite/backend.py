@@ -27,11 +27,11 @@ from sqlalchemy.pool import StaticPool
 from ...models import MessageImpact, MessageIndex
 from ...query import CompiledQuery
 from ...rows import NewRow
-from ..base import READ_ONLY, WRITE, Lease, with_sync_driver
+from ..base import READ_ONLY, WRITE, Lease
 from ..lease import TableLease
 from ..sql import SqlBackend
 from . import connect, edit_triggers, impact
-from .compose import match_parts
+from .compose import fts_weights, match_parts
 from .fts import (
     CREATE_STATEMENTS,
     DROP_STATEMENTS,
@@ -77,6 +77,7 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     packaged_driver: tuple[str, str] | None = None
     sync_drivers: Mapping[str, str] = {"aiosqlite": "pysqlite"}
     merges_segments = True
+    rank_weights = fts_weights()
     INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
     #: SQLite tells a null ``parentId`` from a missing or malformed one without the JSON
     #: reaching Python.
@@ -111,10 +112,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     def in_memory(self, url: URL) -> bool:
         return url.database in (None, "", ":memory:")
-
-    def sync_url(self, url: URL) -> URL:
-        """aiosqlite's URL is ``sqlite3``'s: only the driver changes."""
-        return with_sync_driver(url, self.sync_drivers)
 
     def database_file(self, url: URL) -> Path | None:
         if self.in_memory(url):
@@ -167,15 +164,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     def begin_write(self, conn: Connection) -> None:
         connect.take_write_lock(cursor(conn))
-
-    def snapshot_options(
-        self, *, read_only: bool = False, one_statement: bool = False
-    ) -> dict[str, Any]:
-        """None needed: a deferred transaction reads one snapshot from its first read."""
-        return {}
-
-    def own_engine(self, engine: Engine) -> None:
-        """Nothing beyond :meth:`configure_engine`."""
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         return TableLease(engine, holder, seconds)

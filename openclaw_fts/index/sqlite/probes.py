@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from .fts import is_fts_table
+from . import impact
+from .fts import cursor, is_fts_table
 
 
 class SqliteProbes:
@@ -30,3 +31,7 @@ class SqliteProbes:
     def lists_guarded(self, conn: Connection) -> bool:
         """Revision 0009 does nothing on SQLite: a database with 0008 has it."""
         return True
+
+    def track_frequent(self, conn: Connection, min_docs: int) -> int:
+        """The full vocabulary scan of :func:`.impact.promote`."""
+        return len(impact.promote(cursor(conn), min_docs))
