@@ -21,6 +21,7 @@ from .alembic import BRANCH_LABEL, VERSION_TABLE
 from .engine import write_engine
 from .errors import HostManagedSchemaError, UnsupportedDatabaseError
 from .index.base import backend_of
+from .index.probes import probes_of
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -204,13 +205,13 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
 
     present = set(inspect(bind).get_table_names()) & set(metadata.tables)
     if present == set(metadata.tables):
-        if not backend_of(bind).triggers_at_head(bind):
+        if not probes_of(bind).triggers_at_head(bind):
             return (IMPACT_REVISION,)
-        if not backend_of(bind).lists_guarded(bind):
+        if not probes_of(bind).lists_guarded(bind):
             return (LAST_SEQ_REVISION,)
         return tuple(sorted(head_revisions()))
     if present == set(metadata.tables) - set(IMPACT_TABLES):
-        if not backend_of(bind).tables_at_head(bind):
+        if not probes_of(bind).tables_at_head(bind):
             return (TABLES_REVISION,)
         return (STATISTICS_REVISION,)
     if present:

@@ -449,27 +449,6 @@ class Backend(Reader, Writer, Protocol):
         """The reconcile lease of this engine, held as ``holder``."""
         ...
 
-    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
-        """Whether an object Alembic reflects (``type_``: ``table``, ``column``, ``index``…;
-        ``table``: a column's or an index's table) is this engine's own, which the ORM
-        metadata does not model, so autogenerate must not propose dropping it."""
-        ...
-
-    def tables_at_head(self, conn: Connection) -> bool:
-        """On a database holding every plugin table of revision 0005 (and not 0007's): whether
-        it also has what revision 0006 adds (what a host's version table may not say)."""
-        ...
-
-    def triggers_at_head(self, conn: Connection) -> bool:
-        """On a database holding every plugin table (revision 0007's included): whether it
-        also has what revision 0008 changes (what a host's version table may not say)."""
-        ...
-
-    def lists_guarded(self, conn: Connection) -> bool:
-        """On a database at revision 0008 by its tables and triggers: whether it also has
-        what revision 0009 changes (what a host's version table may not say)."""
-        ...
-
     def match_parts(
         self, mi: Any, compiled: CompiledQuery
     ) -> tuple[FromClause | None, ColumnElement[bool], ColumnElement[bool], ColumnElement[float]]:

@@ -152,10 +152,6 @@ class SqlBackend:
         """Nothing to repair (:meth:`distrust_lists`)."""
         return []
 
-    def lists_guarded(self, conn: Connection) -> bool:
-        """Revision 0009 changes nothing here: a database with 0008 has it."""
-        return True
-
     def integrity_check(self, conn: Connection) -> None:
         """The engine's own check of the full-text index; raises on corruption."""
 

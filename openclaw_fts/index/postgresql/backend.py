@@ -35,15 +35,12 @@ from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
 from . import impact, partition
 from .compose import match_parts
 from .lease import AdvisoryLease, RowLease
-from .names import is_search_object
 from .pooling import is_transaction_pooled
 from .read import (
     ONE_STATEMENT,
     SESSION_CUSTOM_PLANS,
     SNAPSHOT_ISOLATION,
     PostgresSearch,
-    has_tsvector_statistics,
-    last_seq_per_statement,
 )
 from .replica import in_recovery
 
@@ -532,10 +529,6 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
         return impact.repair(conn, verify=verify)
 
-    def lists_guarded(self, conn: Connection) -> bool:
-        """Revision 0009 serialised promotions against the writers of index rows."""
-        return impact.guarded(conn)
-
     def needs_merge(self, conn: Connection) -> bool:
         """Never: a GIN index has no segments (it merges its pending list itself)."""
         return False
@@ -556,20 +549,6 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     def attach_ddl(self) -> None:
         """None: the text-search objects are the migrations' (``metadata.create_all()`` makes
         the tables only)."""
-
-    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
-        """The generated ``tsvector`` column and its GIN index."""
-        return is_search_object(type_, name, table)
-
-    def tables_at_head(self, conn: Connection) -> bool:
-        """Revision 0006 set the ``tsvector`` statistics target (0005 and 0006 have the same
-        tables)."""
-        return has_tsvector_statistics(conn)
-
-    def triggers_at_head(self, conn: Connection) -> bool:
-        """Revision 0008 made the ``last_seq`` trigger fire per statement (0007 and 0008 have
-        the same tables)."""
-        return last_seq_per_statement(conn)
 
     # ------------------------------------------------------------ engines and connections
 

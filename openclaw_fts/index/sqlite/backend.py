@@ -41,7 +41,6 @@ from .fts import (
     delete_rows,
     in_lists,
     insert_rows,
-    is_fts_table,
     merge_pending,
     merge_segments,
     merge_step,
@@ -111,18 +110,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         ):
             ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
             event.listen(impact_table, when, ddl)
-
-    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
-        """The FTS5 virtual table and its shadow tables."""
-        return type_ == "table" and is_fts_table(name)
-
-    def tables_at_head(self, conn: Connection) -> bool:
-        """Revision 0006 does nothing on SQLite: a database with 0005's tables has it."""
-        return True
-
-    def triggers_at_head(self, conn: Connection) -> bool:
-        """Revision 0008 does nothing on SQLite: a database with 0007's tables has it."""
-        return True
 
     # ------------------------------------------------------------ engines and connections
 
