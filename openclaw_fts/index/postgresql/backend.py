@@ -29,20 +29,21 @@ from sqlalchemy.exc import DisconnectionError
 from ...jsonsafe import stored_event
 from ...query import CompiledQuery
 from ...rows import EVENT_COLUMNS, EventRow, Extension, NewRow, SessionContext
-from ..base import Lease, with_sync_driver
+from ..base import Lease, Partitions, Pooler, Replicas, with_sync_driver
 from ..impact import IMPACT_TABLE
 from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
 from . import impact, partition
 from .compose import match_parts
 from .lease import AdvisoryLease, RowLease
-from .pooling import is_transaction_pooled
+from .partition import AgentPartitions
+from .pooling import TransactionPooler, is_transaction_pooled
 from .read import (
     ONE_STATEMENT,
     SESSION_CUSTOM_PLANS,
     SNAPSHOT_ISOLATION,
     PostgresSearch,
 )
-from .replica import in_recovery
+from .replica import StandbyReplicas
 
 
 @functools.lru_cache(maxsize=256)
@@ -306,9 +307,9 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     name = "postgresql"
     packaged_driver: tuple[str, str] | None = ("psycopg", "postgresql")
     sync_drivers: Mapping[str, str] = {ASYNCPG: PSYCOPG}
-    hot_standbys = True
-    transaction_poolers = True
-    partitions_by_agent = True
+    partitions: Partitions | None = AgentPartitions()
+    replicas: Replicas | None = StandbyReplicas()
+    pooler: Pooler | None = TransactionPooler()
     merges_segments = False
     one_statement_appends = True
 
@@ -612,21 +613,6 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     def begin_write(self, conn: Connection) -> None:
         """Nothing: appends lock their session's row (:meth:`lock_session`)."""
-
-    def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
-        """Hash partitions of the index rows by agent (:mod:`.partition`)."""
-        chosen = partition.DEFAULT_PARTITIONS if partitions is None else partitions
-        return partition.partition_by_agent(conn, chosen)
-
-    def unpartition_by_agent(self, conn: Connection) -> int:
-        """The plain ``message_index`` table again (:func:`.partition.unpartition`)."""
-        return partition.unpartition(conn)
-
-    def partitioned_by_agent(self, conn: Connection) -> bool:
-        return partition.has_layout(conn)
-
-    def in_recovery(self, conn: Connection) -> bool:
-        return in_recovery(conn)
 
     def snapshot_options(
         self, *, read_only: bool = False, one_statement: bool = False
