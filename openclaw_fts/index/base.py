@@ -310,15 +310,6 @@ class Writer(Protocol):
         from the index; returns the words rebuilt."""
         ...
 
-    def needs_merge(self, conn: Connection) -> bool:
-        """Whether the index is split enough that a background merge would speed search."""
-        ...
-
-    def merge_step(self, conn: Connection) -> bool:
-        """One bounded step of that merge, in the caller's write transaction; whether it
-        merged anything (False: nothing left to merge)."""
-        ...
-
 
 class Lease(Protocol):
     """The database-wide reconcile lease (one holder at a time)."""
@@ -387,6 +378,20 @@ class Pooler(Protocol):
     def use(self, engine: Engine) -> Engine:
         """Mark ``engine`` as reaching its server through such a pooler (idempotent): nothing
         it does may outlive one transaction on a server connection."""
+        ...
+
+
+class Segments(Protocol):
+    """An index kept in segments a background merge joins (``Backend.segments``; SQLite's
+    FTS5). Without it there is nothing to merge and no connection is needed to say so."""
+
+    def needs_merge(self, conn: Connection) -> bool:
+        """Whether the index is split enough that a background merge would speed search."""
+        ...
+
+    def merge_step(self, conn: Connection) -> bool:
+        """One bounded step of that merge, in the caller's write transaction; whether it
+        merged anything (False: nothing left to merge)."""
         ...
 
 
@@ -459,14 +464,12 @@ class Backend(Reader, Writer, Protocol):
     rank_weights: tuple[float, ...]
 
     #: What only some engines have, as optional objects (None: this engine has none): the
-    #: layout partitioned by agent, hot standbys to read from, a pooler in transaction mode.
+    #: layout partitioned by agent, hot standbys to read from, a pooler in transaction mode,
+    #: an index kept in segments a background merge joins.
     partitions: Partitions | None
     replicas: Replicas | None
     pooler: Pooler | None
-
-    #: Whether the index is kept in segments a background merge joins (:meth:`needs_merge`,
-    #: :meth:`merge_step`); without them both answer False and no connection is needed.
-    merges_segments: bool
+    segments: Segments | None
 
     def snapshot_options(
         self, *, read_only: bool = False, one_statement: bool = False

@@ -38,7 +38,7 @@ from ..rows import (
     StoredRow,
 )
 from ..transcript import Tree
-from .base import Partitions, Pooler, Replicas, with_sync_driver
+from .base import Partitions, Pooler, Replicas, Segments, with_sync_driver
 from .pending import PENDING_CONDITION
 
 #: The table of index rows (its full-text side is the backend's own).
@@ -210,15 +210,6 @@ class SqlBackend:
         """None needed: a transaction reads one snapshot from its first read."""
         return {}
 
-    def needs_merge(self, conn: Connection) -> bool:
-        """Never: the index has no segments to merge (PostgreSQL's GIN index merges its
-        pending list itself)."""
-        return False
-
-    def merge_step(self, conn: Connection) -> bool:
-        """Nothing to merge (:meth:`needs_merge`)."""
-        return False
-
     # ------------------------------------------------------------ helpers
 
     def run(self, conn: Connection, statement: str, params: Any = None) -> Any:
@@ -285,10 +276,12 @@ class SqlBackend:
         self.run(conn, _BUMP_SESSION, {"seq": last_seq, "sid": rows[0]["session_id"]})
 
     #: What only some engines have (:class:`~.base.Partitions`, :class:`~.base.Replicas`,
-    #: :class:`~.base.Pooler`): none unless an engine's class says otherwise.
+    #: :class:`~.base.Pooler`, :class:`~.base.Segments`): none unless an engine's class says
+    #: otherwise.
     partitions: Partitions | None = None
     replicas: Replicas | None = None
     pooler: Pooler | None = None
+    segments: Segments | None = None
 
     #: One statement per append is PostgreSQL's (SQLite's write lock is the transaction's).
     one_statement_appends = False

@@ -309,7 +309,6 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     partitions: Partitions | None = AgentPartitions()
     replicas: Replicas | None = StandbyReplicas()
     pooler: Pooler | None = TransactionPooler()
-    merges_segments = False
     one_statement_appends = True
 
     #: The JSON of a row whose ``parent_id`` column is empty (few: roots and malformed rows);

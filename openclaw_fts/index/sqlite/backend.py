@@ -27,7 +27,7 @@ from sqlalchemy.pool import StaticPool
 from ...models import MessageImpact, MessageIndex
 from ...query import CompiledQuery
 from ...rows import NewRow
-from ..base import READ_ONLY, WRITE, Lease
+from ..base import READ_ONLY, WRITE, Lease, Segments
 from ..lease import TableLease
 from ..sql import SqlBackend
 from . import connect, edit_triggers, impact
@@ -36,13 +36,12 @@ from .fts import (
     CREATE_STATEMENTS,
     DROP_STATEMENTS,
     FTS_TABLE,
+    FtsSegments,
     cursor,
     delete_rows,
     in_lists,
     insert_rows,
-    merge_pending,
     merge_segments,
-    merge_step,
     read_row_sizes,
 )
 from .read import SqliteSearch
@@ -76,7 +75,7 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     name = "sqlite"
     packaged_driver: tuple[str, str] | None = None
     sync_drivers: Mapping[str, str] = {"aiosqlite": "pysqlite"}
-    merges_segments = True
+    segments: Segments | None = FtsSegments()
     rank_weights = fts_weights()
     INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
     #: SQLite tells a null ``parentId`` from a missing or malformed one without the JSON
@@ -210,15 +209,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         if merge_segments(conn):
             log.info("optimize: the FTS5 index was rebuilt (its structure had grown)")
         impact.promote(cursor(conn))
-
-    def needs_merge(self, conn: Connection) -> bool:
-        """Whether the FTS5 index is in many segments that a merge step would merge
-        (:func:`~.fts.merge_pending`)."""
-        return merge_pending(conn)
-
-    def merge_step(self, conn: Connection) -> bool:
-        """One bounded step of FTS5's segment merge (:func:`.fts.merge_step`)."""
-        return merge_step(conn)
 
     # ------------------------------------------------------------ checks
 
