@@ -521,6 +521,15 @@ def backends() -> tuple[Backend, ...]:
     return tuple(_BACKENDS.values())
 
 
+def partition_counts() -> tuple[int, int]:
+    """``(default, most)`` partitions of the layout partitioned by agent, from the engine that
+    has one (:class:`Partitions`): the command line's bounds, known before any database is."""
+    for found in _BACKENDS.values():
+        if found.partitions is not None:
+            return found.partitions.default_count, found.partitions.max_count
+    raise UnsupportedDatabaseError("openclaw-fts has no backend with a partitioned layout")
+
+
 def with_sync_driver(url: URL, drivers: Mapping[str, str]) -> URL:
     """``url`` with its driver replaced by ``drivers[driver]`` (as it is when the driver is not
     a key): the driver swap of :meth:`Backend.sync_url`."""
