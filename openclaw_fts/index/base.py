@@ -470,6 +470,11 @@ class Backend(Reader, Writer, Protocol):
         what revision 0009 changes (what a host's version table may not say)."""
         ...
 
+    def lists_self_promoting(self, conn: Connection) -> bool:
+        """On a database at revision 0009 by its tables and triggers: whether it also has
+        what revision 0010 changes (what a host's version table may not say)."""
+        ...
+
     def match_parts(
         self, mi: Any, compiled: CompiledQuery
     ) -> tuple[FromClause | None, ColumnElement[bool], ColumnElement[bool], ColumnElement[float]]:

@@ -156,6 +156,10 @@ class SqlBackend:
         """Revision 0009 changes nothing here: a database with 0008 has it."""
         return True
 
+    def lists_self_promoting(self, conn: Connection) -> bool:
+        """Revision 0010 changes nothing here: a database with 0008 has it."""
+        return True
+
     def integrity_check(self, conn: Connection) -> None:
         """The engine's own check of the full-text index; raises on corruption."""
 

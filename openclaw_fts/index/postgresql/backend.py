@@ -530,11 +530,20 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         impact.distrust(conn, list(words))
 
     def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
-        return impact.repair(conn, verify=verify)
+        """Rebuild the untrusted lists (every drifted one with ``verify``), then track the
+        words that became frequent when no writer is busy (the reconciler's pass: rows it
+        left as they were cross no checkpoint)."""
+        repaired = impact.repair(conn, verify=verify)
+        impact.promote_if_free(conn)
+        return repaired
 
     def lists_guarded(self, conn: Connection) -> bool:
         """Revision 0009 serialised promotions against the writers of index rows."""
         return impact.guarded(conn)
+
+    def lists_self_promoting(self, conn: Connection) -> bool:
+        """Revision 0010 promotes from the plugin's own counts (no ``ANALYZE`` needed)."""
+        return impact.self_promoting(conn)
 
     def needs_merge(self, conn: Connection) -> bool:
         """Never: a GIN index has no segments (it merges its pending list itself)."""
