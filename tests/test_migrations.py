@@ -95,6 +95,7 @@ PG_FUNCTIONS = {
     "openclaw_fts_impact_promote",
     "openclaw_fts_impact_guard",
     "openclaw_fts_impact_due",
+    "openclaw_fts_impact_candidates",
 }
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
