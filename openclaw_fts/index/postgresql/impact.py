@@ -52,8 +52,8 @@ constraint trigger, :data:`DUE_TRIGGER`, fires at the commit of a transaction th
 index row whose id is a multiple of ``PROMOTE_EVERY_ROWS`` and promotes then, when the
 exclusive lock is free at once (``pg_try_advisory_xact_lock``: it never waits, so it cannot
 deadlock; when other writers are busy the next boundary, ``optimize`` or the reconciler's pass
-promotes: :func:`promote_if_free`, which never waits either). Cost on the append path: one uncontended share lock per statement (measured in
-docs/postgresql.md).
+promotes: :func:`promote_if_free`, which never waits either). Cost on the append path: one
+uncontended share lock per statement (measured in docs/postgresql.md).
 
 A list found drifted anyway (``check``, a list edited by hand) is never trusted silently: its
 word is marked untrusted (:func:`distrust`; ``avg_len`` = :data:`UNTRUSTED`: PostgreSQL's
@@ -163,13 +163,19 @@ _STATS_CANDIDATES = (
 #: to sample). SQLite's checkpoint uses the same figures (``.sqlite.impact``).
 SAMPLE_ROWS = 512
 SAMPLE_MARGIN = 0.6
+#: Fewest of the sample's rows a candidate is in, whatever the index's size: past ~1m rows the
+#: rate above would make every word of the sample a candidate, each counted through the GIN
+#: index at every check (seconds). A word in fewer is left to the planner's statistics
+#: (``optimize``, autovacuum's ``ANALYZE``): its exact path ranks a small share of the index.
+SAMPLE_MIN_HITS = 4
 _SAMPLE_CANDIDATES = (
     "SELECT s.w FROM (SELECT u.w, count(*) AS k FROM "
     f"(SELECT {TSVECTOR_COLUMN} AS v FROM {CONTENT_TABLE} ORDER BY id DESC LIMIT {SAMPLE_ROWS}) "
     "AS r CROSS JOIN LATERAL unnest(tsvector_to_array(r.v)) AS u(w) GROUP BY u.w) AS s, "
     f"(SELECT count(*) AS n, max(id) AS top FROM (SELECT id FROM {CONTENT_TABLE} "
     f"ORDER BY id DESC LIMIT {SAMPLE_ROWS}) AS q) AS m "
-    f"WHERE s.w ~ '{TERM_REGEX}' AND s.k * greatest(m.top, 1) >= min_docs * m.n * {SAMPLE_MARGIN} "
+    f"WHERE s.w ~ '{TERM_REGEX}' AND s.k >= {SAMPLE_MIN_HITS} "
+    f"AND s.k * greatest(m.top, 1) >= min_docs * m.n * {SAMPLE_MARGIN} "
     f"AND NOT EXISTS (SELECT 1 FROM {TERMS_TABLE} AS t WHERE t.term = s.w)"
 )
 CANDIDATES_FUNCTION = "openclaw_fts_impact_candidates"
