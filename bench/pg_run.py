@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import itertools
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -66,8 +65,6 @@ TABLES = (
     "openclaw_branches",
 )
 #: Searches per side in the ``pending`` figure.
-#: Set to ``0``: the bench searches the store as the ingest left it, no ``optimize()``.
-OPTIMIZE_ENV = "OPENCLAW_FTS_BENCH_OPTIMIZE"
 PENDING_REPS = 30
 GOAL_PENDING_PROBE_MS = 1.0
 
@@ -172,19 +169,6 @@ class PgBench(Bench):
 
     def baseline(self, path: Any, *, create: bool = True) -> Any:
         return pgraw.Baseline(str(path))
-
-    def settle(self, store: Any) -> None:
-        """``store.optimize()``, as docs/postgresql.md advises after a bulk load: the planner's
-        statistics of the index rows, then the words they show frequent get their impact
-        lists. Without it, lists exist only if autovacuum's ANALYZE ran before the load's last
-        check (every ``PROMOTE_EVERY_ROWS`` rows): a fast load searched at once had none
-        (all very common 58.6 ms instead of ~5 at 100k, 2026-12-04). The raw baseline's
-        database gets its ``VACUUM ANALYZE`` in :meth:`count_index_rows`. With
-        ``OPENCLAW_FTS_BENCH_OPTIMIZE=0`` it does nothing: what a host gets that writes and
-        searches at once (issue #38)."""
-        if os.environ.get(OPTIMIZE_ENV, "1") == "0":
-            return
-        store.optimize()
 
     def count_index_rows(self, path: Any) -> int:
         with contextlib.closing(self.raw_conn(path)) as conn:

@@ -5,6 +5,7 @@ inspect SQLite itself)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,9 +185,11 @@ def check_history_output(out: Any) -> Any:
 def _outputs_follow_openclaws_schemas(monkeypatch: pytest.MonkeyPatch) -> None:
     search, history = TranscriptStore.search, TranscriptStore.history
 
+    @functools.wraps(search)  # keeps the signature tests/test_async.py compares
     def checked_search(self: TranscriptStore, *args: Any, **kwargs: Any) -> Any:
         return check_search_output(search(self, *args, **kwargs))
 
+    @functools.wraps(history)
     def checked_history(self: TranscriptStore, *args: Any, **kwargs: Any) -> Any:
         return check_history_output(history(self, *args, **kwargs))
 
