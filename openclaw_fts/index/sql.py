@@ -36,6 +36,7 @@ from ..rows import (
     StoredRow,
 )
 from ..transcript import Tree
+from .base import Partitions, Pooler, Replicas
 from .pending import PENDING_CONDITION
 
 #: The table of index rows (its full-text side is the backend's own).
@@ -152,10 +153,6 @@ class SqlBackend:
         """Nothing to repair (:meth:`distrust_lists`)."""
         return []
 
-    def lists_guarded(self, conn: Connection) -> bool:
-        """Revision 0009 changes nothing here: a database with 0008 has it."""
-        return True
-
     def integrity_check(self, conn: Connection) -> None:
         """The engine's own check of the full-text index; raises on corruption."""
 
@@ -227,6 +224,12 @@ class SqlBackend:
         except self.INTEGRITY_ERRORS as exc:  # a taken event id or seq: SQLAlchemy's error
             raise IntegrityError(_INSERT_EVENTS, None, exc) from None
         self.run(conn, _BUMP_SESSION, {"seq": last_seq, "sid": rows[0]["session_id"]})
+
+    #: What only some engines have (:class:`~.base.Partitions`, :class:`~.base.Replicas`,
+    #: :class:`~.base.Pooler`): none unless an engine's class says otherwise.
+    partitions: Partitions | None = None
+    replicas: Replicas | None = None
+    pooler: Pooler | None = None
 
     #: One statement per append is PostgreSQL's (SQLite's write lock is the transaction's).
     one_statement_appends = False

@@ -29,23 +29,21 @@ from sqlalchemy.exc import DisconnectionError
 from ...jsonsafe import stored_event
 from ...query import CompiledQuery
 from ...rows import EVENT_COLUMNS, EventRow, Extension, NewRow, SessionContext
-from ..base import Lease, with_sync_driver
+from ..base import Lease, Partitions, Pooler, Replicas, with_sync_driver
 from ..impact import IMPACT_TABLE
 from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
 from . import impact, partition
 from .compose import match_parts
 from .lease import AdvisoryLease, RowLease
-from .names import is_search_object
-from .pooling import is_transaction_pooled
+from .partition import AgentPartitions
+from .pooling import TransactionPooler, is_transaction_pooled
 from .read import (
     ONE_STATEMENT,
     SESSION_CUSTOM_PLANS,
     SNAPSHOT_ISOLATION,
     PostgresSearch,
-    has_tsvector_statistics,
-    last_seq_per_statement,
 )
-from .replica import in_recovery
+from .replica import StandbyReplicas
 
 
 @functools.lru_cache(maxsize=256)
@@ -309,9 +307,9 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     name = "postgresql"
     packaged_driver: tuple[str, str] | None = ("psycopg", "postgresql")
     sync_drivers: Mapping[str, str] = {ASYNCPG: PSYCOPG}
-    hot_standbys = True
-    transaction_poolers = True
-    partitions_by_agent = True
+    partitions: Partitions | None = AgentPartitions()
+    replicas: Replicas | None = StandbyReplicas()
+    pooler: Pooler | None = TransactionPooler()
     merges_segments = False
     one_statement_appends = True
 
@@ -532,10 +530,6 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
         return impact.repair(conn, verify=verify)
 
-    def lists_guarded(self, conn: Connection) -> bool:
-        """Revision 0009 serialised promotions against the writers of index rows."""
-        return impact.guarded(conn)
-
     def needs_merge(self, conn: Connection) -> bool:
         """Never: a GIN index has no segments (it merges its pending list itself)."""
         return False
@@ -556,20 +550,6 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     def attach_ddl(self) -> None:
         """None: the text-search objects are the migrations' (``metadata.create_all()`` makes
         the tables only)."""
-
-    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
-        """The generated ``tsvector`` column and its GIN index."""
-        return is_search_object(type_, name, table)
-
-    def tables_at_head(self, conn: Connection) -> bool:
-        """Revision 0006 set the ``tsvector`` statistics target (0005 and 0006 have the same
-        tables)."""
-        return has_tsvector_statistics(conn)
-
-    def triggers_at_head(self, conn: Connection) -> bool:
-        """Revision 0008 made the ``last_seq`` trigger fire per statement (0007 and 0008 have
-        the same tables)."""
-        return last_seq_per_statement(conn)
 
     # ------------------------------------------------------------ engines and connections
 
@@ -633,21 +613,6 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     def begin_write(self, conn: Connection) -> None:
         """Nothing: appends lock their session's row (:meth:`lock_session`)."""
-
-    def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
-        """Hash partitions of the index rows by agent (:mod:`.partition`)."""
-        chosen = partition.DEFAULT_PARTITIONS if partitions is None else partitions
-        return partition.partition_by_agent(conn, chosen)
-
-    def unpartition_by_agent(self, conn: Connection) -> int:
-        """The plain ``message_index`` table again (:func:`.partition.unpartition`)."""
-        return partition.unpartition(conn)
-
-    def partitioned_by_agent(self, conn: Connection) -> bool:
-        return partition.has_layout(conn)
-
-    def in_recovery(self, conn: Connection) -> bool:
-        return in_recovery(conn)
 
     def snapshot_options(
         self, *, read_only: bool = False, one_statement: bool = False

@@ -24,7 +24,6 @@ from sqlalchemy import DDL, ColumnElement, Connection, Engine, FromClause, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
-from ...errors import UnsupportedDatabaseError
 from ...models import MessageImpact, MessageIndex
 from ...query import CompiledQuery
 from ...rows import NewRow
@@ -41,7 +40,6 @@ from .fts import (
     delete_rows,
     in_lists,
     insert_rows,
-    is_fts_table,
     merge_pending,
     merge_segments,
     merge_step,
@@ -78,9 +76,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     name = "sqlite"
     packaged_driver: tuple[str, str] | None = None
     sync_drivers: Mapping[str, str] = {"aiosqlite": "pysqlite"}
-    hot_standbys = False
-    transaction_poolers = False
-    partitions_by_agent = False
     merges_segments = True
     INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
     #: SQLite tells a null ``parentId`` from a missing or malformed one without the JSON
@@ -111,18 +106,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         ):
             ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
             event.listen(impact_table, when, ddl)
-
-    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
-        """The FTS5 virtual table and its shadow tables."""
-        return type_ == "table" and is_fts_table(name)
-
-    def tables_at_head(self, conn: Connection) -> bool:
-        """Revision 0006 does nothing on SQLite: a database with 0005's tables has it."""
-        return True
-
-    def triggers_at_head(self, conn: Connection) -> bool:
-        """Revision 0008 does nothing on SQLite: a database with 0007's tables has it."""
-        return True
 
     # ------------------------------------------------------------ engines and connections
 
@@ -184,18 +167,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     def begin_write(self, conn: Connection) -> None:
         connect.take_write_lock(cursor(conn))
-
-    def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
-        raise UnsupportedDatabaseError("openclaw-fts: SQLite has no partitioned layout")
-
-    def unpartition_by_agent(self, conn: Connection) -> int:
-        raise UnsupportedDatabaseError("openclaw-fts: SQLite has no partitioned layout")
-
-    def partitioned_by_agent(self, conn: Connection) -> bool:
-        return False
-
-    def in_recovery(self, conn: Connection) -> bool:
-        return False
 
     def snapshot_options(
         self, *, read_only: bool = False, one_statement: bool = False
