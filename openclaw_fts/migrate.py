@@ -64,9 +64,11 @@ STATISTICS_REVISION = "0006_tsvector_statistics"
 #: The revision that added the impact lists' tables; the one after it changes no table (a
 #: trigger on PostgreSQL, nothing on SQLite).
 IMPACT_REVISION = "0007_impact_lists"
-#: The revision after it, which changes no table either (a trigger on PostgreSQL); the head
-#: after it changes none too (revision 0009: triggers and functions on PostgreSQL).
+#: The revision after it, which changes no table either (a trigger on PostgreSQL).
 LAST_SEQ_REVISION = "0008_last_seq_per_statement"
+#: The revision after it, which changes no table (functions and triggers on PostgreSQL); the
+#: head after it changes none either (revision 0010: functions on PostgreSQL).
+GUARD_REVISION = "0009_impact_promotion_lock"
 
 
 @functools.lru_cache(maxsize=1)
@@ -188,10 +190,11 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     history does not hold the plugin). A host revision that ``depends_on`` a plugin revision
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
     every model present means :data:`IMPACT_REVISION` (0007 added the impact lists' tables),
-    :data:`LAST_SEQ_REVISION` or the head, which change no table: they change triggers on
-    PostgreSQL, read there to tell the three apart, and do nothing on SQLite; every model but
-    those means :data:`TABLES_REVISION` or :data:`STATISTICS_REVISION`, which changes no table
-    either: it sets a statistics target on PostgreSQL, read there likewise."""
+    :data:`LAST_SEQ_REVISION`, :data:`GUARD_REVISION` or the head, which change no table:
+    they change triggers and functions on PostgreSQL, read there to tell the four apart, and
+    do nothing on SQLite; every model but those means :data:`TABLES_REVISION` or
+    :data:`STATISTICS_REVISION`, which changes no table either: it sets a statistics target
+    on PostgreSQL, read there likewise."""
     if isinstance(bind, Engine):
         with bind.connect() as conn:
             return host_revisions(conn)
@@ -211,6 +214,8 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
             return (IMPACT_REVISION,)
         if not probes_of(bind).lists_guarded(bind):
             return (LAST_SEQ_REVISION,)
+        if not probes_of(bind).lists_self_promoting(bind):
+            return (GUARD_REVISION,)
         return tuple(sorted(head_revisions()))
     if present == set(metadata.tables) - set(IMPACT_TABLES):
         if not probes_of(bind).tables_at_head(bind):

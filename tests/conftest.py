@@ -41,7 +41,14 @@ ENGINES = ("sqlite", "postgresql")
 #: whole suite (its PostgreSQL half already takes most of the run).
 PARTITIONED = "postgresql-partitioned"
 PARTITIONED_MODULES = frozenset(
-    {"test_search", "test_history", "test_edits", "test_reconcile", "test_impact_lists"}
+    {
+        "test_search",
+        "test_history",
+        "test_edits",
+        "test_reconcile",
+        "test_impact_lists",
+        "test_impact_self_maintained",
+    }
 )
 #: Set (to anything but "" or "0") to run EVERY ``both_engines`` module on the partitioned
 #: layout as well (``bash scripts/test.sh -m both_engines -k partitioned``): the whole suite's

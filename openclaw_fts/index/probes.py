@@ -47,6 +47,11 @@ class RevisionProbes(Protocol):
         messages, each with its whole impact list; returns how many were tracked."""
         ...
 
+    def lists_self_promoting(self, conn: Connection) -> bool:
+        """On a database at revision 0009 by its tables and triggers: whether it also has
+        what revision 0010 changes."""
+        ...
+
 
 _PROBES: dict[str, RevisionProbes] = {}
 

@@ -526,7 +526,12 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         impact.distrust(conn, list(words))
 
     def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
-        return impact.repair(conn, verify=verify)
+        """Rebuild the untrusted lists (every drifted one with ``verify``), then track the
+        words that became frequent when no writer is busy (the reconciler's pass: rows it
+        left as they were cross no checkpoint)."""
+        repaired = impact.repair(conn, verify=verify)
+        impact.promote_if_free(conn)
+        return repaired
 
     def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
         return impact.drift(conn)

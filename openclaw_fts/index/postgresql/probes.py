@@ -1,6 +1,6 @@
 """PostgreSQL's revision probes (:class:`~openclaw_fts.index.probes.RevisionProbes`): revisions
-0006, 0008 and 0009 change no table, only a statistics target, a trigger and a function, read
-here from the catalogue; the ``tsvector`` column and its GIN index are the engine's own.
+0006, 0008, 0009 and 0010 change no table, only a statistics target, a trigger and functions,
+read here from the catalogue; the ``tsvector`` column and its GIN index are the engine's own.
 
 Invariant: every probe only reads the system catalogue.
 """
@@ -39,6 +39,10 @@ class PostgresqlProbes:
         """The words the planner's statistics name (run ``ANALYZE`` first):
         :func:`.impact.promote`."""
         return impact.promote(conn, min_docs)
+
+    def lists_self_promoting(self, conn: Connection) -> bool:
+        """Revision 0010 promotes frequent words from the plugin's own counts."""
+        return impact.self_promoting(conn)
 
 
 #: The trigger that raises ``last_seq`` on raw event inserts, and its ``pg_trigger.tgtype``

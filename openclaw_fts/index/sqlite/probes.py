@@ -35,3 +35,7 @@ class SqliteProbes:
     def track_frequent(self, conn: Connection, min_docs: int) -> int:
         """The full vocabulary scan of :func:`.impact.promote`."""
         return len(impact.promote(cursor(conn), min_docs))
+
+    def lists_self_promoting(self, conn: Connection) -> bool:
+        """Revision 0010 does nothing on SQLite: a database with 0008 has it."""
+        return True
