@@ -10,7 +10,11 @@ do (:func:`dialect_of` is only for messages and the supported-dialect checks). R
 writes are separate interfaces: :class:`Reader` never changes a row (search, the trees and
 index rows the writers plan from, status and checks), :class:`Writer` holds every statement
 that writes; a :class:`Backend` is both, plus what the engine needs of its connections
-(settings, transaction starts, the reconcile lease, the composable search's match). An
+(settings, transaction starts, the reconcile lease, the composable search's match). What only
+some engines have hangs off the backend as an optional object, None where the engine has none
+(:class:`Partitions`, :class:`Replicas`, :class:`Pooler`, :class:`Segments`), never as a stub or
+a flag; what only the migrations ask (revision probes, Alembic's name filter) is
+:mod:`.probes`'s, off this interface. An
 unregistered dialect is refused with :class:`~openclaw_fts.errors.UnsupportedDatabaseError`.
 This module holds no SQL and imports no backend (each registers itself when
 ``openclaw_fts.index`` is imported).
