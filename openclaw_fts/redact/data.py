@@ -2,7 +2,7 @@
 
 Invariant: this module holds DATA only (no scanning): every rule carries a ``sample`` that the
 built-in redactor must mask (the test suite checks each one, so a rule is added as one line
-here with its sample). :mod:`openclaw_fts.redact` compiles these rules into its
+here with its sample). :mod:`openclaw_fts.redact.engine` compiles these rules into its
 scanner; docs/redaction.md describes the families in words.
 
 Kinds of rules (and, at the end, the NAME words: which variable, field, flag and URL

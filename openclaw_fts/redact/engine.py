@@ -21,13 +21,13 @@ What is a credential span (the "families", all tested; docs/redaction.md states 
   a bare value runs to the next blank (a ``<``/``>``/quote inside does not end it);
 * the VALUE of a sensitive CLI flag, the password of ``curl -u``/``--user``, of the short
   password flags of well-known commands (``mysql -p…``, ``sshpass -p``, ``redis-cli -a``:
-  the table is :data:`openclaw_fts.redact_rules.CLI_PASSWORD_COMMANDS`), of ``.netrc``,
+  the table is :data:`openclaw_fts.redact.data.CLI_PASSWORD_COMMANDS`), of ``.netrc``,
   ``openssl … pass:`` and ``sqlplus user/…@db``;
 * the credential of ``Authorization:`` with ANY scheme (the scheme word stays) and of a bare
   ``Bearer <18+ chars>``;
 * the password of a URL's userinfo and the value of a sensitive URL query/fragment key;
 * vendor-prefixed keys and whole-pattern tokens (the rule DATA, each rule with its sample, is
-  :mod:`openclaw_fts.redact_rules`), Discord bot tokens, 40-character AWS secret keys, PEM
+  :mod:`openclaw_fts.redact.data`), Discord bot tokens, 40-character AWS secret keys, PEM
   private-key blocks;
 * tokens with no known prefix that look random (:func:`is_opaque_token`);
 * quoted literals that look random (:func:`looks_random`) where code passes a key: an
@@ -77,7 +77,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Final
 
-from . import redact_rules as rules
+from . import data as rules
 
 __all__ = [
     "DEFAULT_REDACTOR",
@@ -140,7 +140,7 @@ MAX_QUERY_NAME_CHARS: Final = 64
 MAX_PEM_LABEL_CHARS: Final = 40
 
 # --------------------------------------------------------------------------- sensitive names
-# The name words are data (redact_rules, "names"); these functions read them.
+# The name words are data (redact.data, "names"); these functions read them.
 
 _NAME_WORD_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: Distinct names whose verdict is remembered: a text repeats the same few names (``"token":``
@@ -539,7 +539,7 @@ _SLASH_PASSWORD_RE: Final = re.compile(
 MAX_COMMAND_CHARS: Final = 1_000
 # Short password flags of well-known commands (``mysql -pSECRET``, ``sshpass -p 'x'``,
 # ``redis-cli -a x``, ``sqlcmd -P x``, ``ldapsearch -w x``): the command word, then its flags.
-# The table is data (redact_rules.CLI_PASSWORD_COMMANDS); the regex finds the command words.
+# The table is data (data.CLI_PASSWORD_COMMANDS); the regex finds the command words.
 
 
 # The value after a separator: one alternative per quoting style (a string prefix such as
@@ -720,7 +720,7 @@ _PEM_END_RE: Final = re.compile(r"-----END" + _PEM_LABEL)
 # character is looked at by one block at most.
 _PEM_BODY_RE: Final = re.compile(r"[A-Za-z0-9+/=\s:,.\\\-]*")
 
-# Vendor-prefixed tokens and whole-pattern tokens: the data is redact_rules (each rule with
+# Vendor-prefixed tokens and whole-pattern tokens: the data is redact.data (each rule with
 # its sample). The prefix must start a word: it is not preceded by a letter, digit or ``_``
 # (``prefix-ghp_…`` is a token, ``fixture_fw_…`` is not). All vendor families are ONE regex, so
 # the text is scanned once for all.
