@@ -72,12 +72,14 @@ import bisect
 import re
 import string
 import sys
-from array import array
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Final
 
 from . import data as rules
+from .families import OVERFLOW as FAMILY_OVERFLOW
+from .families import WHOLE as FAMILY_WHOLE
+from .families import family_spans, is_upper_token
 
 __all__ = [
     "DEFAULT_REDACTOR",
@@ -501,11 +503,7 @@ _COMMAND_FLAGS: Final = _command_table()
 # word and the word boundary checked after it, so the regex skips ahead to their first letters.
 _PASSWORD_COMMAND_RE: Final = re.compile(
     r"(?P<cmd>"
-    + "|".join(
-        re.escape(w)
-        for c in sorted(_COMMAND_FLAGS, key=len, reverse=True)
-        for w in dict.fromkeys((c, c[:1].upper() + c[1:], c.replace("exec", "Exec").title()))
-    )
+    + "|".join(re.escape(w) for w in sorted(_COMMAND_FLAGS, key=len, reverse=True))
     + r")(?:\.exe)?(?![A-Za-z0-9_.\-])"
 )
 # Cheap test (``str.__contains__``) before looking for command words: a blank, a dash, then
@@ -698,7 +696,7 @@ _XML_ELEMENT_RE: Final = re.compile(
 )
 _XML_VALUE_ATTRIBUTE_RE: Final = re.compile(r"value[ \t]*=[ \t]*[\"']")
 _XML_KEY_VALUE_RE: Final = re.compile(
-    r"\b(?:key|name)[ \t]*=[ \t]*(?P<q>[\"'])"
+    r"(?:key(?<![A-Za-z0-9_]key)|name(?<![A-Za-z0-9_]name))[ \t]*=[ \t]*(?P<q>[\"'])"
     rf"(?P<name>[A-Za-z_][A-Za-z0-9_.:\-]{{0,{MAX_XML_NAME_CHARS - 1}}})(?P=q)"
     r"[ \t]+value[ \t]*=[ \t]*(?P<q2>[\"'])(?P<value>[^\"'\r\n]*)(?P=q2)"
 )
@@ -729,6 +727,8 @@ _TOKEN_CHARS: Final = rules.TOKEN_CHARS
 TELEGRAM_BOT_ID_DIGITS: Final = (6, 12)
 #: Characters after the colon of a Telegram bot token (real: 35).
 MIN_TELEGRAM_SECRET_CHARS: Final = 30
+#: A Telegram bot token is one run of token characters at least this long.
+MIN_TELEGRAM_BOT_CHARS: Final = TELEGRAM_BOT_ID_DIGITS[0] + 1 + MIN_TELEGRAM_SECRET_CHARS
 
 
 def _vendor_alternative(prefix: str, body: str, minimum: int) -> str:
@@ -791,6 +791,11 @@ def _check_runs() -> None:
         assert not any(re.fullmatch(rule.body, c) for c in outside), rule.family
         literal = set(re.sub(r"\\(.)", r"\1", rule.prefix)) - set("[]()?|")
         assert literal <= _RUN_CHAR_SET, rule.family
+    for token in rules.PATTERN_TOKENS:
+        if token.in_runs:
+            m = re.search(token.pattern, token.sample)
+            assert m is not None and set(m.group("value")) <= _RUN_CHAR_SET, token.family
+            assert len(m.group("value")) >= token.in_runs, token.family
 
 
 _check_runs()
@@ -803,8 +808,8 @@ MIN_VENDOR_RUN_CHARS: Final = min(
 _RUN_RE: Final = re.compile(f"[{_RUN_CLASS}]{{{MIN_VENDOR_RUN_CHARS},}}")
 
 
-_TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
-    (rule.anchor, re.compile(rule.pattern)) for rule in rules.PATTERN_TOKENS
+_TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str], int], ...]] = tuple(
+    (rule.anchor, re.compile(rule.pattern), rule.in_runs) for rule in rules.PATTERN_TOKENS
 )
 
 # --------------------------------------------------------------------------- opaque tokens
@@ -1117,8 +1122,10 @@ def _literal_name_kind(name: str) -> str:
 
 # The end of a name that may hold an id or a pagination token (``VersionId``, ``NextToken``,
 # ``job_arn``), its separator, an opening quote; the name itself is checked in Python.
+# Runs on the LOWER-CASED text: an alternation of literals, which the regex engine skips to
+# (the mixed-case classes it replaces were tried at every position: 8x slower on 10 MB).
 _PUBLIC_NAME_TAIL_RE: Final = re.compile(
-    r"(?:[Ii][Dd][Ss]?|ID|[Tt]oken|TOKEN|[Aa]rn|ARN|[Uu]rl|URL|[Ll]ocation|[Mm]arker|[Cc]ursor)"
+    r"(?:ids?|token|arn|url|location|marker|cursor)"
     r"\\?[\"']?[ \t]{0,8}(?P<sep>=|:(?!//))[ \t]{0,8}\\?[\"']?"
 )
 _PUBLIC_VALUE_RE: Final = re.compile(r"[^\s\"',;]{1,2048}")
@@ -1163,8 +1170,10 @@ _FULL: Final = -3  # a password: masked whole (``***``) whatever its length
 # YAML block scalar indicators (``token: |`` then the value on the next, indented line).
 _BLOCK_INDICATORS: Final = frozenset({"|", ">", "|-", ">-", "|+", ">+"})
 # A password word, blanks, a rule (``----``, ``->``, ``=>``), blanks, one word ending the line.
+# Runs on the LOWER-CASED text (literal words first: the scan skips ahead to them); the
+# character before the word is checked in Python.
 _RULED_PASSWORD_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9_])(?i:password|passwd|passphrase)[ \t]{1,40}(?:-{2,8}>?|=>|->)[ \t]{1,40}"
+    r"pass(?:word|wd|phrase)[ \t]{1,40}(?:-{2,8}>?|=>|->)[ \t]{1,40}"
     r"(?P<value>[^\s]{4,128})[ \t]*(?=\r?\n|$)"
 )
 _LINE_REST_RE: Final = re.compile(r"[ \t]*(?:\r?\n|$)")
@@ -1228,7 +1237,17 @@ def mask_fragments(masked: str) -> list[tuple[int, int]]:
 class _Scan:
     """The credential spans of one text, rule by rule."""
 
-    __slots__ = ("_longest_run", "_runs", "budget", "cutoff", "pems", "public", "spans", "text")
+    __slots__ = (
+        "_longest_run",
+        "_lowered",
+        "_runs",
+        "budget",
+        "cutoff",
+        "pems",
+        "public",
+        "spans",
+        "text",
+    )
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -1238,7 +1257,8 @@ class _Scan:
         # the rules for tokens with no name (opaque, code literals) leave them alone
         self.public: list[tuple[int, int]] | None = None  # found on first use
         self.cutoff = len(text)  # from here on, everything is masked (candidate budget)
-        self._runs: array[int] | None = None  # found on first use
+        self._runs: dict[int, list[tuple[int, int]]] | None = None  # found on first use
+        self._lowered: str | None = None  # found on first use
         self._longest_run = 0
         # candidates one rule may examine: a budget for the text and a share of its length, so
         # a long log with a ``key=`` on every line is examined whole, a hostile text is not
@@ -1538,7 +1558,7 @@ class _Scan:
         short flag is a password): the value of the first such flag after the command word."""
         text = self.text
         budget = self.budget
-        for m in _PASSWORD_COMMAND_RE.finditer(text):
+        for m in self._password_command_words():
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -1564,6 +1584,34 @@ class _Scan:
                 if not _is_reference(value, None):
                     self.add(start, end, whole=True)
                 break
+
+    def _password_command_words(self) -> Iterator[re.Match[str]]:
+        """The command words (on the lower-cased text) that a password flag follows on the same
+        line within :data:`MAX_COMMAND_CHARS`: the word regex runs only in the windows before
+        the flags (found with ``str.find``), not over the whole text."""
+        text = self.text
+        starts: list[int] = []
+        for flag in _SHORT_PASSWORD_FLAGS:
+            for blank in (" ", "\t"):
+                needle = blank + flag[1:]
+                pos = text.find(needle)
+                while pos >= 0:
+                    starts.append(pos)
+                    pos = text.find(needle, pos + 1)
+        lowered = self.lowered()
+        window_end = -1
+        window_start = 0
+        for flag_pos in sorted(starts):
+            line_start = text.rfind("\n", max(0, flag_pos - MAX_COMMAND_CHARS), flag_pos) + 1
+            start = max(line_start, flag_pos - MAX_COMMAND_CHARS)
+            if start <= window_end:
+                window_end = flag_pos
+                continue
+            if window_end >= 0:
+                yield from _PASSWORD_COMMAND_RE.finditer(lowered, window_start, window_end)
+            window_start, window_end = start, flag_pos
+        if window_end >= 0:
+            yield from _PASSWORD_COMMAND_RE.finditer(lowered, window_start, window_end)
 
     def _values_at_words(self, words: tuple[str, ...], pattern: re.Pattern[str]) -> None:
         """Every ``value`` group of ``pattern`` matched where one of ``words`` starts a word
@@ -1750,25 +1798,31 @@ class _Scan:
 
     def lowered(self) -> str:
         """The text in lower case, character for character (ASCII letters only when a
-        character would lower-case to several: positions must stay the same)."""
-        lowered = self.text.lower()
-        if len(lowered) != len(self.text):
-            lowered = self.text.translate(_ASCII_LOWER)
-        return lowered
+        character would lower-case to several: positions must stay the same). Computed once
+        per text: several rules read it."""
+        if self._lowered is None:
+            lowered = self.text.lower()
+            if len(lowered) != len(self.text):
+                lowered = self.text.translate(_ASCII_LOWER)
+            self._lowered = lowered
+        return self._lowered
 
-    def runs(self) -> array[int]:
-        """Starts and ends (flat: start, end, start, end …) of the runs of token characters
-        long enough for a vendor token. At most one run per :data:`MIN_VENDOR_RUN_CHARS` + 1
-        characters, so looking at each run costs linear time."""
+    def runs(self, minimum: int = MIN_VENDOR_RUN_CHARS) -> list[tuple[int, int]]:
+        """``(start, end)`` of the runs of token characters at least ``minimum`` long (at
+        least :data:`MIN_VENDOR_RUN_CHARS`), in text order. At most one run per
+        :data:`MIN_VENDOR_RUN_CHARS` + 1 characters, so looking at each run costs linear time;
+        the list for a longer minimum is filtered once from the closest shorter one and kept
+        (the rules ask for a handful of minimums)."""
         if self._runs is None:
-            runs = self._runs = array("q")
-            longest = 0
-            for m in _RUN_RE.finditer(self.text):
-                start, end = m.span()
-                longest = max(longest, end - start)
-                runs.extend((start, end))
-            self._longest_run = longest
-        return self._runs
+            spans = [m.span() for m in _RUN_RE.finditer(self.text)]
+            self._longest_run = max((end - start for start, end in spans), default=0)
+            self._runs = {MIN_VENDOR_RUN_CHARS: spans}
+        cache = self._runs
+        found = cache.get(minimum)
+        if found is None:
+            base = max(m for m in cache if m <= minimum)
+            found = cache[minimum] = [(s, e) for s, e in cache[base] if e - s >= minimum]
+        return found
 
     def has_run(self, minimum: int) -> bool:
         """Whether one run of token characters is at least ``minimum`` long."""
@@ -1783,11 +1837,9 @@ class _Scan:
         (found on the whole text, the matches would be the same: the run's ends are characters
         the pattern cannot take, and a lookbehind still sees the character before the run)."""
         text = self.text
-        runs = self.runs()
-        for i in range(0, len(runs), 2):
-            start, end = runs[i], runs[i + 1]
-            if end - start >= minimum:
-                yield from pattern.finditer(text, start, end)
+        finditer = pattern.finditer
+        for start, end in self.runs(max(minimum, MIN_VENDOR_RUN_CHARS)):
+            yield from finditer(text, start, end)
 
     def tokens(self) -> None:
         text = self.text
@@ -1812,17 +1864,18 @@ class _Scan:
                 continue  # a Fernet shape inside a base64 blob or a data URL
             spans.append((start, m.end(), _PLAIN))
         budget = self.budget
-        for anchor, pattern in _TOKEN_RULES:
+        for anchor, pattern, in_runs in _TOKEN_RULES:
             if anchor and anchor not in text:
                 continue
-            for m in pattern.finditer(text):
+            found = self._in_runs(pattern, in_runs) if in_runs else pattern.finditer(text)
+            for m in found:
                 budget -= 1
                 if budget < 0:
                     self._over_budget(m.start())
                     break
                 spans.append((m.start("value"), m.end("value"), _PLAIN))
         budget = self.budget
-        for m in _TELEGRAM_RE.finditer(text):
+        for m in self._in_runs(_TELEGRAM_RE, MIN_TELEGRAM_BOT_CHARS):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -1877,6 +1930,8 @@ class _Scan:
                     continue  # SRI ``sha512-…`` (npm ``integrity``): a public checksum
                 if is_opaque_token(token) if pattern is _OPAQUE_RE else _is_aws_secret(token):
                     spans.append((start, m.end(), _PLAIN))
+                elif pattern is _OPAQUE_RE and is_upper_token(token):
+                    spans.append((start, m.end(), _PLAIN))  # the bare-token shape family
         for m in self._in_runs(_DISCORD_BOT_RE, MIN_DISCORD_BOT_CHARS):
             budget -= 1
             if budget < 0:
@@ -1891,7 +1946,7 @@ class _Scan:
         reversed_text = ""
         budget = self.budget
         self.public = public = []
-        for m in _PUBLIC_NAME_TAIL_RE.finditer(text):
+        for m in _PUBLIC_NAME_TAIL_RE.finditer(self.lowered()):
             budget -= 1
             if budget < 0:
                 return  # nothing is masked less for it: the ranges only spare values
@@ -1998,12 +2053,15 @@ class _Scan:
         """``Ldap password ---- S3cret!x``: a password word, a rule of dashes or arrows, and one
         word that ends its line and holds a digit or a symbol (a table row, a note)."""
         budget = self.budget
-        for m in _RULED_PASSWORD_RE.finditer(self.text):
+        text = self.text
+        for m in _RULED_PASSWORD_RE.finditer(self.lowered()):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
                 return
-            value = m.group("value")
+            if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
+                continue
+            value = text[m.start("value") : m.end("value")]
             if not value.isalpha() and not _is_reference(value, None):
                 self.add(m.start("value"), m.end("value"), whole=True)
 
@@ -2127,6 +2185,11 @@ class Redactor:
             if "'" in text or '"' in text or "`" in text:
                 scan.code_literals()
             scan.prose_keys()
+        for start, end, kind in family_spans(text, scan.lowered()):
+            if kind == FAMILY_OVERFLOW:
+                scan._over_budget(start)
+            else:
+                scan.add(start, end, kind == FAMILY_WHOLE)
         scan.extra(self._extra)
         return scan
 
