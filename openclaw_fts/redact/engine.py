@@ -511,6 +511,10 @@ _PASSWORD_COMMAND_RE: Final = re.compile(
 _SHORT_PASSWORD_FLAGS: Final = tuple(
     sorted({f" -{flag}" for rule in rules.CLI_PASSWORD_COMMANDS for flag in rule.flags})
 )
+#: A blank then one of those flags: where a password command's flag may start (one pass).
+_PASSWORD_FLAG_START_RE: Final = re.compile(
+    "[ \t]-[" + "".join(sorted({f[-1] for f in _SHORT_PASSWORD_FLAGS})) + "]"
+)
 #: A command word right after one of these is part of a longer word or path (checked in Python).
 _COMMAND_GLUE: Final = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/"
@@ -805,6 +809,11 @@ MIN_VENDOR_RUN_CHARS: Final = min(
     re._parser.parse(r.prefix).getwidth()[0] + r.minimum  # type: ignore[attr-defined]
     for r in rules.VENDOR_TOKENS
 )
+#: Below this many runs, each run is searched alone (joining them costs more than it saves).
+MIN_RUNS_FOR_REGIONS: Final = 8
+#: Runs this close together are searched in one call by the vendor rule (fewer calls; the
+#: gap characters cost a scan step each).
+MAX_REGION_GAP_CHARS: Final = 16
 _RUN_RE: Final = re.compile(f"[{_RUN_CLASS}]{{{MIN_VENDOR_RUN_CHARS},}}")
 
 
@@ -1240,6 +1249,7 @@ class _Scan:
     __slots__ = (
         "_longest_run",
         "_lowered",
+        "_regions",
         "_runs",
         "budget",
         "cutoff",
@@ -1259,6 +1269,7 @@ class _Scan:
         self.cutoff = len(text)  # from here on, everything is masked (candidate budget)
         self._runs: dict[int, list[tuple[int, int]]] | None = None  # found on first use
         self._lowered: str | None = None  # found on first use
+        self._regions: dict[int, list[tuple[int, int]]] | None = None  # found on first use
         self._longest_run = 0
         # candidates one rule may examine: a budget for the text and a share of its length, so
         # a long log with a ``key=`` on every line is examined whole, a hostile text is not
@@ -1590,18 +1601,11 @@ class _Scan:
         line within :data:`MAX_COMMAND_CHARS`: the word regex runs only in the windows before
         the flags (found with ``str.find``), not over the whole text."""
         text = self.text
-        starts: list[int] = []
-        for flag in _SHORT_PASSWORD_FLAGS:
-            for blank in (" ", "\t"):
-                needle = blank + flag[1:]
-                pos = text.find(needle)
-                while pos >= 0:
-                    starts.append(pos)
-                    pos = text.find(needle, pos + 1)
         lowered = self.lowered()
         window_end = -1
         window_start = 0
-        for flag_pos in sorted(starts):
+        for flag in _PASSWORD_FLAG_START_RE.finditer(text):
+            flag_pos = flag.start()
             line_start = text.rfind("\n", max(0, flag_pos - MAX_COMMAND_CHARS), flag_pos) + 1
             start = max(line_start, flag_pos - MAX_COMMAND_CHARS)
             if start <= window_end:
@@ -1815,9 +1819,13 @@ class _Scan:
         (the rules ask for a handful of minimums)."""
         if self._runs is None:
             spans = [m.span() for m in _RUN_RE.finditer(self.text)]
-            self._longest_run = max((end - start for start, end in spans), default=0)
+            self._longest_run = max([end - start for start, end in spans]) if spans else 0
             self._runs = {MIN_VENDOR_RUN_CHARS: spans}
         cache = self._runs
+        if minimum > self._longest_run:
+            return []  # (most short texts: no list built per minimum)
+        if minimum <= MIN_VENDOR_RUN_CHARS:
+            return cache[MIN_VENDOR_RUN_CHARS]
         found = cache.get(minimum)
         if found is None:
             base = max(m for m in cache if m <= minimum)
@@ -1841,11 +1849,48 @@ class _Scan:
         for start, end in self.runs(max(minimum, MIN_VENDOR_RUN_CHARS)):
             yield from finditer(text, start, end)
 
+    def _in_regions(
+        self, pattern: re.Pattern[str], minimum: int = MIN_VENDOR_RUN_CHARS
+    ) -> Iterator[re.Match[str]]:
+        """Every match of ``pattern`` (whose matches take run characters only and lie inside
+        one run at least ``minimum`` long), searched in regions of such runs that lie at most
+        :data:`MAX_REGION_GAP_CHARS` apart: fewer calls than one per run, and the same matches
+        (a match cannot take a gap's characters, so it lies inside one of the runs)."""
+        text = self.text
+        finditer = pattern.finditer
+        runs = self.runs(minimum)
+        if len(runs) > MIN_RUNS_FOR_REGIONS:
+            runs = self.regions(minimum)
+        for start, end in runs:
+            yield from finditer(text, start, end)
+
+    def regions(self, minimum: int) -> list[tuple[int, int]]:
+        """The runs at least ``minimum`` long, joined where at most
+        :data:`MAX_REGION_GAP_CHARS` apart (kept per minimum)."""
+        if self._runs is not None and minimum > self._longest_run:
+            return []
+        if self._regions is None:
+            self._regions = {}
+        found = self._regions.get(minimum)
+        if found is None:
+            found = self._regions[minimum] = []
+            region_start = region_end = -MAX_REGION_GAP_CHARS - 1
+            for start, end in self.runs(minimum):
+                if start - region_end <= MAX_REGION_GAP_CHARS:
+                    region_end = end
+                    continue
+                if region_end >= 0:
+                    found.append((region_start, region_end))
+                region_start, region_end = start, end
+            if region_end >= 0:
+                found.append((region_start, region_end))
+        return found
+
     def tokens(self) -> None:
         text = self.text
         spans = self.spans
         budget = self.budget
-        for m in self._in_runs(_VENDOR_RE):
+        for m in self._in_regions(_VENDOR_RE):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -1864,10 +1909,12 @@ class _Scan:
                 continue  # a Fernet shape inside a base64 blob or a data URL
             spans.append((start, m.end(), _PLAIN))
         budget = self.budget
+        self.runs()
+        longest = self._longest_run
         for anchor, pattern, in_runs in _TOKEN_RULES:
-            if anchor and anchor not in text:
-                continue
-            found = self._in_runs(pattern, in_runs) if in_runs else pattern.finditer(text)
+            if (anchor and anchor not in text) or in_runs > longest:
+                continue  # (a short text has no run long enough: no generator is built)
+            found = self._in_regions(pattern, in_runs) if in_runs else pattern.finditer(text)
             for m in found:
                 budget -= 1
                 if budget < 0:
