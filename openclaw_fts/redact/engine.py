@@ -1069,11 +1069,9 @@ _CALLEE_RE: Final = re.compile(
 )
 # In prose, a secret's word and then the key (``the ritekit secret 3f9a…``, ``my API key is
 # q7vX…``): the word in its usual spellings, then an optional ``is``/``was``, then a token.
-_PROSE_KEY_WORDS: Final = tuple(
-    w
-    for base in ("secret", "key", "token", "password", "passwd", "apikey", "credential")
-    for w in (base, base.capitalize(), base.upper())
-)
+# Matched on the LOWER-CASED text (a secret's word in any case; the value is read from the
+# original text).
+_PROSE_KEY_WORDS: Final = ("secret", "key", "token", "password", "passwd", "apikey", "credential")
 _PROSE_KEY_RE: Final = re.compile(
     r"(?P<word>" + _by_first_character(sorted(_PROSE_KEY_WORDS, key=len, reverse=True)) + r")s?"
     r"[ \t]{1,4}(?:(?:is|was|of|for|to|=|:)[ \t]{1,4})?"
@@ -1922,7 +1920,12 @@ class _Scan:
                     break
                 spans.append((m.start("value"), m.end("value"), _PLAIN))
         budget = self.budget
-        for m in self._in_runs(_TELEGRAM_RE, MIN_TELEGRAM_BOT_CHARS):
+        telegram = (
+            self._in_runs(_TELEGRAM_RE, MIN_TELEGRAM_BOT_CHARS)
+            if longest >= (MIN_TELEGRAM_BOT_CHARS)
+            else ()
+        )
+        for m in telegram:
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -2080,7 +2083,7 @@ class _Scan:
         """``the ritekit secret 3f9a…``: a secret's word, then a token that looks random."""
         text = self.text
         budget = self.budget
-        for m in _PROSE_KEY_RE.finditer(text):
+        for m in _PROSE_KEY_RE.finditer(self.lowered()):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -2088,9 +2091,9 @@ class _Scan:
             start = m.start()
             if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
                 continue  # inside a word (``monkey``, ``api_token``: a name, its own rules)
-            value = m.group("value")
+            value = text[m.start("value") : m.end("value")]
             # hex after "key" is a key id or a fingerprint (``signing key 1988…BE03``)
-            hex_ok = m.group("word").lower() != "key"
+            hex_ok = m.group("word") != "key"
             if looks_random(value, hex_ok=hex_ok) and not _is_public_run(
                 text, m.start("value"), value
             ):
