@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 #: 6: and more (Gradle/DSL ``name "value"`` lines, connection-string ``Pwd=``, UUIDs under a
 #: ``<word>_key`` name, SDK start-up keys, Composio keys; docs/redaction.md).
 #: 7: a URL's or ``curl -u``'s password shaped like a field name (``db_password``) is masked.
-INDEX_VERSION = 7
+#: 8: the redaction rule families (named values in every syntax, Kubernetes Secret data,
+#: Bundler credentials, token users, upper-case tokens) and new token shapes (issue #41).
+INDEX_VERSION = 8
 
 # --------------------------------------------------------------------------- the read side
 

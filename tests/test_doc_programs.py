@@ -187,7 +187,7 @@ def test_the_benchmarks_page_is_generated(tmp_path: Path) -> None:
 
 #: A layer's label starts a line of the README's picture; module names follow it.
 LAYER_LABEL_RE = re.compile(r"^ (\S[^ ]*(?: [a-z]+)?) {2,}")
-PICTURE_MODULE_RE = re.compile(r"(?<![\w/])(index/|testing/|[a-z_]+\.py)")
+PICTURE_MODULE_RE = re.compile(r"(?<![\w/])(index/|testing/|redact/|[a-z_]+\.py)")
 
 
 def readme_layers() -> list[set[str]]:

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openclaw_fts import redact
 from openclaw_fts.redact import (
     DEFAULT_REDACTOR,
     EXPRESSION_WORDS,
@@ -25,6 +24,7 @@ from openclaw_fts.redact import (
     mask_secret,
     redact_text,
 )
+from openclaw_fts.redact import engine as redact
 
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 B64 = ALNUM + "+/"

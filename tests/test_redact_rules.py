@@ -1,4 +1,4 @@
-"""Every rule of openclaw_fts.redact_rules masks its own sample, and the families that used to
+"""Every rule of openclaw_fts.redact.data masks its own sample, and the families that used to
 leak (password flags, .netrc, plain YAML passwords, unnamed literals in code, aligned values,
 values holding ``! = @ ] |``, vendor formats) are masked in the syntaxes users paste, while the
 public-by-nature strings (lock-file checksums, git SHAs, UUIDs, labels) stay (docs/redaction.md).
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from openclaw_fts import redact_rules as rules
 from openclaw_fts.redact import (
     KEEP_END_CHARS,
     KEEP_START_CHARS,
     MIN_PARTIAL_MASK_CHARS,
     redact_text,
 )
+from openclaw_fts.redact import data as rules
 
 #: Characters of a masked-away middle that count as a leak (docs/redaction.md).
 LEAK_WINDOW_CHARS = 8

@@ -34,10 +34,11 @@ CASES_PER_SESSION = 100
 KEY_PREFIX = "agent:main:upstream"
 CALLER = Caller("agent:main:main", visibility="all")
 #: Highest share of gitleaks' and detect-secrets' positives (judged without detect-secrets
-#: installed) allowed to leak: the measured 123 of 563 (21.8 %; with OpenClaw's 248 vectors,
-#: 123/811 = 15.2 %, docs/redaction.md "Figures") plus a margin, so that a change that leaks
-#: more fails here. The goal is 2 %: this bound is a ratchet, not the goal.
-MAX_PUBLIC_LEAK_RATE = 0.23
+#: installed) allowed to leak: the measured 36 of 563 (6.4 %; 123 of 563 before the rule
+#: families of openclaw_fts/redact/families.py, docs/redaction.md "Figures") plus a margin, so
+#: that a change that leaks more fails here. The goal is 2 %: this bound is a ratchet, not the
+#: goal.
+MAX_PUBLIC_LEAK_RATE = 0.08
 
 
 def _marker(i: int) -> str:

@@ -2,7 +2,7 @@
 
 Invariant: this module holds DATA only (no scanning): every rule carries a ``sample`` that the
 built-in redactor must mask (the test suite checks each one, so a rule is added as one line
-here with its sample). :mod:`openclaw_fts.redact` compiles these rules into its
+here with its sample). :mod:`openclaw_fts.redact.engine` compiles these rules into its
 scanner; docs/redaction.md describes the families in words.
 
 Kinds of rules (and, at the end, the NAME words: which variable, field, flag and URL
@@ -52,6 +52,10 @@ class PatternToken:
     #: A literal every match holds: the pattern runs only on texts that contain it (a pattern
     #: that cannot start with a literal would otherwise be tried at every position).
     anchor: str = ""
+    #: When > 0: every match lies inside one run of token characters (letters, digits and
+    #: ``_-./+=@~:``) at least this long, so the pattern runs on those runs only (linear in
+    #: the runs, not a regex pass over the whole text: a 10 MB message is scanned once).
+    in_runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,7 @@ VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
         "github-pat", "github_pat_", "[A-Za-z0-9_]", 20, "github_pat_aB3cD4eF5gH6jK7mN8pQ9rS2"
     ),
     VendorToken("gitlab", "glpat-", TOKEN_CHARS, 20, "glpat-aB3cD4eF5gH6jK7mN8pQ9rS2"),
-    VendorToken("slack", "xox[baprs]-", r"[A-Za-z0-9\-]", 10, "xoxb-aB3cD4eF5gH6jK"),
+    VendorToken("slack", "xox[bapors]-", r"[A-Za-z0-9\-]", 10, "xoxb-aB3cD4eF5gH6jK"),
     VendorToken("slack-app", "xapp-", r"[A-Za-z0-9\-]", 10, "xapp-aB3cD4eF5gH6jK"),
     VendorToken("google-api", "AIza", TOKEN_CHARS, 30, "AIzaaB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzb"),
     VendorToken("google-oauth", r"ya29\.", TOKEN_CHARS, 20, "ya29.aB3cD4eF5gH6jK7mN8pQ9rS2"),
@@ -564,6 +568,9 @@ VENDOR_TOKENS: Final[tuple[VendorToken, ...]] = (
     VendorToken(
         "bittensor", "bt_", "[A-Za-z0-9]", 40, "bt_aB3cD4eF5gH6jK7mN8pQ9rS2tU1vW0xYzbdfaB3cD4eF"
     ),
+    # issue #41: shapes from detect-secrets' and gitleaks' public rule lists
+    VendorToken("sonarqube", "sq[pua]_", "[A-Za-z0-9]", 40, "sqp_" + "aB3cD4eF5gH6jK7mN8pQ" * 2),
+    VendorToken("amazon-bedrock", "ABSK", "[A-Za-z0-9+/]", 100, "ABSK" + "QmVkcm9ja0FQSUtleS1" * 6),
 )
 
 #: Segments of a JWT shorter than this are not a JWT (a real header is ~36 characters).
@@ -584,6 +591,44 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         rf"\.{_T}{{{MIN_JWT_SEGMENT_CHARS},}}(?:\.{_T}*){{1,{MAX_JWT_EXTRA_SEGMENTS}}})",
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXNhbXBsZQ",
         anchor="eyJ",
+    ),
+    # a JWT with no signature (``alg: none``, or cut before it): header and payload both JSON
+    PatternToken(
+        "jwt-unsigned",
+        rf"(?P<value>eyJ(?<!{_T}eyJ){_T}{{{MIN_JWT_SEGMENT_CHARS},}}"
+        rf"\.eyJ{_T}{{{MIN_JWT_SEGMENT_CHARS},}})",
+        "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+        anchor=".eyJ",
+    ),
+    # AWS key ids of the other principal kinds (IAM user, role, group …), 4 + 16 characters
+    PatternToken(
+        "aws-principal-key-id",
+        r"(?P<value>A(?:3T[A-Z0-9]|BIA|CCA|GPA|IDA|IPA|NPA|NVA|PKA|ROA)(?<![A-Za-z0-9_\-]....)"
+        rf"[A-Z0-9]{{{AWS_KEY_ID_BODY_CHARS}}})(?![A-Za-z0-9])",
+        "AROAQ3EGRPN7XKZL2M4T",
+        in_runs=20,
+    ),
+    # Twilio account sid / API key sid: ``AC``/``SK`` and 32 lower-case hex-like characters
+    PatternToken(
+        "twilio",
+        r"(?P<value>(?:AC|SK)(?<![A-Za-z0-9_\-]..)[a-z0-9]{32})(?![A-Za-z0-9])",
+        "SK3f9a0c4d3f9a0c4d3f9a0c4d3f9a0c4d",
+        in_runs=34,
+    ),
+    # JFrog Artifactory API keys (``AKC…``) and passwords (``AP`` + hex digit …)
+    PatternToken(
+        "artifactory",
+        r"(?P<value>A(?:KC|P[0-9A-F])(?<![A-Za-z0-9_\-]...)(?=[A-Za-z0-9]*[a-z0-9])[A-Za-z0-9]{10,})"
+        r"(?![A-Za-z0-9])",
+        "AKCp8aB3cD4eF5gH6jK7",
+        in_runs=13,
+    ),
+    # SoftLayer's SOAP endpoint with its 64-character API key in the path
+    PatternToken(
+        "softlayer-url",
+        r"api\.softlayer\.com/soap/v3(?:\.1)?/(?P<value>[a-z0-9]{64})",
+        "https://api.softlayer.com/soap/v3/" + "3f9a0c4d" * 8,
+        anchor="softlayer",
     ),
     PatternToken(
         "sendgrid",
@@ -627,6 +672,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>(?<![A-Za-z0-9_\-])[0-9a-f]{32}-us[0-9]{1,2})(?![A-Za-z0-9_\-])",
         "3f9a0c4d" * 4 + "-us21",
         anchor="-us",
+        in_runs=36,
     ),
     # HashiCorp Vault legacy service and batch tokens: ``s.``/``b.`` + 24 mixed-case characters.
     PatternToken(
@@ -634,6 +680,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>[sb]\.(?<![A-Za-z0-9_.\-][sb]\.)(?=[A-Za-z0-9]{0,23}[0-9])(?=[A-Za-z0-9]{0,23}[A-Z])"
         r"(?=[A-Za-z0-9]{0,23}[a-z])[A-Za-z0-9]{24})(?![A-Za-z0-9_.\-])",
         "s.Ab3dEfGh1jKlMnOpQrStUvWx",
+        in_runs=26,
     ),
     # 1Password account secret key: ``A3-`` and dash-separated groups.
     PatternToken(
@@ -650,6 +697,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"\.[A-Za-z0-9]{20})",
         "pat.aB3cD4eF5gH6jK7mN8pQ9r.3f9a0c4d3f9a0c4d3f9a0c4d.aB3cD4eF5gH6jK7mN8pQ",
         anchor="at.",
+        in_runs=72,
     ),
     # Terraform Cloud / Atlas: 14 characters, ``.atlasv1.``, 60-70 characters.
     PatternToken(

@@ -21,13 +21,13 @@ What is a credential span (the "families", all tested; docs/redaction.md states 
   a bare value runs to the next blank (a ``<``/``>``/quote inside does not end it);
 * the VALUE of a sensitive CLI flag, the password of ``curl -u``/``--user``, of the short
   password flags of well-known commands (``mysql -p…``, ``sshpass -p``, ``redis-cli -a``:
-  the table is :data:`openclaw_fts.redact_rules.CLI_PASSWORD_COMMANDS`), of ``.netrc``,
+  the table is :data:`openclaw_fts.redact.data.CLI_PASSWORD_COMMANDS`), of ``.netrc``,
   ``openssl … pass:`` and ``sqlplus user/…@db``;
 * the credential of ``Authorization:`` with ANY scheme (the scheme word stays) and of a bare
   ``Bearer <18+ chars>``;
 * the password of a URL's userinfo and the value of a sensitive URL query/fragment key;
 * vendor-prefixed keys and whole-pattern tokens (the rule DATA, each rule with its sample, is
-  :mod:`openclaw_fts.redact_rules`), Discord bot tokens, 40-character AWS secret keys, PEM
+  :mod:`openclaw_fts.redact.data`), Discord bot tokens, 40-character AWS secret keys, PEM
   private-key blocks;
 * tokens with no known prefix that look random (:func:`is_opaque_token`);
 * quoted literals that look random (:func:`looks_random`) where code passes a key: an
@@ -72,12 +72,14 @@ import bisect
 import re
 import string
 import sys
-from array import array
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Final
 
-from . import redact_rules as rules
+from . import data as rules
+from .families import OVERFLOW as FAMILY_OVERFLOW
+from .families import WHOLE as FAMILY_WHOLE
+from .families import family_spans, is_upper_token
 
 __all__ = [
     "DEFAULT_REDACTOR",
@@ -140,7 +142,7 @@ MAX_QUERY_NAME_CHARS: Final = 64
 MAX_PEM_LABEL_CHARS: Final = 40
 
 # --------------------------------------------------------------------------- sensitive names
-# The name words are data (redact_rules, "names"); these functions read them.
+# The name words are data (redact.data, "names"); these functions read them.
 
 _NAME_WORD_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: Distinct names whose verdict is remembered: a text repeats the same few names (``"token":``
@@ -501,17 +503,17 @@ _COMMAND_FLAGS: Final = _command_table()
 # word and the word boundary checked after it, so the regex skips ahead to their first letters.
 _PASSWORD_COMMAND_RE: Final = re.compile(
     r"(?P<cmd>"
-    + "|".join(
-        re.escape(w)
-        for c in sorted(_COMMAND_FLAGS, key=len, reverse=True)
-        for w in dict.fromkeys((c, c[:1].upper() + c[1:], c.replace("exec", "Exec").title()))
-    )
+    + "|".join(re.escape(w) for w in sorted(_COMMAND_FLAGS, key=len, reverse=True))
     + r")(?:\.exe)?(?![A-Za-z0-9_.\-])"
 )
 # Cheap test (``str.__contains__``) before looking for command words: a blank, a dash, then
 # one of the password flags of :data:`rules.CLI_PASSWORD_COMMANDS`.
 _SHORT_PASSWORD_FLAGS: Final = tuple(
     sorted({f" -{flag}" for rule in rules.CLI_PASSWORD_COMMANDS for flag in rule.flags})
+)
+#: A blank then one of those flags: where a password command's flag may start (one pass).
+_PASSWORD_FLAG_START_RE: Final = re.compile(
+    "[ \t]-[" + "".join(sorted({f[-1] for f in _SHORT_PASSWORD_FLAGS})) + "]"
 )
 #: A command word right after one of these is part of a longer word or path (checked in Python).
 _COMMAND_GLUE: Final = frozenset(
@@ -539,7 +541,7 @@ _SLASH_PASSWORD_RE: Final = re.compile(
 MAX_COMMAND_CHARS: Final = 1_000
 # Short password flags of well-known commands (``mysql -pSECRET``, ``sshpass -p 'x'``,
 # ``redis-cli -a x``, ``sqlcmd -P x``, ``ldapsearch -w x``): the command word, then its flags.
-# The table is data (redact_rules.CLI_PASSWORD_COMMANDS); the regex finds the command words.
+# The table is data (data.CLI_PASSWORD_COMMANDS); the regex finds the command words.
 
 
 # The value after a separator: one alternative per quoting style (a string prefix such as
@@ -698,7 +700,7 @@ _XML_ELEMENT_RE: Final = re.compile(
 )
 _XML_VALUE_ATTRIBUTE_RE: Final = re.compile(r"value[ \t]*=[ \t]*[\"']")
 _XML_KEY_VALUE_RE: Final = re.compile(
-    r"\b(?:key|name)[ \t]*=[ \t]*(?P<q>[\"'])"
+    r"(?:key(?<![A-Za-z0-9_]key)|name(?<![A-Za-z0-9_]name))[ \t]*=[ \t]*(?P<q>[\"'])"
     rf"(?P<name>[A-Za-z_][A-Za-z0-9_.:\-]{{0,{MAX_XML_NAME_CHARS - 1}}})(?P=q)"
     r"[ \t]+value[ \t]*=[ \t]*(?P<q2>[\"'])(?P<value>[^\"'\r\n]*)(?P=q2)"
 )
@@ -720,7 +722,7 @@ _PEM_END_RE: Final = re.compile(r"-----END" + _PEM_LABEL)
 # character is looked at by one block at most.
 _PEM_BODY_RE: Final = re.compile(r"[A-Za-z0-9+/=\s:,.\\\-]*")
 
-# Vendor-prefixed tokens and whole-pattern tokens: the data is redact_rules (each rule with
+# Vendor-prefixed tokens and whole-pattern tokens: the data is redact.data (each rule with
 # its sample). The prefix must start a word: it is not preceded by a letter, digit or ``_``
 # (``prefix-ghp_…`` is a token, ``fixture_fw_…`` is not). All vendor families are ONE regex, so
 # the text is scanned once for all.
@@ -729,6 +731,8 @@ _TOKEN_CHARS: Final = rules.TOKEN_CHARS
 TELEGRAM_BOT_ID_DIGITS: Final = (6, 12)
 #: Characters after the colon of a Telegram bot token (real: 35).
 MIN_TELEGRAM_SECRET_CHARS: Final = 30
+#: A Telegram bot token is one run of token characters at least this long.
+MIN_TELEGRAM_BOT_CHARS: Final = TELEGRAM_BOT_ID_DIGITS[0] + 1 + MIN_TELEGRAM_SECRET_CHARS
 
 
 def _vendor_alternative(prefix: str, body: str, minimum: int) -> str:
@@ -791,6 +795,11 @@ def _check_runs() -> None:
         assert not any(re.fullmatch(rule.body, c) for c in outside), rule.family
         literal = set(re.sub(r"\\(.)", r"\1", rule.prefix)) - set("[]()?|")
         assert literal <= _RUN_CHAR_SET, rule.family
+    for token in rules.PATTERN_TOKENS:
+        if token.in_runs:
+            m = re.search(token.pattern, token.sample)
+            assert m is not None and set(m.group("value")) <= _RUN_CHAR_SET, token.family
+            assert len(m.group("value")) >= token.in_runs, token.family
 
 
 _check_runs()
@@ -800,11 +809,16 @@ MIN_VENDOR_RUN_CHARS: Final = min(
     re._parser.parse(r.prefix).getwidth()[0] + r.minimum  # type: ignore[attr-defined]
     for r in rules.VENDOR_TOKENS
 )
+#: Below this many runs, each run is searched alone (joining them costs more than it saves).
+MIN_RUNS_FOR_REGIONS: Final = 8
+#: Runs this close together are searched in one call by the vendor rule (fewer calls; the
+#: gap characters cost a scan step each).
+MAX_REGION_GAP_CHARS: Final = 16
 _RUN_RE: Final = re.compile(f"[{_RUN_CLASS}]{{{MIN_VENDOR_RUN_CHARS},}}")
 
 
-_TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
-    (rule.anchor, re.compile(rule.pattern)) for rule in rules.PATTERN_TOKENS
+_TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str], int], ...]] = tuple(
+    (rule.anchor, re.compile(rule.pattern), rule.in_runs) for rule in rules.PATTERN_TOKENS
 )
 
 # --------------------------------------------------------------------------- opaque tokens
@@ -1055,11 +1069,9 @@ _CALLEE_RE: Final = re.compile(
 )
 # In prose, a secret's word and then the key (``the ritekit secret 3f9a…``, ``my API key is
 # q7vX…``): the word in its usual spellings, then an optional ``is``/``was``, then a token.
-_PROSE_KEY_WORDS: Final = tuple(
-    w
-    for base in ("secret", "key", "token", "password", "passwd", "apikey", "credential")
-    for w in (base, base.capitalize(), base.upper())
-)
+# Matched on the LOWER-CASED text (a secret's word in any case; the value is read from the
+# original text).
+_PROSE_KEY_WORDS: Final = ("secret", "key", "token", "password", "passwd", "apikey", "credential")
 _PROSE_KEY_RE: Final = re.compile(
     r"(?P<word>" + _by_first_character(sorted(_PROSE_KEY_WORDS, key=len, reverse=True)) + r")s?"
     r"[ \t]{1,4}(?:(?:is|was|of|for|to|=|:)[ \t]{1,4})?"
@@ -1117,8 +1129,10 @@ def _literal_name_kind(name: str) -> str:
 
 # The end of a name that may hold an id or a pagination token (``VersionId``, ``NextToken``,
 # ``job_arn``), its separator, an opening quote; the name itself is checked in Python.
+# Runs on the LOWER-CASED text: an alternation of literals, which the regex engine skips to
+# (the mixed-case classes it replaces were tried at every position: 8x slower on 10 MB).
 _PUBLIC_NAME_TAIL_RE: Final = re.compile(
-    r"(?:[Ii][Dd][Ss]?|ID|[Tt]oken|TOKEN|[Aa]rn|ARN|[Uu]rl|URL|[Ll]ocation|[Mm]arker|[Cc]ursor)"
+    r"(?:ids?|token|arn|url|location|marker|cursor)"
     r"\\?[\"']?[ \t]{0,8}(?P<sep>=|:(?!//))[ \t]{0,8}\\?[\"']?"
 )
 _PUBLIC_VALUE_RE: Final = re.compile(r"[^\s\"',;]{1,2048}")
@@ -1163,8 +1177,10 @@ _FULL: Final = -3  # a password: masked whole (``***``) whatever its length
 # YAML block scalar indicators (``token: |`` then the value on the next, indented line).
 _BLOCK_INDICATORS: Final = frozenset({"|", ">", "|-", ">-", "|+", ">+"})
 # A password word, blanks, a rule (``----``, ``->``, ``=>``), blanks, one word ending the line.
+# Runs on the LOWER-CASED text (literal words first: the scan skips ahead to them); the
+# character before the word is checked in Python.
 _RULED_PASSWORD_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9_])(?i:password|passwd|passphrase)[ \t]{1,40}(?:-{2,8}>?|=>|->)[ \t]{1,40}"
+    r"pass(?:word|wd|phrase)[ \t]{1,40}(?:-{2,8}>?|=>|->)[ \t]{1,40}"
     r"(?P<value>[^\s]{4,128})[ \t]*(?=\r?\n|$)"
 )
 _LINE_REST_RE: Final = re.compile(r"[ \t]*(?:\r?\n|$)")
@@ -1228,7 +1244,18 @@ def mask_fragments(masked: str) -> list[tuple[int, int]]:
 class _Scan:
     """The credential spans of one text, rule by rule."""
 
-    __slots__ = ("_longest_run", "_runs", "budget", "cutoff", "pems", "public", "spans", "text")
+    __slots__ = (
+        "_longest_run",
+        "_lowered",
+        "_regions",
+        "_runs",
+        "budget",
+        "cutoff",
+        "pems",
+        "public",
+        "spans",
+        "text",
+    )
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -1238,7 +1265,9 @@ class _Scan:
         # the rules for tokens with no name (opaque, code literals) leave them alone
         self.public: list[tuple[int, int]] | None = None  # found on first use
         self.cutoff = len(text)  # from here on, everything is masked (candidate budget)
-        self._runs: array[int] | None = None  # found on first use
+        self._runs: dict[int, list[tuple[int, int]]] | None = None  # found on first use
+        self._lowered: str | None = None  # found on first use
+        self._regions: dict[int, list[tuple[int, int]]] | None = None  # found on first use
         self._longest_run = 0
         # candidates one rule may examine: a budget for the text and a share of its length, so
         # a long log with a ``key=`` on every line is examined whole, a hostile text is not
@@ -1538,7 +1567,7 @@ class _Scan:
         short flag is a password): the value of the first such flag after the command word."""
         text = self.text
         budget = self.budget
-        for m in _PASSWORD_COMMAND_RE.finditer(text):
+        for m in self._password_command_words():
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -1564,6 +1593,27 @@ class _Scan:
                 if not _is_reference(value, None):
                     self.add(start, end, whole=True)
                 break
+
+    def _password_command_words(self) -> Iterator[re.Match[str]]:
+        """The command words (on the lower-cased text) that a password flag follows on the same
+        line within :data:`MAX_COMMAND_CHARS`: the word regex runs only in the windows before
+        the flags (found with ``str.find``), not over the whole text."""
+        text = self.text
+        lowered = self.lowered()
+        window_end = -1
+        window_start = 0
+        for flag in _PASSWORD_FLAG_START_RE.finditer(text):
+            flag_pos = flag.start()
+            line_start = text.rfind("\n", max(0, flag_pos - MAX_COMMAND_CHARS), flag_pos) + 1
+            start = max(line_start, flag_pos - MAX_COMMAND_CHARS)
+            if start <= window_end:
+                window_end = flag_pos
+                continue
+            if window_end >= 0:
+                yield from _PASSWORD_COMMAND_RE.finditer(lowered, window_start, window_end)
+            window_start, window_end = start, flag_pos
+        if window_end >= 0:
+            yield from _PASSWORD_COMMAND_RE.finditer(lowered, window_start, window_end)
 
     def _values_at_words(self, words: tuple[str, ...], pattern: re.Pattern[str]) -> None:
         """Every ``value`` group of ``pattern`` matched where one of ``words`` starts a word
@@ -1750,25 +1800,35 @@ class _Scan:
 
     def lowered(self) -> str:
         """The text in lower case, character for character (ASCII letters only when a
-        character would lower-case to several: positions must stay the same)."""
-        lowered = self.text.lower()
-        if len(lowered) != len(self.text):
-            lowered = self.text.translate(_ASCII_LOWER)
-        return lowered
+        character would lower-case to several: positions must stay the same). Computed once
+        per text: several rules read it."""
+        if self._lowered is None:
+            lowered = self.text.lower()
+            if len(lowered) != len(self.text):
+                lowered = self.text.translate(_ASCII_LOWER)
+            self._lowered = lowered
+        return self._lowered
 
-    def runs(self) -> array[int]:
-        """Starts and ends (flat: start, end, start, end …) of the runs of token characters
-        long enough for a vendor token. At most one run per :data:`MIN_VENDOR_RUN_CHARS` + 1
-        characters, so looking at each run costs linear time."""
+    def runs(self, minimum: int = MIN_VENDOR_RUN_CHARS) -> list[tuple[int, int]]:
+        """``(start, end)`` of the runs of token characters at least ``minimum`` long (at
+        least :data:`MIN_VENDOR_RUN_CHARS`), in text order. At most one run per
+        :data:`MIN_VENDOR_RUN_CHARS` + 1 characters, so looking at each run costs linear time;
+        the list for a longer minimum is filtered once from the closest shorter one and kept
+        (the rules ask for a handful of minimums)."""
         if self._runs is None:
-            runs = self._runs = array("q")
-            longest = 0
-            for m in _RUN_RE.finditer(self.text):
-                start, end = m.span()
-                longest = max(longest, end - start)
-                runs.extend((start, end))
-            self._longest_run = longest
-        return self._runs
+            spans = [m.span() for m in _RUN_RE.finditer(self.text)]
+            self._longest_run = max([end - start for start, end in spans]) if spans else 0
+            self._runs = {MIN_VENDOR_RUN_CHARS: spans}
+        cache = self._runs
+        if minimum > self._longest_run:
+            return []  # (most short texts: no list built per minimum)
+        if minimum <= MIN_VENDOR_RUN_CHARS:
+            return cache[MIN_VENDOR_RUN_CHARS]
+        found = cache.get(minimum)
+        if found is None:
+            base = max(m for m in cache if m <= minimum)
+            found = cache[minimum] = [(s, e) for s, e in cache[base] if e - s >= minimum]
+        return found
 
     def has_run(self, minimum: int) -> bool:
         """Whether one run of token characters is at least ``minimum`` long."""
@@ -1783,17 +1843,52 @@ class _Scan:
         (found on the whole text, the matches would be the same: the run's ends are characters
         the pattern cannot take, and a lookbehind still sees the character before the run)."""
         text = self.text
-        runs = self.runs()
-        for i in range(0, len(runs), 2):
-            start, end = runs[i], runs[i + 1]
-            if end - start >= minimum:
-                yield from pattern.finditer(text, start, end)
+        finditer = pattern.finditer
+        for start, end in self.runs(max(minimum, MIN_VENDOR_RUN_CHARS)):
+            yield from finditer(text, start, end)
+
+    def _in_regions(
+        self, pattern: re.Pattern[str], minimum: int = MIN_VENDOR_RUN_CHARS
+    ) -> Iterator[re.Match[str]]:
+        """Every match of ``pattern`` (whose matches take run characters only and lie inside
+        one run at least ``minimum`` long), searched in regions of such runs that lie at most
+        :data:`MAX_REGION_GAP_CHARS` apart: fewer calls than one per run, and the same matches
+        (a match cannot take a gap's characters, so it lies inside one of the runs)."""
+        text = self.text
+        finditer = pattern.finditer
+        runs = self.runs(minimum)
+        if len(runs) > MIN_RUNS_FOR_REGIONS:
+            runs = self.regions(minimum)
+        for start, end in runs:
+            yield from finditer(text, start, end)
+
+    def regions(self, minimum: int) -> list[tuple[int, int]]:
+        """The runs at least ``minimum`` long, joined where at most
+        :data:`MAX_REGION_GAP_CHARS` apart (kept per minimum)."""
+        if self._runs is not None and minimum > self._longest_run:
+            return []
+        if self._regions is None:
+            self._regions = {}
+        found = self._regions.get(minimum)
+        if found is None:
+            found = self._regions[minimum] = []
+            region_start = region_end = -MAX_REGION_GAP_CHARS - 1
+            for start, end in self.runs(minimum):
+                if start - region_end <= MAX_REGION_GAP_CHARS:
+                    region_end = end
+                    continue
+                if region_end >= 0:
+                    found.append((region_start, region_end))
+                region_start, region_end = start, end
+            if region_end >= 0:
+                found.append((region_start, region_end))
+        return found
 
     def tokens(self) -> None:
         text = self.text
         spans = self.spans
         budget = self.budget
-        for m in self._in_runs(_VENDOR_RE):
+        for m in self._in_regions(_VENDOR_RE):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -1812,17 +1907,25 @@ class _Scan:
                 continue  # a Fernet shape inside a base64 blob or a data URL
             spans.append((start, m.end(), _PLAIN))
         budget = self.budget
-        for anchor, pattern in _TOKEN_RULES:
-            if anchor and anchor not in text:
-                continue
-            for m in pattern.finditer(text):
+        self.runs()
+        longest = self._longest_run
+        for anchor, pattern, in_runs in _TOKEN_RULES:
+            if (anchor and anchor not in text) or in_runs > longest:
+                continue  # (a short text has no run long enough: no generator is built)
+            found = self._in_regions(pattern, in_runs) if in_runs else pattern.finditer(text)
+            for m in found:
                 budget -= 1
                 if budget < 0:
                     self._over_budget(m.start())
                     break
                 spans.append((m.start("value"), m.end("value"), _PLAIN))
         budget = self.budget
-        for m in _TELEGRAM_RE.finditer(text):
+        telegram = (
+            self._in_runs(_TELEGRAM_RE, MIN_TELEGRAM_BOT_CHARS)
+            if longest >= (MIN_TELEGRAM_BOT_CHARS)
+            else ()
+        )
+        for m in telegram:
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -1877,6 +1980,8 @@ class _Scan:
                     continue  # SRI ``sha512-…`` (npm ``integrity``): a public checksum
                 if is_opaque_token(token) if pattern is _OPAQUE_RE else _is_aws_secret(token):
                     spans.append((start, m.end(), _PLAIN))
+                elif pattern is _OPAQUE_RE and is_upper_token(token):
+                    spans.append((start, m.end(), _PLAIN))  # the bare-token shape family
         for m in self._in_runs(_DISCORD_BOT_RE, MIN_DISCORD_BOT_CHARS):
             budget -= 1
             if budget < 0:
@@ -1891,7 +1996,7 @@ class _Scan:
         reversed_text = ""
         budget = self.budget
         self.public = public = []
-        for m in _PUBLIC_NAME_TAIL_RE.finditer(text):
+        for m in _PUBLIC_NAME_TAIL_RE.finditer(self.lowered()):
             budget -= 1
             if budget < 0:
                 return  # nothing is masked less for it: the ranges only spare values
@@ -1978,7 +2083,7 @@ class _Scan:
         """``the ritekit secret 3f9a…``: a secret's word, then a token that looks random."""
         text = self.text
         budget = self.budget
-        for m in _PROSE_KEY_RE.finditer(text):
+        for m in _PROSE_KEY_RE.finditer(self.lowered()):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -1986,9 +2091,9 @@ class _Scan:
             start = m.start()
             if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
                 continue  # inside a word (``monkey``, ``api_token``: a name, its own rules)
-            value = m.group("value")
+            value = text[m.start("value") : m.end("value")]
             # hex after "key" is a key id or a fingerprint (``signing key 1988…BE03``)
-            hex_ok = m.group("word").lower() != "key"
+            hex_ok = m.group("word") != "key"
             if looks_random(value, hex_ok=hex_ok) and not _is_public_run(
                 text, m.start("value"), value
             ):
@@ -1998,12 +2103,15 @@ class _Scan:
         """``Ldap password ---- S3cret!x``: a password word, a rule of dashes or arrows, and one
         word that ends its line and holds a digit or a symbol (a table row, a note)."""
         budget = self.budget
-        for m in _RULED_PASSWORD_RE.finditer(self.text):
+        text = self.text
+        for m in _RULED_PASSWORD_RE.finditer(self.lowered()):
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
                 return
-            value = m.group("value")
+            if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
+                continue
+            value = text[m.start("value") : m.end("value")]
             if not value.isalpha() and not _is_reference(value, None):
                 self.add(m.start("value"), m.end("value"), whole=True)
 
@@ -2127,6 +2235,11 @@ class Redactor:
             if "'" in text or '"' in text or "`" in text:
                 scan.code_literals()
             scan.prose_keys()
+        for start, end, kind in family_spans(text, scan.lowered()):
+            if kind == FAMILY_OVERFLOW:
+                scan._over_budget(start)
+            else:
+                scan.add(start, end, kind == FAMILY_WHOLE)
         scan.extra(self._extra)
         return scan
 
