@@ -437,6 +437,8 @@ def run_cuts(
                 if n:  # a recovery from the cut before
                     figures.recovery_seconds.append(took)
                     _verify(server, figures, pairs, imports)
+                    if progress:  # the figures so far, this cut's checks included
+                        print(f"after cut {n}: {figures.line()}", flush=True)
                 if n == cuts:
                     store = TranscriptStore(server.url(), background=False)
                     try:
@@ -458,6 +460,4 @@ def run_cuts(
             figures.cut_in[step] = figures.cut_in.get(step, 0) + 1
             fs.cut(rng)
             figures.cuts += 1
-            if progress:
-                print(f"cut {n + 1}: {figures.line()}", flush=True)
     return figures
