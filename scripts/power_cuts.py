@@ -41,6 +41,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--engine", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--progress", action="store_true", help="a line after every cut")
+    parser.add_argument(
+        "--moment",
+        choices=("time", "writes"),
+        default="time",
+        help="postgresql: cut at a random time, or shortly after a random write began",
+    )
     args = parser.parse_args()
     reason = unavailable_reason()
     if reason is None and args.engine == "postgresql":
@@ -49,7 +55,7 @@ def main() -> None:
         sys.exit(f"power_cuts: {reason}")
     if args.engine == "postgresql":
         started = time.monotonic()
-        figures = run_pg_cuts(args.cuts, args.seed, progress=args.progress)
+        figures = run_pg_cuts(args.cuts, args.seed, progress=args.progress, moment=args.moment)
         print(f"{figures.line()} ({time.monotonic() - started:.0f} s)", flush=True)
         for report in figures.unclean_at_once:
             print(f"check not clean at once: {report}")

@@ -66,6 +66,9 @@ DURABLE_SETTINGS = {
 WAL_SEGMENT_MB = 1
 #: Longest time a cut waits after the writer's first commit (seconds, drawn uniformly).
 MAX_CUT_DELAY = 1.5
+#: With cuts timed by writes: longest time after a write began (seconds, drawn uniformly): most
+#: writes take longer, so most such cuts land inside the write.
+MAX_WRITE_CUT_DELAY = 0.05
 #: Seconds the server may take to start (crash recovery included) or stop.
 SERVER_TIMEOUT = 120.0
 #: Seconds the writer may take to start (its store opened) before the cut is made anyway.
@@ -289,9 +292,12 @@ def _workspace() -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _write_until_cut(server: CutServer, root: Path, n: int, delay: float) -> tuple[list[str], str]:
-    """Fork the writer, cut the server ``delay`` seconds after its first commit; the lines it
-    printed (what it saw acknowledged) and the write it was doing at the cut."""
+def _write_until_cut(
+    server: CutServer, root: Path, n: int, delay: float, begins: int = 0
+) -> tuple[list[str], str]:
+    """Fork the writer, cut the server ``delay`` seconds after its ``begins``-th write began
+    (0: after it created its session); the lines it printed (what it saw acknowledged) and the
+    write it was doing at the cut."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the writer
@@ -319,7 +325,9 @@ def _write_until_cut(server: CutServer, root: Path, n: int, delay: float) -> tup
             chunk = os.read(read_end, 65536)
             output += chunk
             open_pipe = bool(chunk)
-            if cut_at is None and b"\n" in output:
+            if cut_at is None and (
+                output.count(b"begin ") >= begins if begins else b"\n" in output
+            ):
                 cut_at = time.monotonic() + delay
     server.kill()
     os.kill(pid, signal.SIGKILL)
@@ -408,13 +416,19 @@ def run_cuts(
     progress: bool = False,
     settings: dict[str, str] | None = None,
     made: Path | None = None,
+    moment: str = "time",
 ) -> Figures:
     """``cuts`` power cuts under the writer; the figures. ``settings``: server settings over
     :data:`DURABLE_SETTINGS` (``fsync=off``: the check that a cut loses what was not synced);
-    ``made``: :func:`made_cluster`'s folder (None: made for this run)."""
+    ``made``: :func:`made_cluster`'s folder (None: made for this run). ``moment``: ``"time"``,
+    a cut up to :data:`MAX_CUT_DELAY` after the writer created its session (the long writes
+    take most cuts); ``"writes"``, up to :data:`MAX_WRITE_CUT_DELAY` after the k-th write began,
+    k drawn from one cycle of writes (every kind of write about as often)."""
+    if moment not in ("time", "writes"):
+        raise ValueError(f"moment must be 'time' or 'writes', not {moment!r}")
     if made is None:
         with made_cluster() as made_now:
-            return run_cuts(cuts, seed, progress, settings, made_now)
+            return run_cuts(cuts, seed, progress, settings, made_now, moment)
     rng = random.Random(seed)
     settings = settings or {}
     figures = Figures(", ".join(f"{k}={v}" for k, v in settings.items()))
@@ -447,7 +461,12 @@ def run_cuts(
                         store.close()
                     server.stop_clean()
                     break
-                lines, step = _write_until_cut(server, root, n, rng.uniform(0, MAX_CUT_DELAY))
+                if moment == "time":
+                    lines, step = _write_until_cut(server, root, n, rng.uniform(0, MAX_CUT_DELAY))
+                else:
+                    begins = rng.randint(1, len(pg_power_writer.STEPS))
+                    delay = rng.uniform(0, MAX_WRITE_CUT_DELAY)
+                    lines, step = _write_until_cut(server, root, n, delay, begins)
             for line in lines:
                 kind, _, name = line.partition(" ")
                 if kind == "pair":
