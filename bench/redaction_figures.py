@@ -7,7 +7,8 @@ project's restated corpora (never the figures).
 The leak judge is tests/upstream_vectors.py's: a secret is what the upstream test names
 (OpenClaw's ``not.toContain`` values and the input its expected ``***``/``abcdef…ghij``
 output hides; detect-secrets' ``expected_secret``, or what detect-secrets itself reports for
-a ``should_flag`` payload), else the sample's longest token run (gitleaks' literal samples).
+a ``should_flag`` payload); for gitleaks' literal samples, what gitleaks reports (the rule's
+``regex`` and ``secretGroup``, tests/fixtures/redaction_upstream/gitleaks_rules.json).
 A leak is the secret whole, or in part: 8 characters of its never-shown middle.
 
 Invariant: a measurement, never a gate: it prints what it measured and exits 0 (the tests

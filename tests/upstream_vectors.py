@@ -4,8 +4,9 @@ leak judge used by the tests and by ``bench.redaction_figures``.
 Invariant: the fixtures are read, never changed; what counts as a secret of a case is
 derived only from the upstream expectation (the strings OpenClaw's test says must be gone,
 the parts of the input its expected output hides behind ``***`` or ``abcdef…ghij``, the
-secret detect-secrets' keyword test names), or, where upstream names no secret value, by
-the one documented rule of :func:`token_secret`.
+secret detect-secrets' keyword test names, for a gitleaks sample the secret gitleaks itself
+reports: :func:`gitleaks_secrets`), or, where upstream names no secret value, by the one
+documented rule of :func:`token_secret`.
 """
 
 from __future__ import annotations
@@ -180,11 +181,75 @@ def _value_of(found: str) -> str:
     return found
 
 
+_GO_FLAGS = re.compile(r"\(\?([imsU]+)\)")
+
+
+def python_regex(go: str) -> re.Pattern[str]:
+    """Go's RE2 ``go`` as a Python pattern of the same meaning: ``\\z`` is Python's ``\\Z``,
+    and a flag group ``(?i)`` after the start (RE2: the flag holds to the end of the group
+    it is in) becomes a scoped group ``(?i:…)`` closed where that group (or alternative)
+    ends."""
+    go = go.replace(r"\z", r"\Z")
+    while (m := next((f for f in _GO_FLAGS.finditer(go) if f.start() > 0), None)) is not None:
+        depth, i, in_class = 0, m.end(), False
+        while i < len(go):
+            c = go[i]
+            if c == "\\":
+                i += 2
+                continue
+            if in_class:
+                in_class = c != "]"
+            elif c == "[":
+                in_class = True
+                if go[i + 1 : i + 2] == "]":
+                    i += 1
+            elif c == "(":
+                depth += 1
+            elif c == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif c == "|" and depth == 0:
+                break
+            i += 1
+        tail = go[i:]
+        if tail.startswith("|"):  # the flag holds in the next alternative too
+            tail = f"|(?{m.group(1)}){tail[1:]}"
+        go = f"{go[: m.start()]}(?{m.group(1)}:{go[m.end() : i]}){tail}"
+    return re.compile(go)
+
+
+def gitleaks_secrets(rule: dict[str, Any], text: str) -> list[str]:
+    """The secrets gitleaks reports for ``text`` under ``rule`` (its ``regex`` and
+    ``secretGroup``), as gitleaks' detector names them: for each match, the group
+    ``secretGroup`` when set, else the first non-empty capturing group, else the whole
+    match."""
+    found: list[str] = []
+    if not rule["regex"]:  # a rule on file names only names no secret in a text
+        return found
+    for m in python_regex(rule["regex"]).finditer(text):
+        secret = m.group(0)
+        if m.groups():
+            if rule["secretGroup"]:
+                secret = m.group(rule["secretGroup"]) or secret
+            else:
+                secret = next((g for g in m.groups() if g), secret)
+        if secret and secret not in found:
+            found.append(secret)
+    return found
+
+
 def gitleaks_cases() -> tuple[list[Case], list[str]]:
-    """gitleaks' literal true positives (each sample a text; the secret by
-    :func:`token_secret`, or the literal secret a generated sample was built from), and its
-    literal false positives (texts, for over-masking)."""
+    """gitleaks' literal true positives (each sample a text), and its literal false
+    positives (texts, for over-masking).
+
+    A sample's secret is what gitleaks reports for it (:func:`gitleaks_secrets` with the
+    sample's rule from ``gitleaks_rules.json``: gitleaks' published ``regex`` and
+    ``secretGroup``). A sample whose rule is not in gitleaks' published configuration, or
+    whose rule does not match it outside gitleaks' file-path conditions, falls back to
+    :func:`token_secret`; a generated sample's secret is the literal it was built from."""
     data = load("gitleaks.json")
+    rules = load("gitleaks_rules.json")
     repo = data["source"]["repository"]
     positives: list[Case] = []
     negatives: list[str] = []
@@ -192,9 +257,13 @@ def gitleaks_cases() -> tuple[list[Case], list[str]]:
         origin = f"{repo} {v['path']}:{v['line']}"
         family = f"gitleaks:{v['function']}"
         if v["kind"] == "literal" and v["list"] == "tps":
-            secret = token_secret(v["text"])
-            if secret:
-                positives.append(Case(family, origin, v["text"], hidden=[secret]))
+            rule_id = rules["functions"].get(v["function"])
+            secrets = gitleaks_secrets(rules["rules"][rule_id], v["text"]) if rule_id else []
+            if not secrets:
+                token = token_secret(v["text"])
+                secrets = [token] if token else []
+            if secrets:
+                positives.append(Case(family, origin, v["text"], hidden=secrets))
         elif v["kind"] == "generated-from-literal":
             positives.append(Case(family, origin, v["secret"], hidden=[v["secret"]]))
         elif v["kind"] == "literal" and v["list"] == "fps":
