@@ -34,11 +34,12 @@ CASES_PER_SESSION = 100
 KEY_PREFIX = "agent:main:upstream"
 CALLER = Caller("agent:main:main", visibility="all")
 #: Highest share of gitleaks' and detect-secrets' positives (judged without detect-secrets
-#: installed) allowed to leak: the measured 36 of 563 (6.4 %; 123 of 563 before the rule
+#: installed) allowed to leak: the measured 19 of 564 (3.4 %, each gitleaks sample's secret
+#: named as gitleaks names it; 36 of 563 under the earlier token-run judge, 123 before the rule
 #: families of openclaw_fts/redact/families.py, docs/redaction.md "Figures") plus a margin, so
 #: that a change that leaks more fails here. The goal is 2 %: this bound is a ratchet, not the
 #: goal.
-MAX_PUBLIC_LEAK_RATE = 0.08
+MAX_PUBLIC_LEAK_RATE = 0.045
 
 
 def _marker(i: int) -> str:
