@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
+from ..caller import agent_id_from_key, is_incognito_session_key
 from ..jsonsafe import stored_event
 from .visibility_sql import visible
 
@@ -53,12 +54,17 @@ def lookup_key(conn: Connection, raw: str, *, scope_key: str | None) -> str | No
 
 
 def judge_key(
-    conn: Connection, caller: Caller, key: str, virtual_agent: str, *, for_search: bool
-) -> tuple[bool, bool, str, bool]:
+    conn: Connection, caller: Caller, key: str, *, for_search: bool
+) -> tuple[bool, bool, str, bool] | None:
     """``(visible, stored, agent_id, incognito)`` of ``key`` for ``caller``: judged as its stored
-    sessions are, or — none stored — as a session of that key in ``virtual_agent`` would be
-    (so the answer never tells whether a hidden key exists)."""
+    sessions are, or — none stored — as a session of that key in the key's agent (``agent:<id>:…``;
+    else the caller's) would be (so the answer never tells whether a hidden key exists). None,
+    without a statement: the key has OpenClaw's incognito shape, which no session tool may
+    name (:func:`~openclaw_fts.caller.is_incognito_session_key`)."""
     pred = visible(caller, "s", for_search=for_search, dialect=conn.dialect.name)
+    if is_incognito_session_key(key):
+        return None
+    virtual_agent = agent_id_from_key(key) or caller.effective_agent_id
     params: dict[str, Any] = {**pred.params, "acc_key": key, "acc_agent": virtual_agent}
     stored = (
         "SELECT s0.session_key, s0.agent_id, s0.owner_session_key, s0.spawned_by, "
