@@ -2,9 +2,10 @@
 resolving a ``sessionKey`` to a stored key, judging whether the caller may reach it, and listing
 a key's visible incarnations and reading a session's events for history.
 
-Invariant: each is one statement, the caller's visibility rendered for the connection's dialect
-(:func:`openclaw_fts.visibility.visible`) inside it, with every value bound; the SQL is the same
-on SQLite and PostgreSQL (booleans read through ``CASE WHEN``, literals ``TRUE`` / ``FALSE``).
+Invariant: each is one statement, the caller's visibility (:func:`.visibility_sql.visible`)
+inside it, with every value bound; the SQL is the same on SQLite and PostgreSQL (booleans read
+through ``CASE WHEN``, literals ``TRUE`` / ``FALSE``) but for what each engine spells itself
+(:mod:`.dialect_sql`: no dialect is named here).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy import Connection, text
 
 from ..caller import agent_id_from_key, is_incognito_session_key
 from ..jsonsafe import stored_event
+from .dialect_sql import dialect_sql
 from .visibility_sql import visible
 
 if TYPE_CHECKING:
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
 def _unstorable(conn: Connection, value: str) -> bool:
     """A value no row of this engine can hold (PostgreSQL text: a NUL), so it matches none."""
-    return conn.dialect.name == "postgresql" and "\x00" in value
+    return dialect_sql(conn.dialect.name).cannot_hold(value)
 
 
 def lookup_key(conn: Connection, raw: str, *, scope_key: str | None) -> str | None:
@@ -74,8 +76,9 @@ def judge_key(
     unstored = (
         "WHERE NOT EXISTS (SELECT 1 FROM openclaw_sessions AS s1 WHERE s1.session_key = :acc_key)"
     )
-    new_only = _unstorable(conn, key)  # no stored session can hold it
-    if _unstorable(conn, virtual_agent):  # a new session's agent, never a stored one's
+    spelt = dialect_sql(conn.dialect.name)
+    new_only = spelt.cannot_hold(key)  # no stored session can hold it
+    if spelt.cannot_hold(virtual_agent):  # a new session's agent, never a stored one's
         params["acc_agent"] = virtual_agent.replace("\x00", "\ufffd")
         new_only = (
             new_only
@@ -182,10 +185,8 @@ SESSION_KINDS = ("main", "group", "cron", "hook", "node", "other")
 
 
 def _contains(conn: Connection, haystack: str, needle: str) -> str:
-    """``needle`` occurs in ``haystack``, case-sensitively, on both dialects."""
-    if conn.dialect.name == "postgresql":
-        return f"strpos({haystack}, {needle}) > 0"
-    return f"instr({haystack}, {needle}) > 0"
+    """``needle`` occurs in ``haystack``, case-sensitively, in the engine's spelling."""
+    return dialect_sql(conn.dialect.name).contains(haystack, needle)
 
 
 def _kind_sql(conn: Connection, params: dict[str, Any]) -> str:

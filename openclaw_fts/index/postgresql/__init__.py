@@ -8,6 +8,7 @@ process (what it remembers lives on the pooled connection).
 """
 
 from ..base import register
+from ..dialect_sql import register as register_sql
 from .backend import PostgresqlBackend
 from .names import CONTENT_TABLE as CONTENT_TABLE
 from .names import GIN_INDEX as GIN_INDEX
@@ -16,5 +17,7 @@ from .names import TSVECTOR_COLUMN as TSVECTOR_COLUMN
 from .names import TSVECTOR_STATISTICS_TARGET as TSVECTOR_STATISTICS_TARGET
 from .names import UNACCENT_EXTENSION as UNACCENT_EXTENSION
 from .names import is_search_object as is_search_object
+from .read import PostgresqlSql
 
 register(PostgresqlBackend())
+register_sql("postgresql", PostgresqlSql())
