@@ -72,6 +72,16 @@ NEEDS_LIVE = frozenset({"live", "size", "cjk", "search", "filters", "append", "h
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 LIVE_BATCH = 100
+#: How the live-ingest figure writes the plugin's database (``--ingest``): through a host's ORM
+#: session with the plugin's hooks (the default: what a host does), ``import_dir`` then
+#: ``reconcile()`` (an archive imported once), or ``TranscriptStore.append_many``.
+INGESTS = ("orm", "import", "append")
+#: The live-ingest row of each way of writing.
+LIVE_ROWS = {
+    "orm": "live ingest (host ORM ×100)",
+    "import": "live ingest (import_dir + reconcile)",
+    "append": "live ingest (append_many ×100)",
+}
 #: Sessions generated (and interleaved) at once during live ingest: bounds memory at 1m.
 LIVE_GROUP = 50
 VISIBILITIES = ("all", "agent", "tree", "self")
@@ -321,6 +331,10 @@ class Bench:
         self.folder_written = False
         self.state: State | None = None
         self.profile = cProfile.Profile() if args.profile else None
+        #: How the plugin's database is written (:data:`INGESTS`), and whether it is settled
+        #: (``optimize()`` after the ingest, before any search) instead of searched as written.
+        self.ingest: str = getattr(args, "ingest", "orm")
+        self.settled: bool = bool(getattr(args, "settle", False))
         self.environment = environment()  # at the start: the commit the library was loaded from
         self.loads: list[float] = [_load1()]  # 1-minute load average, sampled at every row
 
@@ -388,11 +402,26 @@ class Bench:
         return raw.Baseline(path, create=create)
 
     def settle(self, store: Any) -> None:
-        """After the live ingest, what a host does after a bulk load before searching. SQLite:
-        nothing (its writer tracks newly frequent words itself, from FTS5's vocabulary); the
-        background merge the last appends started is let finish, so every run searches the
-        same index."""
+        """After the live ingest, before any search. The store's own background jobs (SQLite:
+        the segment merge its appends started) are let finish, so every run searches the same
+        index; a host makes no call for them. Only a settled run (``--settle``) then calls
+        ``store.optimize()``, the tuning docs/postgresql.md advises after a bulk load (SQLite:
+        FTS5's segments merged; PostgreSQL: ANALYZE, then the impact lists of the words it shows
+        frequent). The default run searches what a host gets without it."""
         store.wait_for_index()
+        if self.settled:
+            store.optimize()
+
+    def mode_label(self) -> str:
+        """What the run's plugin database is: how it was written, settled or as written."""
+        how = {
+            "orm": "written through a host's ORM session (install)",
+            "import": "imported (import_dir + reconcile)",
+            "append": "written with TranscriptStore.append_many",
+        }[self.ingest]
+        if self.settled:
+            return f"{how}; settled: optimize() before searching"
+        return f"{how}; searched as written, no optimize()"
 
     def count_index_rows(self, path: Path) -> int:
         with contextlib.closing(self.raw_conn(path)) as conn:
@@ -445,26 +474,169 @@ class Bench:
     # -- live ingest -----------------------------------------------------------------------
 
     def fig_live(self) -> None:
-        """``append_many`` batches of 100 events vs the raw two-``executemany`` transaction."""
-        from openclaw_fts import transcript
-
-        corpus = self.corpus
+        """The corpus written into the plugin's database as :attr:`ingest` says — batches of 100
+        events, each in its own transaction, through a host's ORM session (``orm``) or
+        ``append_many`` (``append``), against the raw two-``executemany`` transaction; or the
+        corpus as a sessions folder, ``import_dir`` + ``reconcile()`` against the raw importer
+        (``import``) — then :meth:`settle`."""
         state = self.new_state()
         store = self.store(state.plugin_path)
         base = self.baseline(state.baseline_path)
+        if self.ingest == "import":
+            plugin_s, base_s, plugin_cpu, base_cpu, plugin_batches, base_batches, n_batches = (
+                self._import_ingest(state, store, base)
+            )
+        else:
+            plugin_s, base_s, plugin_cpu, base_cpu, plugin_batches, base_batches, n_batches = (
+                self._batch_ingest(state, store, base)
+            )
+        status = store.index_status()
+        if status["pending"]:
+            self.warn(f"live ingest left {status['pending']} pending sessions; reconciling")
+            store.reconcile()
+        self.settle(store)
+        store.close()
+        base.checkpoint()
+        base.close()
+        plugin_rows = self.count_index_rows(state.plugin_path)
+        base_rows = self.count_index_rows(state.baseline_path)
+        if not plugin_rows == base_rows == state.index_rows:
+            self.warn(
+                f"index rows differ: plugin {plugin_rows}, baseline {base_rows}, "
+                f"expected {state.index_rows}"
+            )
+        plugin_rate = state.events / plugin_s
+        base_rate = state.events / base_s
+        r = ratio(plugin_rate, base_rate)
+        if self.ingest == "import":
+            note = "one run each, the raw importer first; "
+        else:
+            note = (
+                f"batch p95 {ms(pct(plugin_batches, 95)):.1f} / "
+                f"{ms(pct(base_batches, 95)):.1f} ms; "
+            )
+        self.add(
+            Row(
+                LIVE_ROWS[self.ingest],
+                "ev/s",
+                plugin_rate,
+                base_rate,
+                r,
+                f"≥ {GOAL_LIVE}×",
+                r is not None and r >= GOAL_LIVE,
+                note=note + f"CPU-time ratio {base_cpu / plugin_cpu:.2f}×",
+            )
+        )
+        self.details["live"] = {
+            "ingest": self.ingest,
+            "events": state.events,
+            "batches": n_batches,
+            "indexRows": state.index_rows,
+            "rawTextBytes": state.raw_text_bytes,
+            "pluginSeconds": round(plugin_s, 3),
+            "baselineSeconds": round(base_s, 3),
+            "pluginCpuSeconds": round(plugin_cpu, 3),
+            "baselineCpuSeconds": round(base_cpu, 3),
+            "pluginBatchMs": _dist(plugin_batches),
+            "baselineBatchMs": _dist(base_batches),
+        }
+        self.state = state
+
+    def host_orm(self, state: State) -> tuple[Any, Callable[[], None]]:
+        """A host's ``sessionmaker`` on the plugin's database with the plugin's hooks
+        (``install``), and what disposes of its engine."""
+        from sqlalchemy.orm import sessionmaker
+
+        import openclaw_fts
+        from openclaw_fts.engine import make_engine
+
+        engine = make_engine(self.plugin_url(state.plugin_path))
+        return openclaw_fts.install(sessionmaker(engine)), engine.dispose
+
+    def _import_ingest(
+        self, state: State, store: Any, base: Any
+    ) -> tuple[float, float, float, float, list[float], list[float], int]:
+        """The corpus as a sessions folder, imported by the raw importer, then by the plugin
+        (``import_dir`` + ``reconcile()``, what ``openclaw-fts import`` does); the folder's
+        files read once before either, so both find them in the page cache."""
+        from openclaw_fts import transcript
+
+        corpus = self.corpus
+        write = not self.folder_written
+        if write:
+            self.log(f"writing the corpus as a sessions folder ({corpus.n_events:,} events)")
+            self.folder.mkdir(parents=True, exist_ok=True)
+        for info in corpus.sessions:
+            evs = corpus.events(info)
+            rows = transcript.index_rows(list(enumerate(evs)))
+            state.index_rows += len(rows)
+            state.raw_text_bytes += sum(len(r.text.encode("utf-8")) for r in rows)
+            state.events += len(evs)
+            if write:
+                corpus.write_session(self.folder, info, evs)
+        if write:
+            corpus.write_index(self.folder)
+            self.folder_written = True
+        for path in self.folder.iterdir():
+            path.read_bytes()
+        self.log(f"importing {corpus.n_events:,} events: the raw importer, then the plugin")
+        t0, c0 = time.perf_counter(), time.process_time()
+        lines, _rows = base.import_dir(self.folder)  # the events and each file's header line
+        base_s, base_cpu = time.perf_counter() - t0, time.process_time() - c0
+        t0, c0 = time.perf_counter(), time.process_time()
+        with self.plugin_call():
+            report = store.import_dir(self.folder)
+            store.reconcile()
+        plugin_s, plugin_cpu = time.perf_counter() - t0, time.process_time() - c0
+        if report["imported"] != lines:
+            self.warn(f"import_dir imported {report['imported']} lines, the raw importer {lines}")
+        return plugin_s, base_s, plugin_cpu, base_cpu, [], [], 0
+
+    def _batch_ingest(
+        self, state: State, store: Any, base: Any
+    ) -> tuple[float, float, float, float, list[float], list[float], int]:
+        """Batches of :data:`LIVE_BATCH` events, interleaved across sessions, each in its own
+        transaction: the plugin's (:attr:`ingest`) and the raw baseline's in turn."""
+        from openclaw_fts import transcript
+        from openclaw_fts.models import AgentSession, TranscriptEvent
+
+        corpus = self.corpus
         write_files = bool(self.only & {"backfill", "upgrade"}) and not self.folder_written
         if write_files:
             self.folder.mkdir(parents=True, exist_ok=True)
         self.log(f"creating {len(corpus.sessions):,} sessions")
-        for info in corpus.sessions:
-            store.create_session(
-                info.session_id,
-                info.session_key,
-                agent_id=info.agent_id,
-                spawned_by=info.spawned_by,
-                parent_session_key=info.parent_session_key,
-                owner_session_key=info.owner_session_key,
-            )
+        host, dispose = self.host_orm(state) if self.ingest == "orm" else (None, None)
+        if host is not None:
+            with host.begin() as db:
+                db.add_all(
+                    AgentSession(
+                        session_id=info.session_id,
+                        session_key=info.session_key,
+                        agent_id=info.agent_id,
+                        spawned_by=info.spawned_by,
+                        parent_session_key=info.parent_session_key,
+                        owner_session_key=info.owner_session_key,
+                    )
+                    for info in corpus.sessions
+                )
+        else:
+            for info in corpus.sessions:
+                store.create_session(
+                    info.session_id,
+                    info.session_key,
+                    agent_id=info.agent_id,
+                    spawned_by=info.spawned_by,
+                    parent_session_key=info.parent_session_key,
+                    owner_session_key=info.owner_session_key,
+                )
+
+        def plugin_batch(session_id: str, chunk: list[dict[str, Any]]) -> None:
+            if host is None:
+                store.append_many(session_id, chunk)
+                return
+            with host.begin() as db:
+                db.add_all(TranscriptEvent(session_id=session_id, event=e) for e in chunk)
+
         base.create_sessions(
             (
                 i.session_id,
@@ -504,7 +676,7 @@ class Bench:
                     if side == 0:
                         t0, c0 = time.perf_counter(), time.process_time()
                         with self.plugin_call():
-                            store.append_many(info.session_id, chunk)
+                            plugin_batch(info.session_id, chunk)
                         dt = time.perf_counter() - t0
                         plugin_cpu += time.process_time() - c0
                         plugin_s += dt
@@ -521,51 +693,9 @@ class Bench:
         if write_files:
             corpus.write_index(self.folder)
             self.folder_written = True
-        status = store.index_status()
-        if status["pending"]:
-            self.warn(f"live ingest left {status['pending']} pending sessions; reconciling")
-            store.reconcile()
-        self.settle(store)
-        store.close()
-        base.checkpoint()
-        base.close()
-        plugin_rows = self.count_index_rows(state.plugin_path)
-        base_rows = self.count_index_rows(state.baseline_path)
-        if not plugin_rows == base_rows == state.index_rows:
-            self.warn(
-                f"index rows differ: plugin {plugin_rows}, baseline {base_rows}, "
-                f"expected {state.index_rows}"
-            )
-        plugin_rate = state.events / plugin_s
-        base_rate = state.events / base_s
-        r = ratio(plugin_rate, base_rate)
-        self.add(
-            Row(
-                "live ingest (append_many ×100)",
-                "ev/s",
-                plugin_rate,
-                base_rate,
-                r,
-                f"≥ {GOAL_LIVE}×",
-                r is not None and r >= GOAL_LIVE,
-                note=f"batch p95 {ms(pct(plugin_batches, 95)):.1f} / "
-                f"{ms(pct(base_batches, 95)):.1f} ms; CPU-time ratio "
-                f"{base_cpu / plugin_cpu:.2f}×",
-            )
-        )
-        self.details["live"] = {
-            "events": state.events,
-            "batches": n_batches,
-            "indexRows": state.index_rows,
-            "rawTextBytes": state.raw_text_bytes,
-            "pluginSeconds": round(plugin_s, 3),
-            "baselineSeconds": round(base_s, 3),
-            "pluginCpuSeconds": round(plugin_cpu, 3),
-            "baselineCpuSeconds": round(base_cpu, 3),
-            "pluginBatchMs": _dist(plugin_batches),
-            "baselineBatchMs": _dist(base_batches),
-        }
-        self.state = state
+        if dispose is not None:
+            dispose()
+        return plugin_s, base_s, plugin_cpu, base_cpu, plugin_batches, base_batches, n_batches
 
     # -- size ------------------------------------------------------------------------------
 
@@ -1634,16 +1764,11 @@ class Bench:
     ) -> list[tuple[str, Callable[[int, dict[str, Any], str], None]]]:
         """Other single-message appends timed with the plugin's, each in its own transaction:
         the plugin through a host's ORM session (``install``), in a session of its own."""
-        from sqlalchemy.orm import sessionmaker
-
-        import openclaw_fts
-        from openclaw_fts.engine import make_engine
         from openclaw_fts.models import TranscriptEvent
 
         info = self.corpus.sessions[1]
-        engine = make_engine(self.plugin_url(state.plugin_path))
-        factory = openclaw_fts.install(sessionmaker(engine))
-        self._append_cleanup = [engine.dispose]
+        factory, dispose = self.host_orm(state)
+        self._append_cleanup = [dispose]
         tips = [b for b in self.store_branches(state, info.session_id) if b["active"]]
         leaf: list[str | None] = [tips[0]["tipId"] if tips else None]
 
@@ -2087,10 +2212,19 @@ class Bench:
         ]
         out += ["  ".join(c.ljust(w) for c, w in zip(x, widths, strict=True)) for x in lines]
         notes = [f"  {r.figure}: {r.note}" for r in self.rows if r.note]
-        return "\n".join([*out, "", "notes (p50 / p95 where two values are shown):", *notes])
+        head = f"plugin database: {self.mode_label()}"
+        return "\n".join(
+            [head, "", *out, "", "notes (p50 / p95 where two values are shown):", *notes]
+        )
 
     def extra_meta(self) -> dict[str, Any]:
         return {}
+
+    def mode_suffix(self) -> str:
+        """``-import`` / ``-append`` and ``-settled`` for a run other than the headline one."""
+        return ("" if self.ingest == "orm" else f"-{self.ingest}") + (
+            "-settled" if self.settled else ""
+        )
 
     def write(self) -> Path:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -2105,12 +2239,15 @@ class Bench:
             "rows": [asdict(r) for r in self.rows],
             "details": self.details,
             "warnings": self.warnings,
+            "mode": {"ingest": self.ingest, "settled": self.settled, "label": self.mode_label()},
         }
         if self.backend_label:
             data["backend"] = self.backend_label.rstrip("-")
         data.update(self.extra_meta())
         text = json.dumps(data, indent=1, ensure_ascii=False, default=str)
-        label = self.backend_label + self.size_label
+        # The headline run (ORM writes, searched as written) is ``<size>``; the others are
+        # labelled, so they never replace its latest file.
+        label = self.backend_label + self.size_label + self.mode_suffix()
         if self.only != set(self.figures):  # a partial run never replaces the full latest-<size>
             label += "-" + "+".join(f for f in self.figures if f in self.only)
         path = RESULTS_DIR / f"{label}-{stamp}.json"

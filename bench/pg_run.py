@@ -170,15 +170,6 @@ class PgBench(Bench):
     def baseline(self, path: Any, *, create: bool = True) -> Any:
         return pgraw.Baseline(str(path))
 
-    def settle(self, store: Any) -> None:
-        """``store.optimize()``, as docs/postgresql.md advises after a bulk load: the planner's
-        statistics of the index rows, then the words they show frequent get their impact
-        lists. Without it, lists exist only if autovacuum's ANALYZE ran before the load's last
-        check (every ``PROMOTE_EVERY_ROWS`` rows): a fast load searched at once had none
-        (all very common 58.6 ms instead of ~5 at 100k, 2026-12-04). The raw baseline's
-        database gets its ``VACUUM ANALYZE`` in :meth:`count_index_rows`."""
-        store.optimize()
-
     def count_index_rows(self, path: Any) -> int:
         with contextlib.closing(self.raw_conn(path)) as conn:
             conn.execute("VACUUM ANALYZE")

@@ -4,7 +4,10 @@
 a comma-separated list) runs some figures; ``--backend postgresql`` runs them on PostgreSQL.
 Prints a table (figure / plugin / baseline / ratio / peer / ratio / goal / met?; the peer
 columns are the search rows' other baselines) and writes
-``bench/results/<size>-<timestamp>.json`` and ``bench/results/latest-<size>.json``. A benchmark
+``bench/results/<size>-<timestamp>.json`` and ``bench/results/latest-<size>.json``. The plugin's
+database is written as a host writes it (``--ingest orm``, the default; ``import``: ``import_dir``,
+``append``: ``append_many``) and searched as written; ``--settle`` is the run that calls
+``optimize()`` first, labelled ``-settled``. A benchmark
 reports; it never fails on timing (exit 0 unless something crashes). See ``bench/README.md``
 for what each figure means.
 
@@ -26,7 +29,7 @@ from typing import Any
 if __package__ in (None, ""):  # ``python bench/run.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.core import FIGURES, Bench
+from bench.core import FIGURES, INGESTS, Bench
 from bench.corpus import ID_SHARE, parse_size
 
 
@@ -51,6 +54,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="postgresql+psycopg:// URL of a server to bench on (a database the bench may "
         "create databases from); default: a throwaway server (tests/pgserver.py)",
+    )
+    parser.add_argument(
+        "--ingest",
+        choices=INGESTS,
+        default="orm",
+        help="how the plugin's database is written: orm (default: a host's ORM session with "
+        "the plugin's hooks), import (import_dir + reconcile), append (append_many)",
+    )
+    parser.add_argument(
+        "--settle",
+        action="store_true",
+        help="the settled run: optimize() after the ingest, before any search (results "
+        "labelled -settled); default: searched as written, as a host gets it",
     )
     parser.add_argument("--seed", type=int, default=20261202)
     parser.add_argument("--sessions", type=int, default=None, help="override the session count")

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import MetaData
 
-from .index.base import backends
+from .index.probes import all_probes
 from .models import metadata as plugin_metadata
 
 if TYPE_CHECKING:
@@ -70,8 +70,8 @@ def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
     if type_ == "table" and name == VERSION_TABLE:
         return False
     table = parent_names.get("table_name") if isinstance(parent_names, dict) else None
-    # The hook does not know the database's engine: what any engine's backend owns is skipped.
-    return not any(found.unmodelled(type_, name, table) for found in backends())
+    # The hook does not know the database's engine: what any engine owns is skipped.
+    return not any(found.unmodelled(type_, name, table) for found in all_probes())
 
 
 def configure_options(

@@ -103,7 +103,7 @@ def _distrust(engine: Engine, words: list[str]) -> str | None:
     try:
         with write_engine(engine).begin() as conn:
             found = backend(conn)
-            if found.in_recovery(conn):
+            if found.replicas is not None and found.replicas.in_recovery(conn):
                 return "hot standby: its primary's check marks them"
             found.distrust_lists(conn, words)
     except DBAPIError as exc:

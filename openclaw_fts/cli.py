@@ -59,6 +59,10 @@ from .cli_render import (
     stderr_console,
     stdout_console,
 )
+from .mcp_server import DEFAULT_HTTP_HOST as MCP_HTTP_HOST
+from .mcp_server import DEFAULT_HTTP_PORT as MCP_HTTP_PORT
+from .mcp_server import LOOPBACK_HOSTS as MCP_LOOPBACK_HOSTS
+from .mcp_server import TOKEN_ENV_VAR as MCP_TOKEN_ENV_VAR
 from .results import RebuildResult, ReconcileResult
 from .tools import (
     AGENT_TO_AGENT_ADVICE,
@@ -1026,7 +1030,7 @@ def _convert(run: Callable[[TranscriptStore], int], done: str) -> None:
 # -- mcp --------------------------------------------------------------------------------------
 
 
-@cli.command("mcp", short_help="Serve the tools to an agent over MCP (stdio).")
+@cli.command("mcp", short_help="Serve the tools to an agent over MCP (stdio or HTTP).")
 @click.option("--as", "caller_key", required=True, metavar="KEY", help="The agent's session key.")
 @click.option(
     "--visibility",
@@ -1042,18 +1046,71 @@ def _convert(run: Callable[[TranscriptStore], int], done: str) -> None:
     help="Under 'all', also show other agents' sessions.",
 )
 @click.option("--allow", multiple=True, metavar="PATTERN", help="Agent ids visible across agents.")
+@click.option(
+    "--http",
+    is_flag=True,
+    help=f"Serve Streamable HTTP instead of stdio; needs a bearer token (${MCP_TOKEN_ENV_VAR}).",
+)
+@click.option(
+    "--host",
+    default=MCP_HTTP_HOST,
+    show_default=True,
+    help="With --http: the address to listen on (the default: this machine only).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=MCP_HTTP_PORT,
+    show_default=True,
+    help="With --http: the port (0: any free one).",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"With --http: a file holding the bearer token (instead of ${MCP_TOKEN_ENV_VAR}).",
+)
 @handled
-def mcp_cmd(caller_key: str, visibility: str, agent_to_agent: bool, allow: tuple[str, ...]) -> None:
+def mcp_cmd(
+    caller_key: str,
+    visibility: str,
+    agent_to_agent: bool,
+    allow: tuple[str, ...],
+    http: bool,
+    host: str,
+    port: int,
+    token_file: Path | None,
+) -> None:
     """Serve sessions_search, sessions_history and sessions_list over the Model Context
-    Protocol on stdin/stdout, as the one caller these options define (docs/mcp.md). Defaults
-    are an agent's (OpenClaw's): its own tree, no other agents. Needs the mcp extra."""
-    from .mcp_server import require_mcp, serve
+    Protocol on stdin/stdout (or with --http over Streamable HTTP, behind a bearer token), as
+    the one caller these options define (docs/mcp.md). Defaults are an agent's (OpenClaw's):
+    its own tree, no other agents. Needs the mcp extra."""
+    from .mcp_server import HttpListen, read_token, require_mcp, serve
 
+    ctx = click.get_current_context()
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ("host", "port", "token_file")
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+    ]
+    if given and not http:
+        raise click.UsageError(f"{', '.join(given)} go(es) with --http", ctx)
     require_mcp()
     caller = _caller(caller_key, visibility, agent_to_agent, allow)
+    listen = HttpListen(read_token(token_file, os.environ), host, port) if http else None
     with open_store(_state(), schema="read"):  # the checks every command makes, then served
         pass
-    serve(_state().url, caller, traceback=_state().traceback)
+
+    def on_listening(url: str) -> None:
+        click.echo(f"{PROG_NAME} mcp: serving {url} (bearer token required)", err=True)
+        if host not in MCP_LOOPBACK_HOSTS:
+            click.echo(
+                f"{PROG_NAME} mcp: warning: plain HTTP beyond this machine: the token and the "
+                "results cross the network unencrypted (put a TLS proxy in front)",
+                err=True,
+            )
+
+    state = _state()
+    serve(state.url, caller, traceback=state.traceback, http=listen, on_listening=on_listening)
 
 
 # -- entry point ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from sqlalchemy import Select
 
 from .caller import Caller
 from .dialects import require_index_dialect
-from .index.compose import hits_select
+from .index.compose import hits_select, rank_weights
 from .query import compile_query
 
 
@@ -47,6 +47,4 @@ def search_select(
 
 def fts_weights() -> tuple[float, ...]:
     """The bm25 column weights ``sessions_search`` ranks with (SQLite)."""
-    from .index.sqlite.compose import fts_weights as weights
-
-    return weights()
+    return rank_weights("sqlite")

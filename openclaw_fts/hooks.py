@@ -64,7 +64,7 @@ from .errors import (
     quoted,
 )
 from .faults import storage_full_error
-from .index.base import backend
+from .index.base import backend, reader
 from .models import AgentSession, TranscriptEvent
 from .rows import EVENT_COLUMNS, SessionContext
 from .validation import MAX_EVENT_BYTES as MAX_EVENT_BYTES
@@ -303,7 +303,7 @@ def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
     conn = work.conn
     memo = engine_memo(conn)
     for sid in work.new_sessions:
-        context = indexer.read_context(conn, sid)
+        context = reader(conn).session_context(conn, sid)
         if context is not None and context.state is None:
             state = indexer.start_empty(conn, sid)
             created = session.info.setdefault(CREATED_KEY, {})

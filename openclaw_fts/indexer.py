@@ -6,8 +6,8 @@ Invariant: after any function here returns inside a transaction, each session to
 current ``index_version``, and its ``message_index`` rows equal
 ``transcript.index_rows(active branch)`` — or *pending* (no state, dirty, or watermark behind),
 in which case search hides it. The live hooks and the reconciler both go through
-:func:`plan_session` / :func:`apply_changes` / :func:`finalize`, so the two writers share one
-definition of "exact".
+:func:`plan_session` / the writer's ``apply_changes`` / :func:`finalize`, so the two writers
+share one definition of "exact".
 """
 
 from __future__ import annotations
@@ -72,16 +72,6 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def create_state(conn: Connection, session_id: str, *, clean: bool) -> StateRow:
-    """Give a session its index state: clean+empty (new session) or dirty (to be rebuilt)."""
-    return writer(conn).create_state(conn, session_id, clean=clean)
-
-
-def read_context(conn: Connection, session_id: str) -> SessionContext | None:
-    """A session's ``last_seq``, incognito flag and index state (None: no such session)."""
-    return reader(conn).session_context(conn, session_id)
-
-
 def on_appended(
     conn: Connection,
     session_id: str,
@@ -90,7 +80,7 @@ def on_appended(
 ) -> None:
     """Index what was just appended to one session: extend the indexed branch, or repair.
     ``context`` is the session as read before the append (saves a query when given)."""
-    context = context or read_context(conn, session_id)
+    context = context or reader(conn).session_context(conn, session_id)
     if context is None or not appended:
         return
     found = extension(conn, session_id, appended, context)
@@ -297,7 +287,7 @@ def repair_or_mark(conn: Connection, session_id: str, *, was_clean: bool = False
     """Repair a stale session inline when small, else mark it dirty. True when repaired.
     ``was_clean``: the session was clean at its watermark before this append (see
     :func:`plan_session`)."""
-    context = read_context(conn, session_id)
+    context = reader(conn).session_context(conn, session_id)
     if context is None:
         return False
     max_events, max_bytes = conn.get_execution_options().get(
@@ -322,7 +312,7 @@ def repair_or_mark(conn: Connection, session_id: str, *, was_clean: bool = False
             return True
     log.info("session %s left to the reconciler (beyond the inline repair bounds)", session_id)
     if context.state is None:
-        create_state(conn, session_id, clean=False)
+        writer(conn).create_state(conn, session_id, clean=False)
     else:
         writer(conn).mark_dirty(conn, [session_id])
     return False
@@ -342,7 +332,7 @@ def plan_session(
     stored row is exact for its event, and events are immutable: rows whose event stays on the
     branch are kept without reading them, and only events newly on the branch are read. The
     reconciler and ``check`` compare every row's text instead."""
-    context = read_context(conn, session_id)
+    context = reader(conn).session_context(conn, session_id)
     if context is None:
         return None
     reads = reader(conn)
@@ -376,7 +366,7 @@ def plan_session(
             total += len(row.text.encode("utf-8", "surrogatepass"))
             if total > max_text_bytes:
                 return None
-    state = context.state or create_state(conn, session_id, clean=False)
+    state = context.state or writer(conn).create_state(conn, session_id, clean=False)
     token = session_token(state.id)
     if not trust_stored:
         stored = {r.event_id: r for r in reads.index_rows(conn, session_id)}
@@ -414,11 +404,6 @@ def plan_session(
     return plan
 
 
-def apply_changes(conn: Connection, deletes: Sequence[int], inserts: Sequence[NewRow]) -> None:
-    """Deletes first (a changed row is a delete plus an insert of the same event id)."""
-    writer(conn).apply_changes(conn, deletes, inserts)
-
-
 def finalize(conn: Connection, plan: Plan) -> None:
     """Mark the planned session clean at the plan's watermark and rewrite its branch records.
 
@@ -441,6 +426,6 @@ def finalize(conn: Connection, plan: Plan) -> None:
 
 def start_empty(conn: Connection, session_id: str) -> StateRow:
     """A session created with no events: a clean, empty index state and an empty branch."""
-    state = create_state(conn, session_id, clean=True)
+    state = writer(conn).create_state(conn, session_id, clean=True)
     writer(conn).write_branches(conn, session_id, transcript.resolve_tree(()), {})
     return state

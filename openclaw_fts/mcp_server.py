@@ -1,5 +1,6 @@
 """The Model Context Protocol server: ``sessions_search``, ``sessions_history`` and
-``sessions_list`` over stdio, for agents on any MCP host (docs/mcp.md).
+``sessions_list`` over stdio, or over Streamable HTTP behind a bearer token, for agents on any
+MCP host (docs/mcp.md).
 
 Invariant: the caller is fixed when the server starts (``openclaw-fts mcp --as KEY ...``) and no
 tool argument changes it: each call's arguments go, as they are, to the adapters of
@@ -11,7 +12,11 @@ read) is a tool error (``isError``). Every call is answered: an exception (a dat
 becomes a tool error of the same shape with a one-line message, and the server goes on. The
 store runs its background reconciler and segment merge as any :class:`TranscriptStore` does;
 at the end of stdin, or on SIGTERM / SIGINT, the server stops serving and closes the store,
-which stops those jobs. The ``mcp`` SDK is an optional extra: without it :func:`serve` raises
+which stops those jobs. Over HTTP (:class:`HttpListen`) the same server answers on one endpoint,
+listening on this machine only unless told otherwise; a request whose ``Authorization: Bearer``
+token is not the configured one (compared in constant time) gets 401 before the MCP layer
+reads it, and the server does not start without a token (:func:`read_token`). The ``mcp`` SDK
+is an optional extra: without it :func:`serve` raises
 :class:`~openclaw_fts.errors.MissingExtraError` naming ``pip install 'openclaw-fts[mcp]'``.
 """
 
@@ -19,12 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy.engine import URL
@@ -32,11 +41,13 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from . import __version__, jsonsafe, tools
 from .caller import Caller
-from .errors import MissingExtraError, shorten
+from .errors import MissingExtraError, OpenClawFtsError, shorten
 from .store import TranscriptStore
 
 if TYPE_CHECKING:
     import mcp_types
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.lowlevel import Server
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +67,22 @@ DRIVER_MODULES = ("sqlite3", "psycopg")
 #: The signals that stop the server cleanly (stdin's end does too).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
+#: Where the HTTP transport listens unless told otherwise: this machine only.
+DEFAULT_HTTP_HOST = "127.0.0.1"
+DEFAULT_HTTP_PORT = 8765
+#: The one endpoint of the HTTP transport (the SDK's default path).
+HTTP_PATH = "/mcp"
+#: Host names that reach only this machine (the SDK also checks ``Host`` / ``Origin`` there,
+#: against DNS rebinding).
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+#: The environment variable holding the HTTP transport's bearer token (else ``--token-file``).
+TOKEN_ENV_VAR = "OPENCLAW_FTS_MCP_TOKEN"
+#: Shortest and longest bearer token accepted (``secrets.token_urlsafe(32)`` is 43 characters).
+MIN_TOKEN_CHARS = 16
+MAX_TOKEN_CHARS = 4096
+#: Seconds the HTTP transport waits for calls in flight when told to stop.
+HTTP_SHUTDOWN_GRACE_SECONDS = 5
+
 Adapter = Callable[[TranscriptStore, Caller, Any], Mapping[str, Any]]
 
 #: The tools served: name -> (input schema, adapter). The schemas are the adapters' own.
@@ -73,6 +100,62 @@ def require_mcp() -> None:
         import mcp_types  # noqa: F401
     except ImportError:
         raise MissingExtraError(MCP_EXTRA_ERROR) from None
+
+
+class TokenError(OpenClawFtsError):
+    """The HTTP transport's bearer token is missing or unusable: the server does not start."""
+
+
+@dataclass(frozen=True)
+class HttpListen:
+    """Serve over Streamable HTTP on ``host``:``port`` (0: a free port), at :data:`HTTP_PATH`,
+    to requests carrying ``Authorization: Bearer <token>``."""
+
+    token: str
+    host: str = DEFAULT_HTTP_HOST
+    port: int = DEFAULT_HTTP_PORT
+
+    def __post_init__(self) -> None:
+        problem = token_problem(self.token)
+        if problem is not None:
+            raise TokenError(problem)
+
+    def __repr__(self) -> str:  # never the token, in a log or a traceback
+        return f"HttpListen(host={self.host!r}, port={self.port})"
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` cannot be the bearer token (None: it can): too short or too long, or not
+    printable ASCII without spaces (what an ``Authorization`` header carries unchanged)."""
+    if not MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS:
+        return (
+            f"the bearer token must be {MIN_TOKEN_CHARS} to {MAX_TOKEN_CHARS} characters "
+            f"(it is {len(token)}); make one with "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    if not all("!" <= ch <= "~" for ch in token):
+        return "the bearer token must be printable ASCII without spaces"
+    return None
+
+
+def read_token(token_file: str | Path | None, environ: Mapping[str, str]) -> str:
+    """The HTTP transport's bearer token: the content of ``token_file`` (surrounding
+    whitespace dropped), else ``environ[TOKEN_ENV_VAR]``. Raises :class:`TokenError` when there
+    is none or it is unusable (:func:`token_problem`), ``OSError`` when the file cannot be
+    read."""
+    if token_file is not None:
+        token, where = Path(token_file).read_text(encoding="utf-8").strip(), str(token_file)
+    else:
+        token, where = environ.get(TOKEN_ENV_VAR, "").strip(), f"${TOKEN_ENV_VAR}"
+    if not token:
+        raise TokenError(
+            f"the HTTP transport needs a bearer token: set {TOKEN_ENV_VAR} or pass --token-file"
+            + (f" ({where} is empty)" if token_file is not None else "")
+        )
+    problem = token_problem(token)
+    if problem is not None:
+        raise TokenError(f"{where}: {problem}")
+    return token
 
 
 def _is_driver_error(exc: Exception) -> bool:
@@ -185,11 +268,11 @@ class _StdinLines:
         return line
 
 
-async def _serve(store: TranscriptStore, caller: Caller, traceback: bool) -> None:
+def _server(store: TranscriptStore, caller: Caller, traceback: bool) -> Server[Any]:
+    """The MCP server of the three tools for ``caller`` (either transport runs it)."""
     import anyio
     import mcp_types
     from mcp.server.lowlevel import Server
-    from mcp.server.stdio import stdio_server
 
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
 
@@ -204,7 +287,7 @@ async def _serve(store: TranscriptStore, caller: Caller, traceback: bool) -> Non
         )
         return _result(value)
 
-    server: Server[Any] = Server(
+    return Server(
         SERVER_NAME,
         version=__version__,
         instructions=(
@@ -214,6 +297,13 @@ async def _serve(store: TranscriptStore, caller: Caller, traceback: bool) -> Non
         on_list_tools=list_tools,
         on_call_tool=on_call,
     )
+
+
+async def _serve_stdio(store: TranscriptStore, caller: Caller, traceback: bool) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = _server(store, caller, traceback)
     stdin = cast(Any, _StdinLines(sys.stdin.fileno()))
     async with anyio.create_task_group() as group:
 
@@ -229,15 +319,114 @@ async def _serve(store: TranscriptStore, caller: Caller, traceback: bool) -> Non
         group.cancel_scope.cancel()  # stdin ended: stop waiting for a signal
 
 
-def serve(url: str | URL, caller: Caller, *, traceback: bool = False) -> None:
-    """Serve the three tools to ``caller`` over stdio until stdin ends or SIGTERM / SIGINT,
-    on a store over ``url`` (its schema already at head) with its background jobs.
-    ``traceback``: log the traceback of a call that failed, not only its one line."""
+class _OneToken:
+    """The SDK's token verifier for one shared token, compared in constant time."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode("ascii")
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        from mcp.server.auth.provider import AccessToken
+
+        # Header values arrive decoded as latin-1: encoding them back cannot fail.
+        if hmac.compare_digest(token.encode("latin-1"), self._token):
+            return AccessToken(token="", client_id=SERVER_NAME, scopes=[])
+        return None
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host``:``port`` (its first address; port 0: a free one)."""
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    return socket.create_server((host, port), family=family)
+
+
+def endpoint_url(sock: socket.socket) -> str:
+    """The URL of the MCP endpoint served on ``sock``."""
+    address, port = sock.getsockname()[:2]
+    shown = f"[{address}]" if sock.family == socket.AF_INET6 else address
+    return f"http://{shown}:{port}{HTTP_PATH}"
+
+
+async def _serve_http(
+    store: TranscriptStore,
+    caller: Caller,
+    traceback: bool,
+    listen: HttpListen,
+    on_listening: Callable[[str], None] | None,
+) -> None:
+    import anyio
+    import uvicorn
+    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+    from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
+    from starlette.middleware.authentication import AuthenticationMiddleware
+
+    class Web(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # uvicorn's own handlers re-raise the signal once it has stopped, which would end
+            # the process before the store is closed: this server's receiver stops it instead.
+            yield
+
+    verifier = _OneToken(listen.token)
+    # With a token verifier the SDK wraps the endpoint in its bearer check (401 without a
+    # valid token); the authentication middleware sets the user that check reads.
+    app = _server(store, caller, traceback).streamable_http_app(
+        streamable_http_path=HTTP_PATH,
+        stateless_http=True,  # every call stands alone: no session state, no open streams
+        json_response=True,
+        host=listen.host,
+        token_verifier=verifier,
+    )
+    app.add_middleware(AuthContextMiddleware)
+    app.add_middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier))
+    sock = _listening_socket(listen.host, listen.port)
+    web = Web(
+        uvicorn.Config(
+            app,
+            log_config=None,  # the process's logging stays as the command line set it
+            log_level=logging.WARNING,
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=HTTP_SHUTDOWN_GRACE_SECONDS,
+        )
+    )
+    with sock:
+        async with anyio.create_task_group() as group:
+
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                    async for _signal in signals:
+                        web.should_exit = True
+                        return
+
+            group.start_soon(stop_on_signal)
+            if on_listening is not None:
+                on_listening(endpoint_url(sock))
+            await web.serve(sockets=[sock])
+            group.cancel_scope.cancel()  # it stopped on its own: stop waiting for a signal
+
+
+def serve(
+    url: str | URL,
+    caller: Caller,
+    *,
+    traceback: bool = False,
+    http: HttpListen | None = None,
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the three tools to ``caller`` on a store over ``url`` (its schema already at
+    head) with its background jobs: over stdio until stdin ends, or with ``http`` over
+    Streamable HTTP (``on_listening`` is told the endpoint's URL once it listens), until
+    SIGTERM / SIGINT. ``traceback``: log the traceback of a call that failed, not only its one
+    line."""
     require_mcp()
     import anyio
 
     store = TranscriptStore(url, upgrade=False, background=True)
     try:
-        anyio.run(_serve, store, caller, traceback)
+        if http is None:
+            anyio.run(_serve_stdio, store, caller, traceback)
+        else:
+            anyio.run(_serve_http, store, caller, traceback, http, on_listening)
     finally:
         store.close()

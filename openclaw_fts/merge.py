@@ -19,7 +19,7 @@ from collections.abc import Callable
 from sqlalchemy import Engine
 
 from .engine import write_engine
-from .index.base import READ_ONLY, backend, backend_of
+from .index.base import READ_ONLY, backend_of
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +35,11 @@ MERGE_IDLE_SECONDS = 0.5
 def needs_merge(engine: Engine) -> bool:
     """Whether the index is split into enough segments (SQLite FTS5) that merging them would
     speed search up; never on PostgreSQL, which is answered without a connection."""
-    if not backend_of(engine).merges_segments:
+    segments = backend_of(engine).segments
+    if segments is None:
         return False
     with engine.connect().execution_options(**{READ_ONLY: True}) as conn:
-        return backend(conn).needs_merge(conn)  # a read: never the write lock
+        return segments.needs_merge(conn)  # a read: never the write lock
 
 
 def merge_index(
@@ -50,6 +51,9 @@ def merge_index(
     set; returns the steps that merged something. With ``last_write`` (the
     :func:`time.monotonic` of the store's latest append), each step waits until that is
     :data:`MERGE_IDLE_SECONDS` old."""
+    segments = backend_of(engine).segments
+    if segments is None:
+        return 0
     engine = write_engine(engine)
     pause = stop or threading.Event()
     steps = 0
@@ -59,7 +63,7 @@ def merge_index(
             pause.wait(MERGE_IDLE_SECONDS - quiet)
             continue
         with engine.begin() as conn:
-            if not backend(conn).merge_step(conn):
+            if not segments.merge_step(conn):
                 break
         steps += 1
     if steps:

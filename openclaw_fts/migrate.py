@@ -20,7 +20,8 @@ from sqlalchemy import Connection, Engine
 from .alembic import BRANCH_LABEL, VERSION_TABLE
 from .engine import write_engine
 from .errors import HostManagedSchemaError, UnsupportedDatabaseError
-from .index.base import backend_of
+from .index.base import Partitions, backend_of
+from .index.probes import probes_of
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -63,9 +64,11 @@ STATISTICS_REVISION = "0006_tsvector_statistics"
 #: The revision that added the impact lists' tables; the one after it changes no table (a
 #: trigger on PostgreSQL, nothing on SQLite).
 IMPACT_REVISION = "0007_impact_lists"
-#: The revision after it, which changes no table either (a trigger on PostgreSQL); the head
-#: after it changes none too (revision 0009: triggers and functions on PostgreSQL).
+#: The revision after it, which changes no table either (a trigger on PostgreSQL).
 LAST_SEQ_REVISION = "0008_last_seq_per_statement"
+#: The revision after it, which changes no table (functions and triggers on PostgreSQL); the
+#: head after it changes none either (revision 0010: functions on PostgreSQL).
+GUARD_REVISION = "0009_impact_promotion_lock"
 
 
 @functools.lru_cache(maxsize=1)
@@ -137,7 +140,8 @@ def _run(bind: Engine | Connection, action: str, revision: str) -> None:
 
 def _refuse_standby(conn: Connection, action: str) -> None:
     """A hot standby replays its primary's schema and refuses writes: say so, before any."""
-    if backend_of(conn).in_recovery(conn):
+    replicas = backend_of(conn).replicas
+    if replicas is not None and replicas.in_recovery(conn):
         raise UnsupportedDatabaseError(
             f"openclaw-fts: cannot {action} a hot standby (it replays its primary); run the "
             "migration on the primary, or open the store with upgrade=False"
@@ -161,7 +165,8 @@ def downgrade(bind: Engine | Connection, revision: str) -> None:
 
 
 def _refuse_partitioned(conn: Connection) -> None:
-    if backend_of(conn).partitioned_by_agent(conn):
+    partitions = backend_of(conn).partitions
+    if partitions is not None and partitions.partitioned(conn):
         raise UnsupportedDatabaseError(
             "openclaw-fts: cannot downgrade a database in the layout partitioned by agent (the "
             "revisions name message_index as a table): run migrate.unpartition_by_agent first "
@@ -185,10 +190,11 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     history does not hold the plugin). A host revision that ``depends_on`` a plugin revision
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
     every model present means :data:`IMPACT_REVISION` (0007 added the impact lists' tables),
-    :data:`LAST_SEQ_REVISION` or the head, which change no table: they change triggers on
-    PostgreSQL, read there to tell the three apart, and do nothing on SQLite; every model but
-    those means :data:`TABLES_REVISION` or :data:`STATISTICS_REVISION`, which changes no table
-    either: it sets a statistics target on PostgreSQL, read there likewise."""
+    :data:`LAST_SEQ_REVISION`, :data:`GUARD_REVISION` or the head, which change no table:
+    they change triggers and functions on PostgreSQL, read there to tell the four apart, and
+    do nothing on SQLite; every model but those means :data:`TABLES_REVISION` or
+    :data:`STATISTICS_REVISION`, which changes no table either: it sets a statistics target
+    on PostgreSQL, read there likewise."""
     if isinstance(bind, Engine):
         with bind.connect() as conn:
             return host_revisions(conn)
@@ -204,13 +210,15 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
 
     present = set(inspect(bind).get_table_names()) & set(metadata.tables)
     if present == set(metadata.tables):
-        if not backend_of(bind).triggers_at_head(bind):
+        if not probes_of(bind).triggers_at_head(bind):
             return (IMPACT_REVISION,)
-        if not backend_of(bind).lists_guarded(bind):
+        if not probes_of(bind).lists_guarded(bind):
             return (LAST_SEQ_REVISION,)
+        if not probes_of(bind).lists_self_promoting(bind):
+            return (GUARD_REVISION,)
         return tuple(sorted(head_revisions()))
     if present == set(metadata.tables) - set(IMPACT_TABLES):
-        if not backend_of(bind).tables_at_head(bind):
+        if not probes_of(bind).tables_at_head(bind):
             return (TABLES_REVISION,)
         return (STATISTICS_REVISION,)
     if present:
@@ -247,16 +255,12 @@ def partition_by_agent(bind: Engine | Connection, partitions: int | None = None)
     if isinstance(bind, Engine):
         with write_engine(bind).begin() as conn:
             return partition_by_agent(conn, partitions)
-    backend = backend_of(bind)
-    if not backend.partitions_by_agent:
-        raise UnsupportedDatabaseError(
-            f"openclaw-fts: the partitioned layout is for PostgreSQL (not {backend.name})"
-        )
+    layout = _partitions(bind)
     if set(current_revisions(bind)) != set(head_revisions()):
         raise UnsupportedDatabaseError(
             "openclaw-fts: upgrade the database to the plugin's head before partitioning it"
         )
-    return backend.partition_by_agent(bind, partitions)
+    return layout.partition(bind, partitions)
 
 
 def unpartition_by_agent(bind: Engine | Connection) -> int:
@@ -267,9 +271,14 @@ def unpartition_by_agent(bind: Engine | Connection) -> int:
     if isinstance(bind, Engine):
         with write_engine(bind).begin() as conn:
             return unpartition_by_agent(conn)
-    backend = backend_of(bind)
-    if not backend.partitions_by_agent:
+    return _partitions(bind).unpartition(bind)
+
+
+def _partitions(conn: Connection) -> Partitions:
+    """The partitioned layout of ``conn``'s engine; refused on an engine without one."""
+    backend = backend_of(conn)
+    if backend.partitions is None:
         raise UnsupportedDatabaseError(
             f"openclaw-fts: the partitioned layout is for PostgreSQL (not {backend.name})"
         )
-    return backend.unpartition_by_agent(bind)
+    return backend.partitions

@@ -30,7 +30,7 @@ from sqlalchemy import Connection, Engine
 
 from . import indexer, merge
 from .engine import write_engine
-from .index.base import READ_ONLY, Lease, backend, backend_of, reader
+from .index.base import READ_ONLY, Lease, backend, backend_of, reader, writer
 from .index.lease import holder_is_dead as holder_is_dead
 from .index.lease import new_holder_name as new_holder_name
 from .rows import LeaseWait as LeaseWait
@@ -51,16 +51,6 @@ LEASE_POLL_SECONDS = 0.2
 MAX_PASSES = 50
 
 ProgressFn = Callable[[dict[str, int]], None]
-
-
-def status(conn: Connection) -> dict[str, int]:
-    """``{pending, indexed, total}`` counted in sessions."""
-    return reader(conn).status(conn)
-
-
-def pending_session_ids(conn: Connection) -> list[str]:
-    """Pending sessions, including ones whose events were written behind the hooks' back."""
-    return reader(conn).pending_session_ids(conn)
 
 
 WaitFn = Callable[[LeaseWait], None]
@@ -125,7 +115,7 @@ class Reconciler:
                 if stop is not None and stop.is_set():
                     break
                 with self.engine.connect() as conn:
-                    pending = pending_session_ids(conn)
+                    pending = reader(conn).pending_session_ids(conn)
                 if not pending:
                     break
                 for start in range(0, len(pending), RECONCILE_PLAN_SESSIONS):
@@ -147,18 +137,19 @@ class Reconciler:
     def _on_standby(self) -> bool:
         """A hot standby refuses writes (and its index is its primary's): nothing to run."""
         with self.engine.connect() as conn:
-            return backend(conn).in_recovery(conn)
+            replicas = backend(conn).replicas
+            return replicas is not None and replicas.in_recovery(conn)
 
     def _status(self) -> dict[str, int]:
         with self.engine.connect() as conn:
-            return status(conn)
+            return reader(conn).status(conn)
 
     def _reconcile_chunk(self, session_ids: list[str]) -> None:
         with self.engine.begin() as conn:
             for sid in session_ids:
-                context = indexer.read_context(conn, sid)
+                context = reader(conn).session_context(conn, sid)
                 if context is not None and context.state is None:  # (None: deleted since)
-                    indexer.create_state(conn, sid, clean=False)
+                    writer(conn).create_state(conn, sid, clean=False)
             if not self.lease.renew(conn):
                 raise LeaseLost("reconcile lease lost")
         works: list[_Work] = []
@@ -203,7 +194,7 @@ class Reconciler:
                 first_insert = max(0, work.done - len(plan.deletes))
                 take_i = count - len(changes_d)
                 changes_i = plan.inserts[first_insert : first_insert + take_i]
-                indexer.apply_changes(conn, changes_d, changes_i)
+                writer(conn).apply_changes(conn, changes_d, changes_i)
                 work.done += count
                 self.stats["deleted"] += len(changes_d)
                 self.stats["inserted"] += len(changes_i)

@@ -20,7 +20,8 @@ import time
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
-from .index.postgresql.replica import current_lsn, parse_lsn, replayed_lsn
+from .errors import UnsupportedDatabaseError
+from .index.base import backend_of, dialect_of
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,12 @@ class ReadRouter:
     def __init__(self, primary: Engine, standby: Engine, *, wait_ms: int = REPLICA_WAIT_MS):
         if isinstance(wait_ms, bool) or not isinstance(wait_ms, int) or wait_ms < 0:
             raise ValueError("replica_wait_ms must be a non-negative integer")
+        replicas = backend_of(primary).replicas
+        if replicas is None:
+            raise UnsupportedDatabaseError(
+                f"openclaw-fts: {dialect_of(primary)} has no hot standbys to read from"
+            )
+        self._replicas = replicas
         self.primary = primary
         self.standby = standby
         self.wait_s = wait_ms / 1000
@@ -57,13 +64,13 @@ class ReadRouter:
         """Reads from now on see every commit up to ``lsn`` (a WAL position such as
         ``'0/3001148'``); None: up to the primary's position now, so every commit that returned
         before this call, by any process."""
-        position = parse_lsn(lsn) if lsn is not None else self._primary_position()
+        position = self._replicas.parse_lsn(lsn) if lsn is not None else self._primary_position()
         with self._lock:
             self._fence = max(self._fence, position)
 
     def _primary_position(self) -> int:
         with self.primary.connect() as conn:
-            return current_lsn(conn) or 0  # None: the "primary" is a standby itself
+            return self._replicas.current_lsn(conn) or 0  # None: the "primary" is a standby itself
 
     def fence(self) -> int:
         """The WAL position a read must see (asks the primary only after a new write)."""
@@ -102,7 +109,7 @@ class ReadRouter:
             return True
         deadline = time.monotonic() + self.wait_s
         while True:
-            replayed = replayed_lsn(conn)
+            replayed = self._replicas.replayed_lsn(conn)
             conn.rollback()  # the read's snapshot starts after this look, never before
             if replayed is None or replayed >= fence:  # None: no longer a standby
                 info[_REPLAYED] = fence if replayed is None else replayed

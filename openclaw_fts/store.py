@@ -54,12 +54,11 @@ from .errors import (
 )
 from .faults import is_transient, storage_full_error
 from .hooks import CREATED_KEY, install
-from .index.base import backend, backend_of, dialect_of, known_backend, writer
-from .index.postgresql.pooling import use_transaction_pooler
+from .index.base import backend, backend_of, dialect_of, known_backend, reader, writer
 from .indexer import INLINE_REPAIR_MAX_EVENTS, INLINE_REPAIR_MAX_TEXT_BYTES, INLINE_REPAIR_OPTION
 from .merge import MERGE_CHECK_WRITES, merge_if_needed, merge_index, needs_merge
 from .models import AgentSession, Branch, TranscriptEvent
-from .reconcile import RECONCILE_BATCH_ROWS, LeaseLost, Reconciler, status
+from .reconcile import RECONCILE_BATCH_ROWS, LeaseLost, Reconciler
 from .redact import Redactor
 from .replica import REPLICA_WAIT_MS, ReadRouter
 from .results import (
@@ -161,7 +160,8 @@ class TranscriptStore:
         url = _spelt_out(url)  # postgres:// is postgresql:// (engine.DIALECT_ALIASES)
         read_url = None if read_url is None else _spelt_out(read_url)
         require_index_dialect(dialect_of(url))
-        if transaction_pooler and not backend_of(url).transaction_poolers:
+        pooler = backend_of(url).pooler if transaction_pooler else None
+        if transaction_pooler and pooler is None:
             raise UnsupportedDatabaseError(
                 "openclaw-fts: transaction_pooler=True is for PostgreSQL behind a pooler in "
                 f"transaction mode (here: {dialect_of(url)})"
@@ -175,8 +175,8 @@ class TranscriptStore:
                 url, busy_timeout_ms=busy_timeout_ms, durability=durability or DEFAULT_DURABILITY
             )
             self._owns_engine = True
-        if transaction_pooler:
-            use_transaction_pooler(self.engine)
+        if pooler is not None:
+            pooler.use(self.engine)
         #: The same engine, for the store's own writes: they begin with BEGIN IMMEDIATE.
         self.write_engine = write_engine(self.engine)
         #: The sessions this store appended to, as its appends left them.
@@ -201,8 +201,8 @@ class TranscriptStore:
         if read_url is not None:
             try:
                 self.read_engine, self._owns_read_engine = _standby_engine(read_url, self.engine)
-                if transaction_pooler:
-                    use_transaction_pooler(self.read_engine)
+                if pooler is not None:
+                    pooler.use(self.read_engine)
                 self._router = ReadRouter(self.engine, self.read_engine, wait_ms=replica_wait_ms)
             except BaseException:
                 self._dispose_engines()
@@ -695,7 +695,7 @@ class TranscriptStore:
 
     def index_status(self) -> IndexStatus:
         """``{"pending", "indexed", "total"}`` in sessions."""
-        return cast(IndexStatus, self._reading(status))
+        return cast(IndexStatus, self._reading(lambda conn: reader(conn).status(conn)))
 
     def wait_for_index(self, timeout: float | None = None) -> None:
         """Wait for the background reconciler started by a search and the background
@@ -789,7 +789,7 @@ def _spelt_out(url: str | URL | Engine) -> URL | Engine:
 def _standby_engine(read_url: str | URL | Engine, primary: Engine) -> tuple[Engine, bool]:
     """The engine of ``read_url`` and whether the store made it (so disposes of it)."""
     serving = backend_of(primary)
-    if known_backend(read_url) is not serving or not serving.hot_standbys:
+    if known_backend(read_url) is not serving or serving.replicas is None:
         raise UnsupportedDatabaseError(
             "openclaw-fts: read_url names a PostgreSQL hot standby of a PostgreSQL primary "
             f"(here: {serving.name} primary, {dialect_of(read_url)} read_url)"

@@ -51,8 +51,7 @@ from .importer import BY_DEFAULT_KEY as BY_DEFAULT_KEY
 from .importer import BY_GIVEN_KEY as BY_GIVEN_KEY
 from .importer import BY_STORED_KEY as BY_STORED_KEY
 from .importer import DEFAULT_SESSION_KEY as DEFAULT_SESSION_KEY
-from .index.postgresql.partition import DEFAULT_PARTITIONS as DEFAULT_PARTITIONS
-from .index.postgresql.partition import MAX_PARTITIONS as MAX_PARTITIONS
+from .index.base import partition_counts
 from .reconcile import LeaseWait as LeaseWait
 from .search import INDEXING_WARNING as INDEXING_WARNING
 from .search import ORDERS as ORDERS
@@ -63,6 +62,10 @@ from .visibility import CROSS_AGENT_ADVICE as CROSS_AGENT_ADVICE
 from .visibility import NOT_FOUND_ADVICE as NOT_FOUND_ADVICE
 from .visibility import SELF_ADVICE as SELF_ADVICE
 from .visibility import TREE_ADVICE as TREE_ADVICE
+
+#: Partitions of the layout partitioned by agent when not told how many, and the most
+#: accepted (``openclaw-fts partition --partitions``).
+DEFAULT_PARTITIONS, MAX_PARTITIONS = partition_counts()
 
 #: The ``group`` value of ``sessions_search`` that returns one hit per session.
 GROUP_BY_SESSION = "session"

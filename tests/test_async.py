@@ -6,7 +6,13 @@ the host's async engine opens the test's database through the async driver)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
+import shutil
+import sys
+import typing
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from factories import chain, msg
@@ -253,3 +259,89 @@ def test_sync_url_maps_async_drivers(db_url: str) -> None:
     assert pg.password == "pw"
     assert dict(pg.query) == {"sslmode": "require"}
     assert sync_url("postgresql+psycopg://u@db/app").drivername == "postgresql+psycopg"
+
+
+def _signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """``fn``'s parameters and return type, its string annotations evaluated where it lives."""
+    return inspect.signature(fn, eval_str=True)
+
+
+def _overloads(fn: Callable[..., Any]) -> list[inspect.Signature]:
+    return [_signature(item) for item in typing.get_overloads(fn)]
+
+
+#: The async store's methods with a synchronous namesake of another name.
+ASYNC_NAMES = {"aclose": "close"}
+#: Its own methods with no synchronous namesake: the constructor's coroutine twin.
+ASYNC_ONLY = {"open"}
+
+
+@pytest.mark.sqlite_only("compares signatures; no database")
+def test_async_methods_have_the_sync_signatures(db_url: str) -> None:
+    """Every public coroutine of ``AsyncTranscriptStore`` takes the parameters (names, kinds,
+    defaults, annotations) of its ``TranscriptStore`` namesake and declares its return type,
+    overloads included, so a type checker reads an async call as it reads the sync one."""
+    names = [
+        name
+        for name, member in vars(AsyncTranscriptStore).items()
+        if not name.startswith("_") and name not in ASYNC_ONLY and callable(member)
+    ]
+    assert {"search", "import_paths", "create_session", "reconcile", "aclose"} <= set(names)
+    for name in names:
+        method = getattr(AsyncTranscriptStore, name)
+        assert inspect.iscoroutinefunction(method), name
+        sync = getattr(TranscriptStore, ASYNC_NAMES.get(name, name))
+        assert _signature(method) == _signature(sync), name
+        if sys.version_info >= (3, 11):  # typing.get_overloads is new in 3.11
+            assert _overloads(method) == _overloads(sync), name
+    if sys.version_info >= (3, 11):
+        assert len(_overloads(AsyncTranscriptStore.search)) == 3
+
+
+def test_async_store_passes_every_argument_through(db_url: str, tmp_path: Path) -> None:
+    """The explicit keyword arguments reach the synchronous store: a batch search narrows to
+    the batch answer, filters and callbacks arrive, the created session comes back."""
+    transcript = tmp_path / "one.jsonl"
+    shutil.copy(next(EXAMPLES.glob("*.jsonl")), transcript)
+    statuses: list[object] = []
+    files: list[Path] = []
+
+    async def main() -> dict[str, Any]:
+        async with await AsyncTranscriptStore.open(aio_url(db_url), background=False) as store:
+            created = await store.create_session(
+                "s1", "agent:main:main", agent_id="main", archived=True
+            )
+            await store.append_many("s1", chain(["deploy the canary", "canary is green"]))
+            imported = await store.import_paths(
+                [transcript], session_key="agent:main:imported", on_file=files.append
+            )
+            reconciled = await store.reconcile(progress=statuses.append)
+            batch = await store.search(CALLER, None, queries=["canary", "green"], limit=5)
+            assert "status" not in batch, batch
+            roles = await store.search(CALLER, "canary", role="assistant", session_key="s1")
+            assert "results" in roles, roles
+            grouped = await store.search_by_session(CALLER, "canary", limit=1)
+            under_key = await store.history(CALLER, "agent:main:imported")
+            assert "messages" in under_key, under_key
+            return {
+                "created": (created.session_id, created.agent_id, created.archived),
+                "imported": (imported["files"], len(imported["sessions"])),
+                "under_key": len(under_key["messages"]) > 0,
+                "ran": reconciled["ran"],
+                "batch": sorted({hit["queryIndex"] for hit in batch["results"]}),
+                "roles": [hit["messageId"] for hit in roles["results"]],
+                "grouped": len(grouped["results"]),
+            }
+
+    out = asyncio.run(main())
+    assert out == {
+        "created": ("s1", "main", True),
+        "imported": (1, 1),
+        "under_key": True,
+        "ran": True,
+        "batch": [0, 1],
+        "roles": ["m1"],
+        "grouped": 1,
+    }
+    assert files == [transcript]
+    assert statuses  # the reconciler reported its progress through the coroutine's callback

@@ -2,7 +2,8 @@
 own stdio client, on both engines: the tools it lists and their schemas, each tool's result
 against the Python adapter's on the same database, bad arguments, attempts to act as another
 caller, a search while sessions are being indexed, a database error, and its end (stdin's end,
-SIGTERM) with its background jobs stopped."""
+SIGTERM) with its background jobs stopped. Its Streamable HTTP transport (``--http``) is driven
+by the SDK's own streamable HTTP client the same way, with its bearer token checked."""
 
 from __future__ import annotations
 
@@ -17,15 +18,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import httpx2
 import pytest
 from factories import chain, transcript_file
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 from sqlalchemy import text
 
 from openclaw_fts import Caller, TranscriptStore, tools
 from openclaw_fts.importer import SessionMeta
-from openclaw_fts.mcp_server import MCP_EXTRA_INSTALL
+from openclaw_fts.mcp_server import MCP_EXTRA_INSTALL, MIN_TOKEN_CHARS, TOKEN_ENV_VAR
 from openclaw_fts.search import EMPTY_QUERY_ERROR
 
 pytestmark = pytest.mark.both_engines
@@ -353,3 +358,195 @@ def test_the_caller_must_be_named(db_url: str) -> None:
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 2 and "--as" in proc.stderr, proc.stderr
+
+
+# -- Streamable HTTP ---------------------------------------------------------------------------
+
+#: The HTTP transport's bearer token in these tests, and one of the same length that is not it.
+TOKEN = "tok-" + "s3cret" * 5
+WRONG_TOKEN = TOKEN[:-1] + "X"
+#: Seconds an HTTP server gets to say where it listens.
+LISTEN_SECONDS = 60
+
+
+def start_http(
+    db_url: str, tmp_path: Path, *extra: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """An HTTP server on a free port of this machine, listening: (process, endpoint, stderr)."""
+    errlog = tmp_path / "http-stderr.txt"
+    environ = {**os.environ, TOKEN_ENV_VAR: TOKEN} if env is None else env
+    with errlog.open("wb") as err:
+        proc = subprocess.Popen(
+            [str(CLI), *server_args(db_url, "--http", "--port", "0", *extra)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=environ,
+        )
+    deadline = time.monotonic() + LISTEN_SECONDS
+    while "serving http" not in errlog.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"the HTTP server did not start: {errlog.read_text()}")
+        time.sleep(0.1)
+    url = errlog.read_text().split("serving ", 1)[1].split()[0]
+    return proc, url, errlog
+
+
+def with_http_client(url: str, token: str, body: Callable[[ClientSession], Awaitable[T]]) -> T:
+    """``body``'s result on a client session of the SDK's streamable HTTP client."""
+
+    async def main() -> T:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}  # "": no header
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await body(session)
+
+    return anyio.run(main)
+
+
+def test_the_tools_over_streamable_http(
+    store: TranscriptStore, db_url: str, tmp_path: Path
+) -> None:
+    fill(store, tmp_path, pending=0)
+    proc, url, errlog = start_http(db_url, tmp_path)
+    try:
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), url  # this machine
+
+        async def body(s: ClientSession) -> dict[str, Any]:
+            seen: dict[str, Any] = {"tools": (await s.list_tools()).tools}
+            for label in ("search", "batch", "history", "list"):
+                seen[label] = await call(s, *GOOD_CALLS[label])
+            for label in ("crafted", "ops key", "ops history", "all list"):
+                seen[label] = await call(s, *BAD_CALLS[label])
+            seen["empty"] = await call(s, *BAD_CALLS["empty"])
+            return seen
+
+        seen = with_http_client(url, TOKEN, body)
+
+        # The SDK's client with a wrong token, or none, does not get past the handshake.
+        refused = [handshake_errors(url, token) for token in (WRONG_TOKEN, "")]
+        statuses = {label: raw_post(url, header) for label, header in RAW_HEADERS.items()}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=EXIT_SECONDS)
+    stderr = errlog.read_text()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr and TOKEN not in stderr
+
+    listed = {tool.name: tool for tool in seen["tools"]}
+    assert list(listed) == ["sessions_search", "sessions_history", "sessions_list"]
+    assert listed["sessions_search"].input_schema == tools.SESSIONS_SEARCH_SCHEMA
+    adapters = {
+        "sessions_search": tools.sessions_search,
+        "sessions_history": tools.sessions_history,
+        "sessions_list": tools.sessions_list,
+    }
+    for label in ("search", "batch", "history", "list"):
+        name, args = GOOD_CALLS[label]
+        expected = json.loads(json.dumps(adapters[name](store, CALLER, args)))
+        assert seen[label] == (False, expected), label
+    assert keys(seen["search"][1]) == {ME, "agent:main:kid"}
+    # The caller is the server's, whatever the arguments say.
+    assert seen["crafted"] == seen["search"]
+    for label in ("ops key", "ops history"):
+        assert seen[label][0] and "secret" not in json.dumps(seen[label][1]), label
+    assert {row["key"] for row in seen["all list"][1]["sessions"]} == {ME, "agent:main:kid"}
+    assert seen["empty"] == (True, {"status": "error", "error": EMPTY_QUERY_ERROR})
+
+    for errors in refused:
+        assert errors and all(isinstance(e, MCPError) for e in errors), errors
+    # 401 before the MCP layer for anything but the token; the token alone gets an answer.
+    assert statuses == {
+        "no header": 401,
+        "wrong token": 401,
+        "longer token": 401,
+        "basic": 401,
+        "token": 200,
+    }
+
+
+def handshake_errors(url: str, token: str) -> list[BaseException]:
+    """What the SDK's client raised trying to list the tools with ``token`` (its task groups
+    wrap it in exception groups: the errors inside them)."""
+
+    def leaves(exc: BaseException) -> list[BaseException]:
+        inner = getattr(exc, "exceptions", None)
+        return [leaf for sub in inner for leaf in leaves(sub)] if inner else [exc]
+
+    try:
+        with_http_client(url, token, lambda s: s.list_tools())
+    except Exception as exc:
+        return leaves(exc)
+    return []
+
+
+#: Authorization headers of raw requests (None: no header).
+RAW_HEADERS: dict[str, str | None] = {
+    "no header": None,
+    "wrong token": f"Bearer {WRONG_TOKEN}",
+    "longer token": f"Bearer {TOKEN}x",
+    "basic": f"Basic {TOKEN}",
+    "token": f"Bearer {TOKEN}",
+}
+
+
+def raw_post(url: str, authorization: str | None) -> int:
+    """The status of a plain ``tools/list`` POST with this ``Authorization`` header."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    return httpx2.post(url, json=request, headers=headers, timeout=EXIT_SECONDS).status_code
+
+
+@pytest.mark.sqlite_only("the command line's checks of the token, and one server's start")
+def test_the_http_transport_needs_a_token(
+    db_url: str, store: TranscriptStore, tmp_path: Path
+) -> None:
+    """No token, an empty or short one: refused before serving, in one line; a token file
+    serves (and wins over the environment); the HTTP options alone are a usage error."""
+    bare = {k: v for k, v in os.environ.items() if k != TOKEN_ENV_VAR}
+
+    def run(*extra: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(CLI), *server_args(db_url, *extra)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=EXIT_SECONDS * 3,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+
+    missing = run("--http", env=bare)
+    assert missing.returncode == 1 and TOKEN_ENV_VAR in missing.stderr, missing.stderr
+    short = run("--http", env={**bare, TOKEN_ENV_VAR: "x" * (MIN_TOKEN_CHARS - 1)})
+    assert short.returncode == 1 and "secrets.token_urlsafe" in short.stderr, short.stderr
+    empty_file = tmp_path / "empty-token"
+    empty_file.write_text("\n")
+    empty = run("--http", "--token-file", str(empty_file), env={**bare, TOKEN_ENV_VAR: TOKEN})
+    assert empty.returncode == 1 and "empty" in empty.stderr, empty.stderr
+    for result in (missing, short, empty):
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    alone = run("--port", "0", env=bare)
+    assert alone.returncode == 2 and "--http" in alone.stderr, alone.stderr
+
+    token_file = tmp_path / "token"
+    token_file.write_text(f"{WRONG_TOKEN}\n")
+    proc, url, errlog = start_http(
+        db_url, tmp_path, "--token-file", str(token_file), env={**bare, TOKEN_ENV_VAR: TOKEN}
+    )
+    try:
+        statuses = [raw_post(url, f"Bearer {token}") for token in (WRONG_TOKEN, TOKEN)]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=EXIT_SECONDS) == 0, errlog.read_text()
+    assert statuses == [200, 401]

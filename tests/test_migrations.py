@@ -63,7 +63,7 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0009_impact_promotion_lock"
+HEAD_REVISION = "0010_impact_own_counts"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
@@ -95,6 +95,7 @@ PG_FUNCTIONS = {
     "openclaw_fts_impact_promote",
     "openclaw_fts_impact_guard",
     "openclaw_fts_impact_due",
+    "openclaw_fts_impact_candidates",
 }
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
@@ -796,6 +797,29 @@ def test_0009_guards_the_impact_lists_and_downgrade_restores_0008(pg_engine: Eng
         conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
         conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
     assert migrate.host_revisions(pg_engine) == (migrate.LAST_SEQ_REVISION,)
+    with pg_engine.begin() as conn:
+        conn.execute(text("DROP TABLE alembic_version"))
+    migrate.upgrade(pg_engine)
+    assert migrate.current_revisions(pg_engine) == (HEAD_REVISION,)
+    add_message(pg_engine, "s1", "m2", "second")
+    assert check(pg_engine).ok
+
+
+def test_0010_promotes_from_the_plugins_own_counts_and_downgrade_restores_0009(
+    pg_engine: Engine,
+) -> None:
+    """0010 changes no table, only the promotion's functions (its candidates from the newest
+    index rows, not the planner's statistics): a host's version table that hides the plugin's
+    revisions is read from them (0009 against the head), and a downgraded database still
+    keeps its lists and is upgraded again."""
+    migrate.upgrade(pg_engine)
+    migrate.downgrade(pg_engine, migrate.GUARD_REVISION)
+    assert migrate.current_revisions(pg_engine) == (migrate.GUARD_REVISION,)
+    add_message(pg_engine, "s1", "m1", "first")
+    with pg_engine.begin() as conn:
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    assert migrate.host_revisions(pg_engine) == (migrate.GUARD_REVISION,)
     with pg_engine.begin() as conn:
         conn.execute(text("DROP TABLE alembic_version"))
     migrate.upgrade(pg_engine)

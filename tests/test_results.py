@@ -148,6 +148,10 @@ def test_a_host_reads_typed_results_under_mypy_strict(tmp_path: Path) -> None:
         '    out = await store.search(Caller("agent:main:main"), "deploy*")\n'
         '    if "status" not in out:\n'
         '        texts = [hit["snippet"] for hit in out["results"]]\n'
+        '    many = await store.search(Caller("a:b:c"), None, queries=["x", "y"], limit=3)\n'
+        '    if "status" not in many:\n'
+        '        which: int = many["results"][0]["queryIndex"]\n'
+        '    made: str = (await store.create_session("s", "a:b:c", archived=True)).session_id\n'
     )
     wrong = tmp_path / "host_results_wrong.py"
     wrong.write_text(

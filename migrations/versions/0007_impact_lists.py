@@ -128,10 +128,9 @@ def _backfill(dialect: str) -> None:
     """Track every word that is frequent already, with its whole list."""
     bind = op.get_bind()
     if dialect == "sqlite":
-        from openclaw_fts.index.sqlite import impact
-        from openclaw_fts.index.sqlite.fts import cursor
+        from openclaw_fts.index.probes import probes_of
 
-        impact.promote(cursor(bind), MIN_DOCS)
+        probes_of(bind).track_frequent(bind, MIN_DOCS)
     elif (
         dialect == "postgresql"
         and bind.execute(sa.text("SELECT EXISTS (SELECT 1 FROM message_index)")).scalar()

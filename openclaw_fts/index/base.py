@@ -334,15 +334,6 @@ class Writer(Protocol):
         from the index; returns the words rebuilt."""
         ...
 
-    def needs_merge(self, conn: Connection) -> bool:
-        """Whether the index is split enough that a background merge would speed search."""
-        ...
-
-    def merge_step(self, conn: Connection) -> bool:
-        """One bounded step of that merge, in the caller's write transaction; whether it
-        merged anything (False: nothing left to merge)."""
-        ...
-
 
 class Lease(Protocol):
     """The database-wide reconcile lease (one holder at a time)."""
@@ -356,6 +347,76 @@ class Lease(Protocol):
         ...
 
     def release(self) -> None: ...
+
+
+class Partitions(Protocol):
+    """The index rows partitioned by agent (``Backend.partitions``; PostgreSQL's opt-in
+    layout). Each method runs in the caller's transaction."""
+
+    #: Partitions :meth:`partition` makes when not told how many.
+    default_count: int
+    #: Most partitions :meth:`partition` accepts.
+    max_count: int
+
+    def partition(self, conn: Connection, partitions: int | None) -> int:
+        """Move the index rows into ``partitions`` partitions by agent (None:
+        :attr:`default_count`); returns the rows moved."""
+        ...
+
+    def unpartition(self, conn: Connection) -> int:
+        """Move the partitioned index rows back into the plain table; returns the rows moved."""
+        ...
+
+    def partitioned(self, conn: Connection) -> bool:
+        """Whether the database has the layout partitioned by agent."""
+        ...
+
+
+class Replicas(Protocol):
+    """Hot standbys a store may read from (``Backend.replicas``; ``TranscriptStore(read_url=)``):
+    where a server is in its primary's history. Every method only reads."""
+
+    def in_recovery(self, conn: Connection) -> bool:
+        """Whether ``conn`` is on a hot standby (it replays its primary and refuses writes)."""
+        ...
+
+    def current_lsn(self, conn: Connection) -> int | None:
+        """A log position at or past the commit of every transaction that committed before the
+        call (None: ``conn`` is on a standby)."""
+        ...
+
+    def replayed_lsn(self, conn: Connection) -> int | None:
+        """How far a standby replayed (None: the server is not replaying)."""
+        ...
+
+    def parse_lsn(self, lsn: str) -> int:
+        """A log position written as text, as the integer positions compare as (``ValueError``
+        for anything else)."""
+        ...
+
+
+class Pooler(Protocol):
+    """A connection pooler in transaction mode in front of the server (``Backend.pooler``;
+    ``TranscriptStore(transaction_pooler=True)``)."""
+
+    def use(self, engine: Engine) -> Engine:
+        """Mark ``engine`` as reaching its server through such a pooler (idempotent): nothing
+        it does may outlive one transaction on a server connection."""
+        ...
+
+
+class Segments(Protocol):
+    """An index kept in segments a background merge joins (``Backend.segments``; SQLite's
+    FTS5). Without it there is nothing to merge and no connection is needed to say so."""
+
+    def needs_merge(self, conn: Connection) -> bool:
+        """Whether the index is split enough that a background merge would speed search."""
+        ...
+
+    def merge_step(self, conn: Connection) -> bool:
+        """One bounded step of that merge, in the caller's write transaction; whether it
+        merged anything (False: nothing left to merge)."""
+        ...
 
 
 class Backend(Reader, Writer, Protocol):
@@ -423,37 +484,16 @@ class Backend(Reader, Writer, Protocol):
     #: engine's driver ships with Python.
     packaged_driver: tuple[str, str] | None
 
-    #: Whether a store may read from this engine's hot standbys (``TranscriptStore(read_url=)``).
-    hot_standbys: bool
+    #: The column weights of the engine's rank (SQLite's bm25; empty: its rank takes none).
+    rank_weights: tuple[float, ...]
 
-    #: Whether a store may reach the server through a pooler in transaction mode
-    #: (``TranscriptStore(transaction_pooler=True)``).
-    transaction_poolers: bool
-
-    #: Whether the index rows can be partitioned by agent (:meth:`partition_by_agent`).
-    partitions_by_agent: bool
-
-    #: Whether the index is kept in segments a background merge joins (:meth:`needs_merge`,
-    #: :meth:`merge_step`); without them both answer False and no connection is needed.
-    merges_segments: bool
-
-    def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
-        """Move the index rows into ``partitions`` partitions by agent (None: the engine's
-        default) in the caller's transaction; returns the rows moved."""
-        ...
-
-    def unpartition_by_agent(self, conn: Connection) -> int:
-        """Move the partitioned index rows back into the plain table, in the caller's
-        transaction; returns the rows moved."""
-        ...
-
-    def partitioned_by_agent(self, conn: Connection) -> bool:
-        """Whether the database has the layout partitioned by agent."""
-        ...
-
-    def in_recovery(self, conn: Connection) -> bool:
-        """Whether ``conn`` is on a hot standby (it replays its primary and refuses writes)."""
-        ...
+    #: What only some engines have, as optional objects (None: this engine has none): the
+    #: layout partitioned by agent, hot standbys to read from, a pooler in transaction mode,
+    #: an index kept in segments a background merge joins.
+    partitions: Partitions | None
+    replicas: Replicas | None
+    pooler: Pooler | None
+    segments: Segments | None
 
     def snapshot_options(
         self, *, read_only: bool = False, one_statement: bool = False
@@ -471,27 +511,6 @@ class Backend(Reader, Writer, Protocol):
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         """The reconcile lease of this engine, held as ``holder``."""
-        ...
-
-    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
-        """Whether an object Alembic reflects (``type_``: ``table``, ``column``, ``index``…;
-        ``table``: a column's or an index's table) is this engine's own, which the ORM
-        metadata does not model, so autogenerate must not propose dropping it."""
-        ...
-
-    def tables_at_head(self, conn: Connection) -> bool:
-        """On a database holding every plugin table of revision 0005 (and not 0007's): whether
-        it also has what revision 0006 adds (what a host's version table may not say)."""
-        ...
-
-    def triggers_at_head(self, conn: Connection) -> bool:
-        """On a database holding every plugin table (revision 0007's included): whether it
-        also has what revision 0008 changes (what a host's version table may not say)."""
-        ...
-
-    def lists_guarded(self, conn: Connection) -> bool:
-        """On a database at revision 0008 by its tables and triggers: whether it also has
-        what revision 0009 changes (what a host's version table may not say)."""
         ...
 
     def match_parts(
@@ -524,6 +543,15 @@ def backend_for(dialect: str) -> Backend:
 def backends() -> tuple[Backend, ...]:
     """Every registered backend."""
     return tuple(_BACKENDS.values())
+
+
+def partition_counts() -> tuple[int, int]:
+    """``(default, most)`` partitions of the layout partitioned by agent, from the engine that
+    has one (:class:`Partitions`): the command line's bounds, known before any database is."""
+    for found in _BACKENDS.values():
+        if found.partitions is not None:
+            return found.partitions.default_count, found.partitions.max_count
+    raise UnsupportedDatabaseError("openclaw-fts has no backend with a partitioned layout")
 
 
 def with_sync_driver(url: URL, drivers: Mapping[str, str]) -> URL:

@@ -74,3 +74,9 @@ def hits_select(
         rank, hit_id = after
         stmt = stmt.where(or_(rank_expr > rank, and_(rank_expr == rank, _mi.c.id > hit_id)))
     return stmt
+
+
+def rank_weights(dialect: str) -> tuple[float, ...]:
+    """The column weights of the rank a database of ``dialect`` searches with (empty: its
+    rank takes none)."""
+    return backend_for(dialect).rank_weights

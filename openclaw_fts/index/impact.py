@@ -49,9 +49,11 @@ MAX_TERM_CHARS = 64
 #: The words that can be tracked: what both engines index as the same single term.
 TERM_PATTERN = re.compile(f"[a-z0-9]{{1,{MAX_TERM_CHARS}}}")
 #: The writer looks for newly frequent words whenever the newest index row id crosses a
-#: multiple of this (SQLite: a scan of FTS5's vocabulary; PostgreSQL: the planner's statistics
-#: of the most common lexemes), so a growing index starts tracking a word soon after it
-#: becomes frequent. ``optimize``, the reconciler and the migration look too.
+#: multiple of this (PostgreSQL; SQLite's writer every ``sqlite.impact.CHECK_EVERY_ROWS``),
+#: from the plugin's own counts on both engines: the words frequent in the newest rows, each
+#: counted in the index up to the threshold (no ``ANALYZE``, no ``optimize`` needed), so a
+#: growing index starts tracking a word soon after it becomes frequent. ``optimize``, the
+#: reconciler's pass and the migration look too.
 PROMOTE_EVERY_ROWS = 4096
 #: A word's list holds its best rows only: those whose impact reaches the word's
 #: ``min_impact``, set when it becomes tracked to the impact of its

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError
 
 from .. import transcript
@@ -36,6 +38,7 @@ from ..rows import (
     StoredRow,
 )
 from ..transcript import Tree
+from .base import Partitions, Pooler, Replicas, Segments, with_sync_driver
 from .pending import PENDING_CONDITION
 
 #: The table of index rows (its full-text side is the backend's own).
@@ -152,16 +155,60 @@ class SqlBackend:
         """Nothing to repair (:meth:`distrust_lists`)."""
         return []
 
-    def lists_guarded(self, conn: Connection) -> bool:
-        """Revision 0009 changes nothing here: a database with 0008 has it."""
-        return True
-
     def integrity_check(self, conn: Connection) -> None:
         """The engine's own check of the full-text index; raises on corruption."""
 
     def check_skipped(self, error: BaseException) -> str | None:
         """Why :meth:`integrity_check` could not run (None: the error is about the index)."""
         return None
+
+    # ------------------------------------------------------------ engine defaults
+
+    # What an engine without the feature does, the way Alembic's DefaultImpl holds the
+    # behaviour its dialects share: an engine's class overrides only what it does otherwise.
+
+    #: No column weights in the rank.
+    rank_weights: tuple[float, ...] = ()
+    #: ``{async driver: synchronous driver}`` (:meth:`sync_url`).
+    sync_drivers: Mapping[str, str] = {}
+
+    def attach_ddl(self) -> None:
+        """Nothing: the migrations make the engine's own objects (``create_all()`` makes the
+        tables only)."""
+
+    def in_memory(self, url: URL) -> bool:
+        """A server's database never lives on one connection in this process."""
+        return False
+
+    def database_file(self, url: URL) -> Path | None:
+        """No file: the database is a server's."""
+        return None
+
+    def sync_url(self, url: URL) -> URL:
+        """Only the driver changes (:attr:`sync_drivers`)."""
+        return with_sync_driver(url, self.sync_drivers)
+
+    def configure_engine(
+        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
+    ) -> None:
+        """Nothing per connection: the server's defaults are what the plugin relies on (on
+        PostgreSQL a commit that returned survives a power cut under ``fsync=on`` and
+        ``synchronous_commit=on``, the server's defaults, at either ``durability``)."""
+
+    def own_engine(self, engine: Engine) -> None:
+        """Nothing beyond :meth:`configure_engine`."""
+
+    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
+        """Nothing to settle."""
+
+    def begin_write(self, conn: Connection) -> None:
+        """Nothing: appends lock their session's row (:meth:`lock_session`)."""
+
+    def snapshot_options(
+        self, *, read_only: bool = False, one_statement: bool = False
+    ) -> dict[str, Any]:
+        """None needed: a transaction reads one snapshot from its first read."""
+        return {}
 
     # ------------------------------------------------------------ helpers
 
@@ -227,6 +274,14 @@ class SqlBackend:
         except self.INTEGRITY_ERRORS as exc:  # a taken event id or seq: SQLAlchemy's error
             raise IntegrityError(_INSERT_EVENTS, None, exc) from None
         self.run(conn, _BUMP_SESSION, {"seq": last_seq, "sid": rows[0]["session_id"]})
+
+    #: What only some engines have (:class:`~.base.Partitions`, :class:`~.base.Replicas`,
+    #: :class:`~.base.Pooler`, :class:`~.base.Segments`): none unless an engine's class says
+    #: otherwise.
+    partitions: Partitions | None = None
+    replicas: Replicas | None = None
+    pooler: Pooler | None = None
+    segments: Segments | None = None
 
     #: One statement per append is PostgreSQL's (SQLite's write lock is the transaction's).
     one_statement_appends = False

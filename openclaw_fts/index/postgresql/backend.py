@@ -19,7 +19,6 @@ import re
 import select
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, FromClause, TextClause, event, text
@@ -29,23 +28,21 @@ from sqlalchemy.exc import DisconnectionError
 from ...jsonsafe import stored_event
 from ...query import CompiledQuery
 from ...rows import EVENT_COLUMNS, EventRow, Extension, NewRow, SessionContext
-from ..base import Lease, with_sync_driver
+from ..base import Lease, Partitions, Pooler, Replicas, with_sync_driver
 from ..impact import IMPACT_TABLE
 from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
 from . import impact, partition
 from .compose import match_parts
 from .lease import AdvisoryLease, RowLease
-from .names import is_search_object
-from .pooling import is_transaction_pooled
+from .partition import AgentPartitions
+from .pooling import TransactionPooler, is_transaction_pooled
 from .read import (
     ONE_STATEMENT,
     SESSION_CUSTOM_PLANS,
     SNAPSHOT_ISOLATION,
     PostgresSearch,
-    has_tsvector_statistics,
-    last_seq_per_statement,
 )
-from .replica import in_recovery
+from .replica import StandbyReplicas
 
 
 @functools.lru_cache(maxsize=256)
@@ -309,10 +306,9 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     name = "postgresql"
     packaged_driver: tuple[str, str] | None = ("psycopg", "postgresql")
     sync_drivers: Mapping[str, str] = {ASYNCPG: PSYCOPG}
-    hot_standbys = True
-    transaction_poolers = True
-    partitions_by_agent = True
-    merges_segments = False
+    partitions: Partitions | None = AgentPartitions()
+    replicas: Replicas | None = StandbyReplicas()
+    pooler: Pooler | None = TransactionPooler()
     one_statement_appends = True
 
     #: The JSON of a row whose ``parent_id`` column is empty (few: roots and malformed rows);
@@ -530,19 +526,12 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         impact.distrust(conn, list(words))
 
     def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
-        return impact.repair(conn, verify=verify)
-
-    def lists_guarded(self, conn: Connection) -> bool:
-        """Revision 0009 serialised promotions against the writers of index rows."""
-        return impact.guarded(conn)
-
-    def needs_merge(self, conn: Connection) -> bool:
-        """Never: a GIN index has no segments (it merges its pending list itself)."""
-        return False
-
-    def merge_step(self, conn: Connection) -> bool:
-        """Nothing to merge (:meth:`needs_merge`)."""
-        return False
+        """Rebuild the untrusted lists (every drifted one with ``verify``), then track the
+        words that became frequent when no writer is busy (the reconciler's pass: rows it
+        left as they were cross no checkpoint)."""
+        repaired = impact.repair(conn, verify=verify)
+        impact.promote_if_free(conn)
+        return repaired
 
     def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
         return impact.drift(conn)
@@ -553,31 +542,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
 
     # ------------------------------------------------------------ schema
 
-    def attach_ddl(self) -> None:
-        """None: the text-search objects are the migrations' (``metadata.create_all()`` makes
-        the tables only)."""
-
-    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
-        """The generated ``tsvector`` column and its GIN index."""
-        return is_search_object(type_, name, table)
-
-    def tables_at_head(self, conn: Connection) -> bool:
-        """Revision 0006 set the ``tsvector`` statistics target (0005 and 0006 have the same
-        tables)."""
-        return has_tsvector_statistics(conn)
-
-    def triggers_at_head(self, conn: Connection) -> bool:
-        """Revision 0008 made the ``last_seq`` trigger fire per statement (0007 and 0008 have
-        the same tables)."""
-        return last_seq_per_statement(conn)
-
     # ------------------------------------------------------------ engines and connections
-
-    def in_memory(self, url: URL) -> bool:
-        return False
-
-    def database_file(self, url: URL) -> Path | None:
-        return None
 
     def sync_url(self, url: URL) -> URL:
         """An asyncpg URL opens psycopg 3 on the same server: asyncpg-only parameters
@@ -617,37 +582,9 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         event.listen(engine, "connect", session_settings)
         event.listen(engine, "checkout", _alive_or_discard)
 
-    def configure_engine(
-        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
-    ) -> None:
-        """Nothing per connection: the server's defaults are what the plugin relies on (a
-        commit that returned survives a power cut under ``fsync=on`` and
-        ``synchronous_commit=on``, the server's defaults, at either ``durability``)."""
-
     def storage_full(self, error: BaseException) -> bool:
         """SQLSTATE 53100 (``disk_full``; psycopg and asyncpg both name it ``sqlstate``)."""
         return getattr(error, "sqlstate", None) == DISK_FULL
-
-    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
-        """Nothing to settle."""
-
-    def begin_write(self, conn: Connection) -> None:
-        """Nothing: appends lock their session's row (:meth:`lock_session`)."""
-
-    def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
-        """Hash partitions of the index rows by agent (:mod:`.partition`)."""
-        chosen = partition.DEFAULT_PARTITIONS if partitions is None else partitions
-        return partition.partition_by_agent(conn, chosen)
-
-    def unpartition_by_agent(self, conn: Connection) -> int:
-        """The plain ``message_index`` table again (:func:`.partition.unpartition`)."""
-        return partition.unpartition(conn)
-
-    def partitioned_by_agent(self, conn: Connection) -> bool:
-        return partition.has_layout(conn)
-
-    def in_recovery(self, conn: Connection) -> bool:
-        return in_recovery(conn)
 
     def snapshot_options(
         self, *, read_only: bool = False, one_statement: bool = False

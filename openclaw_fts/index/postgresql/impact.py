@@ -9,10 +9,14 @@ rows (:data:`INSERT_TRIGGER`, from the rows' transition table, in the inserting 
 transaction, whatever inserted them) and removed with their index row (the foreign key's
 cascade on the flat layout; a row trigger, :data:`DELETE_TRIGGER`, on the partitioned one);
 a word becomes tracked only in the statement that writes its whole list
-(:data:`PROMOTE_FUNCTION`, which reads the planner's statistics of the most common lexemes:
-no scan of the index). Tracked words are plain ASCII letters and digits, which are their own
-``tsquery`` text. The DDL here is what revisions 0007 and 0009 create (they keep frozen
-copies).
+(:data:`PROMOTE_FUNCTION`). Its candidates are the plugin's own counts
+(:data:`CANDIDATES_FUNCTION`, revision 0010): the words of the newest index rows held there at
+a rate that would make them frequent in the whole index, each counted through the GIN index up
+to the threshold — no scan of the index, and no ``ANALYZE`` needed (before 0010 they came from
+the planner's statistics only, which exist after one: a host that wrote and searched at once,
+without ``optimize``, had no lists; those statistics still add candidates when there are any).
+Tracked words are plain ASCII letters and digits, which are their own ``tsquery`` text. The
+DDL here is what revisions 0007, 0009 and 0010 create (they keep frozen copies).
 
 Why that holds under concurrency (revision 0009). A promotion reads the index rows that are
 committed; a writer's trigger joins the words that are tracked in ITS snapshot. Left alone, a
@@ -47,9 +51,9 @@ waited for a row lock held by a writer waiting for the share lock would deadlock
 constraint trigger, :data:`DUE_TRIGGER`, fires at the commit of a transaction that inserted an
 index row whose id is a multiple of ``PROMOTE_EVERY_ROWS`` and promotes then, when the
 exclusive lock is free at once (``pg_try_advisory_xact_lock``: it never waits, so it cannot
-deadlock; when other writers are busy the next boundary, ``optimize`` or the reconciler
-promotes). Cost on the append path: one uncontended share lock per statement (measured in
-docs/postgresql.md).
+deadlock; when other writers are busy the next boundary, ``optimize`` or the reconciler's pass
+promotes: :func:`promote_if_free`, which never waits either). Cost on the append path: one
+uncontended share lock per statement (measured in docs/postgresql.md).
 
 A list found drifted anyway (``check``, a list edited by hand) is never trusted silently: its
 word is marked untrusted (:func:`distrust`; ``avg_len`` = :data:`UNTRUSTED`: PostgreSQL's
@@ -137,8 +141,9 @@ def relist_session_sql(table: str) -> str:
     )
 
 
-#: The words the planner's statistics show in at least ``min_docs`` rows, not tracked yet.
-_CANDIDATES = (
+#: The words the planner's statistics show in at least ``min_docs`` rows, not tracked yet
+#: (they exist after an ``ANALYZE``: ``optimize`` runs one).
+_STATS_CANDIDATES = (
     "SELECT DISTINCT e.elem FROM pg_stats AS st "
     "JOIN pg_namespace AS ns ON ns.nspname = st.schemaname "
     "JOIN pg_class AS c ON c.relname = st.tablename AND c.relnamespace = ns.oid "
@@ -149,6 +154,41 @@ _CANDIDATES = (
     f"AND e.elem ~ '{TERM_REGEX}' AND e.freq * greatest(c.reltuples, 0) >= min_docs "
     f"AND NOT EXISTS (SELECT 1 FROM {TERMS_TABLE} AS t WHERE t.term = e.elem)"
 )
+#: The words of the newest :data:`SAMPLE_ROWS` index rows held there often enough to be held
+#: by ``min_docs`` rows of the whole index at that rate (times :data:`SAMPLE_MARGIN`; the
+#: newest id stands for the row count: ids only grow), not tracked yet: the plugin's own
+#: counts, no ``ANALYZE`` needed. A word that grows frequent is written while it does, so the
+#: checks it crosses meet it.
+#: The sample's rows and margin (see :data:`_SAMPLE_CANDIDATES`; a share varies from sample
+#: to sample). SQLite's checkpoint uses the same figures (``.sqlite.impact``).
+SAMPLE_ROWS = 512
+SAMPLE_MARGIN = 0.6
+#: Fewest of the sample's rows a candidate is in, whatever the index's size: past ~1m rows the
+#: rate above would make every word of the sample a candidate, each counted through the GIN
+#: index at every check (seconds). A word in fewer is left to the planner's statistics
+#: (``optimize``, autovacuum's ``ANALYZE``): its exact path ranks a small share of the index.
+SAMPLE_MIN_HITS = 4
+_SAMPLE_CANDIDATES = (
+    "SELECT s.w FROM (SELECT u.w, count(*) AS k FROM "
+    f"(SELECT {TSVECTOR_COLUMN} AS v FROM {CONTENT_TABLE} ORDER BY id DESC LIMIT {SAMPLE_ROWS}) "
+    "AS r CROSS JOIN LATERAL unnest(tsvector_to_array(r.v)) AS u(w) GROUP BY u.w) AS s, "
+    f"(SELECT count(*) AS n, max(id) AS top FROM (SELECT id FROM {CONTENT_TABLE} "
+    f"ORDER BY id DESC LIMIT {SAMPLE_ROWS}) AS q) AS m "
+    f"WHERE s.w ~ '{TERM_REGEX}' AND s.k >= {SAMPLE_MIN_HITS} "
+    f"AND s.k * greatest(m.top, 1) >= min_docs * m.n * {SAMPLE_MARGIN} "
+    f"AND NOT EXISTS (SELECT 1 FROM {TERMS_TABLE} AS t WHERE t.term = s.w)"
+)
+CANDIDATES_FUNCTION = "openclaw_fts_impact_candidates"
+#: The untracked words that ``min_docs`` index rows hold (each counted, up to ``min_docs``,
+#: through the GIN index), from the newest rows (:data:`_SAMPLE_CANDIDATES`) and the planner's
+#: statistics when there are any (:data:`_STATS_CANDIDATES`). Revision 0010.
+CREATE_CANDIDATES_FUNCTION = (
+    f"CREATE OR REPLACE FUNCTION {CANDIDATES_FUNCTION}(min_docs bigint) RETURNS SETOF text "
+    f"LANGUAGE sql STABLE AS $$ SELECT c.w FROM ({_SAMPLE_CANDIDATES}"
+    f" UNION {_STATS_CANDIDATES}) AS c(w) WHERE (SELECT count(*) FROM (SELECT 1 FROM "
+    f"{CONTENT_TABLE} WHERE {TSVECTOR_COLUMN} @@ c.w::tsquery LIMIT min_docs) AS z) >= min_docs $$"
+)
+_CANDIDATES = f"SELECT x.cand FROM {CANDIDATES_FUNCTION}(min_docs) AS x(cand)"
 
 #: The function behind :data:`INSERT_TRIGGER`: the share lock (:data:`_GUARD`), then the new
 #: rows' list rows (those reaching their word's ``min_impact``).
@@ -183,8 +223,8 @@ CREATE_DELETE_FUNCTION = (
     f"CREATE OR REPLACE FUNCTION {DELETE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
     f"BEGIN DELETE FROM {IMPACT_TABLE} WHERE row_id = OLD.id; RETURN NULL; END $$"
 )
-#: Tracks every word of the planner's most-common-lexeme statistics of the index rows that at
-#: least ``min_docs`` rows hold (estimated from the statistics, then counted) and is not
+#: Tracks every candidate word (:data:`CANDIDATES_FUNCTION`: the newest rows' frequent words
+#: and the planner's statistics' that at least ``min_docs`` rows hold, then counted) not
 #: tracked yet: its list (the rows reaching the impact of its
 #: ``max(LIST_MIN_ROWS, docs / LIST_DIVISOR)``-th best row), then its ``message_impact_terms``
 #: row. Returns how many words it tracked. Under READ COMMITTED only (0 otherwise), and only
@@ -270,10 +310,44 @@ def guarded(conn: Connection) -> bool:
     )
 
 
+def self_promoting(conn: Connection) -> bool:
+    """Whether promotion finds its words from the plugin's own counts (revision 0010's
+    :data:`CANDIDATES_FUNCTION` exists)."""
+    return bool(
+        conn.execute(
+            text(f"SELECT to_regprocedure('{CANDIDATES_FUNCTION}(bigint)') IS NOT NULL")
+        ).scalar()
+    )
+
+
 def promote(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
-    """Track the newly frequent words the planner's statistics name (after ``ANALYZE``); waits
-    for the transactions writing index rows to end (:data:`PROMOTION_LOCK_KEY`)."""
+    """Track the newly frequent words (:data:`CANDIDATES_FUNCTION`); waits for the
+    transactions writing index rows to end (:data:`PROMOTION_LOCK_KEY`)."""
     return int(conn.execute(text(f"SELECT {PROMOTE_FUNCTION}(:n)"), {"n": min_docs}).scalar() or 0)
+
+
+def promote_if_free(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
+    """Track the newly frequent words (:data:`CANDIDATES_FUNCTION`) when no transaction is
+    writing index rows at this moment (the exclusive lock tried, never waited for: the
+    reconciler's pass, like a commit at a checkpoint, must not hold writers back); 0 when
+    there is none, when the lock is busy (the next checkpoint or pass looks again), outside
+    READ COMMITTED, or before revision 0010."""
+    if not self_promoting(conn):
+        return 0
+    found = conn.execute(
+        text(
+            "SELECT current_setting('transaction_isolation') = 'read committed' AND EXISTS "
+            f"(SELECT 1 FROM {CANDIDATES_FUNCTION}(:n))"
+        ),
+        {"n": min_docs},
+    ).scalar()
+    if not found:
+        return 0
+    if not conn.execute(
+        text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": PROMOTION_LOCK_KEY}
+    ).scalar():
+        return 0
+    return promote(conn, min_docs)
 
 
 def _lock_exclusive(conn: Connection) -> bool:

@@ -288,3 +288,21 @@ def agent_scope_sql(alias: str, agents: list[str]) -> tuple[str, dict[str, Any]]
     """``<alias>.agent_id = ANY(:scope_agents)``: bound as a value the planner sees (the
     search forces custom plans), so it prunes every other partition before running."""
     return f"{alias}.agent_id = ANY(:scope_agents)", {"scope_agents": agents}
+
+
+class AgentPartitions:
+    """:class:`~openclaw_fts.index.base.Partitions` of PostgreSQL: this module's functions."""
+
+    default_count = DEFAULT_PARTITIONS
+    max_count = MAX_PARTITIONS
+
+    def partition(self, conn: Connection, partitions: int | None) -> int:
+        """Hash partitions of the index rows by agent (:func:`partition_by_agent`)."""
+        return partition_by_agent(conn, self.default_count if partitions is None else partitions)
+
+    def unpartition(self, conn: Connection) -> int:
+        """The plain ``message_index`` table again (:func:`unpartition`)."""
+        return unpartition(conn)
+
+    def partitioned(self, conn: Connection) -> bool:
+        return has_layout(conn)

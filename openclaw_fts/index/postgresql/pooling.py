@@ -41,3 +41,11 @@ def _never_prepare(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
     driver = getattr(dbapi_connection, "driver_connection", dbapi_connection)
     if hasattr(driver, "prepare_threshold"):
         driver.prepare_threshold = None
+
+
+class TransactionPooler:
+    """:class:`~openclaw_fts.index.base.Pooler` of PostgreSQL (PgBouncer in transaction
+    mode)."""
+
+    def use(self, engine: Engine) -> Engine:
+        return use_transaction_pooler(engine)

@@ -45,8 +45,8 @@ from ..page import search_page
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import visible
 from . import impact
-from .names import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
-from .partition import PARTITIONED_TABLE, agent_scope_sql, is_partitioned, visible_agents
+from .names import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
+from .partition import agent_scope_sql, is_partitioned, visible_agents
 from .query import render
 
 if TYPE_CHECKING:
@@ -977,38 +977,3 @@ def ctype_warning(conn: Connection) -> str | None:
         "Cyrillic word cannot be found); create the database with a UTF-8 LC_CTYPE such as "
         "C.UTF-8 for full Unicode behaviour"
     )
-
-
-#: The trigger that raises ``last_seq`` on raw event inserts, and its ``pg_trigger.tgtype``
-#: bit for a row trigger (``TRIGGER_TYPE_ROW``): revision 0008 made it a statement trigger.
-LAST_SEQ_TRIGGER = "transcript_events_last_seq"
-TRIGGER_TYPE_ROW = 1
-
-
-def last_seq_per_statement(conn: Connection) -> bool:
-    """Whether :data:`LAST_SEQ_TRIGGER` fires once per statement (revision 0008) rather than
-    per row (how a database whose version table does not name the plugin's revisions is told
-    apart from one at 0007: the two have the same tables)."""
-    tgtype = conn.execute(
-        text(
-            "SELECT tgtype FROM pg_trigger WHERE tgname = :name "
-            "AND tgrelid = to_regclass('transcript_events')"
-        ),
-        {"name": LAST_SEQ_TRIGGER},
-    ).scalar()
-    return tgtype is not None and not int(tgtype) & TRIGGER_TYPE_ROW
-
-
-def has_tsvector_statistics(conn: Connection) -> bool:
-    """Whether :data:`TSVECTOR_COLUMN` has the statistics target revision 0006 sets (how a
-    database whose version table does not name the plugin's revisions is told apart from one
-    at 0005: the two have the same tables)."""
-    target = conn.execute(
-        text(
-            "SELECT max(attstattarget) FROM pg_attribute WHERE attrelid IN "
-            "(to_regclass(:table), to_regclass(:partitioned)) "
-            "AND attname = :column AND NOT attisdropped"
-        ),
-        {"table": CONTENT_TABLE, "partitioned": PARTITIONED_TABLE, "column": TSVECTOR_COLUMN},
-    ).scalar()
-    return target == TSVECTOR_STATISTICS_TARGET

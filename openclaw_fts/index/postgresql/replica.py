@@ -76,3 +76,19 @@ def replayed_lsn(conn: Connection) -> int | None:
     if not recovering:
         return None
     return 0 if lsn is None else parse_lsn(str(lsn))  # None: nothing replayed yet
+
+
+class StandbyReplicas:
+    """:class:`~openclaw_fts.index.base.Replicas` of PostgreSQL: this module's functions."""
+
+    def in_recovery(self, conn: Connection) -> bool:
+        return in_recovery(conn)
+
+    def current_lsn(self, conn: Connection) -> int | None:
+        return current_lsn(conn)
+
+    def replayed_lsn(self, conn: Connection) -> int | None:
+        return replayed_lsn(conn)
+
+    def parse_lsn(self, lsn: str) -> int:
+        return parse_lsn(lsn)

@@ -24,27 +24,24 @@ from sqlalchemy import DDL, ColumnElement, Connection, Engine, FromClause, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
-from ...errors import UnsupportedDatabaseError
 from ...models import MessageImpact, MessageIndex
 from ...query import CompiledQuery
 from ...rows import NewRow
-from ..base import READ_ONLY, WRITE, Lease, with_sync_driver
+from ..base import READ_ONLY, WRITE, Lease, Segments
 from ..lease import TableLease
 from ..sql import SqlBackend
 from . import connect, edit_triggers, impact
-from .compose import match_parts
+from .compose import fts_weights, match_parts
 from .fts import (
     CREATE_STATEMENTS,
     DROP_STATEMENTS,
     FTS_TABLE,
+    FtsSegments,
     cursor,
     delete_rows,
     in_lists,
     insert_rows,
-    is_fts_table,
-    merge_pending,
     merge_segments,
-    merge_step,
     read_row_sizes,
 )
 from .read import SqliteSearch
@@ -78,10 +75,8 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     name = "sqlite"
     packaged_driver: tuple[str, str] | None = None
     sync_drivers: Mapping[str, str] = {"aiosqlite": "pysqlite"}
-    hot_standbys = False
-    transaction_poolers = False
-    partitions_by_agent = False
-    merges_segments = True
+    segments: Segments | None = FtsSegments()
+    rank_weights = fts_weights()
     INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
     #: SQLite tells a null ``parentId`` from a missing or malformed one without the JSON
     #: reaching Python.
@@ -112,26 +107,10 @@ class SqliteBackend(SqliteSearch, SqlBackend):
             ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
             event.listen(impact_table, when, ddl)
 
-    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
-        """The FTS5 virtual table and its shadow tables."""
-        return type_ == "table" and is_fts_table(name)
-
-    def tables_at_head(self, conn: Connection) -> bool:
-        """Revision 0006 does nothing on SQLite: a database with 0005's tables has it."""
-        return True
-
-    def triggers_at_head(self, conn: Connection) -> bool:
-        """Revision 0008 does nothing on SQLite: a database with 0007's tables has it."""
-        return True
-
     # ------------------------------------------------------------ engines and connections
 
     def in_memory(self, url: URL) -> bool:
         return url.database in (None, "", ":memory:")
-
-    def sync_url(self, url: URL) -> URL:
-        """aiosqlite's URL is ``sqlite3``'s: only the driver changes."""
-        return with_sync_driver(url, self.sync_drivers)
 
     def database_file(self, url: URL) -> Path | None:
         if self.in_memory(url):
@@ -185,27 +164,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     def begin_write(self, conn: Connection) -> None:
         connect.take_write_lock(cursor(conn))
 
-    def partition_by_agent(self, conn: Connection, partitions: int | None) -> int:
-        raise UnsupportedDatabaseError("openclaw-fts: SQLite has no partitioned layout")
-
-    def unpartition_by_agent(self, conn: Connection) -> int:
-        raise UnsupportedDatabaseError("openclaw-fts: SQLite has no partitioned layout")
-
-    def partitioned_by_agent(self, conn: Connection) -> bool:
-        return False
-
-    def in_recovery(self, conn: Connection) -> bool:
-        return False
-
-    def snapshot_options(
-        self, *, read_only: bool = False, one_statement: bool = False
-    ) -> dict[str, Any]:
-        """None needed: a deferred transaction reads one snapshot from its first read."""
-        return {}
-
-    def own_engine(self, engine: Engine) -> None:
-        """Nothing beyond :meth:`configure_engine`."""
-
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         return TableLease(engine, holder, seconds)
 
@@ -251,15 +209,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         if merge_segments(conn):
             log.info("optimize: the FTS5 index was rebuilt (its structure had grown)")
         impact.promote(cursor(conn))
-
-    def needs_merge(self, conn: Connection) -> bool:
-        """Whether the FTS5 index is in many segments that a merge step would merge
-        (:func:`~.fts.merge_pending`)."""
-        return merge_pending(conn)
-
-    def merge_step(self, conn: Connection) -> bool:
-        """One bounded step of FTS5's segment merge (:func:`.fts.merge_step`)."""
-        return merge_step(conn)
 
     # ------------------------------------------------------------ checks
 

@@ -328,3 +328,16 @@ def read_row_sizes(conn: Connection, session_id: str) -> list[tuple[int, int, in
         )
         .fetchall()
     )
+
+
+class FtsSegments:
+    """:class:`~openclaw_fts.index.base.Segments` of FTS5: :func:`merge_pending` and
+    :func:`merge_step`."""
+
+    def needs_merge(self, conn: Connection) -> bool:
+        """Whether the FTS5 index is in many segments that a merge step would merge."""
+        return merge_pending(conn)
+
+    def merge_step(self, conn: Connection) -> bool:
+        """One bounded step of FTS5's segment merge."""
+        return merge_step(conn)

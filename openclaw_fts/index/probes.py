@@ -1,0 +1,76 @@
+"""What a database's own schema says about the plugin revisions it holds: the migration side of
+each engine, kept off the runtime backend (:mod:`.base`).
+
+Invariant: only the migration code (``openclaw_fts.migrate``, ``openclaw_fts.alembic``) asks
+these questions; each engine package registers one :class:`RevisionProbes` under its dialect
+name when ``openclaw_fts.index`` is imported, beside its backend, and an unregistered dialect is
+refused with :class:`~openclaw_fts.errors.UnsupportedDatabaseError`. This module holds no SQL.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from ..errors import UnsupportedDatabaseError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+
+class RevisionProbes(Protocol):
+    """One engine's answers to what a host's version table may not say (a host revision that
+    ``depends_on`` the plugin's hides it), and to what Alembic's autogenerate must leave alone."""
+
+    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
+        """Whether an object Alembic reflects (``type_``: ``table``, ``column``, ``index``…;
+        ``table``: a column's or an index's table) is this engine's own, which the ORM
+        metadata does not model, so autogenerate must not propose dropping it."""
+        ...
+
+    def tables_at_head(self, conn: Connection) -> bool:
+        """On a database holding every plugin table of revision 0005 (and not 0007's): whether
+        it also has what revision 0006 adds."""
+        ...
+
+    def triggers_at_head(self, conn: Connection) -> bool:
+        """On a database holding every plugin table (revision 0007's included): whether it
+        also has what revision 0008 changes."""
+        ...
+
+    def lists_guarded(self, conn: Connection) -> bool:
+        """On a database at revision 0008 by its tables and triggers: whether it also has
+        what revision 0009 changes."""
+        ...
+
+    def track_frequent(self, conn: Connection, min_docs: int) -> int:
+        """Revision 0007's backfill: track every word held by at least ``min_docs`` indexed
+        messages, each with its whole impact list; returns how many were tracked."""
+        ...
+
+    def lists_self_promoting(self, conn: Connection) -> bool:
+        """On a database at revision 0009 by its tables and triggers: whether it also has
+        what revision 0010 changes."""
+        ...
+
+
+_PROBES: dict[str, RevisionProbes] = {}
+
+
+def register_probes(dialect: str, probes: RevisionProbes) -> None:
+    """Called once by each engine package at import, with its one instance."""
+    _PROBES[dialect] = probes
+
+
+def probes_of(conn: Connection) -> RevisionProbes:
+    """The revision probes of ``conn``'s dialect."""
+    found = _PROBES.get(conn.dialect.name)
+    if found is None:
+        raise UnsupportedDatabaseError(
+            f"openclaw-fts has no index backend for {conn.dialect.name!r} databases"
+        )
+    return found
+
+
+def all_probes() -> tuple[RevisionProbes, ...]:
+    """Every registered engine's probes (Alembic's name filter does not know the engine)."""
+    return tuple(_PROBES.values())

@@ -1,0 +1,41 @@
+"""SQLite's revision probes (:class:`~openclaw_fts.index.probes.RevisionProbes`): the revisions
+that change only PostgreSQL objects do nothing here, and FTS5's tables are its own.
+
+Invariant: no probe runs a statement (SQLite's revisions 0005–0009 are told apart by their
+tables alone).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection
+
+from . import impact
+from .fts import cursor, is_fts_table
+
+
+class SqliteProbes:
+    """What SQLite's schema says about the plugin's revisions."""
+
+    def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
+        """The FTS5 virtual table and its shadow tables."""
+        return type_ == "table" and is_fts_table(name)
+
+    def tables_at_head(self, conn: Connection) -> bool:
+        """Revision 0006 does nothing on SQLite: a database with 0005's tables has it."""
+        return True
+
+    def triggers_at_head(self, conn: Connection) -> bool:
+        """Revision 0008 does nothing on SQLite: a database with 0007's tables has it."""
+        return True
+
+    def lists_guarded(self, conn: Connection) -> bool:
+        """Revision 0009 does nothing on SQLite: a database with 0008 has it."""
+        return True
+
+    def track_frequent(self, conn: Connection, min_docs: int) -> int:
+        """The full vocabulary scan of :func:`.impact.promote`."""
+        return len(impact.promote(cursor(conn), min_docs))
+
+    def lists_self_promoting(self, conn: Connection) -> bool:
+        """Revision 0010 does nothing on SQLite: a database with 0008 has it."""
+        return True
