@@ -572,7 +572,7 @@ def import_cmd(paths: tuple[Path, ...], session_key: str | None, rekey: bool) ->
 @caller_options
 @click.option(
     "--limit",
-    type=click.IntRange(1, MAX_LIMIT),
+    type=int,  # validated once, by the search (the tool's rule and message)
     default=None,
     metavar="N",
     help=f"Most results to return [default: {DEFAULT_LIMIT}; max {MAX_LIMIT}].",

@@ -56,6 +56,36 @@ class SearchRequest:
 Hit = tuple[int, str, int, str, str, int, str, float | None]
 
 
+@dataclass(frozen=True)
+class QueryPage:
+    """What the index answers for one query of a search (:class:`SearchPage`)."""
+
+    #: Up to the request's limit, in result order.
+    hits: list[Hit]
+    #: Whether the ranking found more than the limit.
+    more: bool
+    #: Each hit's searchable text (masked, clean), by index row id.
+    texts: dict[int, str]
+    #: One hit per session key: each hit's number of matching messages the caller may see,
+    #: by index row id (empty otherwise).
+    session_hits: dict[int, int]
+    #: For a query that found nothing: near words and a prefix form the caller may search.
+    suggestions: list[str]
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """A page of hits for a caller and a set of requests, read in one snapshot
+    (:meth:`~openclaw_fts.index.base.Reader.search_page`); shaping it for the tool is the
+    search's own step."""
+
+    #: Whether a session the caller may see (of the ``sessionKey``, when given) is pending:
+    #: each query may miss hits.
+    indexing: bool
+    #: One per request, in the order given.
+    queries: list[QueryPage]
+
+
 # --------------------------------------------------------------------------- the write side
 
 #: What every index row of a session carries beside its text (``message_index.sess``):

@@ -26,10 +26,10 @@ from .errors import ToolInputError
 from .index.base import reader
 from .query import compile_query
 from .redact import Redactor, redact_text
-from .rows import SearchRequest
+from .rows import Hit, SearchPage, SearchRequest
 from .snippet import make_snippet
 from .spans import SPAN_EXAMPLES, back_from, span_ms
-from .suggest import suggestion_text, suggestions
+from .suggest import suggestion_text
 from .tokens import is_valid_unicode, utf16_len
 from .visibility import Caller, Target, resolve_target
 
@@ -225,120 +225,141 @@ def run_searches(
     suggest: bool = True,
 ) -> dict[str, Any]:
     """Run validated searches (one, or a batch sharing ``sessionKey``, filters and limit) in one
-    snapshot. A batch answers ``batch: true``, ``queries``, and each hit's ``queryIndex``; the
-    queries whose hits were cut are listed in ``truncatedQueries``, and while sessions are
-    pending ``indexingQueries`` lists every query (each may miss hits). ``results`` holds each
-    query's hits in turn, and the byte cap applies to all of them together. ``per_session``:
-    one hit per session key (its best), each with ``sessionHits``, the key's number of
-    matching messages the caller may see (the backend's :meth:`session_hits`); the limit then
-    counts sessions. ``suggest``: a query that found nothing gets near words and a prefix form
-    the caller may search (:mod:`openclaw_fts.suggest`) in ``warning``, the one free-text
-    field of OpenClaw's output schema."""
-    backend = reader(conn)
-    # First: it starts the snapshot every later read sees. A backend without a cheap
-    # database-wide probe asks only about the caller's sessions (below).
-    exact = backend.GLOBAL_PENDING_PROBE and not backend.any_pending(conn)
-    # Whether no session the suggestions may read from is pending: they look at every
-    # session the caller may see, whatever the sessionKey (below: or what the probe says).
-    words_exact = exact
+    snapshot, in three steps: the explicit ``sessionKey`` resolved and judged
+    (:func:`visibility.resolve_target`), the backend's page of hits
+    (:meth:`~openclaw_fts.index.base.Reader.search_page`: the pending protocol, the ranking,
+    the hits' texts and the suggestions), then that page shaped for the tool
+    (:func:`shape_page`). ``per_session``: one hit per session key (its best), each with
+    ``sessionHits``; the limit then counts sessions. ``suggest``: a query that found nothing
+    gets near words and a prefix form the caller may search in ``warning``."""
+    scoped = _resolve_key(conn, caller, reqs)
+    if isinstance(scoped, dict):
+        return scoped
+    page = reader(conn).search_page(conn, caller, scoped, per_session=per_session, suggest=suggest)
+    if page.indexing and on_pending is not None:
+        on_pending()
+    return shape_page(page, scoped, batch=batch, per_session=per_session, redactor=redactor)
+
+
+def _resolve_key(
+    conn: Connection, caller: Caller, reqs: Sequence[SearchRequest]
+) -> Sequence[SearchRequest] | dict[str, Any]:
+    """The requests with their shared explicit ``sessionKey`` resolved (an alias, a session
+    id), or the ``forbidden`` / ``error`` answer when the caller may not search it."""
     session_key = reqs[0].session_key
-    if session_key is not None:
-        target = resolve_target(conn, caller, session_key, action="search")
-        if not isinstance(target, Target):
-            return target
-        reqs = [replace(r, session_key=target.session_key) for r in reqs]
-        session_key = target.session_key
+    if session_key is None:
+        return reqs
+    target = resolve_target(conn, caller, session_key, action="search")
+    if not isinstance(target, Target):
+        return target
+    return [replace(r, session_key=target.session_key) for r in reqs]
+
+
+class _ResultsBudget:
+    """The items of ``results`` whose JSON (as ``json.dumps(results, ensure_ascii=False)``
+    writes it: ", " between items) stays within :data:`MAX_RESULTS_BYTES`. While the items'
+    upper bounds fit, every item fits; exact sizes are counted only near the cap."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.full = False  # an item did not fit: nothing more is taken
+        self._bound_used = 2  # the enclosing "[]"; an upper bound of the JSON so far
+        self._exact_used: int | None = None  # the exact size, once it is needed
+
+    def take(self, item: dict[str, Any]) -> bool:
+        """Add ``item`` when it fits; False (and full) when it does not."""
+        if self._exact_used is None:
+            bound = _item_bytes_bound(item)
+            if self._bound_used + bound <= MAX_RESULTS_BYTES:
+                self._bound_used += bound
+                self.items.append(item)
+                return True
+            used = 2 + sum(_item_bytes(r) + 2 for r in self.items)
+            self._exact_used = used - (2 if self.items else 0)
+        size = _item_bytes(item) + (2 if self.items else 0)
+        if self._exact_used + size > MAX_RESULTS_BYTES:
+            self.full = True
+            return False
+        self._exact_used += size
+        self.items.append(item)
+        return True
+
+
+def _result_item(
+    hit: Hit,
+    snippet: str,
+    *,
+    query_index: int | None,
+    session_hits: int | None,
+) -> dict[str, Any]:
+    """One hit as the tool shows it (docs/tools.md)."""
+    _row_id, session_id, _seq, event_id, role, ts, key, rank = hit
+    item: dict[str, Any] = {
+        "sessionKey": key,
+        "sessionId": session_id,
+        "messageId": event_id,
+        "role": role,
+        "timestamp": int(ts),
+        "snippet": snippet,
+        "score": -float(rank) if rank is not None else 0.0,
+    }
+    if query_index is not None:
+        item["queryIndex"] = query_index
+    if session_hits is not None:
+        item["sessionHits"] = session_hits
+    return item
+
+
+def shape_page(
+    page: SearchPage,
+    reqs: Sequence[SearchRequest],
+    *,
+    batch: bool,
+    per_session: bool = False,
+    redactor: Redactor | None = None,
+) -> dict[str, Any]:
+    """The tool's answer for a backend's page: each hit's snippet cut from its (masked) text,
+    camelCase keys, ``results`` within :data:`MAX_RESULTS_BYTES`, the indexing warning and
+    the suggestions. A batch answers ``batch: true``, ``queries``, and each hit's
+    ``queryIndex``; the queries whose hits were cut are listed in ``truncatedQueries``, and
+    while sessions are pending ``indexingQueries`` lists every query (each may miss hits).
+    ``results`` holds each query's hits in turn, and the byte cap applies to all of them
+    together."""
     out: dict[str, Any] = {}
     if batch:
         out["batch"] = True
         out["queries"] = [r.query for r in reqs]
     out["results"] = []
-    # One query: the backend may answer the pending probe and rank in one statement.
-    folded = None
-    if not batch and not per_session and reqs[0].compiled is not None and not exact:
-        folded = backend.pending_and_hits(conn, caller, reqs[0])
-    if folded is not None:
-        indexing = folded[0]
-    else:
-        indexing = not exact and backend.pending_visible(conn, caller, session_key)
-    # Nothing the caller may see is pending: every row the ranked statement can return (its
-    # visibility and sessionKey filters are the same) is exact, so it needs no pending filter.
-    exact = exact or not indexing
-    words_exact = words_exact or (exact and session_key is None)
-    if indexing:
+    if page.indexing:
         out["indexing"] = True
         out["warning"] = INDEXING_WARNING
         if batch:
             out["indexingQueries"] = list(range(len(reqs)))
-        if on_pending is not None:
-            on_pending()
-    results: list[dict[str, Any]] = []
+    mask = _search_time_mask(redactor)
+    budget = _ResultsBudget()
     truncated_queries: list[int] = []
-    bound_used = 2  # the enclosing "[]"; an upper bound of the JSON so far
-    exact_used: int | None = None  # the exact size, once it is needed
-    full = False
-    for query_index, req in enumerate(reqs):
-        if req.compiled is None:
-            continue
-        counts: dict[int, int] = {}
-        if per_session:
-            grouped = backend.session_hits(conn, caller, req, exact=exact)
-            hits = [hit for hit, _ in grouped]
-            counts = {hit[0]: n for hit, n in grouped}
-        elif folded is not None:
-            hits = folded[1]
-        else:
-            hits = backend.ranked_hits(conn, caller, req, exact=exact)
-        truncated = len(hits) > req.limit
-        hits = hits[: req.limit]
-        if full:
-            if hits:
+    for query_index, (req, found) in enumerate(zip(reqs, page.queries, strict=True)):
+        if budget.full:  # no room left: a query with hits is cut whole
+            if found.hits:
                 truncated_queries.append(query_index)
             continue
-        texts = backend.hit_texts(conn, hits)
-        mask = _search_time_mask(redactor)
-        for row_id, session_id, _seq, event_id, role, ts, key, rank in hits:
-            snippet = make_snippet(mask(texts[row_id]), req.compiled.terms)
-            item: dict[str, Any] = {
-                "sessionKey": key,
-                "sessionId": session_id,
-                "messageId": event_id,
-                "role": role,
-                "timestamp": int(ts),
-                "snippet": snippet,
-                "score": -float(rank) if rank is not None else 0.0,
-            }
-            if batch:
-                item["queryIndex"] = query_index
-            if per_session:
-                item["sessionHits"] = counts[row_id]
-            # Counted as json.dumps(results, ensure_ascii=False) writes it: ", " between items.
-            # While the items' upper bounds fit, every item fits; exact sizes only near the cap.
-            if exact_used is None:
-                bound = _item_bytes_bound(item)
-                if bound_used + bound <= MAX_RESULTS_BYTES:
-                    bound_used += bound
-                    results.append(item)
-                    continue
-                exact_used = 2 + sum(_item_bytes(r) + 2 for r in results) - (2 if results else 0)
-            size = _item_bytes(item) + (2 if results else 0)
-            if exact_used + size > MAX_RESULTS_BYTES:
-                truncated = full = True
+        terms = req.compiled.terms if req.compiled is not None else []
+        for hit in found.hits:
+            item = _result_item(
+                hit,
+                make_snippet(mask(found.texts[hit[0]]), terms),
+                query_index=query_index if batch else None,
+                session_hits=found.session_hits[hit[0]] if per_session else None,
+            )
+            if not budget.take(item):
                 break
-            exact_used += size
-            results.append(item)
-        if truncated:
+        if found.more or budget.full:
             truncated_queries.append(query_index)
-    out["results"] = results
-    if suggest:
-        found = {r.get("queryIndex", 0) for r in results}
-        for query_index, req in enumerate(reqs):
-            if query_index in found or (full and query_index in truncated_queries):
-                continue
-            words = suggestions(conn, caller, req.compiled, exact=words_exact)
-            if words:
-                head = f"Query {query_index + 1}: " if batch else ""
-                add_warning(out, head + suggestion_text(words))
+    out["results"] = budget.items
+    for query_index, found in enumerate(page.queries):
+        if found.suggestions:
+            head = f"Query {query_index + 1}: " if batch else ""
+            add_warning(out, head + suggestion_text(found.suggestions))
     if truncated_queries:
         out["truncated"] = True
         if batch:

@@ -522,6 +522,16 @@ def read_integer(
     return value
 
 
+def read_number(args: Mapping[str, Any], name: str) -> Any:
+    """A number as a tool's JSON may carry it: a numeric string is read as its number; None
+    when absent; anything else as it is, for the rule that takes the argument to refuse."""
+    raw = read_raw(args, name)
+    if _absent(raw):
+        return None
+    number = _number(raw)
+    return raw if number is None else number
+
+
 def read_string_list(args: Mapping[str, Any], name: str) -> list[str] | None:
     """A list of strings: one string is a list of one; non-strings and blanks are dropped."""
     raw = read_raw(args, name)
@@ -582,9 +592,9 @@ def sessions_search(
     try:
         query = read_string(params, "query")
         queries = read_string_list(params, "queries")
-        limit = read_integer(params, "limit", minimum=1, maximum=MAX_LIMIT)
         options: dict[str, Any] = {
-            "limit": limit,
+            # Validated once, by the search (``search.validate_limit``, OpenClaw's rule).
+            "limit": read_number(params, "limit"),
             "session_key": read_string(params, "sessionKey"),
             "role": _given(params, "role"),
             "since": _given(params, "since"),

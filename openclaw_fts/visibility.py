@@ -109,11 +109,12 @@ def _sandbox_denial(shown: str) -> dict[str, Any]:
     return _forbidden(f"Session not visible from this sandboxed agent session: {shorten(shown)}")
 
 
-def denial_text(caller: Caller, action: Action, *, target_agent: str) -> str:
-    """OpenClaw's text (``renderSessionVisibilityDenial``) for a session of ``target_agent``
-    the caller may not see; each names the setting that would allow it."""
+def denial_text(caller: Caller, action: Action, *, other_agent: bool) -> str:
+    """OpenClaw's text (``renderSessionVisibilityDenial``) for a session the caller may not
+    see, of another agent (``other_agent``) or of its own; each names the setting that would
+    allow it."""
     visibility = caller.effective_visibility
-    if target_agent != caller.effective_agent_id:
+    if other_agent:
         policy = caller.agent_to_agent
         if visibility != "all":
             return f"Session {action} visibility is restricted. {CROSS_AGENT_ADVICE}"
@@ -152,6 +153,10 @@ def resolve_target(
     :class:`Target`, or the ``forbidden`` / ``error`` result to return.
     """
     shown = raw.strip()
+    # What the caller is told about a session of its own agent, or of another, that it may
+    # not see (decided from the caller alone, before the key is judged).
+    own_denial = _forbidden(denial_text(caller, action, other_agent=False))
+    other_denial = _forbidden(denial_text(caller, action, other_agent=True))
     if shown == CURRENT_ALIAS:
         key = caller.session_key
     elif shown == MAIN_ALIAS:
@@ -165,14 +170,12 @@ def resolve_target(
         key = found
     else:
         key = shown
-    if is_incognito_session_key(key):
+    judged = sessions_sql.judge_key(conn, caller, key, for_search=action == "search")
+    if judged is None:  # OpenClaw's incognito key shape
         return incognito_denial(shown)
-    virtual_agent = agent_id_from_key(key) or caller.effective_agent_id
-    seen, stored, agent, incognito = sessions_sql.judge_key(
-        conn, caller, key, virtual_agent, for_search=action == "search"
-    )
+    seen, stored, agent, incognito = judged
     if seen:
         return Target(key, exists=stored)
     if incognito and action == "search":
         return incognito_denial(shown)
-    return _forbidden(denial_text(caller, action, target_agent=agent))
+    return own_denial if agent == caller.effective_agent_id else other_denial

@@ -38,6 +38,7 @@ from ..rows import (
     Hit,
     LeaseWait,
     NewRow,
+    SearchPage,
     SearchRequest,
     SessionContext,
     StateRow,
@@ -62,14 +63,32 @@ DURABILITIES = ("normal", "full")
 WRITE = "openclaw_fts_write"
 
 
-class Reader(Protocol):
-    """The read side of an index backend. Every method runs on the caller's connection and
-    transaction; none changes a row."""
+class SearchReads(Protocol):
+    """The search reads of an index backend (the part of :class:`Reader` an engine's search
+    class implements). Every method runs on the caller's connection and transaction; none
+    changes a row."""
 
-    # search
     #: Whether :meth:`any_pending` is cheap enough to ask before every search (SQLite: a memo
     #: keyed by ``PRAGMA data_version``); when not, search asks only :meth:`pending_visible`.
     GLOBAL_PENDING_PROBE: bool
+
+    def search_page(
+        self,
+        conn: Connection,
+        caller: Caller,
+        reqs: Sequence[SearchRequest],
+        *,
+        per_session: bool = False,
+        suggest: bool = True,
+    ) -> SearchPage:
+        """A search's one call: for ``caller`` (its explicit ``sessionKey``, shared by every
+        request, already resolved), each request's hits up to its limit with their texts, in
+        one snapshot, pending rows filtered only when something the caller may see is pending
+        (the probes and the fast paths below are this call's own steps:
+        :func:`~openclaw_fts.index.page.search_page`). ``per_session``: one hit per session
+        key (:meth:`session_hits`). ``suggest``: a query that found nothing gets near words
+        and a prefix form the caller may search (:mod:`openclaw_fts.index.suggest`)."""
+        ...
 
     def any_pending(self, conn: Connection) -> bool:
         """Whether any session at all is pending in this transaction's snapshot (read first: it
@@ -154,6 +173,11 @@ class Reader(Protocol):
         change neither the counts nor the order; nor do pending sessions, unless ``exact``
         (as for :meth:`near_words`)."""
         ...
+
+
+class Reader(SearchReads, Protocol):
+    """The read side of an index backend. Every method runs on the caller's connection and
+    transaction; none changes a row."""
 
     # sessions and their events
     def session_context(self, conn: Connection, session_id: str) -> SessionContext | None: ...

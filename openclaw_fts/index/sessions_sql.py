@@ -2,9 +2,10 @@
 resolving a ``sessionKey`` to a stored key, judging whether the caller may reach it, and listing
 a key's visible incarnations and reading a session's events for history.
 
-Invariant: each is one statement, the caller's visibility rendered for the connection's dialect
-(:func:`openclaw_fts.visibility.visible`) inside it, with every value bound; the SQL is the same
-on SQLite and PostgreSQL (booleans read through ``CASE WHEN``, literals ``TRUE`` / ``FALSE``).
+Invariant: each is one statement, the caller's visibility (:func:`.visibility_sql.visible`)
+inside it, with every value bound; the SQL is the same on SQLite and PostgreSQL (booleans read
+through ``CASE WHEN``, literals ``TRUE`` / ``FALSE``) but for what each engine spells itself
+(:mod:`.dialect_sql`: no dialect is named here).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
+from ..caller import agent_id_from_key, is_incognito_session_key
 from ..jsonsafe import stored_event
+from .dialect_sql import dialect_sql
 from .visibility_sql import visible
 
 if TYPE_CHECKING:
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
 
 def _unstorable(conn: Connection, value: str) -> bool:
     """A value no row of this engine can hold (PostgreSQL text: a NUL), so it matches none."""
-    return conn.dialect.name == "postgresql" and "\x00" in value
+    return dialect_sql(conn.dialect.name).cannot_hold(value)
 
 
 def lookup_key(conn: Connection, raw: str, *, scope_key: str | None) -> str | None:
@@ -53,12 +56,17 @@ def lookup_key(conn: Connection, raw: str, *, scope_key: str | None) -> str | No
 
 
 def judge_key(
-    conn: Connection, caller: Caller, key: str, virtual_agent: str, *, for_search: bool
-) -> tuple[bool, bool, str, bool]:
+    conn: Connection, caller: Caller, key: str, *, for_search: bool
+) -> tuple[bool, bool, str, bool] | None:
     """``(visible, stored, agent_id, incognito)`` of ``key`` for ``caller``: judged as its stored
-    sessions are, or — none stored — as a session of that key in ``virtual_agent`` would be
-    (so the answer never tells whether a hidden key exists)."""
+    sessions are, or — none stored — as a session of that key in the key's agent (``agent:<id>:…``;
+    else the caller's) would be (so the answer never tells whether a hidden key exists). None,
+    without a statement: the key has OpenClaw's incognito shape, which no session tool may
+    name (:func:`~openclaw_fts.caller.is_incognito_session_key`)."""
     pred = visible(caller, "s", for_search=for_search, dialect=conn.dialect.name)
+    if is_incognito_session_key(key):
+        return None
+    virtual_agent = agent_id_from_key(key) or caller.effective_agent_id
     params: dict[str, Any] = {**pred.params, "acc_key": key, "acc_agent": virtual_agent}
     stored = (
         "SELECT s0.session_key, s0.agent_id, s0.owner_session_key, s0.spawned_by, "
@@ -68,8 +76,9 @@ def judge_key(
     unstored = (
         "WHERE NOT EXISTS (SELECT 1 FROM openclaw_sessions AS s1 WHERE s1.session_key = :acc_key)"
     )
-    new_only = _unstorable(conn, key)  # no stored session can hold it
-    if _unstorable(conn, virtual_agent):  # a new session's agent, never a stored one's
+    spelt = dialect_sql(conn.dialect.name)
+    new_only = spelt.cannot_hold(key)  # no stored session can hold it
+    if spelt.cannot_hold(virtual_agent):  # a new session's agent, never a stored one's
         params["acc_agent"] = virtual_agent.replace("\x00", "\ufffd")
         new_only = (
             new_only
@@ -176,10 +185,8 @@ SESSION_KINDS = ("main", "group", "cron", "hook", "node", "other")
 
 
 def _contains(conn: Connection, haystack: str, needle: str) -> str:
-    """``needle`` occurs in ``haystack``, case-sensitively, on both dialects."""
-    if conn.dialect.name == "postgresql":
-        return f"strpos({haystack}, {needle}) > 0"
-    return f"instr({haystack}, {needle}) > 0"
+    """``needle`` occurs in ``haystack``, case-sensitively, in the engine's spelling."""
+    return dialect_sql(conn.dialect.name).contains(haystack, needle)
 
 
 def _kind_sql(conn: Connection, params: dict[str, Any]) -> str:

@@ -1,9 +1,9 @@
 """The caller's visibility as SQL: the predicate over ``openclaw_sessions`` every read path puts
 inside its statement (search, history, the pending probes, judging an explicit ``sessionKey``),
-rendered for the connection's dialect.
+in the spellings of the connection's engine (:mod:`.dialect_sql`: no dialect is named here).
 
 Invariant: every value is a bound parameter (``vis_*``), never spliced into the text; the
-incognito-key test in SQL (:func:`incognito_key_sql`) and in Python
+incognito-key test in SQL (each engine's ``incognito_key``) and in Python
 (``caller.is_incognito_session_key``) are built from the same constants of
 :mod:`openclaw_fts.caller`, so they agree. Who may see what is decided by ``visibility.py`` (the
 policy); this module only writes it as SQL.
@@ -14,7 +14,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from ..caller import INCOGNITO_KEY_COLONS, INCOGNITO_KEY_KINDS, KEY_TRIM_CHARS, Caller
+from ..caller import Caller
+from .dialect_sql import dialect_sql
 
 
 def _like_pattern(pattern: str) -> str:
@@ -36,45 +37,10 @@ class Predicate:
 
 def incognito_key_sql(alias: str = "s", *, dialect: str = "sqlite") -> str:
     """:func:`is_incognito_session_key` of ``alias.session_key`` as a SQL expression (no
-    parameters): exactly three colons, ``agent:`` + a non-empty id + a kind + ``incognito-`` +
-    a non-empty name; LIKE compares ASCII case-insensitively. ``dialect`` ``"postgresql"``
-    spells the same expression for PostgreSQL (:func:`_incognito_key_postgresql`); anything
-    else is SQLite."""
-    if dialect == "postgresql":
-        return _incognito_key_postgresql(alias)
-    trim = "char(" + ", ".join(str(ord(c)) for c in KEY_TRIM_CHARS) + ")"
-    key = f"lower(trim({alias}.session_key, {trim}))"
-    # The colons are char(58): a ":name" in the statement text would read as a bound parameter.
-    colon = " || char(58) || "
-    shapes = " OR ".join(
-        f"{key} LIKE ('agent'{colon}'_%'{colon}'{kind}'{colon}'incognito-_%')"
-        for kind in INCOGNITO_KEY_KINDS
-    )
-    colons = f"length({key}) - length(replace({key}, char(58), '')) = {INCOGNITO_KEY_COLONS}"
-    # One cheap LIKE first: almost no key holds "incognito-", and then nothing else is computed.
-    return f"({alias}.session_key LIKE '%incognito-%' AND ({shapes}) AND {colons})"
-
-
-def _octal(text: str) -> str:
-    """``text`` as a PostgreSQL escape string of octal escapes only (``E'\\072'`` is a colon):
-    a constant when the statement is parsed, where ``chr(58) || …`` is an expression folded
-    again at every planning, and without a ``:`` that ``text()`` would read as a parameter."""
-    return "E'" + "".join(c if c.isalnum() or c in "_%-" else f"\\{ord(c):03o}" for c in text) + "'"
-
-
-def _incognito_key_postgresql(alias: str) -> str:
-    """:func:`incognito_key_sql` spelt for PostgreSQL: ``btrim``, constants as escape strings
-    (:func:`_octal`), and the cheap first test ``strpos`` of the lower-cased key: a function
-    the planner gives a default selectivity, where ``ILIKE`` on the key column is estimated
-    against the column's statistics at every planning (together 0.13 ms of a narrow search's
-    0.63 ms of planning at 100k messages, bench/NOTES.md). Each shape below lower-cases
-    the key too and holds ``incognito-``, so that first test changes no answer."""
-    key = f"lower(btrim({alias}.session_key, {_octal(KEY_TRIM_CHARS)}))"
-    shapes = " OR ".join(
-        f"{key} LIKE {_octal(f'agent:_%:{kind}:incognito-_%')}" for kind in INCOGNITO_KEY_KINDS
-    )
-    colons = f"length({key}) - length(replace({key}, {_octal(':')}, '')) = {INCOGNITO_KEY_COLONS}"
-    return f"(strpos(lower({alias}.session_key), 'incognito-') > 0 AND ({shapes}) AND {colons})"
+    parameters), spelt by the engine of ``dialect`` (:mod:`.dialect_sql`): exactly three
+    colons, ``agent:`` + a non-empty id + a kind + ``incognito-`` + a non-empty name, compared
+    ASCII case-insensitively, after trimming :data:`~openclaw_fts.caller.KEY_TRIM_CHARS`."""
+    return dialect_sql(dialect).incognito_key(alias)
 
 
 def visible(
@@ -92,9 +58,9 @@ def visible(
       incognito either.
 
     Plain SQL text (no per-call SQLAlchemy compilation: it is built on every search); every
-    value is a bound parameter (``:name``), never spliced into the text. ``dialect``
-    ``"postgresql"`` renders it for PostgreSQL (booleans are not integers there; see
-    :func:`incognito_key_sql`), to be run through SQLAlchemy ``text()``; anything else is SQLite.
+    value is a bound parameter (``:name``), never spliced into the text. ``dialect``: the
+    engine whose spellings it takes (:mod:`.dialect_sql`; booleans are not integers on
+    PostgreSQL), to be run through SQLAlchemy ``text()``.
     The last :data:`PREDICATE_CACHE` predicates are remembered (by caller, alias and
     dialect); each call returns its own parameter dict.
     """
@@ -129,18 +95,18 @@ def _visible(caller: Caller, alias: str, for_search: bool, dialect: str) -> Pred
             others = _other_agents(caller, a, params)
             everything = others == [_ANY_AGENT]
             sql = "(" + " OR ".join([tree, same_agent, *others]) + ")"
-    sql = f"({sql} AND NOT {incognito_key_sql(a, dialect=dialect)})"
+    spelt = dialect_sql(dialect)
+    sql = f"({sql} AND NOT {spelt.incognito_key(a)})"
     if for_search:
-        incognito = f"NOT {a}.incognito" if dialect == "postgresql" else f"{a}.incognito = 0"
-        sql = f"({sql} AND {incognito})"
-    bound: dict[str, str | None] = dict(params)
-    if dialect == "postgresql" and any("\x00" in v for v in params.values()):
-        # PostgreSQL text cannot hold NUL (nor can a bound value): no stored key or agent id
-        # equals, or is LIKE, a value holding one. Bound as NULL, such a comparison is never
-        # true, and every parameter sits in the OR-ed part of the predicate (nothing negates
-        # it), so the predicate admits exactly what it would with that comparison false --
-        # what SQLite answers for a key no session has.
-        bound = {k: (None if "\x00" in v else v) for k, v in params.items()}
+        sql = f"({sql} AND {spelt.not_flagged(f'{a}.incognito')})"
+    # A value no stored text can hold (PostgreSQL: a NUL, which a bound value cannot hold
+    # either) equals, and is LIKE, no stored key or agent id. Bound as NULL, such a comparison
+    # is never true, and every parameter sits in the OR-ed part of the predicate (nothing
+    # negates it), so the predicate admits exactly what it would with that comparison false --
+    # what SQLite answers for a key no session has.
+    bound: dict[str, str | None] = {
+        k: (None if spelt.cannot_hold(v) else v) for k, v in params.items()
+    }
     return Predicate(sql, bound, everything=everything and for_search)
 
 

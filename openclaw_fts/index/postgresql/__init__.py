@@ -8,6 +8,7 @@ process (what it remembers lives on the pooled connection).
 """
 
 from ..base import register
+from ..dialect_sql import register as register_sql
 from ..probes import register_probes
 from .backend import PostgresqlBackend
 from .names import CONTENT_TABLE as CONTENT_TABLE
@@ -18,6 +19,8 @@ from .names import TSVECTOR_STATISTICS_TARGET as TSVECTOR_STATISTICS_TARGET
 from .names import UNACCENT_EXTENSION as UNACCENT_EXTENSION
 from .names import is_search_object as is_search_object
 from .probes import PostgresqlProbes
+from .read import PostgresqlSql
 
 register(PostgresqlBackend())
 register_probes("postgresql", PostgresqlProbes())
+register_sql("postgresql", PostgresqlSql())

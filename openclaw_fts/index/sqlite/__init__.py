@@ -6,6 +6,7 @@ state; per-connection memos live on the DBAPI connection's ``info``).
 """
 
 from ..base import register
+from ..dialect_sql import register as register_sql
 from ..probes import register_probes
 from .backend import SqliteBackend
 from .fts import CONTENT_TABLE as CONTENT_TABLE
@@ -13,6 +14,8 @@ from .fts import FTS_TABLE as FTS_TABLE
 from .fts import IN_LIST_CHUNK as IN_LIST_CHUNK
 from .fts import is_fts_table as is_fts_table
 from .probes import SqliteProbes
+from .read import SqliteSql
 
 register(SqliteBackend())
 register_probes("sqlite", SqliteProbes())
+register_sql("sqlite", SqliteSql())

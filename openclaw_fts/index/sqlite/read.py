@@ -26,8 +26,15 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from ...caller import Caller
-from ...rows import INDEX_VERSION, SESSION_TOKEN_PREFIX, Hit, SearchRequest, session_token
+from ...caller import INCOGNITO_KEY_COLONS, INCOGNITO_KEY_KINDS, KEY_TRIM_CHARS, Caller
+from ...rows import (
+    INDEX_VERSION,
+    SESSION_TOKEN_PREFIX,
+    Hit,
+    SearchPage,
+    SearchRequest,
+    session_token,
+)
 from ...spelling import (
     MAX_NEAR_CANDIDATES,
     examine_order,
@@ -40,6 +47,7 @@ from ...tokens import is_cjk, mirror_is_exact, scan_tokens, words_starting
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
+from ..page import search_page
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import Predicate, visible
 from . import impact
@@ -313,6 +321,41 @@ def group_by_session(hits: list[Hit], req: SearchRequest) -> list[tuple[Hit, int
     return [(hit, counts[hit[6]]) for hit in ordered]
 
 
+class SqliteSql:
+    """The spellings the shared statements need on SQLite (:class:`~..dialect_sql.DialectSql`)."""
+
+    @staticmethod
+    def incognito_key(alias: str) -> str:
+        """See the protocol: ``trim`` by character codes, and the colons as ``char(58)``
+        (a ``:name`` in the statement text would read as a bound parameter); LIKE compares
+        ASCII case-insensitively."""
+        trim = "char(" + ", ".join(str(ord(c)) for c in KEY_TRIM_CHARS) + ")"
+        key = f"lower(trim({alias}.session_key, {trim}))"
+        colon = " || char(58) || "
+        shapes = " OR ".join(
+            f"{key} LIKE ('agent'{colon}'_%'{colon}'{kind}'{colon}'incognito-_%')"
+            for kind in INCOGNITO_KEY_KINDS
+        )
+        colons = f"length({key}) - length(replace({key}, char(58), '')) = {INCOGNITO_KEY_COLONS}"
+        # One cheap LIKE first: almost no key holds "incognito-", and then nothing else is
+        # computed.
+        return f"({alias}.session_key LIKE '%incognito-%' AND ({shapes}) AND {colons})"
+
+    @staticmethod
+    def not_flagged(column: str) -> str:
+        """Booleans are integers on SQLite."""
+        return f"{column} = 0"
+
+    @staticmethod
+    def contains(haystack: str, needle: str) -> str:
+        return f"instr({haystack}, {needle}) > 0"
+
+    @staticmethod
+    def cannot_hold(value: str) -> bool:
+        """SQLite text holds any string."""
+        return False
+
+
 class SqliteSearch:
     """The search methods of :class:`~openclaw_fts.index.base.Reader` over ``message_fts`` /
     ``message_index``."""
@@ -323,6 +366,19 @@ class SqliteSearch:
     #: (:mod:`.impact`); off, every search takes the exact path (what the bench and the tests
     #: compare the lists with).
     IMPACT_LISTS = True
+
+    def search_page(
+        self,
+        conn: Connection,
+        caller: Caller,
+        reqs: Sequence[SearchRequest],
+        *,
+        per_session: bool = False,
+        suggest: bool = True,
+    ) -> SearchPage:
+        """See the Reader protocol: :func:`~openclaw_fts.index.page.search_page` over this
+        engine's reads."""
+        return search_page(self, conn, caller, reqs, per_session=per_session, suggest=suggest)
 
     def any_pending(self, conn: Connection) -> bool:
         """Whether any session at all is pending in this transaction's snapshot.
