@@ -21,6 +21,23 @@ from .base import SearchReads
 from .suggest import suggestions
 
 
+class PagedSearch:
+    """The one search entry every backend shares (mixed into
+    :class:`~openclaw_fts.index.sql.SqlBackend`): the engines differ only in the reads it calls."""
+
+    def search_page(
+        self: SearchReads,
+        conn: Connection,
+        caller: Caller,
+        reqs: Sequence[SearchRequest],
+        *,
+        per_session: bool = False,
+        suggest: bool = True,
+    ) -> SearchPage:
+        """See the Reader protocol: :func:`search_page` over this backend's own reads."""
+        return search_page(self, conn, caller, reqs, per_session=per_session, suggest=suggest)
+
+
 def search_page(
     backend: SearchReads,
     conn: Connection,

@@ -39,6 +39,7 @@ from ..rows import (
 )
 from ..transcript import Tree
 from .base import Partitions, Pooler, Replicas, Segments, with_sync_driver
+from .page import PagedSearch
 from .pending import PENDING_CONDITION
 
 #: The table of index rows (its full-text side is the backend's own).
@@ -88,7 +89,7 @@ def session_context_of(row: Sequence[Any] | None) -> SessionContext | None:
     return SessionContext(int(row[0]), bool(row[1]), state)
 
 
-class SqlBackend:
+class SqlBackend(PagedSearch):
     """:class:`~openclaw_fts.index.base.Reader` (all but search) and
     :class:`~openclaw_fts.index.base.Writer` over plain SQL; an engine's backend class supplies
     the cursor (or its own ``run``), the full-text rows, the JSON probe and search."""

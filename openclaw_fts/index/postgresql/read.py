@@ -37,12 +37,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, TextClause, text
 
 from ...caller import INCOGNITO_KEY_COLONS, INCOGNITO_KEY_KINDS, KEY_TRIM_CHARS
-from ...rows import Hit, SearchPage, SearchRequest
+from ...rows import Hit, SearchRequest
 from ...spelling import messages_holding, note_examined, one_edit
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
-from ..page import search_page
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import visible
 from . import impact
@@ -595,19 +594,6 @@ class PostgresSearch:
     #: Whether a one-word search of a wide caller walks the word's impact list when it has one
     #: (:mod:`.impact`); off, every search takes the exact path.
     IMPACT_LISTS = True
-
-    def search_page(
-        self,
-        conn: Connection,
-        caller: Caller,
-        reqs: Sequence[SearchRequest],
-        *,
-        per_session: bool = False,
-        suggest: bool = True,
-    ) -> SearchPage:
-        """See the Reader protocol: :func:`~openclaw_fts.index.page.search_page` over this
-        engine's reads."""
-        return search_page(self, conn, caller, reqs, per_session=per_session, suggest=suggest)
 
     def any_pending(self, conn: Connection) -> bool:
         """Remembered per DBAPI connection for one snapshot: ``pg_current_snapshot()`` (xmin,

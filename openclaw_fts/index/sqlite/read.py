@@ -31,7 +31,6 @@ from ...rows import (
     INDEX_VERSION,
     SESSION_TOKEN_PREFIX,
     Hit,
-    SearchPage,
     SearchRequest,
     session_token,
 )
@@ -47,7 +46,6 @@ from ...tokens import is_cjk, mirror_is_exact, scan_tokens, words_starting
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
-from ..page import search_page
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import Predicate, visible
 from . import impact
@@ -366,19 +364,6 @@ class SqliteSearch:
     #: (:mod:`.impact`); off, every search takes the exact path (what the bench and the tests
     #: compare the lists with).
     IMPACT_LISTS = True
-
-    def search_page(
-        self,
-        conn: Connection,
-        caller: Caller,
-        reqs: Sequence[SearchRequest],
-        *,
-        per_session: bool = False,
-        suggest: bool = True,
-    ) -> SearchPage:
-        """See the Reader protocol: :func:`~openclaw_fts.index.page.search_page` over this
-        engine's reads."""
-        return search_page(self, conn, caller, reqs, per_session=per_session, suggest=suggest)
 
     def any_pending(self, conn: Connection) -> bool:
         """Whether any session at all is pending in this transaction's snapshot.
