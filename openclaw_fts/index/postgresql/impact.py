@@ -51,8 +51,10 @@ waited for a row lock held by a writer waiting for the share lock would deadlock
 constraint trigger, :data:`DUE_TRIGGER`, fires at the commit of a transaction that inserted an
 index row whose id is a multiple of ``PROMOTE_EVERY_ROWS`` and promotes then, when the
 exclusive lock is free at once (``pg_try_advisory_xact_lock``: it never waits, so it cannot
-deadlock; when other writers are busy the next boundary, ``optimize`` or the reconciler's pass
-promotes: :func:`promote_if_free`, which never waits either). Cost on the append path: one
+deadlock; when other writers are busy the next boundary, ``optimize`` or a reconciler's pass
+promotes: :func:`promote_if_free`, which never waits either; a pass runs only when
+``store.reconcile()`` is called or a search that finds sessions pending starts one in the
+background, never after appends indexed inline). Cost on the append path: one
 uncontended share lock per statement (measured in docs/postgresql.md).
 
 A list found drifted anyway (``check``, a list edited by hand) is never trusted silently: its
