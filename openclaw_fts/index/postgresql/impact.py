@@ -329,11 +329,11 @@ def promote(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
 
 
 def promote_if_free(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
-    """Track the newly frequent words (:data:`CANDIDATES_FUNCTION`) when no transaction is
-    writing index rows at this moment (the exclusive lock tried, never waited for: the
-    reconciler's pass, like a commit at a checkpoint, must not hold writers back); 0 when
-    there is none, when the lock is busy (the next checkpoint or pass looks again), outside
-    READ COMMITTED, or before revision 0010."""
+    """Track the newly frequent words (:data:`CANDIDATES_FUNCTION`); never waits for the
+    lock (the exclusive lock is tried, not waited for: the reconciler's pass, like a commit at
+    a checkpoint, must not hold writers back);
+    0 when there is none, when the lock is busy (the next checkpoint or pass looks again),
+    outside READ COMMITTED, or before revision 0010."""
     if not self_promoting(conn):
         return 0
     found = conn.execute(
