@@ -219,6 +219,9 @@ class Reconciler:
             repaired = backend(conn).repair_lists(conn, verify=False)
         if repaired:
             log.info("reconcile: rebuilt the impact lists of %s", ", ".join(repaired))
+        # its own transaction: an optional promotion that fails must not undo the repair
+        with self.engine.begin() as conn:
+            backend(conn).promote_lists_if_free(conn)
 
     def _sweep(self) -> None:
         """Remove index rows and states whose session no longer exists."""

@@ -138,3 +138,29 @@ def test_a_reconcile_gets_the_list_without_optimize(
     assert len(walks) == before, "tracked before the checkpoint: the test proves nothing"
     store.rebuild()
     assert_listed_and_exact(store, monkeypatch, walks)
+
+
+def test_a_reconcile_with_nothing_pending_promotes_on_postgresql(
+    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    """Appends indexed inline stop past ``FREQUENT_TERM_MIN_DOCS`` rows holding the word but
+    short of the first ``PROMOTE_EVERY_ROWS`` checkpoint: no commit promoted it. A
+    ``store.reconcile()`` with nothing pending re-indexes nothing, so only its pass's own
+    look (``promote_if_free``) can track the word."""
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite's writer tracks its words itself: its reconciler promotes nothing")
+    rows = (FREQUENT_TERM_MIN_DOCS + PROMOTE_EVERY_ROWS) // 2
+    assert FREQUENT_TERM_MIN_DOCS < rows < PROMOTE_EVERY_ROWS
+    for n, (sid, lines) in enumerate(sessions(store)):
+        kept = lines[: max(0, min(len(lines), rows - n * PER_SESSION))]
+        if not kept:
+            break
+        store.create_session(sid, f"agent:main:{sid}", agent_id="main" if n % 2 else "ops")
+        store.append_many(sid, chain(kept))
+    assert store.index_status()["pending"] == 0
+    before = len(walks)
+    store.search(CALLER, WORD, limit=LIMIT)
+    assert len(walks) == before, "tracked before the reconcile: the test proves nothing"
+    result = store.reconcile()
+    assert result["ran"], result
+    assert_listed_and_exact(store, monkeypatch, walks)

@@ -128,9 +128,9 @@ def _backfill(dialect: str) -> None:
     """Track every word that is frequent already, with its whole list."""
     bind = op.get_bind()
     if dialect == "sqlite":
-        from openclaw_fts.index.probes import probes_of
+        from openclaw_fts.index.probes import backfill_probes_of
 
-        probes_of(bind).track_frequent(bind, MIN_DOCS)
+        backfill_probes_of(bind).track_frequent(bind, MIN_DOCS)
     elif (
         dialect == "postgresql"
         and bind.execute(sa.text("SELECT EXISTS (SELECT 1 FROM message_index)")).scalar()

@@ -338,6 +338,12 @@ class Writer(Protocol):
         from the index; returns the words rebuilt."""
         ...
 
+    def promote_lists_if_free(self, conn: Connection) -> None:
+        """Track the words that became frequent when that needs no wait for a writer (the
+        reconciler's pass, in a transaction of its own so that nothing else rolls back with
+        it)."""
+        ...
+
 
 class Lease(Protocol):
     """The database-wide reconcile lease (one holder at a time)."""

@@ -55,8 +55,9 @@ TERM_PATTERN = re.compile(f"[a-z0-9]{{1,{MAX_TERM_CHARS}}}")
 #: multiple of this (PostgreSQL; SQLite's writer every ``sqlite.impact.CHECK_EVERY_ROWS``),
 #: from the plugin's own counts on both engines: the words frequent in the newest rows, each
 #: counted in the index up to the threshold (no ``ANALYZE``, no ``optimize`` needed), so a
-#: growing index starts tracking a word soon after it becomes frequent. ``optimize``, the
-#: reconciler's pass and the migration look too.
+#: growing index starts tracking a word soon after it becomes frequent. ``optimize``, a
+#: reconciler's pass (``store.reconcile()``, or the background pass a search starts when it
+#: finds sessions pending; inline appends start none) and the migration look too.
 PROMOTE_EVERY_ROWS = 4096
 #: A word's list holds its best rows only: those whose impact reaches the word's
 #: ``min_impact``, set when it becomes tracked to the impact of its

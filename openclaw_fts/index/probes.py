@@ -1,15 +1,16 @@
 """What a database's own schema says about the plugin revisions it holds: the migration side of
 each engine, kept off the runtime backend (:mod:`.base`).
 
-Invariant: only the migration code (``openclaw_fts.migrate``, ``openclaw_fts.alembic``) asks
-these questions; each engine package registers one :class:`RevisionProbes` under its dialect
-name when ``openclaw_fts.index`` is imported, beside its backend, and an unregistered dialect is
-refused with :class:`~openclaw_fts.errors.UnsupportedDatabaseError`. This module holds no SQL.
+Invariant: only the migration code (``openclaw_fts.migrate``, ``openclaw_fts.alembic`` and
+revision 0007's backfill, :func:`backfill_probes_of`) asks these questions; each engine package
+registers one :class:`RevisionProbes` under its dialect name when ``openclaw_fts.index`` is
+imported, beside its backend, and an unregistered dialect is refused with
+:class:`~openclaw_fts.errors.UnsupportedDatabaseError`. This module holds no SQL.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..errors import UnsupportedDatabaseError
 
@@ -42,14 +43,21 @@ class RevisionProbes(Protocol):
         what revision 0009 changes."""
         ...
 
-    def track_frequent(self, conn: Connection, min_docs: int) -> int:
-        """Revision 0007's backfill: track every word held by at least ``min_docs`` indexed
-        messages, each with its whole impact list; returns how many were tracked."""
-        ...
-
     def lists_self_promoting(self, conn: Connection) -> bool:
         """On a database at revision 0009 by its tables and triggers: whether it also has
         what revision 0010 changes."""
+        ...
+
+
+@runtime_checkable
+class BackfillProbes(RevisionProbes, Protocol):
+    """The probes of an engine whose revision 0007 fills the impact lists through the plugin's
+    code (SQLite); PostgreSQL's 0007 runs its own SQL function, so its probes have none."""
+
+    def track_frequent(self, conn: Connection, min_docs: int) -> int:
+        """Revision 0007's backfill: track every word held by at least ``min_docs`` indexed
+        messages, each with its whole impact list; returns how many were tracked. The one
+        probe that writes."""
         ...
 
 
@@ -67,6 +75,17 @@ def probes_of(conn: Connection) -> RevisionProbes:
     if found is None:
         raise UnsupportedDatabaseError(
             f"openclaw-fts has no index backend for {conn.dialect.name!r} databases"
+        )
+    return found
+
+
+def backfill_probes_of(conn: Connection) -> BackfillProbes:
+    """The probes of ``conn``'s dialect that run revision 0007's backfill; refuses an engine
+    whose revision 0007 fills its lists itself."""
+    found = probes_of(conn)
+    if not isinstance(found, BackfillProbes):
+        raise UnsupportedDatabaseError(
+            f"openclaw-fts backfills no impact lists through its code on {conn.dialect.name!r}"
         )
     return found
 

@@ -156,6 +156,9 @@ class SqlBackend(PagedSearch):
         """Nothing to repair (:meth:`distrust_lists`)."""
         return []
 
+    def promote_lists_if_free(self, conn: Connection) -> None:
+        """Nothing here: an engine whose writer tracks its frequent words itself."""
+
     def integrity_check(self, conn: Connection) -> None:
         """The engine's own check of the full-text index; raises on corruption."""
 

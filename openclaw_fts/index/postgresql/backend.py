@@ -526,12 +526,13 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         impact.distrust(conn, list(words))
 
     def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
-        """Rebuild the untrusted lists (every drifted one with ``verify``), then track the
-        words that became frequent when no writer is busy (the reconciler's pass: rows it
-        left as they were cross no checkpoint)."""
-        repaired = impact.repair(conn, verify=verify)
+        """Rebuild the untrusted lists (every drifted one with ``verify``)."""
+        return impact.repair(conn, verify=verify)
+
+    def promote_lists_if_free(self, conn: Connection) -> None:
+        """Track the words that became frequent, never waiting for the lock (the
+        reconciler's pass: rows indexed since the last checkpoint cross none)."""
         impact.promote_if_free(conn)
-        return repaired
 
     def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
         return impact.drift(conn)

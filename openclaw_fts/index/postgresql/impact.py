@@ -51,8 +51,10 @@ waited for a row lock held by a writer waiting for the share lock would deadlock
 constraint trigger, :data:`DUE_TRIGGER`, fires at the commit of a transaction that inserted an
 index row whose id is a multiple of ``PROMOTE_EVERY_ROWS`` and promotes then, when the
 exclusive lock is free at once (``pg_try_advisory_xact_lock``: it never waits, so it cannot
-deadlock; when other writers are busy the next boundary, ``optimize`` or the reconciler's pass
-promotes: :func:`promote_if_free`, which never waits either). Cost on the append path: one
+deadlock; when other writers are busy the next boundary, ``optimize`` or a reconciler's pass
+promotes: :func:`promote_if_free`, which never waits either; a pass runs only when
+``store.reconcile()`` is called or a search that finds sessions pending starts one in the
+background, never after appends indexed inline). Cost on the append path: one
 uncontended share lock per statement (measured in docs/postgresql.md).
 
 A list found drifted anyway (``check``, a list edited by hand) is never trusted silently: its
@@ -327,11 +329,11 @@ def promote(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
 
 
 def promote_if_free(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
-    """Track the newly frequent words (:data:`CANDIDATES_FUNCTION`) when no transaction is
-    writing index rows at this moment (the exclusive lock tried, never waited for: the
-    reconciler's pass, like a commit at a checkpoint, must not hold writers back); 0 when
-    there is none, when the lock is busy (the next checkpoint or pass looks again), outside
-    READ COMMITTED, or before revision 0010."""
+    """Track the newly frequent words (:data:`CANDIDATES_FUNCTION`); never waits for the
+    lock (the exclusive lock is tried, not waited for: the reconciler's pass, like a commit at
+    a checkpoint, must not hold writers back);
+    0 when there is none, when the lock is busy (the next checkpoint or pass looks again),
+    outside READ COMMITTED, or before revision 0010."""
     if not self_promoting(conn):
         return 0
     found = conn.execute(

@@ -2,7 +2,8 @@
 0006, 0008, 0009 and 0010 change no table, only a statistics target, a trigger and functions,
 read here from the catalogue; the ``tsvector`` column and its GIN index are the engine's own.
 
-Invariant: every probe only reads the system catalogue.
+Invariant: every probe only reads the system catalogue. Revision 0007's backfill runs its own
+SQL function here, so these probes have no ``track_frequent`` (the one probe that writes).
 """
 
 from __future__ import annotations
@@ -34,11 +35,6 @@ class PostgresqlProbes:
     def lists_guarded(self, conn: Connection) -> bool:
         """Revision 0009 serialised promotions against the writers of index rows."""
         return impact.guarded(conn)
-
-    def track_frequent(self, conn: Connection, min_docs: int) -> int:
-        """The words the planner's statistics name (run ``ANALYZE`` first):
-        :func:`.impact.promote`."""
-        return impact.promote(conn, min_docs)
 
     def lists_self_promoting(self, conn: Connection) -> bool:
         """Revision 0010 promotes frequent words from the plugin's own counts."""

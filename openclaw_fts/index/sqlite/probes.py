@@ -1,8 +1,9 @@
 """SQLite's revision probes (:class:`~openclaw_fts.index.probes.RevisionProbes`): the revisions
 that change only PostgreSQL objects do nothing here, and FTS5's tables are its own.
 
-Invariant: no probe runs a statement (SQLite's revisions 0005–0009 are told apart by their
-tables alone).
+Invariant: every probe but :meth:`SqliteProbes.track_frequent` (revision 0007's backfill,
+which writes the impact lists) runs no statement: SQLite's revisions 0005–0010 are told apart
+by their tables alone.
 """
 
 from __future__ import annotations
@@ -37,5 +38,5 @@ class SqliteProbes:
         return len(impact.promote(cursor(conn), min_docs))
 
     def lists_self_promoting(self, conn: Connection) -> bool:
-        """Revision 0010 does nothing on SQLite: a database with 0008 has it."""
+        """Revision 0010 does nothing on SQLite: a database with 0009 has it."""
         return True
