@@ -84,10 +84,11 @@ class SearchReads(Protocol):
         """A search's one call: for ``caller`` (its explicit ``sessionKey``, shared by every
         request, already resolved), each request's hits up to its limit with their texts, in
         one snapshot, pending rows filtered only when something the caller may see is pending
-        (the probes and the fast paths below are this call's own steps:
-        :func:`~openclaw_fts.index.page.search_page`). ``per_session``: one hit per session
-        key (:meth:`session_hits`). ``suggest``: a query that found nothing gets near words
-        and a prefix form the caller may search (:mod:`openclaw_fts.index.suggest`)."""
+        (the probes and the fast paths below are this call's own steps, shared by every
+        engine: :meth:`~openclaw_fts.index.page.PagedSearch.search_page`). ``per_session``: one
+        hit per session key (:meth:`session_hits`). ``suggest``: a query that found nothing
+        gets near words and a prefix form the caller may search
+        (:mod:`openclaw_fts.index.suggest`)."""
         ...
 
     def any_pending(self, conn: Connection) -> bool:

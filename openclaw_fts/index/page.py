@@ -34,50 +34,39 @@ class PagedSearch:
         per_session: bool = False,
         suggest: bool = True,
     ) -> SearchPage:
-        """See the Reader protocol: :func:`search_page` over this backend's own reads."""
-        return search_page(self, conn, caller, reqs, per_session=per_session, suggest=suggest)
-
-
-def search_page(
-    backend: SearchReads,
-    conn: Connection,
-    caller: Caller,
-    reqs: Sequence[SearchRequest],
-    *,
-    per_session: bool = False,
-    suggest: bool = True,
-) -> SearchPage:
-    """:meth:`~openclaw_fts.index.base.Reader.search_page` over ``backend``'s own reads."""
-    # First: it starts the snapshot every later read sees. A backend without a cheap
-    # database-wide probe asks only about the caller's sessions (below).
-    exact = backend.GLOBAL_PENDING_PROBE and not backend.any_pending(conn)
-    # Whether no session the suggestions may read from is pending: they look at every
-    # session the caller may see, whatever the sessionKey (below: or what the probe says).
-    words_exact = exact
-    session_key = reqs[0].session_key
-    # One query: the backend may answer the pending probe and rank in one statement.
-    folded = None
-    if len(reqs) == 1 and not per_session and reqs[0].compiled is not None and not exact:
-        folded = backend.pending_and_hits(conn, caller, reqs[0])
-    if folded is not None:
-        indexing = folded[0]
-    else:
-        indexing = not exact and backend.pending_visible(conn, caller, session_key)
-    # Nothing the caller may see is pending: every row the ranked statement can return (its
-    # visibility and sessionKey filters are the same) is exact, so it needs no pending filter.
-    exact = exact or not indexing
-    words_exact = words_exact or (exact and session_key is None)
-    found = [
-        _query_hits(backend, conn, caller, req, exact=exact, per_session=per_session, folded=folded)
-        for req in reqs
-    ]
-    queries = []
-    for req, page in zip(reqs, found, strict=True):
-        if suggest and not page.hits:
-            words = suggestions(backend, conn, caller, req.compiled, exact=words_exact)
-            page = QueryPage(page.hits, page.more, page.texts, page.session_hits, words)
-        queries.append(page)
-    return SearchPage(indexing=indexing, queries=queries)
+        """See the Reader protocol: the search over this backend's own reads."""
+        # First: it starts the snapshot every later read sees. A backend without a cheap
+        # database-wide probe asks only about the caller's sessions (below).
+        exact = self.GLOBAL_PENDING_PROBE and not self.any_pending(conn)
+        # Whether no session the suggestions may read from is pending: they look at every
+        # session the caller may see, whatever the sessionKey (below: or what the probe says).
+        words_exact = exact
+        session_key = reqs[0].session_key
+        # One query: the backend may answer the pending probe and rank in one statement.
+        folded = None
+        if len(reqs) == 1 and not per_session and reqs[0].compiled is not None and not exact:
+            folded = self.pending_and_hits(conn, caller, reqs[0])
+        if folded is not None:
+            indexing = folded[0]
+        else:
+            indexing = not exact and self.pending_visible(conn, caller, session_key)
+        # Nothing the caller may see is pending: every row the ranked statement can return (its
+        # visibility and sessionKey filters are the same) is exact, so it needs no pending filter.
+        exact = exact or not indexing
+        words_exact = words_exact or (exact and session_key is None)
+        found = [
+            _query_hits(
+                self, conn, caller, req, exact=exact, per_session=per_session, folded=folded
+            )
+            for req in reqs
+        ]
+        queries = []
+        for req, page in zip(reqs, found, strict=True):
+            if suggest and not page.hits:
+                words = suggestions(self, conn, caller, req.compiled, exact=words_exact)
+                page = QueryPage(page.hits, page.more, page.texts, page.session_hits, words)
+            queries.append(page)
+        return SearchPage(indexing=indexing, queries=queries)
 
 
 def _query_hits(
