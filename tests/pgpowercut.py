@@ -38,7 +38,7 @@ from pathlib import Path
 
 import psycopg
 from lazyfs import LazyFS, mounted
-from pgserver import PORT, SERVER_USER, SUPERUSER, find_bindir
+from pgserver import PORT, SERVER_USER, SUPERUSER, find_bindir, initdb_command
 from sqlalchemy import select
 from workers import pg_power_writer
 
@@ -146,20 +146,7 @@ class CutServer:
     def initdb(self) -> None:
         self._own(self.data)
         made = subprocess.run(
-            [
-                str(self.bindir / "initdb"),
-                "-D",
-                str(self.data),
-                "-U",
-                SUPERUSER,
-                "-A",
-                "trust",
-                "-E",
-                "UTF8",
-                "--no-locale",
-                "--no-sync",
-                f"--wal-segsize={WAL_SEGMENT_MB}",
-            ],
+            initdb_command(self.bindir, self.data, f"--wal-segsize={WAL_SEGMENT_MB}"),
             capture_output=True,
             text=True,
             cwd=self.data,

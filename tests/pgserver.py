@@ -65,6 +65,25 @@ def _has_binaries(bindir: Path) -> bool:
     return (bindir / "initdb").is_file() and (bindir / "pg_ctl").is_file()
 
 
+def initdb_command(bindir: Path, data: Path, *extra: str) -> list[str]:
+    """``initdb`` for a throwaway cluster in ``data``: the superuser, trust, UTF-8, no locale,
+    no sync (the tests' servers never need a crash-safe catalogue); ``extra`` options after."""
+    return [
+        str(bindir / "initdb"),
+        "-D",
+        str(data),
+        "-U",
+        SUPERUSER,
+        "-A",
+        "trust",
+        "-E",
+        "UTF8",
+        "--no-locale",
+        "--no-sync",
+        *extra,
+    ]
+
+
 def find_bindir() -> Path | None:
     """The folder holding ``initdb`` and ``pg_ctl``: :data:`BINDIR_ENV` when set, else the newest
     Debian-style versioned folder, else the one on ``PATH``; None when there is none."""
@@ -163,19 +182,7 @@ class PgServer:
                 info = pwd.getpwnam(SERVER_USER)
                 os.chown(self.root, info.pw_uid, info.pw_gid)
             if self.primary is None:
-                self._run(
-                    str(self.bindir / "initdb"),
-                    "-D",
-                    str(self.data_dir),
-                    "-U",
-                    SUPERUSER,
-                    "-A",
-                    "trust",
-                    "-E",
-                    "UTF8",
-                    "--no-locale",
-                    "--no-sync",
-                )
+                self._run(*initdb_command(self.bindir, self.data_dir))
             else:
                 # -R writes standby.signal and primary_conninfo (the primary's socket folder);
                 # -X stream copies the WAL written during the copy; -c fast: no wait for a
