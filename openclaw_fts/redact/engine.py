@@ -1974,19 +1974,25 @@ class _Scan:
                 if budget < 0:
                     self._over_budget(start)
                     break
+                token = m.group()
+                # the shape first (cheap, and false for almost every run of ordinary text),
+                # then where the token stands: the bare-token shape family's judge
+                # (:func:`.families.is_upper_token`) beside the opaque one
+                if not (
+                    is_opaque_token(token) or is_upper_token(token)
+                    if pattern is _OPAQUE_RE
+                    else _is_aws_secret(token)
+                ):
+                    continue
                 if text.endswith("base64,", 0, start) or text.endswith(
                     _PUBLIC_HASH_PREFIXES, 0, start
                 ):
                     continue  # a data URL's payload is data; a go.sum ``h1:`` hash is public
                 if any(lo <= start < hi for lo, hi in public) or self._in_public(start):
                     continue
-                token = m.group()
                 if token.startswith(_PUBLIC_HASH_PREFIXES) or _is_public_run(text, start, token):
                     continue  # SRI ``sha512-…`` (npm ``integrity``): a public checksum
-                if is_opaque_token(token) if pattern is _OPAQUE_RE else _is_aws_secret(token):
-                    spans.append((start, start + len(token), _PLAIN))
-                elif pattern is _OPAQUE_RE and is_upper_token(token):
-                    spans.append((start, start + len(token), _PLAIN))  # the bare-token shape
+                spans.append((start, start + len(token), _PLAIN))
         for offset, m in self._in_runs(_DISCORD_BOT_RE, MIN_DISCORD_BOT_CHARS):
             budget -= 1
             if budget < 0:
