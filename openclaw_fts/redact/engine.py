@@ -80,7 +80,7 @@ from typing import Final
 from . import data as rules
 from .families import OVERFLOW as FAMILY_OVERFLOW
 from .families import WHOLE as FAMILY_WHOLE
-from .families import family_spans, is_upper_token
+from .families import family_spans, is_lower_token, is_upper_token
 from .families import lowered as lowered_text
 
 __all__ = [
@@ -1979,7 +1979,7 @@ class _Scan:
                 # then where the token stands: the bare-token shape family's judge
                 # (:func:`.families.is_upper_token`) beside the opaque one
                 if not (
-                    is_opaque_token(token) or is_upper_token(token)
+                    is_opaque_token(token) or is_upper_token(token) or is_lower_token(token)
                     if pattern is _OPAQUE_RE
                     else _is_aws_secret(token)
                 ):
