@@ -25,9 +25,9 @@ HOOK_TARGET = 20
 #: Public methods each engine's own classes define today (its backend class and the search
 #: class it mixes in, above ``SqlBackend``): ceilings, never to rise; :data:`HOOK_TARGET` is
 #: where they go.
-#: PostgreSQL 36: ``promote_lists_if_free`` (the reconciler's optional promotion, in a transaction
-#: of its own so that its failure cannot roll back ``repair_lists``'s rebuild).
-HOOK_CEILINGS = {"sqlite": 29, "postgresql": 36}
+#: The impact lists' upkeep (drift, distrust, repair, promotion) is one object,
+#: ``Backend.impact_lists``, no longer four methods.
+HOOK_CEILINGS = {"sqlite": 28, "postgresql": 32}
 #: The folders of the per-engine classes, inside the package: branching on the dialect is
 #: theirs alone.
 ENGINE_FOLDERS = ("index/sqlite/", "index/postgresql/")

@@ -232,11 +232,6 @@ class Reader(SearchReads, Protocol):
         about the index (a read-only database, a lock held elsewhere); None otherwise."""
         ...
 
-    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
-        """Each tracked word whose impact list (:mod:`.impact`) differs from the rows the index
-        says it should hold: ``{"missing": n, "extra": n}``."""
-        ...
-
 
 class Writer(Protocol):
     """The write side of an index backend: every statement that writes transcripts, index rows,
@@ -329,17 +324,32 @@ class Writer(Protocol):
     def rederive(self, conn: Connection, session_id: str) -> int: ...
     def rebuild_all(self, conn: Connection) -> None: ...
     def optimize(self, conn: Connection) -> None: ...
-    def distrust_lists(self, conn: Connection, words: Sequence[str]) -> None:
-        """Stop trusting the impact lists of ``words`` (found drifted): their searches take
-        the exact path until :meth:`repair_lists` rebuilds them."""
+
+
+class ImpactLists(Protocol):
+    """The upkeep of the impact lists (:mod:`.impact`: a frequent word's index rows in score
+    order, which search walks instead of ranking every match), as ``check`` and the
+    reconciler ask it (``Backend.impact_lists``): finding a list that drifted from the index,
+    and, on an engine whose lists can drift under concurrent writers, marking it untrusted,
+    rebuilding it and tracking newly frequent words without waiting for a writer. Each method
+    runs in the caller's transaction."""
+
+    def drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        """Each tracked word whose list differs from the rows the index says it should hold:
+        ``{"missing": n, "extra": n}``."""
         ...
 
-    def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
-        """Rebuild the untrusted impact lists and, with ``verify``, every one that differs
-        from the index; returns the words rebuilt."""
+    def distrust(self, conn: Connection, words: Sequence[str]) -> None:
+        """Stop trusting the lists of ``words`` (found drifted): their searches take the exact
+        path until :meth:`repair` rebuilds them."""
         ...
 
-    def promote_lists_if_free(self, conn: Connection) -> None:
+    def repair(self, conn: Connection, *, verify: bool) -> list[str]:
+        """Rebuild the untrusted lists and, with ``verify``, every one that differs from the
+        index; returns the words rebuilt."""
+        ...
+
+    def promote_if_free(self, conn: Connection) -> None:
         """Track the words that became frequent when that needs no wait for a writer (the
         reconciler's pass, in a transaction of its own so that nothing else rolls back with
         it)."""
@@ -497,6 +507,9 @@ class Backend(Reader, Writer, Protocol):
 
     #: The column weights of the engine's rank (SQLite's bm25; empty: its rank takes none).
     rank_weights: tuple[float, ...]
+
+    #: The upkeep of the impact lists (every engine has them).
+    impact_lists: ImpactLists
 
     #: What only some engines have, as optional objects (None: this engine has none): the
     #: layout partitioned by agent, hot standbys to read from, a pooler in transaction mode,

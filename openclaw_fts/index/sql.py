@@ -148,17 +148,6 @@ class SqlBackend(PagedSearch):
     def optimize(self, conn: Connection) -> None:
         """Make the full-text index faster to query after many small writes."""
 
-    def distrust_lists(self, conn: Connection, words: Sequence[str]) -> None:
-        """Nothing where the engine's lists cannot be marked (SQLite's writer holds the
-        database's write lock, so its lists do not drift under concurrency)."""
-
-    def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
-        """Nothing to repair (:meth:`distrust_lists`)."""
-        return []
-
-    def promote_lists_if_free(self, conn: Connection) -> None:
-        """Nothing here: an engine whose writer tracks its frequent words itself."""
-
     def integrity_check(self, conn: Connection) -> None:
         """The engine's own check of the full-text index; raises on corruption."""
 

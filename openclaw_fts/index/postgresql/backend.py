@@ -28,7 +28,7 @@ from sqlalchemy.exc import DisconnectionError
 from ...jsonsafe import stored_event
 from ...query import CompiledQuery
 from ...rows import EVENT_COLUMNS, EventRow, Extension, NewRow, SessionContext
-from ..base import Lease, Partitions, Pooler, Replicas, with_sync_driver
+from ..base import ImpactLists, Lease, Partitions, Pooler, Replicas, with_sync_driver
 from ..impact import IMPACT_TABLE
 from ..sql import CONTENT_TABLE, SESSION_CONTEXT, SqlBackend, session_context_of
 from . import impact, partition
@@ -309,6 +309,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     partitions: Partitions | None = AgentPartitions()
     replicas: Replicas | None = StandbyReplicas()
     pooler: Pooler | None = TransactionPooler()
+    impact_lists: ImpactLists = impact.ServerImpactLists()
     one_statement_appends = True
 
     #: The JSON of a row whose ``parent_id`` column is empty (few: roots and malformed rows);
@@ -521,21 +522,6 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         repaired = impact.repair(conn, verify=True)
         if impact.promote(conn) or repaired:
             self.run(conn, f"ANALYZE {IMPACT_TABLE}")
-
-    def distrust_lists(self, conn: Connection, words: Sequence[str]) -> None:
-        impact.distrust(conn, list(words))
-
-    def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
-        """Rebuild the untrusted lists (every drifted one with ``verify``)."""
-        return impact.repair(conn, verify=verify)
-
-    def promote_lists_if_free(self, conn: Connection) -> None:
-        """Track the words that became frequent, never waiting for the lock (the
-        reconciler's pass: rows indexed since the last checkpoint cross none)."""
-        impact.promote_if_free(conn)
-
-    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
-        return impact.drift(conn)
 
     def rebuild_all(self, conn: Connection) -> None:
         """The ``tsvector`` column is generated: only the impact lists are rewritten."""

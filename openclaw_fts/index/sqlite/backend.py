@@ -27,7 +27,7 @@ from sqlalchemy.pool import StaticPool
 from ...models import MessageImpact, MessageIndex
 from ...query import CompiledQuery
 from ...rows import NewRow
-from ..base import READ_ONLY, WRITE, Lease, Segments
+from ..base import READ_ONLY, WRITE, ImpactLists, Lease, Segments
 from ..lease import TableLease
 from ..sql import SqlBackend
 from . import connect, edit_triggers, impact
@@ -76,6 +76,7 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     packaged_driver: tuple[str, str] | None = None
     sync_drivers: Mapping[str, str] = {"aiosqlite": "pysqlite"}
     segments: Segments | None = FtsSegments()
+    impact_lists: ImpactLists = impact.FtsImpactLists()
     rank_weights = fts_weights()
     INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
     #: SQLite tells a null ``parentId`` from a missing or malformed one without the JSON
@@ -218,9 +219,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         conn.execute(
             text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
         )
-
-    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
-        return impact.drift(cursor(conn))
 
     def storage_full(self, error: BaseException) -> bool:
         if not isinstance(error, sqlite3.Error):
