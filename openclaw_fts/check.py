@@ -72,7 +72,7 @@ def check(engine: Engine) -> CheckReport:
     report = CheckReport()
     found = backend_of(engine)
     conn = engine.connect().execution_options(
-        **{READ_ONLY: True}, **found.snapshot_options(read_only=True)
+        **{READ_ONLY: True}, **found.connections.snapshot_options(read_only=True)
     )
     with conn, conn.begin():
         backend: Reader = found  # reads only

@@ -326,6 +326,70 @@ class Writer(Protocol):
     def optimize(self, conn: Connection) -> None: ...
 
 
+class Connections(Protocol):
+    """How one engine's SQLAlchemy engines are made and what their connections and
+    transactions are set to (``Backend.connections``): the URL an engine is created from (and
+    the synchronous URL of a host's async one), the settings each connection gets, how a
+    transaction starts, and the execution options of a read that must see one snapshot.
+    Nothing here reads or writes the plugin's tables."""
+
+    def engine_url(self, url: URL, *, read_only: bool | None, kwargs: dict[str, Any]) -> URL:
+        """The URL to create an engine from (``kwargs``: ``create_engine`` arguments, completed
+        in place); ``read_only`` opens a database read-only where the engine can, ``None``
+        when it cannot be written."""
+        ...
+
+    def database_file(self, url: URL) -> Path | None:
+        """The database file of a URL naming a plain file (None: a server, memory, URIs)."""
+        ...
+
+    def in_memory(self, url: URL) -> bool:
+        """Whether the URL names a database that lives on one connection in this process."""
+        ...
+
+    #: ``{async driver: synchronous driver}`` of this engine (driver names, without the
+    #: dialect): a host's async URL opens the plugin's own, synchronous, engine on the same
+    #: database (:meth:`sync_url`).
+    sync_drivers: Mapping[str, str]
+
+    def sync_url(self, url: URL) -> URL:
+        """``url`` with an async driver (:attr:`sync_drivers`) replaced by the synchronous
+        driver of the same database, its query carrying only what that driver reads; any
+        other URL as it is."""
+        ...
+
+    def configure_engine(
+        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
+    ) -> None:
+        """Attach the engine's per-connection settings and transaction starts (once);
+        ``durability`` is one of :data:`DURABILITIES`."""
+        ...
+
+    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
+        """The settings that can still change on a connection whose transaction has begun but
+        run no statement (a host session met before its engine was configured)."""
+        ...
+
+    def begin_write(self, conn: Connection) -> None:
+        """Before a flush's first read of the plugin's tables: take whatever lock makes the
+        read-then-write safe (SQLite: the write lock)."""
+        ...
+
+    def snapshot_options(
+        self, *, read_only: bool = False, one_statement: bool = False
+    ) -> dict[str, Any]:
+        """Execution options of a connection whose statements must all read one snapshot (a
+        search, a history read, a check); ``read_only``: and that may not write;
+        ``one_statement``: a read that is usually one statement (a single search), which the
+        backend moves to one snapshot itself should it need more."""
+        ...
+
+    def own_engine(self, engine: Engine) -> None:
+        """Settings of an engine the plugin made itself from a URL (its connections are the
+        plugin's alone), before any connection is made."""
+        ...
+
+
 class ImpactLists(Protocol):
     """The upkeep of the impact lists (:mod:`.impact`: a frequent word's index rows in score
     order, which search walks instead of ranking every match), as ``check`` and the
@@ -452,52 +516,10 @@ class Backend(Reader, Writer, Protocol):
         creates it (called once, when the backend is registered)."""
         ...
 
-    def engine_url(self, url: URL, *, read_only: bool | None, kwargs: dict[str, Any]) -> URL:
-        """The URL to create an engine from (``kwargs``: ``create_engine`` arguments, completed
-        in place); ``read_only`` opens a database read-only where the engine can, ``None``
-        when it cannot be written."""
-        ...
-
-    def database_file(self, url: URL) -> Path | None:
-        """The database file of a URL naming a plain file (None: a server, memory, URIs)."""
-        ...
-
-    def in_memory(self, url: URL) -> bool:
-        """Whether the URL names a database that lives on one connection in this process."""
-        ...
-
-    #: ``{async driver: synchronous driver}`` of this engine (driver names, without the
-    #: dialect): a host's async URL opens the plugin's own, synchronous, engine on the same
-    #: database (:meth:`sync_url`).
-    sync_drivers: Mapping[str, str]
-
-    def sync_url(self, url: URL) -> URL:
-        """``url`` with an async driver (:attr:`sync_drivers`) replaced by the synchronous
-        driver of the same database, its query carrying only what that driver reads; any
-        other URL as it is."""
-        ...
-
-    def configure_engine(
-        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
-    ) -> None:
-        """Attach the engine's per-connection settings and transaction starts (once);
-        ``durability`` is one of :data:`DURABILITIES`."""
-        ...
-
     def storage_full(self, error: BaseException) -> bool:
         """Whether ``error``, raised by this engine's driver, says the storage under the
         database has no space left for the write (SQLite ``SQLITE_FULL``, PostgreSQL
         SQLSTATE 53100 ``disk_full``)."""
-        ...
-
-    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
-        """The settings that can still change on a connection whose transaction has begun but
-        run no statement (a host session met before its engine was configured)."""
-        ...
-
-    def begin_write(self, conn: Connection) -> None:
-        """Before a flush's first read of the plugin's tables: take whatever lock makes the
-        read-then-write safe (SQLite: the write lock)."""
         ...
 
     #: ``(driver module, package extra)``: the driver the plugin works with on this engine and
@@ -508,6 +530,8 @@ class Backend(Reader, Writer, Protocol):
     #: The column weights of the engine's rank (SQLite's bm25; empty: its rank takes none).
     rank_weights: tuple[float, ...]
 
+    #: How its engines and connections are made and set up.
+    connections: Connections
     #: The upkeep of the impact lists (every engine has them).
     impact_lists: ImpactLists
 
@@ -518,20 +542,6 @@ class Backend(Reader, Writer, Protocol):
     replicas: Replicas | None
     pooler: Pooler | None
     segments: Segments | None
-
-    def snapshot_options(
-        self, *, read_only: bool = False, one_statement: bool = False
-    ) -> dict[str, Any]:
-        """Execution options of a connection whose statements must all read one snapshot (a
-        search, a history read, a check); ``read_only``: and that may not write;
-        ``one_statement``: a read that is usually one statement (a single search), which the
-        backend moves to one snapshot itself should it need more."""
-        ...
-
-    def own_engine(self, engine: Engine) -> None:
-        """Settings of an engine the plugin made itself from a URL (its connections are the
-        plugin's alone), before any connection is made."""
-        ...
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         """The reconcile lease of this engine, held as ``holder``."""

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine
-from sqlalchemy.engine import URL
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from .. import transcript
@@ -38,7 +36,7 @@ from ..rows import (
     StoredRow,
 )
 from ..transcript import Tree
-from .base import Partitions, Pooler, Replicas, Segments, with_sync_driver
+from .base import Partitions, Pooler, Replicas, Segments
 from .page import PagedSearch
 from .pending import PENDING_CONDITION
 
@@ -162,46 +160,10 @@ class SqlBackend(PagedSearch):
 
     #: No column weights in the rank.
     rank_weights: tuple[float, ...] = ()
-    #: ``{async driver: synchronous driver}`` (:meth:`sync_url`).
-    sync_drivers: Mapping[str, str] = {}
 
     def attach_ddl(self) -> None:
         """Nothing: the migrations make the engine's own objects (``create_all()`` makes the
         tables only)."""
-
-    def in_memory(self, url: URL) -> bool:
-        """A server's database never lives on one connection in this process."""
-        return False
-
-    def database_file(self, url: URL) -> Path | None:
-        """No file: the database is a server's."""
-        return None
-
-    def sync_url(self, url: URL) -> URL:
-        """Only the driver changes (:attr:`sync_drivers`)."""
-        return with_sync_driver(url, self.sync_drivers)
-
-    def configure_engine(
-        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
-    ) -> None:
-        """Nothing per connection: the server's defaults are what the plugin relies on (on
-        PostgreSQL a commit that returned survives a power cut under ``fsync=on`` and
-        ``synchronous_commit=on``, the server's defaults, at either ``durability``)."""
-
-    def own_engine(self, engine: Engine) -> None:
-        """Nothing beyond :meth:`configure_engine`."""
-
-    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
-        """Nothing to settle."""
-
-    def begin_write(self, conn: Connection) -> None:
-        """Nothing: appends lock their session's row (:meth:`lock_session`)."""
-
-    def snapshot_options(
-        self, *, read_only: bool = False, one_statement: bool = False
-    ) -> dict[str, Any]:
-        """None needed: a transaction reads one snapshot from its first read."""
-        return {}
 
     # ------------------------------------------------------------ helpers
 

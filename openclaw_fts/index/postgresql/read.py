@@ -93,7 +93,7 @@ _BEGIN_SEARCH_SQL = (
     "pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
 )
 #: Where a pooled connection records that its session has ``plan_cache_mode`` set (every
-#: connection of an engine the plugin made: ``PostgresqlBackend.own_engine``).
+#: connection of an engine the plugin made: ``PostgresqlConnections.own_engine``).
 SESSION_CUSTOM_PLANS = "openclaw_fts_pg_session_custom_plans"
 #: Where a pooled connection marks the transaction it set ``plan_cache_mode`` in.
 _CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
@@ -372,7 +372,7 @@ def _statement(sql: str) -> TextClause:
 def _session_plans(conn: Connection) -> bool:
     """Whether every plan on this connection is custom without a setting per transaction: it
     has ``plan_cache_mode`` for its whole session (a connection of an engine the plugin made:
-    ``PostgresqlBackend.own_engine``), or psycopg never prepares a statement on it
+    ``PostgresqlConnections.own_engine``), or psycopg never prepares a statement on it
     (``prepare_threshold`` None: behind a transaction pooler, ``pooling.py``)."""
     if conn.info.get(SESSION_CUSTOM_PLANS):
         return True

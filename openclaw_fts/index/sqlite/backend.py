@@ -12,26 +12,22 @@ own maintenance and check; search is :class:`.read.SqliteSearch`.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from sqlalchemy import DDL, ColumnElement, Connection, Engine, FromClause, event, text
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.pool import StaticPool
 
 from ...models import MessageImpact, MessageIndex
 from ...query import CompiledQuery
 from ...rows import NewRow
-from ..base import READ_ONLY, WRITE, ImpactLists, Lease, Segments
+from ..base import Connections, ImpactLists, Lease, Segments
 from ..lease import TableLease
 from ..sql import SqlBackend
-from . import connect, edit_triggers, impact
+from . import edit_triggers, impact
 from .compose import fts_weights, match_parts
+from .connect import SqliteConnections
 from .fts import (
     CREATE_STATEMENTS,
     DROP_STATEMENTS,
@@ -50,8 +46,6 @@ log = logging.getLogger(__name__)
 
 #: How timestamps are bound (SQLite stores them as text in this shape).
 SQL_TIME = "%Y-%m-%d %H:%M:%S.%f"
-#: Where a pooled connection records that it has the plugin's settings.
-_RECORD_KEY = "openclaw_fts_settings"
 #: SQLite's primary result codes that say nothing about the index (sqlite3 names them from
 #: Python 3.11 on only).
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_FULL = 5, 6, 8, 13
@@ -59,22 +53,12 @@ SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_FULL = 5, 6, 8, 13
 FULL_MESSAGE = "database or disk is full"
 
 
-def read_only_url(path: Path) -> URL:
-    """A URL opening ``path`` read-only. ``immutable`` when nothing can write beside it (its
-    folder is read-only and it has no WAL file): SQLite could not create the WAL index a
-    read-only WAL database otherwise needs."""
-    folder_writable = os.access(path.parent, os.W_OK)
-    wal = path.with_name(path.name + "-wal")
-    mode = "mode=ro" if folder_writable or wal.exists() else "immutable=1"
-    return make_url(f"sqlite:///file:{quote(str(path.resolve()))}?{mode}&uri=true")
-
-
 class SqliteBackend(SqliteSearch, SqlBackend):
     """:class:`~openclaw_fts.index.base.Backend` of ``sqlite`` databases (FTS5 index)."""
 
     name = "sqlite"
     packaged_driver: tuple[str, str] | None = None
-    sync_drivers: Mapping[str, str] = {"aiosqlite": "pysqlite"}
+    connections: Connections = SqliteConnections()
     segments: Segments | None = FtsSegments()
     impact_lists: ImpactLists = impact.FtsImpactLists()
     rank_weights = fts_weights()
@@ -107,63 +91,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         ):
             ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
             event.listen(impact_table, when, ddl)
-
-    # ------------------------------------------------------------ engines and connections
-
-    def in_memory(self, url: URL) -> bool:
-        return url.database in (None, "", ":memory:")
-
-    def database_file(self, url: URL) -> Path | None:
-        if self.in_memory(url):
-            return None
-        database = str(url.database)
-        if database.startswith("file:") or url.query.get("uri"):
-            return None
-        return Path(database)
-
-    def engine_url(self, url: URL, *, read_only: bool | None, kwargs: dict[str, Any]) -> URL:
-        """A file that cannot be written (or ``read_only``) is opened read-only; an in-memory
-        database lives on one shared connection; connections may move between threads."""
-        path = self.database_file(url)
-        if path is not None and path.exists():
-            writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-            if read_only or (read_only is None and not writable):
-                url = read_only_url(path)
-        if self.in_memory(url):
-            kwargs.setdefault("poolclass", StaticPool)
-        kwargs.setdefault("connect_args", {"check_same_thread": False})
-        return url
-
-    def configure_engine(
-        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
-    ) -> None:
-        memory = self.in_memory(engine.url)
-        synchronous = connect.SYNCHRONOUS[durability]
-
-        @event.listens_for(engine, "checkout")
-        def _on_checkout(dbapi_connection: Any, connection_record: Any, proxy: Any) -> None:
-            if connection_record.info.get(_RECORD_KEY):
-                return
-            connect.apply_settings(
-                dbapi_connection,
-                memory=memory,
-                busy_timeout_ms=busy_timeout_ms,
-                wal=wal,
-                synchronous=synchronous,
-            )
-            connection_record.info[_RECORD_KEY] = True
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Any) -> None:
-            options = conn.get_execution_options()
-            immediate = options.get(WRITE, False) and not options.get(READ_ONLY, False)
-            connect.begin(conn.connection.dbapi_connection, immediate=immediate)
-
-    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
-        connect.apply_now(dbapi_connection, busy_timeout_ms=busy_timeout_ms)
-
-    def begin_write(self, conn: Connection) -> None:
-        connect.take_write_lock(cursor(conn))
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         return TableLease(engine, holder, seconds)
