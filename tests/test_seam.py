@@ -28,7 +28,7 @@ HOOK_TARGET = 20
 #: The impact lists' upkeep (drift, distrust, repair, promotion) is one object,
 #: ``Backend.impact_lists``, no longer four methods; how engines and connections are made and set
 #: up (URL, settings, transaction starts, snapshot options) is ``Backend.connections``.
-HOOK_CEILINGS = {"sqlite": 22, "postgresql": 28}
+HOOK_CEILINGS = {"sqlite": 21, "postgresql": 25}
 #: The folders of the per-engine classes, inside the package: branching on the dialect is
 #: theirs alone.
 ENGINE_FOLDERS = ("index/sqlite/", "index/postgresql/")

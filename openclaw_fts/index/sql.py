@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
@@ -87,10 +87,25 @@ def session_context_of(row: Sequence[Any] | None) -> SessionContext | None:
     return SessionContext(int(row[0]), bool(row[1]), state)
 
 
+class Statements(Protocol):
+    """How the shared statements (``:name`` parameters) reach one engine's driver, on the
+    caller's connection and inside its transaction (``SqlBackend.statements``)."""
+
+    def run(self, conn: Connection, statement: str, params: Any) -> Any:
+        """Run one statement; a result that can be iterated, ``fetchone()``-ed,
+        ``fetchmany()``-ed and has a ``rowcount``."""
+        ...
+
+    def run_many(self, conn: Connection, statement: str, rows: Sequence[Any]) -> None:
+        """Run one statement once per parameter set of ``rows`` (none: nothing runs)."""
+        ...
+
+
 class SqlBackend(PagedSearch):
     """:class:`~openclaw_fts.index.base.Reader` (all but search) and
     :class:`~openclaw_fts.index.base.Writer` over plain SQL; an engine's backend class supplies
-    the cursor (or its own ``run``), the full-text rows, the JSON probe and search."""
+    how statements reach its driver (:class:`Statements`), the full-text rows, the JSON probe
+    and search."""
 
     # ------------------------------------------------------------ what a dialect supplies
 
@@ -101,9 +116,8 @@ class SqlBackend(PagedSearch):
     #: ``parentId`` from a missing or malformed one (NULL otherwise); see :meth:`parent_type`.
     PARENT_PROBE = "NULL"
 
-    def cursor(self, conn: Connection) -> Any:
-        """A DBAPI cursor on the connection's current transaction."""
-        raise NotImplementedError
+    #: How the statements below reach the engine's driver.
+    statements: Statements
 
     def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         """``column`` is one of ``values``, as SQL conditions with their parameters (one or
@@ -168,13 +182,12 @@ class SqlBackend(PagedSearch):
     # ------------------------------------------------------------ helpers
 
     def run(self, conn: Connection, statement: str, params: Any = None) -> Any:
-        cur = self.cursor(conn)
-        cur.execute(statement, params if params is not None else {})
-        return cur
+        """One statement (:attr:`statements`)."""
+        return self.statements.run(conn, statement, params if params is not None else {})
 
     def run_many(self, conn: Connection, statement: str, rows: Sequence[Any]) -> None:
-        if rows:
-            self.cursor(conn).executemany(statement, rows)
+        """One statement per parameter set (:attr:`statements`)."""
+        self.statements.run_many(conn, statement, rows)
 
     # ------------------------------------------------------------ sessions and index state
 

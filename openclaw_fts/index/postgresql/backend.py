@@ -230,6 +230,29 @@ def _json_type(value: Any) -> str:
     return "other"
 
 
+class TextStatements:
+    """:class:`~..sql.Statements` on PostgreSQL: through SQLAlchemy ``text()`` (one
+    ``TextClause`` per statement text, :func:`_text`), so any driver works (psycopg, or
+    asyncpg under a host's ``AsyncSession``) and a violated constraint raises SQLAlchemy's
+    ``IntegrityError``; and :meth:`run_arrays`, for the writes whose arrays are large."""
+
+    def run(self, conn: Connection, statement: str, params: Any) -> Any:
+        return conn.execute(_text(statement), params)
+
+    def run_many(self, conn: Connection, statement: str, rows: Sequence[Any]) -> None:
+        if rows:
+            conn.execute(_text(statement), list(rows))
+
+    def run_arrays(self, conn: Connection, statement: str, params: dict[str, Any]) -> Any:
+        """One write whose arrays are large (an append's events and index rows). On psycopg,
+        its arrays bound in binary (:func:`_psycopg_sql`; still through SQLAlchemy, so a
+        violated constraint raises its ``IntegrityError``); on another driver (asyncpg under
+        a host's ``AsyncSession``) through ``text()`` as any statement."""
+        if conn.dialect.driver == PSYCOPG:
+            return conn.exec_driver_sql(_psycopg_sql(statement), params)
+        return self.run(conn, statement, params)
+
+
 class PostgresqlBackend(PostgresSearch, SqlBackend):
     """:class:`~openclaw_fts.index.base.Backend` of ``postgresql`` databases (``tsvector`` +
     GIN index)."""
@@ -237,6 +260,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     name = "postgresql"
     packaged_driver: tuple[str, str] | None = ("psycopg", "postgresql")
     connections: Connections = PostgresqlConnections()
+    statements: TextStatements = TextStatements()
     partitions: Partitions | None = AgentPartitions()
     replicas: Replicas | None = StandbyReplicas()
     pooler: Pooler | None = TransactionPooler()
@@ -246,13 +270,6 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     #: The JSON of a row whose ``parent_id`` column is empty (few: roots and malformed rows);
     #: :meth:`parent_type` reads it.
     PARENT_PROBE = "CASE WHEN parent_id IS NULL THEN event END"
-
-    def run(self, conn: Connection, statement: str, params: Any = None) -> Any:
-        return conn.execute(_text(statement), params if params is not None else {})
-
-    def run_many(self, conn: Connection, statement: str, rows: Sequence[Any]) -> None:
-        if rows:
-            conn.execute(_text(statement), list(rows))
 
     def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         if values:
@@ -293,16 +310,9 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         event id or seq fails the whole statement, the ``UPDATE`` included, with SQLAlchemy's
         ``IntegrityError`` (statements run through ``text()``)."""
         for chunk in _chunks_of_events(rows):
-            self.run_arrays(conn, _INSERT_EVENTS_AND_BUMP, self._events_params(chunk, last_seq))
-
-    def run_arrays(self, conn: Connection, statement: str, params: dict[str, Any]) -> Any:
-        """One write whose arrays are large (an append's events and index rows). On psycopg,
-        its arrays bound in binary (:func:`_psycopg_sql`; still through SQLAlchemy, so a
-        violated constraint raises its ``IntegrityError``); on another driver (asyncpg under
-        a host's ``AsyncSession``) through ``text()`` as any statement."""
-        if conn.dialect.driver == PSYCOPG:
-            return conn.exec_driver_sql(_psycopg_sql(statement), params)
-        return self.run(conn, statement, params)
+            self.statements.run_arrays(
+                conn, _INSERT_EVENTS_AND_BUMP, self._events_params(chunk, last_seq)
+            )
 
     def append_and_extend(
         self, conn: Connection, rows: Sequence[EventRow], last_seq: int, extension: Extension
@@ -322,10 +332,10 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
             )
         )
         if extension.tip is None:
-            self.run_arrays(conn, _APPEND, params)
+            self.statements.run_arrays(conn, _APPEND, params)
             return
         params.update(tip_sid=extension.tip[0], tip_seq=extension.tip[1])
-        self.run_arrays(conn, _APPEND_AND_TIP, params)
+        self.statements.run_arrays(conn, _APPEND_AND_TIP, params)
 
     def append_guarded(
         self,
@@ -366,7 +376,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         if extension.tip is not None:
             params.update(tip_seq=extension.tip[1])
             statement = _GUARDED_APPEND_AND_TIP
-        return bool(self.run_arrays(conn, statement, params).scalar())
+        return bool(self.statements.run_arrays(conn, statement, params).scalar())
 
     @staticmethod
     def _events_params(rows: Sequence[EventRow], last_seq: int) -> dict[str, Any]:
@@ -406,10 +416,10 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
         ``unnest``, in order): an append's index side is one round trip."""
         params = self._extend_params(state_id, rows, indexed_seq, leaf)
         if tip is None:
-            self.run_arrays(conn, _EXTEND_INDEX, params)
+            self.statements.run_arrays(conn, _EXTEND_INDEX, params)
             return
         params.update(tip_sid=tip[0], tip_seq=tip[1])
-        self.run_arrays(conn, _EXTEND_INDEX_AND_TIP, params)
+        self.statements.run_arrays(conn, _EXTEND_INDEX_AND_TIP, params)
 
     def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
         if ids:

@@ -24,7 +24,7 @@ from ...query import CompiledQuery
 from ...rows import NewRow
 from ..base import Connections, ImpactLists, Lease, Segments
 from ..lease import TableLease
-from ..sql import SqlBackend
+from ..sql import SqlBackend, Statements
 from . import edit_triggers, impact
 from .compose import fts_weights, match_parts
 from .connect import SqliteConnections
@@ -53,12 +53,28 @@ SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_FULL = 5, 6, 8, 13
 FULL_MESSAGE = "database or disk is full"
 
 
+class CursorStatements:
+    """:class:`~..sql.Statements` on SQLite: straight on the sqlite3 cursor of the caller's
+    transaction (:func:`.fts.cursor`; sqlite3 takes ``:name`` parameters as they are), since
+    SQLAlchemy's per-statement overhead would dominate the handful of statements per append."""
+
+    def run(self, conn: Connection, statement: str, params: Any) -> Any:
+        cur = cursor(conn)
+        cur.execute(statement, params)
+        return cur
+
+    def run_many(self, conn: Connection, statement: str, rows: Sequence[Any]) -> None:
+        if rows:
+            cursor(conn).executemany(statement, rows)
+
+
 class SqliteBackend(SqliteSearch, SqlBackend):
     """:class:`~openclaw_fts.index.base.Backend` of ``sqlite`` databases (FTS5 index)."""
 
     name = "sqlite"
     packaged_driver: tuple[str, str] | None = None
     connections: Connections = SqliteConnections()
+    statements: Statements = CursorStatements()
     segments: Segments | None = FtsSegments()
     impact_lists: ImpactLists = impact.FtsImpactLists()
     rank_weights = fts_weights()
@@ -101,9 +117,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         return match_parts(mi, compiled)
 
     # ------------------------------------------------------------ statements
-
-    def cursor(self, conn: Connection) -> Any:
-        return cursor(conn)
 
     def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         for chunk, _ in in_lists(values):
