@@ -15,7 +15,6 @@ rows only through a backend's ``insert_rows`` / ``delete_rows``. "Pending" is :m
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy import Connection
@@ -37,6 +36,7 @@ from ..rows import (
 )
 from ..transcript import Tree
 from .base import Partitions, Pooler, Replicas, Segments
+from .dialect_sql import DialectSql
 from .page import PagedSearch
 from .pending import PENDING_CONDITION
 
@@ -112,26 +112,11 @@ class SqlBackend(PagedSearch):
     #: The driver's exceptions for a violated constraint, when statements run on its cursor
     #: (through SQLAlchemy, they already arrive as ``sqlalchemy.exc.IntegrityError``).
     INTEGRITY_ERRORS: tuple[type[Exception], ...] = ()
-    #: SQL giving, for a row whose ``parent_id`` column is empty, what tells a null
-    #: ``parentId`` from a missing or malformed one (NULL otherwise); see :meth:`parent_type`.
-    PARENT_PROBE = "NULL"
-
+    #: The engine's spellings of what the statements below need (IN-lists, timestamps, the
+    #: parent probe, byte lengths, row locks, unstorable text): :mod:`.dialect_sql`.
+    spelt: DialectSql
     #: How the statements below reach the engine's driver.
     statements: Statements
-
-    def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-        """``column`` is one of ``values``, as SQL conditions with their parameters (one or
-        more chunks, each to run as its own statement)."""
-        raise NotImplementedError
-
-    def parent_type(self, probe: Any) -> str | None:
-        """What :data:`PARENT_PROBE` read, as ``json_type`` names it (``"null"`` for a null
-        ``parentId``, None when it is missing)."""
-        return probe if probe is None or isinstance(probe, str) else str(probe)
-
-    def time_param(self, value: datetime) -> Any:
-        """A timestamp as the driver binds it."""
-        return value
 
     def insert_rows(self, conn: Connection, rows: Sequence[NewRow]) -> None:
         raise NotImplementedError
@@ -140,19 +125,36 @@ class SqlBackend(PagedSearch):
         raise NotImplementedError
 
     def index_row_sizes(self, conn: Connection, session_id: str) -> list[tuple[int, int, int]]:
-        raise NotImplementedError
+        """``(id, seq, UTF-8 bytes of the indexed text)`` of every index row of one session."""
+        rows = self.run(
+            conn,
+            f"SELECT id, seq, {self.spelt.byte_length('body')} FROM {CONTENT_TABLE} "
+            "WHERE session_id = :sid",
+            {"sid": session_id},
+        )
+        return [(int(a), int(b), int(c)) for a, b, c in rows]
 
     def unstorable(self, values: Iterable[object]) -> str | None:
         """Why one of these values (ids, keys, derived columns) cannot be stored, or None."""
-        return None
+        return self.spelt.unstorable(values)
 
     def lock_session(self, conn: Connection, session_id: str) -> None:
-        """Serialise appends to one session until the transaction ends (SQLite: its write
-        transactions already are)."""
+        """Serialise appends to one session until the transaction ends: its session row locked
+        (SQLite: nothing to lock, its write transactions already are)."""
+        lock = self.spelt.row_lock()
+        if lock:
+            self.run(
+                conn,
+                f"SELECT 1 FROM openclaw_sessions WHERE session_id = :sid {lock}",
+                {"sid": session_id},
+            )
 
     def locked_context(self, conn: Connection, session_id: str) -> SessionContext | None:
-        self.lock_session(conn, session_id)
-        return self.session_context(conn, session_id)
+        """:meth:`lock_session` and the session's context in one statement (the session row
+        locked before ``last_seq`` is read, as the two statements would)."""
+        lock = self.spelt.row_lock("s")
+        statement = f"{SESSION_CONTEXT} {lock}" if lock else SESSION_CONTEXT
+        return session_context_of(self.run(conn, statement, {"sid": session_id}).fetchone())
 
     def rebuild_all(self, conn: Connection) -> None:
         """Rebuild the whole full-text index from the content table (where the engine can)."""
@@ -220,7 +222,7 @@ class SqlBackend(PagedSearch):
         if keys is None:
             return [r[0] for r in self.run(conn, "SELECT session_id FROM openclaw_sessions")]
         found: set[str] = set()
-        for by_key, params in self.ids_in("session_key", list(keys)):
+        for by_key, params in self.spelt.ids_in("session_key", list(keys)):
             by_id = by_key.replace("session_key", "session_id", 1)
             found.update(
                 r[0]
@@ -291,7 +293,7 @@ class SqlBackend(PagedSearch):
 
     def taken_event_ids(self, conn: Connection, session_id: str, ids: list[str]) -> set[str]:
         found: set[str] = set()
-        for where, params in self.ids_in("event_id", ids):
+        for where, params in self.spelt.ids_in("event_id", ids):
             result = self.run(
                 conn,
                 f"SELECT event_id FROM transcript_events WHERE session_id = :sid AND {where}",
@@ -328,7 +330,7 @@ class SqlBackend(PagedSearch):
     def ensure_session(
         self, conn: Connection, fields: Mapping[str, Any], *, rekey: bool
     ) -> int | None:
-        params = dict(fields, created_at=self.time_param(fields["created_at"]))
+        params = dict(fields, created_at=self.spelt.time_param(fields["created_at"]))
         row = self.run(
             conn, "SELECT last_seq FROM openclaw_sessions WHERE session_id = :session_id", params
         ).fetchone()
@@ -363,7 +365,7 @@ class SqlBackend(PagedSearch):
             conn,
             "SELECT seq, event_id, parent_id, type, side, "
             f"CASE WHEN {_NEEDS_JSON} THEN event END, "
-            f"CASE WHEN {_NEEDS_JSON} THEN NULL ELSE {self.PARENT_PROBE} END "
+            f"CASE WHEN {_NEEDS_JSON} THEN NULL ELSE {self.spelt.parent_probe} END "
             "FROM transcript_events WHERE session_id = :sid ORDER BY seq",
             {"sid": session_id},
         )
@@ -376,7 +378,7 @@ class SqlBackend(PagedSearch):
             else:
                 nodes.append(
                     transcript.column_node(
-                        seq, event_id, parent_id, etype, bool(side), self.parent_type(probe)
+                        seq, event_id, parent_id, etype, bool(side), self.spelt.parent_type(probe)
                     )
                 )
         return nodes, parsed
@@ -391,7 +393,7 @@ class SqlBackend(PagedSearch):
         wanted = sorted(seqs)
         unread = [seq for seq in wanted if seq not in parsed]
         found: dict[int, dict[str, Any]] = {}
-        for where, params in self.ids_in("seq", unread):
+        for where, params in self.spelt.ids_in("seq", unread):
             result = self.run(
                 conn,
                 "SELECT seq, event FROM transcript_events WHERE session_id = :sid "
@@ -411,13 +413,15 @@ class SqlBackend(PagedSearch):
         row = self.run(
             conn,
             "SELECT seq, type, side, parent_id, "
-            f"CASE WHEN type = '{transcript.LEAF_TYPE}' THEN event END, {self.PARENT_PROBE} "
+            f"CASE WHEN type = '{transcript.LEAF_TYPE}' THEN event END, {self.spelt.parent_probe} "
             "FROM transcript_events WHERE session_id = :sid AND event_id = :eid AND seq < :seq",
             {"sid": session_id, "eid": event_id, "seq": before_seq},
         ).fetchone()
         if row is None:
             return None
-        return EarlierEvent(row[0], row[1], bool(row[2]), row[3], row[4], self.parent_type(row[5]))
+        return EarlierEvent(
+            row[0], row[1], bool(row[2]), row[3], row[4], self.spelt.parent_type(row[5])
+        )
 
     def event_seq_type(
         self, conn: Connection, session_id: str, event_id: str

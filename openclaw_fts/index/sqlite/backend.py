@@ -5,16 +5,16 @@ after every method returns (:mod:`.fts`); every connection of a configured engin
 settings of :mod:`.connect` and begins deferred, or with ``BEGIN IMMEDIATE`` when marked
 ``WRITE`` (``openclaw_fts.engine.write_engine``); a flush takes the write lock before its first
 read. What SQLite does differently from the shared statements (:mod:`..sql`): the sqlite3
-cursor, IN-lists in bounded chunks, the FTS5 rows, ``json_type`` for the parent probe, FTS5's
-own maintenance and check; search is :class:`.read.SqliteSearch`.
+cursor (:class:`CursorStatements`), its spellings (:mod:`.dialect`: IN-lists in bounded chunks,
+``json_type`` for the parent probe), its engines and connections (:mod:`.connect`), the FTS5
+rows, FTS5's own maintenance and check; search is :class:`.read.SqliteSearch`.
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterator, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import DDL, ColumnElement, Connection, Engine, FromClause, event, text
@@ -23,11 +23,13 @@ from ...models import MessageImpact, MessageIndex
 from ...query import CompiledQuery
 from ...rows import NewRow
 from ..base import Connections, ImpactLists, Lease, Segments
+from ..dialect_sql import DialectSql
 from ..lease import TableLease
 from ..sql import SqlBackend, Statements
 from . import edit_triggers, impact
 from .compose import fts_weights, match_parts
 from .connect import SqliteConnections
+from .dialect import SqliteSql
 from .fts import (
     CREATE_STATEMENTS,
     DROP_STATEMENTS,
@@ -35,17 +37,13 @@ from .fts import (
     FtsSegments,
     cursor,
     delete_rows,
-    in_lists,
     insert_rows,
     merge_segments,
-    read_row_sizes,
 )
 from .read import SqliteSearch
 
 log = logging.getLogger(__name__)
 
-#: How timestamps are bound (SQLite stores them as text in this shape).
-SQL_TIME = "%Y-%m-%d %H:%M:%S.%f"
 #: SQLite's primary result codes that say nothing about the index (sqlite3 names them from
 #: Python 3.11 on only).
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_FULL = 5, 6, 8, 13
@@ -75,15 +73,11 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     packaged_driver: tuple[str, str] | None = None
     connections: Connections = SqliteConnections()
     statements: Statements = CursorStatements()
+    spelt: DialectSql = SqliteSql()
     segments: Segments | None = FtsSegments()
     impact_lists: ImpactLists = impact.FtsImpactLists()
     rank_weights = fts_weights()
     INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
-    #: SQLite tells a null ``parentId`` from a missing or malformed one without the JSON
-    #: reaching Python.
-    PARENT_PROBE = (
-        "CASE WHEN parent_id IS NULL AND json_valid(event) THEN json_type(event, '$.parentId') END"
-    )
 
     # ------------------------------------------------------------ schema
 
@@ -118,14 +112,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     # ------------------------------------------------------------ statements
 
-    def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-        for chunk, _ in in_lists(values):
-            params = {f"in{i}": v for i, v in enumerate(chunk)}
-            yield f"{column} IN ({', '.join(':' + k for k in params)})", params
-
-    def time_param(self, value: datetime) -> Any:
-        return value.strftime(SQL_TIME)
-
     def insert_rows(self, conn: Connection, rows: Sequence[NewRow]) -> None:
         """The rows, their FTS5 entries and their impact-list rows (:mod:`.impact`)."""
         first = insert_rows(conn, rows)
@@ -134,9 +120,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
         delete_rows(conn, ids)
-
-    def index_row_sizes(self, conn: Connection, session_id: str) -> list[tuple[int, int, int]]:
-        return read_row_sizes(conn, session_id)
 
     def rebuild_all(self, conn: Connection) -> None:
         """FTS5 re-reads its whole index from the content table."""
