@@ -9,15 +9,16 @@ the :class:`Backend` registered for its dialect — one class per engine (``Sqli
 do (:func:`dialect_of` is only for messages and the supported-dialect checks). Reads and
 writes are separate interfaces: :class:`Reader` never changes a row (search, the trees and
 index rows the writers plan from, status and checks), :class:`Writer` holds every statement
-that writes; a :class:`Backend` is both, plus what the engine needs of its connections
-(settings, transaction starts, the reconcile lease, the composable search's match). What only
-some engines have hangs off the backend as an optional object, None where the engine has none
-(:class:`Partitions`, :class:`Replicas`, :class:`Pooler`, :class:`Segments`), never as a stub or
-a flag; what only the migrations ask (revision probes, Alembic's name filter) is
-:mod:`.probes`'s, off this interface. An
-unregistered dialect is refused with :class:`~openclaw_fts.errors.UnsupportedDatabaseError`.
-This module holds no SQL and imports no backend (each registers itself when
-``openclaw_fts.index`` is imported).
+that writes; a :class:`Backend` is both, plus the reconcile lease and the composable search's
+match, with its components as objects: how its engines and connections are made and set up
+(:class:`Connections`: settings, transaction starts, snapshot options) and the impact lists'
+upkeep (:class:`ImpactLists`). What only some engines have hangs off the backend as an
+optional object, None where the engine has none (:class:`Partitions`, :class:`Replicas`,
+:class:`Pooler`, :class:`Segments`, :class:`Databases`), never as a stub or a flag; what only
+the migrations ask (revision probes, Alembic's name filter) is :mod:`.probes`'s, off this
+interface. An unregistered dialect is refused with
+:class:`~openclaw_fts.errors.UnsupportedDatabaseError`. This module holds no SQL and imports
+no backend (each registers itself when ``openclaw_fts.index`` is imported).
 """
 
 from __future__ import annotations
@@ -490,6 +491,21 @@ class Pooler(Protocol):
         ...
 
 
+class Databases(Protocol):
+    """Whole databases on a server, created and dropped by name (``Backend.databases``; the
+    testing kit's per-test databases). Each method runs through ``server``, an engine in
+    autocommit mode connected to another database of the same server."""
+
+    def create(self, server: Engine, name: str) -> None:
+        """Create the empty database ``name`` (letters, digits and ``_`` only)."""
+        ...
+
+    def drop(self, server: Engine, name: str) -> None:
+        """Drop ``name`` if it exists, ending the connections still open on it where the
+        server can."""
+        ...
+
+
 class Segments(Protocol):
     """An index kept in segments a background merge joins (``Backend.segments``; SQLite's
     FTS5). Without it there is nothing to merge and no connection is needed to say so."""
@@ -537,11 +553,12 @@ class Backend(Reader, Writer, Protocol):
 
     #: What only some engines have, as optional objects (None: this engine has none): the
     #: layout partitioned by agent, hot standbys to read from, a pooler in transaction mode,
-    #: an index kept in segments a background merge joins.
+    #: an index kept in segments a background merge joins, whole databases made on a server.
     partitions: Partitions | None
     replicas: Replicas | None
     pooler: Pooler | None
     segments: Segments | None
+    databases: Databases | None
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         """The reconcile lease of this engine, held as ``holder``."""

@@ -35,7 +35,7 @@ from ..rows import (
     StoredRow,
 )
 from ..transcript import Tree
-from .base import Partitions, Pooler, Replicas, Segments
+from .base import Databases, Partitions, Pooler, Replicas, Segments
 from .dialect_sql import DialectSql
 from .page import PagedSearch
 from .pending import PENDING_CONDITION
@@ -252,6 +252,7 @@ class SqlBackend(PagedSearch):
     replicas: Replicas | None = None
     pooler: Pooler | None = None
     segments: Segments | None = None
+    databases: Databases | None = None
 
     #: One statement per append is PostgreSQL's (SQLite's write lock is the transaction's).
     one_statement_appends = False

@@ -26,13 +26,14 @@ from sqlalchemy import ColumnElement, Connection, Engine, FromClause, TextClause
 
 from ...query import CompiledQuery
 from ...rows import EVENT_COLUMNS, EventRow, Extension, NewRow, SessionContext
-from ..base import Connections, ImpactLists, Lease, Partitions, Pooler, Replicas
+from ..base import Connections, Databases, ImpactLists, Lease, Partitions, Pooler, Replicas
 from ..dialect_sql import DialectSql
 from ..impact import IMPACT_TABLE
 from ..sql import CONTENT_TABLE, SqlBackend
 from . import impact, partition
 from .compose import match_parts
 from .connect import PSYCOPG, PostgresqlConnections
+from .databases import ServerDatabases
 from .dialect import PostgresqlSql
 from .lease import AdvisoryLease, RowLease
 from .partition import AgentPartitions
@@ -256,6 +257,7 @@ class PostgresqlBackend(PostgresSearch, SqlBackend):
     partitions: Partitions | None = AgentPartitions()
     replicas: Replicas | None = StandbyReplicas()
     pooler: Pooler | None = TransactionPooler()
+    databases: Databases | None = ServerDatabases()
     impact_lists: ImpactLists = impact.ServerImpactLists()
     one_statement_appends = True
 
