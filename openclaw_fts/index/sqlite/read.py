@@ -21,6 +21,7 @@ session (:meth:`SqliteSearch.near_words` says why).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,9 +113,11 @@ SCOPED_RANK_ALL_SHARE = 64
 #: caller who sees few of the matches, or filters that keep few).
 RECENT_WALK_ROWS = 4096
 #: Index rows at least as new as the walk's last kept row but with a lower id (written out of
-#: time order: an import of old sessions after new ones, a rebuilt session) that the walk
-#: matches and merges; with more, the exact statement decides.
-RECENT_STRAYS = 64
+#: time order: sessions interleaved in time, an import of old sessions after new ones, a
+#: rebuilt session) that the walk matches and merges; with more, the exact statement decides.
+#: The bench corpus at 100k has ~600 such rows behind the newest matches of a common word
+#: (sessions written in batches, their messages interleaved in time).
+RECENT_STRAYS = 4096
 
 # Ranking of the narrow callers (``tree`` / ``self``; docs/tools.md, "score"): per message, from
 # that message alone. bm25() would compute each term's IDF by walking the term's doclist over
@@ -325,10 +328,11 @@ def _newest_hits(
     did not read has a lower id than the last one it kept, so only an index row at least as
     new as the last of the kept rows in result order *and* with a lower id could rank among
     them — those are read from the time index (:data:`~openclaw_fts.models.TIME_INDEX`, ids
-    and times only, no row read) and, at most :data:`RECENT_STRAYS` of them, matched and
-    judged like the walk's rows and merged in. None (the exact statement decides) when the
-    walk reads :data:`RECENT_WALK_ROWS` matches without enough passing, or there are more
-    strays. The scores are bm25's, read for the rows returned only."""
+    and times only, no row read) and, at most :data:`RECENT_STRAYS` of them, matched (one
+    read of the doclist over their ids' range), judged like the walk's rows and merged in.
+    None (the exact statement decides) when the walk reads :data:`RECENT_WALK_ROWS` matches
+    without enough passing, or there are more strays. The scores are bm25's, read for the rows
+    returned only."""
     assert req.compiled is not None
     cur = cursor(conn)
     want = req.limit + 1
@@ -370,25 +374,36 @@ def _newest_hits(
         if len(strays) > RECENT_STRAYS:
             return None
         if strays:
-            ids = {f"id{n}": row_id for n, row_id in enumerate(strays)}
-            marks = ", ".join(f":{name}" for name in ids)
-            matched = (
-                f"SELECT rowid AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
-                f"AND rowid IN ({marks})"
-            )
-            rows += cur.execute(select.format(matches=matched), {**params, **ids}).fetchall()
+            # the matches among them: one read of the doclist over their id range
+            first = min(strays)
+            matched = {
+                r[0]
+                for r in cur.execute(
+                    f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
+                    "AND rowid >= :first AND rowid < :last",
+                    {"q": req.compiled.match, "first": first, "last": last_kept},
+                )
+            }.intersection(strays)
+            if matched:
+                listed = "SELECT value AS id FROM json_each(:strays)"
+                rows += cur.execute(
+                    select.format(matches=listed), {**params, "strays": json.dumps(sorted(matched))}
+                ).fetchall()
     rows = sorted(rows, key=_newest_first)[:want]
     if not rows:
         return []
-    ids = {f"id{n}": r[0] for n, r in enumerate(rows)}
-    marks = ", ".join(f":{name}" for name in ids)
-    score = dict(
-        cur.execute(
+    # bm25 of the rows returned: one read of the doclist over their id range (a rowid IN list
+    # would run the query once per id, each computing the terms' IDF again)
+    kept = {r[0] for r in rows}
+    score = {
+        r[0]: r[1]
+        for r in cur.execute(
             f"SELECT rowid, bm25({FTS_TABLE}, {BM25_WEIGHTS}) FROM {FTS_TABLE} "
-            f"WHERE {FTS_TABLE} MATCH :q AND rowid IN ({marks})",
-            {"q": req.compiled.match, **ids},
-        ).fetchall()
-    )
+            f"WHERE {FTS_TABLE} MATCH :q AND rowid BETWEEN :low AND :high",
+            {"q": req.compiled.match, "low": min(kept), "high": max(kept)},
+        )
+        if r[0] in kept
+    }
     return [(*r, score[r[0]]) for r in rows]
 
 
