@@ -354,6 +354,7 @@ def _same_newest(
     _compare_newest(store, monkeypatch, filters)
     with monkeypatch.context() as small:
         small.setattr(sqlite_read, "RECENT_WALK_ROWS", 3 * LIMIT)
+        small.setattr(sqlite_read, "RECENT_MIN_MATCHES", LIMIT)
         small.setattr(pg_read, "RECENT_WALK_ROWS", 3 * LIMIT)
         _compare_newest(store, monkeypatch, filters)
 
