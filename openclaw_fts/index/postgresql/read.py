@@ -135,6 +135,17 @@ _SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text, pg_current_xact_id_if_assig
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
 _PENDING_MEMO = "openclaw_fts_pg_any_pending"
 _TSQUERY = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, :q)"
+#: A wide caller's search ordered ``recent`` first looks among the newest index rows only, this
+#: many of them (:func:`hits_sql`): with the time index (revision 0011) the planner walks them
+#: newest first with the match as a filter and stops at the limit, instead of ranking and
+#: sorting every match (bench/NOTES.md, "Filters on the fast paths"). When they hold fewer than
+#: ``limit + 1`` visible matches, the same statement answers from every match.
+RECENT_WALK_ROWS = 4096
+#: The time at or after which those rows are (every row when the index holds fewer).
+_RECENT_FLOOR = (
+    f"coalesce((SELECT f.timestamp_ms FROM {CONTENT_TABLE} AS f ORDER BY f.timestamp_ms DESC "
+    "OFFSET :recent_rows LIMIT 1), -9223372036854775808)"
+)
 
 
 def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
@@ -242,8 +253,23 @@ def hits_sql(
     )
     if not caller.is_narrow:
         order = _order_by(req, rows="mi.", keys="s.")
-        sql = f"{wide}{match}" + ("" if unordered else f" ORDER BY {order} LIMIT :lim")
-        return sql, params
+        if unordered:
+            return f"{wide}{match}", params
+        if req.order == "recent" and req.session_key is None:
+            # The newest rows' matches (``n``) are the answer when they are ``limit + 1``: every
+            # match they leave out is older than all of them. Otherwise every match is read
+            # (the second branch runs only then: a one-time filter).
+            params["recent_rows"] = RECENT_WALK_ROWS
+            near = (
+                f"{wide}{match} AND mi.timestamp_ms >= {_RECENT_FLOOR} ORDER BY {order} LIMIT :lim"
+            )
+            every = f"{wide}{match} AND (SELECT count(*) FROM n) < :lim ORDER BY {order} LIMIT :lim"
+            sql = (
+                f"WITH n AS MATERIALIZED ({near}) SELECT n.* FROM n "
+                f"WHERE (SELECT count(*) FROM n) >= :lim UNION ALL ({every})"
+            )
+            return sql, params
+        return f"{wide}{match} ORDER BY {order} LIMIT :lim", params
     # A narrow caller: its sessions' rows one by one when they are few (see NARROW_SCAN_EVENTS).
     lateral = (
         f"{head}openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(agents)}) AS mi "
