@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, TextClause, text
 
 from ...caller import INCOGNITO_KEY_COLONS, INCOGNITO_KEY_KINDS, KEY_TRIM_CHARS
+from ...redact.engine import MASK_ELLIPSIS
 from ...rows import Hit, SearchRequest
-from ...spelling import messages_holding, note_examined, one_edit
+from ...spelling import is_word_like, messages_holding, note_examined, one_edit
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
@@ -467,8 +468,15 @@ def _one_edit_candidates(token: str, head: str) -> list[str]:
     """The words one edit away from ``token`` that keep its ``head`` and are their own
     lexemes, in :func:`~openclaw_fts.spelling.one_edit`'s order, at most
     :data:`MAX_ONE_EDIT_PROBES`: the candidate near words of both paths of
-    :meth:`PostgresSearch.near_words`."""
-    words = [w for w in one_edit(token) if w.startswith(head) and _is_own_lexeme(w)]
+    :meth:`PostgresSearch.near_words`. Those of a word-like token are word-like too
+    (:func:`~openclaw_fts.spelling.is_word_like`, as :func:`~openclaw_fts.spelling.nearest`
+    keeps them on SQLite): no digit substituted or inserted, a quarter fewer GIN probes."""
+    word_like = is_word_like(token)
+    words = [
+        w
+        for w in one_edit(token)
+        if w.startswith(head) and _is_own_lexeme(w) and (is_word_like(w) or not word_like)
+    ]
     return words[:MAX_ONE_EDIT_PROBES]
 
 
@@ -874,6 +882,7 @@ class PostgresSearch:
         prefix: bool = False,
         want: int = 1,
         exact: bool = False,
+        unmasked: bool = False,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol. One statement counts, for each word, the messages the
         caller may see that hold it, up to :data:`WORD_COUNT_CAP` (the visibility predicate
@@ -884,12 +893,14 @@ class PostgresSearch:
         whose bitmap is the word's whole posting list); any other caller's count is the
         word's GIN matches joined to their sessions until :data:`WORD_COUNT_CAP` visible ones
         are found -- the word's whole GIN bitmap (as every search of the word reads), and at
-        worst every match of the word, when the caller sees few of them."""
+        worst every match of the word, when the caller sees few of them. ``unmasked``: the
+        same statement, each word's messages limited to those whose body holds no credential
+        mask, and only the first such message looked for (not counted)."""
         plain = [w for w in dict.fromkeys(words) if w.isalnum()]  # no tsquery syntax
         if not plain:
             return []
         _custom_plans(conn)
-        if all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
+        if not unmasked and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
             # The same counts from the caller's rows' lexemes (:func:`_own_lexemes`), which
             # the suggestions for this word read once for all their questions.
             own = {
@@ -905,7 +916,10 @@ class PostgresSearch:
         where, params = _visible_sql(caller, None)
         if not exact:
             where = f"({where} AND {EXACT_SESSION})"
-        params.update(words=plain, cap=WORD_COUNT_CAP)
+        params.update(words=plain, cap=1 if unmasked else WORD_COUNT_CAP)
+        if unmasked:
+            where = f"{where} AND strpos(mi.body, :ellipsis) = 0"
+            params["ellipsis"] = MASK_ELLIPSIS
         if _few_caller_rows(conn, caller):
             rows = (
                 f"openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
@@ -928,6 +942,8 @@ class PostgresSearch:
             params,
         ).all()
         counted = [(str(r[0]), int(r[1])) for r in found if r[1]]
+        if unmasked:
+            return [(w, 0) for w, _ in counted[:want]]
         return _most_first(counted, want)
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
