@@ -470,12 +470,13 @@ def _one_edit_candidates(token: str, head: str) -> list[str]:
     :data:`MAX_ONE_EDIT_PROBES`: the candidate near words of both paths of
     :meth:`PostgresSearch.near_words`. Those of a word-like token are word-like too
     (:func:`~openclaw_fts.spelling.is_word_like`, as :func:`~openclaw_fts.spelling.nearest`
-    keeps them on SQLite): no digit substituted or inserted, a quarter fewer GIN probes."""
-    word_like = is_word_like(token)
+    keeps them on SQLite): letters only, no digit substituted or inserted, a quarter fewer
+    GIN probes."""
+    letters = is_word_like(token)
     words = [
         w
         for w in one_edit(token)
-        if w.startswith(head) and _is_own_lexeme(w) and (is_word_like(w) or not word_like)
+        if w.startswith(head) and _is_own_lexeme(w) and (not letters or w.isalpha())
     ]
     return words[:MAX_ONE_EDIT_PROBES]
 
@@ -858,19 +859,24 @@ class PostgresSearch:
                 "set_config('enable_seqscan', 'off', true)"
             )
         ).one()[0]
+        # The setting goes back in the same statement (one round trip less): a statement is
+        # planned before it runs, so the probes keep the plan made without sequential scans,
+        # and the reset (the outer side of the LEFT JOIN, one row) runs before them.
         present = [
             str(r[0])
             for r in conn.execute(
                 text(
-                    "SELECT c.w FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) "
+                    "SELECT p.w FROM (SELECT set_config('enable_seqscan', :v, true)) AS reset(v) "
+                    "LEFT JOIN LATERAL (SELECT c.w, c.n FROM unnest(CAST(:words AS text[])) "
+                    "WITH ORDINALITY AS c(w, n) "
                     f"CROSS JOIN LATERAL (SELECT 1 FROM {CONTENT_TABLE} AS x "
                     f"WHERE x.{TSVECTOR_COLUMN} @@ CAST(quote_literal(c.w) AS tsquery) "
-                    "LIMIT 1) AS hit ORDER BY c.n"
+                    "LIMIT 1) AS hit) AS p ON true ORDER BY p.n"
                 ),
-                {"words": candidates},
+                {"words": candidates, "v": previous},
             )
+            if r[0] is not None
         ]
-        conn.execute(text("SELECT set_config('enable_seqscan', :v, true)"), {"v": previous})
         return self.visible_words(conn, caller, present, want=want, exact=exact)
 
     def visible_words(
