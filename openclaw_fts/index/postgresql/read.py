@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, TextClause, text
 
-from ...caller import INCOGNITO_KEY_COLONS, INCOGNITO_KEY_KINDS, KEY_TRIM_CHARS
 from ...redact.engine import MASK_ELLIPSIS
 from ...rows import Hit, SearchRequest
 from ...spelling import is_word_like, messages_holding, note_examined, one_edit
@@ -94,7 +93,7 @@ _BEGIN_SEARCH_SQL = (
     "pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
 )
 #: Where a pooled connection records that its session has ``plan_cache_mode`` set (every
-#: connection of an engine the plugin made: ``PostgresqlBackend.own_engine``).
+#: connection of an engine the plugin made: ``PostgresqlConnections.own_engine``).
 SESSION_CUSTOM_PLANS = "openclaw_fts_pg_session_custom_plans"
 #: Where a pooled connection marks the transaction it set ``plan_cache_mode`` in.
 _CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
@@ -373,7 +372,7 @@ def _statement(sql: str) -> TextClause:
 def _session_plans(conn: Connection) -> bool:
     """Whether every plan on this connection is custom without a setting per transaction: it
     has ``plan_cache_mode`` for its whole session (a connection of an engine the plugin made:
-    ``PostgresqlBackend.own_engine``), or psycopg never prepares a statement on it
+    ``PostgresqlConnections.own_engine``), or psycopg never prepares a statement on it
     (``prepare_threshold`` None: behind a transaction pooler, ``pooling.py``)."""
     if conn.info.get(SESSION_CUSTOM_PLANS):
         return True
@@ -547,49 +546,6 @@ def _own_lexemes(
 def _most_first(counted: Sequence[tuple[str, int]], want: int) -> list[tuple[str, int]]:
     """The ``want`` words of ``counted`` held by the most messages (ties: the word)."""
     return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
-
-
-def _octal(text: str) -> str:
-    """``text`` as a PostgreSQL escape string of octal escapes only (``E'\\072'`` is a colon):
-    a constant when the statement is parsed, where ``chr(58) || …`` is an expression folded
-    again at every planning, and without a ``:`` that ``text()`` would read as a parameter."""
-    return "E'" + "".join(c if c.isalnum() or c in "_%-" else f"\\{ord(c):03o}" for c in text) + "'"
-
-
-class PostgresqlSql:
-    """The spellings the shared statements need on PostgreSQL
-    (:class:`~..dialect_sql.DialectSql`)."""
-
-    @staticmethod
-    def incognito_key(alias: str) -> str:
-        """See the protocol: ``btrim``, constants as escape strings (:func:`_octal`), and the
-        cheap first test ``strpos`` of the lower-cased key: a function the planner gives a
-        default selectivity, where ``ILIKE`` on the key column is estimated against the
-        column's statistics at every planning (together 0.13 ms of a narrow search's 0.63 ms
-        of planning at 100k messages, bench/NOTES.md). Each shape below lower-cases the key
-        too and holds ``incognito-``, so that first test changes no answer."""
-        key = f"lower(btrim({alias}.session_key, {_octal(KEY_TRIM_CHARS)}))"
-        shapes = " OR ".join(
-            f"{key} LIKE {_octal(f'agent:_%:{kind}:incognito-_%')}" for kind in INCOGNITO_KEY_KINDS
-        )
-        colons = (
-            f"length({key}) - length(replace({key}, {_octal(':')}, '')) = {INCOGNITO_KEY_COLONS}"
-        )
-        return f"(strpos(lower({alias}.session_key), 'incognito-') > 0 AND ({shapes}) AND {colons})"
-
-    @staticmethod
-    def not_flagged(column: str) -> str:
-        """Booleans are not integers on PostgreSQL."""
-        return f"NOT {column}"
-
-    @staticmethod
-    def contains(haystack: str, needle: str) -> str:
-        return f"strpos({haystack}, {needle}) > 0"
-
-    @staticmethod
-    def cannot_hold(value: str) -> bool:
-        """PostgreSQL text cannot hold NUL."""
-        return "\x00" in value
 
 
 class PostgresSearch:

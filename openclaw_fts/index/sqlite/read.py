@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from ...caller import INCOGNITO_KEY_COLONS, INCOGNITO_KEY_KINDS, KEY_TRIM_CHARS, Caller
+from ...caller import Caller
 from ...redact.engine import MASK_ELLIPSIS
 from ...rows import (
     INDEX_VERSION,
@@ -347,41 +347,6 @@ def group_by_session(hits: list[Hit], req: SearchRequest) -> list[tuple[Hit, int
             best[hit[6]] = hit
     ordered = sorted(best.values(), key=key)[: req.limit + 1]
     return [(hit, counts[hit[6]]) for hit in ordered]
-
-
-class SqliteSql:
-    """The spellings the shared statements need on SQLite (:class:`~..dialect_sql.DialectSql`)."""
-
-    @staticmethod
-    def incognito_key(alias: str) -> str:
-        """See the protocol: ``trim`` by character codes, and the colons as ``char(58)``
-        (a ``:name`` in the statement text would read as a bound parameter); LIKE compares
-        ASCII case-insensitively."""
-        trim = "char(" + ", ".join(str(ord(c)) for c in KEY_TRIM_CHARS) + ")"
-        key = f"lower(trim({alias}.session_key, {trim}))"
-        colon = " || char(58) || "
-        shapes = " OR ".join(
-            f"{key} LIKE ('agent'{colon}'_%'{colon}'{kind}'{colon}'incognito-_%')"
-            for kind in INCOGNITO_KEY_KINDS
-        )
-        colons = f"length({key}) - length(replace({key}, char(58), '')) = {INCOGNITO_KEY_COLONS}"
-        # One cheap LIKE first: almost no key holds "incognito-", and then nothing else is
-        # computed.
-        return f"({alias}.session_key LIKE '%incognito-%' AND ({shapes}) AND {colons})"
-
-    @staticmethod
-    def not_flagged(column: str) -> str:
-        """Booleans are integers on SQLite."""
-        return f"{column} = 0"
-
-    @staticmethod
-    def contains(haystack: str, needle: str) -> str:
-        return f"instr({haystack}, {needle}) > 0"
-
-    @staticmethod
-    def cannot_hold(value: str) -> bool:
-        """SQLite text holds any string."""
-        return False
 
 
 class SqliteSearch:
