@@ -84,7 +84,10 @@ def edit_distance(a: str, b: str, limit: int) -> int:
 def nearest(token: str, words: Sequence[str], limit: int) -> list[tuple[str, int]]:
     """Each of ``words`` (other than ``token``) within ``limit`` edits of ``token`` with its
     distance, in the order of ``words``: :func:`edit_distance` of each, computed in one call
-    of RapidFuzz's C++ loop (no Python per word)."""
+    of RapidFuzz's C++ loop (no Python per word). Only word-like words (:func:`is_word_like`)
+    are near words of a word: an identifier one edit from it (``aac3`` for ``aaca``) is no
+    word anyone meant."""
+    words = [w for w in words if is_word_like(w)] if is_word_like(token) else words
     found = process.extract(token, words, scorer=OSA.distance, score_cutoff=limit, limit=None)
     order = {w: n for n, w in enumerate(words)}
     near = [(str(w), int(d)) for w, d, _ in found if w != token]

@@ -336,3 +336,29 @@ def test_near_words_examine_at_most_the_cap(
         near = crowd[100][:-1] + "z" + crowd[100][-1]  # one letter added to a crowd token
         assert crowd[100] in store.suggest(caller, near), caller.visibility
         assert store.suggest(caller, "deplyoment") == ["deployment"]
+
+
+def test_a_tracked_words_neighbours_in_the_vocabulary_are_still_near_words(
+    store: TranscriptStore, db_engine: str
+) -> None:
+    """SQLite reads a tracked word (one with an impact list) from the list's table and the
+    vocabulary around it, not through it: the words just before and after it in term order
+    are still near words, and every suggestion is the one the store gave before the word was
+    tracked."""
+    if db_engine != "sqlite":
+        pytest.skip("the vocabulary ranges are SQLite's")
+    from openclaw_fts.index.sqlite import impact
+    from openclaw_fts.index.sqlite.fts import cursor
+
+    store.create_session("s-main", "agent:main:main")
+    texts = [f"deploy step {i}" for i in range(8)] + ["deploys rolled back", "deplo typed"]
+    store.append_many("s-main", chain(texts, prefix="s-main-"))
+    queries = ["deployz", "deplox", "deplyo", "deploq"]
+    before = {q: store.suggest(EVERYONE, q) for q in queries}
+    with store.engine.begin() as conn:
+        assert "deploy" in impact.promote(cursor(conn), 8)
+    after = {q: store.suggest(EVERYONE, q) for q in queries}
+    assert after == before
+    assert after["deployz"] == ["deploy", "deploys", "deplo"]
+    assert after["deplox"][:2] == ["deploy", "deplo"]
+    assert "deploy" in after["deplyo"]

@@ -165,6 +165,7 @@ class SearchReads(Protocol):
         prefix: bool = False,
         want: int = 1,
         exact: bool = False,
+        unmasked: bool = False,
     ) -> list[tuple[str, int]]:
         """Up to ``want`` of ``words`` (folded index tokens) that occur as a word (``prefix``:
         as the start of a word) in an indexed message the caller may see, with how many
@@ -173,7 +174,11 @@ class SearchReads(Protocol):
         most frequent first. Visibility is in the statements that prove and count each word:
         a word only in sessions the caller cannot see is never returned, and those sessions
         change neither the counts nor the order; nor do pending sessions, unless ``exact``
-        (as for :meth:`near_words`)."""
+        (as for :meth:`near_words`). ``unmasked``: only words held by such a message whose
+        text holds no credential mask at all (no
+        :data:`~openclaw_fts.redact.engine.MASK_ELLIPSIS`), so each is said outside every
+        mask (:func:`~openclaw_fts.index.suggest.said_outside_masks` then needs no read),
+        in the order given, their counts not read (0)."""
         ...
 
 

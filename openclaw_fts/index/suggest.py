@@ -71,6 +71,8 @@ def said_outside_masks(
     when each of them holds it only there (:func:`~openclaw_fts.redact.mask_fragments`)."""
     if len(word) > MAX_FRAGMENT_CHARS and not prefix:
         return True
+    if backend.visible_words(conn, caller, [word], prefix=prefix, exact=exact, unmasked=True):
+        return True  # a message without any mask holds it: no message need be ranked
     query = f"{word}*" if prefix else word
     compiled = compile_query(query)
     if compiled is None:
@@ -86,6 +88,26 @@ def said_outside_masks(
             if held and not any(a <= token.start and token.end <= b for a, b in kept):
                 return True
     return False
+
+
+def _unmasked(
+    conn: Connection,
+    backend: SearchReads,
+    caller: Caller,
+    found: list[tuple[str, int]],
+    exact: bool,
+) -> set[str]:
+    """Of ``found`` (near words), those :func:`said_outside_masks` needs no read for: the
+    long ones, and the short ones a visible message without any mask holds, asked of the
+    backend in one call (``visible_words(unmasked=True)``), not by ranking each word's best
+    messages (at 100k events that ranking was most of a search that finds nothing:
+    bench/NOTES.md)."""
+    short = [w for w, _ in found if len(w) <= MAX_FRAGMENT_CHARS]
+    long = {w for w, _ in found if len(w) > MAX_FRAGMENT_CHARS}
+    if not short:
+        return long
+    proved = backend.visible_words(conn, caller, short, want=len(short), exact=exact, unmasked=True)
+    return long | {w for w, _ in proved}
 
 
 def _tokens(compiled: CompiledQuery) -> list[str]:
@@ -136,10 +158,12 @@ def suggestions(
             found = backend.near_words(
                 conn, caller, token, max_distance=distance, want=want, exact=exact
             )
+            unmasked = _unmasked(conn, backend, caller, found, exact)
             words = [
                 w
                 for w, _ in found
-                if said_outside_masks(conn, backend, caller, w, prefix=False, exact=exact)
+                if w in unmasked
+                or said_outside_masks(conn, backend, caller, w, prefix=False, exact=exact)
             ]
             if len(words) >= MAX_SUGGESTIONS or len(found) < want:
                 break

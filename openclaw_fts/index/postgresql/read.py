@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, TextClause, text
 
+from ...redact.engine import MASK_ELLIPSIS
 from ...rows import Hit, SearchRequest
-from ...spelling import messages_holding, note_examined, one_edit
+from ...spelling import is_word_like, messages_holding, note_examined, one_edit
 from ..hits import hit_texts, user_filters
 from ..impact import fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
@@ -492,8 +493,16 @@ def _one_edit_candidates(token: str, head: str) -> list[str]:
     """The words one edit away from ``token`` that keep its ``head`` and are their own
     lexemes, in :func:`~openclaw_fts.spelling.one_edit`'s order, at most
     :data:`MAX_ONE_EDIT_PROBES`: the candidate near words of both paths of
-    :meth:`PostgresSearch.near_words`."""
-    words = [w for w in one_edit(token) if w.startswith(head) and _is_own_lexeme(w)]
+    :meth:`PostgresSearch.near_words`. Those of a word-like token are word-like too
+    (:func:`~openclaw_fts.spelling.is_word_like`, as :func:`~openclaw_fts.spelling.nearest`
+    keeps them on SQLite): letters only, no digit substituted or inserted, a quarter fewer
+    GIN probes."""
+    letters = is_word_like(token)
+    words = [
+        w
+        for w in one_edit(token)
+        if w.startswith(head) and _is_own_lexeme(w) and (not letters or w.isalpha())
+    ]
     return words[:MAX_ONE_EDIT_PROBES]
 
 
@@ -832,19 +841,24 @@ class PostgresSearch:
                 "set_config('enable_seqscan', 'off', true)"
             )
         ).one()[0]
+        # The setting goes back in the same statement (one round trip less): a statement is
+        # planned before it runs, so the probes keep the plan made without sequential scans,
+        # and the reset (the outer side of the LEFT JOIN, one row) runs before them.
         present = [
             str(r[0])
             for r in conn.execute(
                 text(
-                    "SELECT c.w FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) "
+                    "SELECT p.w FROM (SELECT set_config('enable_seqscan', :v, true)) AS reset(v) "
+                    "LEFT JOIN LATERAL (SELECT c.w, c.n FROM unnest(CAST(:words AS text[])) "
+                    "WITH ORDINALITY AS c(w, n) "
                     f"CROSS JOIN LATERAL (SELECT 1 FROM {CONTENT_TABLE} AS x "
                     f"WHERE x.{TSVECTOR_COLUMN} @@ CAST(quote_literal(c.w) AS tsquery) "
-                    "LIMIT 1) AS hit ORDER BY c.n"
+                    "LIMIT 1) AS hit) AS p ON true ORDER BY p.n"
                 ),
-                {"words": candidates},
+                {"words": candidates, "v": previous},
             )
+            if r[0] is not None
         ]
-        conn.execute(text("SELECT set_config('enable_seqscan', :v, true)"), {"v": previous})
         return self.visible_words(conn, caller, present, want=want, exact=exact)
 
     def visible_words(
@@ -856,6 +870,7 @@ class PostgresSearch:
         prefix: bool = False,
         want: int = 1,
         exact: bool = False,
+        unmasked: bool = False,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol. One statement counts, for each word, the messages the
         caller may see that hold it, up to :data:`WORD_COUNT_CAP` (the visibility predicate
@@ -866,12 +881,14 @@ class PostgresSearch:
         whose bitmap is the word's whole posting list); any other caller's count is the
         word's GIN matches joined to their sessions until :data:`WORD_COUNT_CAP` visible ones
         are found -- the word's whole GIN bitmap (as every search of the word reads), and at
-        worst every match of the word, when the caller sees few of them."""
+        worst every match of the word, when the caller sees few of them. ``unmasked``: the
+        same statement, each word's messages limited to those whose body holds no credential
+        mask, and only the first such message looked for (not counted)."""
         plain = [w for w in dict.fromkeys(words) if w.isalnum()]  # no tsquery syntax
         if not plain:
             return []
         _custom_plans(conn)
-        if all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
+        if not unmasked and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
             # The same counts from the caller's rows' lexemes (:func:`_own_lexemes`), which
             # the suggestions for this word read once for all their questions.
             own = {
@@ -887,7 +904,10 @@ class PostgresSearch:
         where, params = _visible_sql(caller, None)
         if not exact:
             where = f"({where} AND {EXACT_SESSION})"
-        params.update(words=plain, cap=WORD_COUNT_CAP)
+        params.update(words=plain, cap=1 if unmasked else WORD_COUNT_CAP)
+        if unmasked:
+            where = f"{where} AND strpos(mi.body, :ellipsis) = 0"
+            params["ellipsis"] = MASK_ELLIPSIS
         if _few_caller_rows(conn, caller):
             rows = (
                 f"openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
@@ -910,6 +930,8 @@ class PostgresSearch:
             params,
         ).all()
         counted = [(str(r[0]), int(r[1])) for r in found if r[1]]
+        if unmasked:
+            return [(w, 0) for w, _ in counted[:want]]
         return _most_first(counted, want)
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:

@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ...caller import Caller
+from ...redact.engine import MASK_ELLIPSIS
 from ...rows import (
     INDEX_VERSION,
     SESSION_TOKEN_PREFIX,
@@ -45,12 +46,17 @@ from ...spelling import (
 )
 from ...tokens import is_cjk, mirror_is_exact, scan_tokens, words_starting
 from ..hits import hit_texts, user_filters
-from ..impact import fast_path_word
+from ..impact import FREQUENT_TERM_MIN_DOCS, TERMS_TABLE, fast_path_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import Predicate, visible
 from . import impact
 from .fts import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
+
+#: The characters :func:`_just_below` and :func:`_without_tracked` bound term ranges with: no
+#: term of the index holds either (the tokenizer keeps letters and digits).
+_LOWEST = "\x01"
+_HIGHEST = "\U0010ffff"
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
 _PENDING_MEMO = "openclaw_fts_any_pending"
@@ -297,6 +303,30 @@ def _nearest_own(
 def _after(head: str) -> str:
     """The first string past every string starting with ``head`` (a range's end)."""
     return head[:-1] + chr(ord(head[-1]) + 1)
+
+
+def _just_below(word: str) -> str:
+    """A bound every term sorting before ``word`` (an ASCII word: a tracked word) sorts at or
+    before, and ``word`` after: its last letter lowered by one, then the highest code points
+    (terms compare by their UTF-8 bytes, which follow code points)."""
+    return word[:-1] + chr(ord(word[-1]) - 1) + _HIGHEST * 4
+
+
+def _without_tracked(
+    ranges: Sequence[tuple[str, str]], tracked: Sequence[str]
+) -> list[tuple[str, str]]:
+    """``ranges`` (``[start, end)`` of terms, in examining order) split around every word of
+    ``tracked`` inside them: ``[start, just below w)``, ``[just past w, ...)`` (``w`` then a
+    character below every character a term holds). ``fts5vocab`` positions its cursor on the
+    first term at or past a range's start without reading the terms before it, so the
+    tracked words' doclists -- the longest of the range -- are never walked."""
+    out: list[tuple[str, str]] = []
+    for start, end in ranges:
+        for word in sorted(w for w in tracked if start <= w < end):
+            out.append((start, _just_below(word)))
+            start = word + _LOWEST
+        out.append((start, end))
+    return [(a, b) for a, b in out if a < b]
 
 
 def _match_word(word: str, prefix: bool) -> str:
@@ -687,13 +717,31 @@ class SqliteSearch:
         edges = [low, *(v for r in sorted(heads) for v in r), _after(low)]
         gaps = [(edges[n], edges[n + 1]) for n in range(0, len(edges), 2)]
         ranges = [*heads, *((a, b) for a, b in gaps if a < b)]
+        # The tracked words of the range (the impact lists' words: every word held by
+        # FREQUENT_TERM_MIN_DOCS messages or more, kept by the writer) come from their own
+        # table, with the count they were tracked at, and the vocabulary is read around them:
+        # fts5vocab counts a term by walking its whole doclist, and these are the longest
+        # (the `hi` range at 100k events: 3.1 ms with `hi` and `him`, 0.8 ms without).
+        tracked = {
+            str(term): max(int(doc), FREQUENT_TERM_MIN_DOCS)
+            for term, doc in cur.execute(
+                f"SELECT term, docs FROM {TERMS_TABLE} WHERE term >= ? AND term < ?",
+                (low, _after(low)),
+            )
+        }
+        ranges = _without_tracked(ranges, list(tracked))
         part = f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term >= ? AND term < ? AND col = 'body'"
-        rows = cur.execute(
-            " UNION ALL ".join([part] * len(ranges)) + " LIMIT ?",
-            (*(v for r in ranges for v in r), MAX_NEAR_CANDIDATES),
-        ).fetchall()
-        note_examined("sqlite vocabulary", token, len(rows))
+        rows = (
+            cur.execute(
+                " UNION ALL ".join([part] * len(ranges)) + " LIMIT ?",
+                (*(v for r in ranges for v in r), MAX_NEAR_CANDIDATES),
+            ).fetchall()
+            if ranges
+            else []
+        )
+        note_examined("sqlite vocabulary", token, len(rows) + len(tracked))
         docs = {str(term): int(doc) for term, doc in rows}
+        docs.update(tracked)
         near = [(d, term, docs[term]) for term, d in nearest(token, list(docs), max_distance)]
         if not caller.is_narrow:
             # The vocabulary's order, nearest and most frequent over every session first:
@@ -747,12 +795,19 @@ class SqliteSearch:
         prefix: bool = False,
         want: int = 1,
         exact: bool = False,
+        unmasked: bool = False,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol: each word proved by one statement, in the order given,
         until ``want`` are (:meth:`_prove`); their counts are not read (0): the one caller,
         :mod:`openclaw_fts.suggest`, wants one word, which needs no order. A narrow caller
         with few messages has single-token words answered from its messages' words
-        (:func:`_own_words`, the read its near words share)."""
+        (:func:`_own_words`, the read its near words share), unless ``unmasked`` (those
+        words do not say which message held them)."""
+        if unmasked:
+            bare = self._prove(
+                conn, caller, words, prefix=prefix, want=want, exact=exact, unmasked=True
+            )
+            return [(word, 0) for word in bare]
         if caller.is_narrow and all(
             len(w) >= NEAR_PREFIX_CHARS and _is_one_token(w) for w in words
         ):
@@ -777,13 +832,23 @@ class SqliteSearch:
         prefix: bool,
         want: int,
         exact: bool,
+        unmasked: bool = False,
     ) -> list[str]:
         """The first ``want`` of ``words`` that match a message the caller may search: one
         statement each, the MATCH joined to the visibility predicate, stopping at the first
-        visible row."""
+        visible row (``unmasked``: the first whose body holds no credential mask)."""
         where, params = _searchable_sql(caller, exact)
         cur = cursor(conn)
-        if caller.is_narrow:
+        if unmasked:
+            params["ellipsis"] = MASK_ELLIPSIS
+            match = _scoped_match(":m", where) if caller.is_narrow else ":m"
+            sql = (
+                f"SELECT EXISTS (SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
+                f"ON mi.id = {FTS_TABLE}.rowid CROSS JOIN openclaw_sessions AS s "
+                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH {match} AND {where} "
+                "AND instr(mi.body, :ellipsis) = 0)"
+            )
+        elif caller.is_narrow:
             # The visible sessions' tokens in the MATCH (as the narrow ranked statement does):
             # joining each match to its session read a common word's whole doclist for a
             # caller who sees none of it (measured ~2 ms a word at 100k events).
