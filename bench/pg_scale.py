@@ -102,7 +102,7 @@ T0_MS = 1_790_000_000_000
 #: Sessions whose events and index rows go in one pair of COPY statements.
 CHUNK_SESSIONS = 2_000
 #: Loaded messages at which the load stops to run the reconciler's promotion pass
-#: (``promote_lists_if_free``), as a host's store crosses them while it ingests: the impact
+#: (``impact_lists.promote_if_free``), as a host's store crosses them while it ingests: the impact
 #: lists of the words frequent by then are written, and the rest of the load's rows join them
 #: through the plugin's insert trigger. Without the GIN index (built after the load) each pass
 #: counts by scanning the table (171 s at 200k on the shared machine), so past 200k the words
@@ -205,7 +205,7 @@ def load(url: str, corpus: Corpus) -> dict[str, Any]:
         conn.commit()
         began = time.perf_counter()
         with engine.begin() as sa:
-            backend(sa).promote_lists_if_free(sa)
+            backend(sa).impact_lists.promote_if_free(sa)
         promoted.append({"atMessages": done, "seconds": time.perf_counter() - began})
         log(f"  promotion pass at {done:,} messages: {promoted[-1]['seconds']:.1f}s")
 

@@ -205,7 +205,9 @@ def append_in_one_statement(
         found_backend = backend(base)
         if not found_backend.one_statement_appends:
             return None
-        conn = base.execution_options(**found_backend.snapshot_options(one_statement=True))
+        conn = base.execution_options(
+            **found_backend.connections.snapshot_options(one_statement=True)
+        )
         plan = append_known(conn, session_id, events, memo)
     return None if plan is None else [a.seq for a in plan.appended]
 

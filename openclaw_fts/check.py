@@ -72,7 +72,7 @@ def check(engine: Engine) -> CheckReport:
     report = CheckReport()
     found = backend_of(engine)
     conn = engine.connect().execution_options(
-        **{READ_ONLY: True}, **found.snapshot_options(read_only=True)
+        **{READ_ONLY: True}, **found.connections.snapshot_options(read_only=True)
     )
     with conn, conn.begin():
         backend: Reader = found  # reads only
@@ -86,7 +86,7 @@ def check(engine: Engine) -> CheckReport:
                 report.fts_ok = False
                 report.fts_error = str(exc.orig)
         report.orphans = backend.orphan_index_rows(conn)
-        report.impact_drift = backend.impact_drift(conn)
+        report.impact_drift = found.impact_lists.drift(conn)
         clean = backend.clean_session_ids(conn)
         for sid in clean:
             plan = indexer.plan_session(conn, sid)
@@ -105,7 +105,7 @@ def _distrust(engine: Engine, words: list[str]) -> str | None:
             found = backend(conn)
             if found.replicas is not None and found.replicas.in_recovery(conn):
                 return "hot standby: its primary's check marks them"
-            found.distrust_lists(conn, words)
+            found.impact_lists.distrust(conn, words)
     except DBAPIError as exc:
         return str(exc.orig if exc.orig is not None else exc)
     return None

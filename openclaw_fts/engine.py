@@ -43,12 +43,12 @@ def database_file(url: URL) -> Path | None:
     """The database file of a URL naming a plain file (None: a server, memory, URI filenames,
     or a dialect the plugin does not support)."""
     found = known_backend(url)
-    return found.database_file(url) if found is not None else None
+    return found.connections.database_file(url) if found is not None else None
 
 
 def is_memory_url(url: URL) -> bool:
     """Whether ``url`` names a database that lives on one connection in this process."""
-    return backend_of(url).in_memory(url)
+    return backend_of(url).connections.in_memory(url)
 
 
 #: Async drivers whose URL maps to the synchronous driver of the same database (each
@@ -56,7 +56,7 @@ def is_memory_url(url: URL) -> bool:
 SYNC_DRIVERS = {
     f"{found.name}+{driver}": f"{found.name}+{sync}"
     for found in backends()
-    for driver, sync in found.sync_drivers.items()
+    for driver, sync in found.connections.sync_drivers.items()
 }
 
 
@@ -81,7 +81,7 @@ def sync_driver_url(url: URL) -> URL:
     it is (a dialect alias spelt out first, :func:`canonical_url`)."""
     url = canonical_url(url)
     found = known_backend(url)
-    return found.sync_url(url) if found is not None else url
+    return found.connections.sync_url(url) if found is not None else url
 
 
 #: The package extra that installs each database driver the plugin works with (the module
@@ -128,12 +128,12 @@ def make_engine(
     database through the synchronous driver (:func:`sync_driver_url`)."""
     parsed = sync_driver_url(make_url(url))
     require_schema_dialect(dialect_of(parsed))  # before a missing driver's ImportError
-    parsed = backend_of(parsed).engine_url(parsed, read_only=read_only, kwargs=kwargs)
+    parsed = backend_of(parsed).connections.engine_url(parsed, read_only=read_only, kwargs=kwargs)
     try:
         engine = create_engine(parsed, **kwargs)
     except ImportError as exc:  # the URL's driver is not installed
         raise missing_driver_error(parsed, exc) from exc
-    backend_of(parsed).own_engine(engine)
+    backend_of(parsed).connections.own_engine(engine)
     configure(engine, busy_timeout_ms=busy_timeout_ms, durability=durability)
     return engine
 
@@ -151,7 +151,7 @@ def configure(
     durability: str | None = None,
 ) -> Engine:
     """Attach the plugin's connection settings to an engine (idempotent; what they are is its
-    backend's, ``Backend.configure_engine``), and report a full disk under it as
+    backend's, ``Connections.configure_engine``), and report a full disk under it as
     :class:`~openclaw_fts.errors.StorageFullError` (:func:`~openclaw_fts.faults.watch_engine`).
 
     Settings are applied when a connection is checked out of the pool for the first time since,
@@ -177,7 +177,7 @@ def configure(
     # Marked on the pool: engine.execution_options() copies share it (and the listeners).
     setattr(engine.pool, _CONFIGURED, True)
     setattr(engine.pool, _DURABILITY, durability)
-    backend_of(engine).configure_engine(
+    backend_of(engine).connections.configure_engine(
         engine, busy_timeout_ms=busy_timeout_ms, wal=wal, durability=durability
     )
     watch_engine(engine)

@@ -156,7 +156,7 @@ def _before_flush(session: Session, flush_context: UOWTransaction, instances: An
         return
     conn = session.connection()
     found = backend(conn)
-    found.begin_write(conn)  # before the flush's first read
+    found.connections.begin_write(conn)  # before the flush's first read
     work = _FlushWork(conn)
     session.info[_INFO_KEY] = work
     by_session: dict[str, list[TranscriptEvent]] = defaultdict(list)
@@ -356,7 +356,7 @@ def _on_orm_execute(state: ORMExecuteState) -> Result[Any] | None:
             raise UnknownSessionError("every bulk TranscriptEvent row needs a session_id")
         by_session[sid].append(row.get("event"))
     conn = state.session.connection()
-    backend(conn).begin_write(conn)
+    backend(conn).connections.begin_write(conn)
     try:
         for sid, events in by_session.items():
             append_events(conn, sid, events)
@@ -415,7 +415,7 @@ def _configure_on_begin(session: Session, transaction: Any, connection: Connecti
         # This connection, now: no statement has run in its transaction yet, so what can
         # still change does (SQLite: foreign keys and the busy timeout). Its BEGIN mode is left
         # as it is until the next checkout applies every setting.
-        backend(connection).settle_connection(driver, busy_timeout_ms=BUSY_TIMEOUT_MS)
+        backend(connection).connections.settle_connection(driver, busy_timeout_ms=BUSY_TIMEOUT_MS)
 
 
 if TYPE_CHECKING:

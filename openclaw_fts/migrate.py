@@ -66,9 +66,11 @@ STATISTICS_REVISION = "0006_tsvector_statistics"
 IMPACT_REVISION = "0007_impact_lists"
 #: The revision after it, which changes no table either (a trigger on PostgreSQL).
 LAST_SEQ_REVISION = "0008_last_seq_per_statement"
-#: The revision after it, which changes no table (functions and triggers on PostgreSQL); the
-#: head after it changes none either (revision 0010: functions on PostgreSQL).
+#: The revision after it, which changes no table (functions and triggers on PostgreSQL).
 GUARD_REVISION = "0009_impact_promotion_lock"
+#: The revision after it, which changes no table either (functions on PostgreSQL); the head
+#: after it adds an index (revision 0011: the index rows' time order).
+SELF_PROMOTING_REVISION = "0010_impact_own_counts"
 
 
 @functools.lru_cache(maxsize=1)
@@ -190,9 +192,10 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     history does not hold the plugin). A host revision that ``depends_on`` a plugin revision
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
     every model present means :data:`IMPACT_REVISION` (0007 added the impact lists' tables),
-    :data:`LAST_SEQ_REVISION`, :data:`GUARD_REVISION` or the head, which change no table:
-    they change triggers and functions on PostgreSQL, read there to tell the four apart, and
-    do nothing on SQLite; every model but those means :data:`TABLES_REVISION` or
+    :data:`LAST_SEQ_REVISION`, :data:`GUARD_REVISION`, :data:`SELF_PROMOTING_REVISION` or the
+    head, which change no table: they change triggers and functions on PostgreSQL, read there
+    to tell them apart, and do nothing on SQLite, but for the head's index on the index rows'
+    time, read on both; every model but those means :data:`TABLES_REVISION` or
     :data:`STATISTICS_REVISION`, which changes no table either: it sets a statistics target
     on PostgreSQL, read there likewise."""
     if isinstance(bind, Engine):
@@ -216,6 +219,8 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
             return (LAST_SEQ_REVISION,)
         if not probes_of(bind).lists_self_promoting(bind):
             return (GUARD_REVISION,)
+        if not probes_of(bind).rows_in_time_order(bind):
+            return (SELF_PROMOTING_REVISION,)
         return tuple(sorted(head_revisions()))
     if present == set(metadata.tables) - set(IMPACT_TABLES):
         if not probes_of(bind).tables_at_head(bind):

@@ -223,11 +223,19 @@ class IndexState(Base):
     )
 
 
+#: The index rows in time order (revision 11): what a search ordered ``recent`` walks.
+TIME_INDEX = "ix_message_index_timestamp_ms"
+
+
 class MessageIndex(Base):
-    """Content table of the FTS5 index: one row per indexed message (revision 2)."""
+    """Content table of the FTS5 index: one row per indexed message (revision 2), in time
+    order by ``ix_message_index_timestamp_ms`` (revision 11: the ``recent`` order's walks)."""
 
     __tablename__ = "message_index"
-    __table_args__ = (UniqueConstraint("session_id", "event_id"),)
+    __table_args__ = (
+        UniqueConstraint("session_id", "event_id"),
+        Index(TIME_INDEX, "timestamp_ms"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     session_id: Mapped[str] = mapped_column(

@@ -64,10 +64,12 @@ def fresh_postgresql_database(server: str) -> Iterator[str]:
     from sqlalchemy.pool import NullPool
 
     from .engine import make_engine
-    from .index.postgresql.databases import create_database, drop_database, is_postgresql_url
+    from .index.base import known_backend
 
     url = make_url(server)
-    if not is_postgresql_url(url):
+    found = known_backend(url)
+    databases = found.databases if found is not None else None
+    if databases is None:  # a database of its own per test is made on a server only
         raise pytest.UsageError(
             f"{URL_OPTION} / {URL_ENV} must name a PostgreSQL server (postgresql://...); "
             f"leave it out for SQLite, got {url.drivername}://"
@@ -75,11 +77,11 @@ def fresh_postgresql_database(server: str) -> Iterator[str]:
     name = f"{DATABASE_PREFIX}_{os.getpid()}_{_tag}_{next(_numbers)}"
     admin = make_engine(url, poolclass=NullPool).execution_options(isolation_level="AUTOCOMMIT")
     try:
-        create_database(admin, name)
+        databases.create(admin, name)
         try:
             yield url.set(database=name).render_as_string(hide_password=False)
         finally:
-            drop_database(admin, name)
+            databases.drop(admin, name)
     finally:
         admin.dispose()
 

@@ -216,12 +216,12 @@ class Reconciler:
         one short transaction with the writers of index rows held back (PostgreSQL), after
         the lease is given back: it is not the lease's work."""
         with self.engine.begin() as conn:
-            repaired = backend(conn).repair_lists(conn, verify=False)
+            repaired = backend(conn).impact_lists.repair(conn, verify=False)
         if repaired:
             log.info("reconcile: rebuilt the impact lists of %s", ", ".join(repaired))
         # its own transaction: an optional promotion that fails must not undo the repair
         with self.engine.begin() as conn:
-            backend(conn).promote_lists_if_free(conn)
+            backend(conn).impact_lists.promote_if_free(conn)
 
     def _sweep(self) -> None:
         """Remove index rows and states whose session no longer exists."""

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 #: 7: a URL's or ``curl -u``'s password shaped like a field name (``db_password``) is masked.
 #: 8: the redaction rule families (named values in every syntax, Kubernetes Secret data,
 #: Bundler credentials, token users, upper-case tokens) and new token shapes (issue #41).
-INDEX_VERSION = 8
+#: 9: bare tokens in lower case and digits that look random are masked (issue #41).
+INDEX_VERSION = 9
 
 # --------------------------------------------------------------------------- the read side
 

@@ -721,7 +721,9 @@ class TranscriptStore:
         base = self.engine.connect() if self._router is None else self._router.connect()
         conn = base.execution_options(**{READ_ONLY: True})
         # One snapshot for every statement of a search or a history read.
-        return conn.execution_options(**backend(conn).snapshot_options(one_statement=one_statement))
+        return conn.execution_options(
+            **backend(conn).connections.snapshot_options(one_statement=one_statement)
+        )
 
     def _reading(self, read: Callable[[Connection], T], *, one_statement: bool = False) -> T:
         """``read`` on a read connection (:meth:`_read`), run again on a fresh one when the

@@ -170,10 +170,10 @@ def test_only_the_index_reads_a_dialect_name() -> None:
         for line in _dialect_name_reads(path.read_text(encoding="utf-8"))
     ]
     assert readers == []
-    # The check itself sees them: the index reads dialect names, PostgreSQL's backend compares
-    # driver names.
+    # The check itself sees them: the index reads dialect names, PostgreSQL's connections
+    # compare driver names.
     assert _dialect_name_reads((index / "base.py").read_text(encoding="utf-8"))
-    assert _dialect_name_reads((index / "postgresql" / "backend.py").read_text(encoding="utf-8"))
+    assert _dialect_name_reads((index / "postgresql" / "connect.py").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(

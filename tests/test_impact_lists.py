@@ -316,3 +316,96 @@ def test_a_filter_the_list_cannot_answer_takes_the_exact_path(
         )
         _passes(corpus, caller, "alpha", window)
     assert walks == []
+
+
+# -- the ``recent`` order -----------------------------------------------------------------------
+
+#: Queries ordered ``recent``: frequent words, two words, a phrase, a prefix, a rarer word.
+RECENT_QUERIES = ("alpha", "beta", "alpha beta", '"alpha beta"', "alph*", "w3")
+
+
+@pytest.fixture
+def newest_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the searches answered by SQLite's newest-first walk (``_newest_hits``)."""
+    from openclaw_fts.index.sqlite import read as sqlite_read
+
+    used: list[int] = []
+    walk = sqlite_read._newest_hits
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        found = walk(*args, **kwargs)
+        used.extend([1] if found is not None else [])
+        return found
+
+    monkeypatch.setattr(sqlite_read, "_newest_hits", counted)
+    return used
+
+
+def _same_newest(
+    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, filters: tuple[dict[str, Any], ...]
+) -> None:
+    """Every caller, query and filter ordered ``recent``: the hits, their order and their
+    scores are the exact path's, with the walks' bounds as they are and small (so that the
+    newest rows often hold too few matches: the walk gives up, or on PostgreSQL the same
+    statement reads every match)."""
+    from openclaw_fts.index.postgresql import read as pg_read
+    from openclaw_fts.index.sqlite import read as sqlite_read
+
+    _compare_newest(store, monkeypatch, filters)
+    with monkeypatch.context() as small:
+        small.setattr(sqlite_read, "RECENT_WALK_ROWS", 3 * LIMIT)
+        small.setattr(sqlite_read, "RECENT_MIN_MATCHES", LIMIT)
+        small.setattr(pg_read, "RECENT_WALK_ROWS", 3 * LIMIT)
+        _compare_newest(store, monkeypatch, filters)
+
+
+def _compare_newest(
+    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, filters: tuple[dict[str, Any], ...]
+) -> None:
+    for caller in CALLERS.values():
+        for query in RECENT_QUERIES:
+            for extra in filters:
+                fast, exact = _both_paths(
+                    store, monkeypatch, caller, query, order="recent", **extra
+                )
+                assert exact, (caller.visibility, query, extra)
+                assert fast == exact, (caller.visibility, query, extra)
+
+
+def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_finds(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, newest_walks: list[int]
+) -> None:
+    """Every session of the corpus holds messages at the same times, so row ids do not follow
+    time: the newest-first walk of the newest session's rows must take in the other sessions'
+    rows as new as the ones it kept (ties broken by key, then id), as the exact path does."""
+    _same_newest(corpus, monkeypatch, ({}, *FILTERS))
+    engine = corpus.engine.dialect.name
+    assert newest_walks or engine != "sqlite"
+
+
+def test_recent_order_after_an_import_of_older_sessions_is_the_exact_paths(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, newest_walks: list[int]
+) -> None:
+    """Sessions written after the others but older (an import of old transcripts; a session
+    rebuilt with its old times): the highest row ids hold the oldest messages, so a walk by
+    id proves nothing and the answer is still the newest matches; then a session written
+    later and newer than everything, whose rows the walk answers with again."""
+    corpus.create_session("old", "agent:main:old", agent_id="main")
+    old = chain([_text(9, i) for i in range(300)])
+    for event in old:
+        event["timestamp"] = event["timestamp"] - 10**9
+    corpus.append_many("old", old)
+    middle = chain([_text(8, i) for i in range(40)], prefix="mid")
+    for event in middle:
+        event["timestamp"] = event["timestamp"] + (PER_SESSION - 20) * 1000 + 500
+    corpus.create_session("middle", "agent:ops:middle", agent_id="ops")
+    corpus.append_many("middle", middle)
+    _same_newest(corpus, monkeypatch, ({}, {"role": "user"}, {"until": T0 + 100_000}))
+    corpus.create_session("new", "agent:main:new", agent_id="main")
+    new = chain([_text(7, i) for i in range(30)], prefix="new")
+    for event in new:
+        event["timestamp"] = event["timestamp"] + 10**9
+    corpus.append_many("new", new)
+    before = len(newest_walks)
+    _same_newest(corpus, monkeypatch, ({},))
+    assert len(newest_walks) > before or corpus.engine.dialect.name != "sqlite"

@@ -52,7 +52,7 @@ from openclaw_fts.check import check
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
 from openclaw_fts.index import postgresql as pg
-from openclaw_fts.models import IMPACT_TABLES, INDEX_TABLES, TRANSCRIPT_TABLES
+from openclaw_fts.models import IMPACT_TABLES, INDEX_TABLES, TIME_INDEX, TRANSCRIPT_TABLES
 
 pytestmark = [
     pytest.mark.both_engines,
@@ -63,7 +63,7 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0010_impact_own_counts"
+HEAD_REVISION = "0011_index_rows_by_time"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
@@ -826,6 +826,50 @@ def test_0010_promotes_from_the_plugins_own_counts_and_downgrade_restores_0009(
     assert migrate.current_revisions(pg_engine) == (HEAD_REVISION,)
     add_message(pg_engine, "s1", "m2", "second")
     assert check(pg_engine).ok
+
+
+def time_indexed(engine: Engine) -> bool:
+    """Whether the index rows' time index of revision 0011 exists (read through the engine's
+    own inspector: an index of the plain table)."""
+    return any(
+        i["name"] == TIME_INDEX and i["column_names"] == ["timestamp_ms"]
+        for i in inspect(engine).get_indexes("message_index")
+    )
+
+
+def test_0011_orders_the_index_rows_by_time_and_downgrade_drops_it(engine: Engine) -> None:
+    """0011 adds one index (the index rows' ``timestamp_ms``, what a search ordered ``recent``
+    walks); downgrade to 0010 drops it and keeps every row; a host's version table that hides
+    the plugin's revisions is read from it (0010 without it, the head with it); a search
+    ordered ``recent`` answers the same before and after."""
+    migrate.upgrade(engine)
+    assert time_indexed(engine)
+    with TranscriptStore(engine, background=False) as store:
+        store.create_session("s1", "agent:main:main")
+        for n, words in enumerate(("first lantern", "second lantern"), start=1):
+            event = {"type": "message", "id": f"m{n}", "timestamp": 1_700_000_000_000 + n}
+            store.append("s1", {**event, "message": {"role": "user", "content": words}})
+        newest = store.search(CALLER, "lantern", order="recent")
+    assert [r["messageId"] for r in newest["results"]] == ["m2", "m1"]
+    migrate.downgrade(engine, migrate.SELF_PROMOTING_REVISION)
+    assert migrate.current_revisions(engine) == (migrate.SELF_PROMOTING_REVISION,)
+    assert not time_indexed(engine)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    assert migrate.host_revisions(engine) == (migrate.SELF_PROMOTING_REVISION,)
+    with engine.begin() as conn:
+        conn.execute(text(f"CREATE INDEX {TIME_INDEX} ON message_index (timestamp_ms)"))
+    assert migrate.host_revisions(engine) == (HEAD_REVISION,)
+    with engine.begin() as conn:
+        conn.execute(text(f"DROP INDEX {TIME_INDEX}"))
+        conn.execute(text("DROP TABLE alembic_version"))
+    migrate.upgrade(engine)
+    assert migrate.current_revisions(engine) == (HEAD_REVISION,)
+    assert time_indexed(engine)
+    with TranscriptStore(engine, background=False) as store:
+        assert store.search(CALLER, "lantern", order="recent") == newest
+    assert check(engine).ok
 
 
 def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(engine: Engine) -> None:

@@ -21,9 +21,11 @@ from sqlalchemy import Engine, event, text
 from test_cli import loads, ok, one_line_error, run
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate
+from openclaw_fts.alembic import VERSION_TABLE
 from openclaw_fts.cli import EXIT_FAILURE, EXIT_USAGE
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
+from openclaw_fts.models import TIME_INDEX
 
 #: Agents of the corpus, and sessions per agent.
 AGENTS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
@@ -306,3 +308,40 @@ def test_a_partitioned_database_is_not_downgraded_and_converts_once(
     TranscriptStore(sqlite, background=False).close()
     error = one_line_error(run(tmp_path, "--db", sqlite, "unpartition"), EXIT_FAILURE)
     assert "PostgreSQL" in error
+
+
+def test_revision_0011_indexes_every_partition_by_time(pg_url: str, engine: Engine) -> None:
+    """The index rows' time index (revision 0011) on the partitioned layout: the conversion
+    makes it on the partitioned table (so on every partition), and a database converted before
+    0011 gets it there from the upgrade; a search ordered ``recent`` answers the same."""
+
+    def partitions_indexed() -> set[str]:
+        with engine.connect() as conn:
+            return {
+                str(r[0])
+                for r in conn.execute(
+                    text(
+                        "SELECT tablename FROM pg_indexes WHERE tablename LIKE "
+                        "'message_index_by_agent%' AND indexdef LIKE '%(timestamp_ms)'"
+                    )
+                )
+            }
+
+    with TranscriptStore(pg_url, background=False) as store:
+        _populate(store)
+        before = {n: store.search(c, "lantern", order="recent") for n, c in CALLERS.items()}
+    migrate.partition_by_agent(engine, PARTITIONS)
+    every = {"message_index_by_agent"} | {f"message_index_by_agent_p{n}" for n in range(PARTITIONS)}
+    assert partitions_indexed() == every
+    with engine.begin() as conn:
+        conn.execute(text(f"DROP INDEX {TIME_INDEX}"))
+        conn.execute(
+            text(f"UPDATE {VERSION_TABLE} SET version_num = :v"),
+            {"v": migrate.SELF_PROMOTING_REVISION},
+        )
+    assert partitions_indexed() == set()
+    migrate.upgrade(engine)
+    assert partitions_indexed() == every
+    with TranscriptStore(pg_url, background=False) as store:
+        after = {n: store.search(c, "lantern", order="recent") for n, c in CALLERS.items()}
+    assert after == before

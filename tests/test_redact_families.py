@@ -41,6 +41,11 @@ TOKEN = "abcd1234abcd1234abcd1234ABCD1234ABCD1234--__"
         ("SK3f9a0c4d3f9a0c4d3f9a0c4d3f9a0c4d", "SK3f9a0c4d3f9a0c4d3f9a0c4d3f9a0c4d"),
         ("AROAQ3EGRPN7XKZL2M4T", "AROAQ3EGRPN7XKZL2M4T"),
         ("12345678ABCDEFH1234567890ABCDEFH12345678", "12345678ABCDEFH1234567890ABCDEFH12345678"),
+        # a bare key in lower case and digits, no name beside it (many vendors' 32-64 keys)
+        (
+            "the key is in the ticket: x9mq4tz7kd2wr8pn5vb3hj6fc1lsg0yq now",
+            "x9mq4tz7kd2wr8pn5vb3hj6fc1lsg0yq",
+        ),
         (
             "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0",
             "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0",
@@ -77,6 +82,9 @@ def test_family_mask_format(text: str, kept: str) -> None:
         "PWD=/home/alice/src",
         "session_key=agent:main:subagent:42",
         'cache_key = "user1234profile5678x"',
+        # lower case and digits, but a hash (hex) or a name made of words and versions
+        "commit 3f9a0c4d1b2e7f186b2e7f183f9a0c4d1b2e7f18 fixed it",
+        "built libpython310x86x64linuxgnurelease2024build here",
         'charset_key = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"',
         'vin_chars = "1234567890ABCDEFGHJKLMNPRSTUVWXYZ"',
         "kind: ConfigMap\ndata:\n  mode: production-2024\n",

@@ -3,9 +3,9 @@ beside the SQL both engines share (``index/sql.py``'s ``SqlBackend``), and where
 dialect name to branch on it.
 
 Alembic's ``DefaultImpl`` is the shape aimed at: the shared behaviour in one concrete class, a
-short list of hooks per engine (:data:`HOOK_TARGET`). The seam is not that narrow yet: the
-figures below are ceilings that may only come down (lower them when a change narrows the seam),
-and no file outside the engine folders branches on a dialect. A dialect branch anywhere else,
+short list of hooks per engine (:data:`HOOK_TARGET`). The figures below are ceilings
+within that target that may only come down (lower them when a change narrows the seam), and no
+file outside the engine folders branches on a dialect. A dialect branch anywhere else,
 or one engine method more, fails here.
 """
 
@@ -23,11 +23,15 @@ from openclaw_fts.index.sql import SqlBackend
 #: The target of issue #39: at most this many hooks per engine class.
 HOOK_TARGET = 20
 #: Public methods each engine's own classes define today (its backend class and the search
-#: class it mixes in, above ``SqlBackend``): ceilings, never to rise; :data:`HOOK_TARGET` is
-#: where they go.
-#: PostgreSQL 36: ``promote_lists_if_free`` (the reconciler's optional promotion, in a transaction
-#: of its own so that its failure cannot roll back ``repair_lists``'s rebuild).
-HOOK_CEILINGS = {"sqlite": 29, "postgresql": 36}
+#: class it mixes in, above ``SqlBackend``): ceilings, never to rise, and within
+#: :data:`HOOK_TARGET`.
+#: The impact lists' upkeep (drift, distrust, repair, promotion) is one object,
+#: ``Backend.impact_lists``, no longer four methods; how engines and connections are made and set
+#: up (URL, settings, transaction starts, snapshot options) is ``Backend.connections``; the
+#: SQL both engines share asks each engine for its spellings (``SqlBackend.spelt``: IN-lists,
+#: timestamps, the parent probe, byte lengths, row locks, unstorable text) and its runner
+#: (``SqlBackend.statements``).
+HOOK_CEILINGS = {"sqlite": 18, "postgresql": 19}
 #: The folders of the per-engine classes, inside the package: branching on the dialect is
 #: theirs alone.
 ENGINE_FOLDERS = ("index/sqlite/", "index/postgresql/")
@@ -56,8 +60,7 @@ def engine_methods(found: object) -> set[str]:
 def test_engine_classes_define_no_more_methods_than_their_ceiling(name: str) -> None:
     found = backend_for(name)
     defined = engine_methods(found)
-    assert len(defined) <= HOOK_CEILINGS[name], sorted(defined)
-    assert HOOK_CEILINGS[name] >= HOOK_TARGET  # lower the ceiling to the target once it is met
+    assert len(defined) <= HOOK_CEILINGS[name] <= HOOK_TARGET, sorted(defined)
 
 
 def test_every_backend_has_a_ceiling() -> None:

@@ -9,15 +9,16 @@ the :class:`Backend` registered for its dialect — one class per engine (``Sqli
 do (:func:`dialect_of` is only for messages and the supported-dialect checks). Reads and
 writes are separate interfaces: :class:`Reader` never changes a row (search, the trees and
 index rows the writers plan from, status and checks), :class:`Writer` holds every statement
-that writes; a :class:`Backend` is both, plus what the engine needs of its connections
-(settings, transaction starts, the reconcile lease, the composable search's match). What only
-some engines have hangs off the backend as an optional object, None where the engine has none
-(:class:`Partitions`, :class:`Replicas`, :class:`Pooler`, :class:`Segments`), never as a stub or
-a flag; what only the migrations ask (revision probes, Alembic's name filter) is
-:mod:`.probes`'s, off this interface. An
-unregistered dialect is refused with :class:`~openclaw_fts.errors.UnsupportedDatabaseError`.
-This module holds no SQL and imports no backend (each registers itself when
-``openclaw_fts.index`` is imported).
+that writes; a :class:`Backend` is both, plus the reconcile lease and the composable search's
+match, with its components as objects: how its engines and connections are made and set up
+(:class:`Connections`: settings, transaction starts, snapshot options) and the impact lists'
+upkeep (:class:`ImpactLists`). What only some engines have hangs off the backend as an
+optional object, None where the engine has none (:class:`Partitions`, :class:`Replicas`,
+:class:`Pooler`, :class:`Segments`, :class:`Databases`), never as a stub or a flag; what only
+the migrations ask (revision probes, Alembic's name filter) is :mod:`.probes`'s, off this
+interface. An unregistered dialect is refused with
+:class:`~openclaw_fts.errors.UnsupportedDatabaseError`. This module holds no SQL and imports
+no backend (each registers itself when ``openclaw_fts.index`` is imported).
 """
 
 from __future__ import annotations
@@ -232,11 +233,6 @@ class Reader(SearchReads, Protocol):
         about the index (a read-only database, a lock held elsewhere); None otherwise."""
         ...
 
-    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
-        """Each tracked word whose impact list (:mod:`.impact`) differs from the rows the index
-        says it should hold: ``{"missing": n, "extra": n}``."""
-        ...
-
 
 class Writer(Protocol):
     """The write side of an index backend: every statement that writes transcripts, index rows,
@@ -329,17 +325,96 @@ class Writer(Protocol):
     def rederive(self, conn: Connection, session_id: str) -> int: ...
     def rebuild_all(self, conn: Connection) -> None: ...
     def optimize(self, conn: Connection) -> None: ...
-    def distrust_lists(self, conn: Connection, words: Sequence[str]) -> None:
-        """Stop trusting the impact lists of ``words`` (found drifted): their searches take
-        the exact path until :meth:`repair_lists` rebuilds them."""
+
+
+class Connections(Protocol):
+    """How one engine's SQLAlchemy engines are made and what their connections and
+    transactions are set to (``Backend.connections``): the URL an engine is created from (and
+    the synchronous URL of a host's async one), the settings each connection gets, how a
+    transaction starts, and the execution options of a read that must see one snapshot.
+    Nothing here reads or writes the plugin's tables."""
+
+    def engine_url(self, url: URL, *, read_only: bool | None, kwargs: dict[str, Any]) -> URL:
+        """The URL to create an engine from (``kwargs``: ``create_engine`` arguments, completed
+        in place); ``read_only`` opens a database read-only where the engine can, ``None``
+        when it cannot be written."""
         ...
 
-    def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
-        """Rebuild the untrusted impact lists and, with ``verify``, every one that differs
-        from the index; returns the words rebuilt."""
+    def database_file(self, url: URL) -> Path | None:
+        """The database file of a URL naming a plain file (None: a server, memory, URIs)."""
         ...
 
-    def promote_lists_if_free(self, conn: Connection) -> None:
+    def in_memory(self, url: URL) -> bool:
+        """Whether the URL names a database that lives on one connection in this process."""
+        ...
+
+    #: ``{async driver: synchronous driver}`` of this engine (driver names, without the
+    #: dialect): a host's async URL opens the plugin's own, synchronous, engine on the same
+    #: database (:meth:`sync_url`).
+    sync_drivers: Mapping[str, str]
+
+    def sync_url(self, url: URL) -> URL:
+        """``url`` with an async driver (:attr:`sync_drivers`) replaced by the synchronous
+        driver of the same database, its query carrying only what that driver reads; any
+        other URL as it is."""
+        ...
+
+    def configure_engine(
+        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
+    ) -> None:
+        """Attach the engine's per-connection settings and transaction starts (once);
+        ``durability`` is one of :data:`DURABILITIES`."""
+        ...
+
+    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
+        """The settings that can still change on a connection whose transaction has begun but
+        run no statement (a host session met before its engine was configured)."""
+        ...
+
+    def begin_write(self, conn: Connection) -> None:
+        """Before a flush's first read of the plugin's tables: take whatever lock makes the
+        read-then-write safe (SQLite: the write lock)."""
+        ...
+
+    def snapshot_options(
+        self, *, read_only: bool = False, one_statement: bool = False
+    ) -> dict[str, Any]:
+        """Execution options of a connection whose statements must all read one snapshot (a
+        search, a history read, a check); ``read_only``: and that may not write;
+        ``one_statement``: a read that is usually one statement (a single search), which the
+        backend moves to one snapshot itself should it need more."""
+        ...
+
+    def own_engine(self, engine: Engine) -> None:
+        """Settings of an engine the plugin made itself from a URL (its connections are the
+        plugin's alone), before any connection is made."""
+        ...
+
+
+class ImpactLists(Protocol):
+    """The upkeep of the impact lists (:mod:`.impact`: a frequent word's index rows in score
+    order, which search walks instead of ranking every match), as ``check`` and the
+    reconciler ask it (``Backend.impact_lists``): finding a list that drifted from the index,
+    and, on an engine whose lists can drift under concurrent writers, marking it untrusted,
+    rebuilding it and tracking newly frequent words without waiting for a writer. Each method
+    runs in the caller's transaction."""
+
+    def drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        """Each tracked word whose list differs from the rows the index says it should hold:
+        ``{"missing": n, "extra": n}``."""
+        ...
+
+    def distrust(self, conn: Connection, words: Sequence[str]) -> None:
+        """Stop trusting the lists of ``words`` (found drifted): their searches take the exact
+        path until :meth:`repair` rebuilds them."""
+        ...
+
+    def repair(self, conn: Connection, *, verify: bool) -> list[str]:
+        """Rebuild the untrusted lists and, with ``verify``, every one that differs from the
+        index; returns the words rebuilt."""
+        ...
+
+    def promote_if_free(self, conn: Connection) -> None:
         """Track the words that became frequent when that needs no wait for a writer (the
         reconciler's pass, in a transaction of its own so that nothing else rolls back with
         it)."""
@@ -416,6 +491,21 @@ class Pooler(Protocol):
         ...
 
 
+class Databases(Protocol):
+    """Whole databases on a server, created and dropped by name (``Backend.databases``; the
+    testing kit's per-test databases). Each method runs through ``server``, an engine in
+    autocommit mode connected to another database of the same server."""
+
+    def create(self, server: Engine, name: str) -> None:
+        """Create the empty database ``name`` (letters, digits and ``_`` only)."""
+        ...
+
+    def drop(self, server: Engine, name: str) -> None:
+        """Drop ``name`` if it exists, ending the connections still open on it where the
+        server can."""
+        ...
+
+
 class Segments(Protocol):
     """An index kept in segments a background merge joins (``Backend.segments``; SQLite's
     FTS5). Without it there is nothing to merge and no connection is needed to say so."""
@@ -442,52 +532,10 @@ class Backend(Reader, Writer, Protocol):
         creates it (called once, when the backend is registered)."""
         ...
 
-    def engine_url(self, url: URL, *, read_only: bool | None, kwargs: dict[str, Any]) -> URL:
-        """The URL to create an engine from (``kwargs``: ``create_engine`` arguments, completed
-        in place); ``read_only`` opens a database read-only where the engine can, ``None``
-        when it cannot be written."""
-        ...
-
-    def database_file(self, url: URL) -> Path | None:
-        """The database file of a URL naming a plain file (None: a server, memory, URIs)."""
-        ...
-
-    def in_memory(self, url: URL) -> bool:
-        """Whether the URL names a database that lives on one connection in this process."""
-        ...
-
-    #: ``{async driver: synchronous driver}`` of this engine (driver names, without the
-    #: dialect): a host's async URL opens the plugin's own, synchronous, engine on the same
-    #: database (:meth:`sync_url`).
-    sync_drivers: Mapping[str, str]
-
-    def sync_url(self, url: URL) -> URL:
-        """``url`` with an async driver (:attr:`sync_drivers`) replaced by the synchronous
-        driver of the same database, its query carrying only what that driver reads; any
-        other URL as it is."""
-        ...
-
-    def configure_engine(
-        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
-    ) -> None:
-        """Attach the engine's per-connection settings and transaction starts (once);
-        ``durability`` is one of :data:`DURABILITIES`."""
-        ...
-
     def storage_full(self, error: BaseException) -> bool:
         """Whether ``error``, raised by this engine's driver, says the storage under the
         database has no space left for the write (SQLite ``SQLITE_FULL``, PostgreSQL
         SQLSTATE 53100 ``disk_full``)."""
-        ...
-
-    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
-        """The settings that can still change on a connection whose transaction has begun but
-        run no statement (a host session met before its engine was configured)."""
-        ...
-
-    def begin_write(self, conn: Connection) -> None:
-        """Before a flush's first read of the plugin's tables: take whatever lock makes the
-        read-then-write safe (SQLite: the write lock)."""
         ...
 
     #: ``(driver module, package extra)``: the driver the plugin works with on this engine and
@@ -498,27 +546,19 @@ class Backend(Reader, Writer, Protocol):
     #: The column weights of the engine's rank (SQLite's bm25; empty: its rank takes none).
     rank_weights: tuple[float, ...]
 
+    #: How its engines and connections are made and set up.
+    connections: Connections
+    #: The upkeep of the impact lists (every engine has them).
+    impact_lists: ImpactLists
+
     #: What only some engines have, as optional objects (None: this engine has none): the
     #: layout partitioned by agent, hot standbys to read from, a pooler in transaction mode,
-    #: an index kept in segments a background merge joins.
+    #: an index kept in segments a background merge joins, whole databases made on a server.
     partitions: Partitions | None
     replicas: Replicas | None
     pooler: Pooler | None
     segments: Segments | None
-
-    def snapshot_options(
-        self, *, read_only: bool = False, one_statement: bool = False
-    ) -> dict[str, Any]:
-        """Execution options of a connection whose statements must all read one snapshot (a
-        search, a history read, a check); ``read_only``: and that may not write;
-        ``one_statement``: a read that is usually one statement (a single search), which the
-        backend moves to one snapshot itself should it need more."""
-        ...
-
-    def own_engine(self, engine: Engine) -> None:
-        """Settings of an engine the plugin made itself from a URL (its connections are the
-        plugin's alone), before any connection is made."""
-        ...
+    databases: Databases | None
 
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         """The reconcile lease of this engine, held as ``holder``."""

@@ -48,6 +48,11 @@ class RevisionProbes(Protocol):
         what revision 0010 changes."""
         ...
 
+    def rows_in_time_order(self, conn: Connection) -> bool:
+        """On a database at revision 0010 by its tables, triggers and functions: whether it
+        also has what revision 0011 adds (the index rows' time index)."""
+        ...
+
 
 @runtime_checkable
 class BackfillProbes(RevisionProbes, Protocol):

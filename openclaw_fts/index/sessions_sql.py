@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def _unstorable(conn: Connection, value: str) -> bool:
     """A value no row of this engine can hold (PostgreSQL text: a NUL), so it matches none."""
-    return dialect_sql(conn.dialect.name).cannot_hold(value)
+    return dialect_sql(conn).cannot_hold(value)
 
 
 def lookup_key(conn: Connection, raw: str, *, scope_key: str | None) -> str | None:
@@ -63,7 +63,7 @@ def judge_key(
     else the caller's) would be (so the answer never tells whether a hidden key exists). None,
     without a statement: the key has OpenClaw's incognito shape, which no session tool may
     name (:func:`~openclaw_fts.caller.is_incognito_session_key`)."""
-    pred = visible(caller, "s", for_search=for_search, dialect=conn.dialect.name)
+    pred = visible(caller, "s", for_search=for_search, on=conn)
     if is_incognito_session_key(key):
         return None
     virtual_agent = agent_id_from_key(key) or caller.effective_agent_id
@@ -76,7 +76,7 @@ def judge_key(
     unstored = (
         "WHERE NOT EXISTS (SELECT 1 FROM openclaw_sessions AS s1 WHERE s1.session_key = :acc_key)"
     )
-    spelt = dialect_sql(conn.dialect.name)
+    spelt = dialect_sql(conn)
     new_only = spelt.cannot_hold(key)  # no stored session can hold it
     if spelt.cannot_hold(virtual_agent):  # a new session's agent, never a stored one's
         params["acc_agent"] = virtual_agent.replace("\x00", "\ufffd")
@@ -123,7 +123,7 @@ def incarnations(
     only ``session_id`` when given."""
     if _unstorable(conn, session_key) or (session_id is not None and _unstorable(conn, session_id)):
         return []
-    pred = visible(caller, "s", for_search=False, dialect=conn.dialect.name)
+    pred = visible(caller, "s", for_search=False, on=conn)
     where = "s.session_key = :k" + (" AND s.session_id = :sid" if session_id is not None else "")
     rows = conn.execute(
         text(
@@ -186,7 +186,7 @@ SESSION_KINDS = ("main", "group", "cron", "hook", "node", "other")
 
 def _contains(conn: Connection, haystack: str, needle: str) -> str:
     """``needle`` occurs in ``haystack``, case-sensitively, in the engine's spelling."""
-    return dialect_sql(conn.dialect.name).contains(haystack, needle)
+    return dialect_sql(conn).contains(haystack, needle)
 
 
 def _kind_sql(conn: Connection, params: dict[str, Any]) -> str:
@@ -232,8 +232,8 @@ def list_sessions(
     values = [agent_id, search]
     if any(v is not None and _unstorable(conn, v) for v in values):
         return []
-    pred = visible(caller, "s", for_search=False, dialect=conn.dialect.name)
-    newer = visible(caller, "n", for_search=False, dialect=conn.dialect.name)
+    pred = visible(caller, "s", for_search=False, on=conn)
+    newer = visible(caller, "n", for_search=False, on=conn)
     params: dict[str, Any] = {**pred.params, **newer.params, "lim": limit}
     kind = _kind_sql(conn, params)
     last = (

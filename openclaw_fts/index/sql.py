@@ -15,12 +15,9 @@ rows only through a backend's ``insert_rows`` / ``delete_rows``. "Pending" is :m
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine
-from sqlalchemy.engine import URL
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from .. import transcript
@@ -38,7 +35,8 @@ from ..rows import (
     StoredRow,
 )
 from ..transcript import Tree
-from .base import Partitions, Pooler, Replicas, Segments, with_sync_driver
+from .base import Databases, Partitions, Pooler, Replicas, Segments
+from .dialect_sql import DialectSql
 from .page import PagedSearch
 from .pending import PENDING_CONDITION
 
@@ -89,37 +87,36 @@ def session_context_of(row: Sequence[Any] | None) -> SessionContext | None:
     return SessionContext(int(row[0]), bool(row[1]), state)
 
 
+class Statements(Protocol):
+    """How the shared statements (``:name`` parameters) reach one engine's driver, on the
+    caller's connection and inside its transaction (``SqlBackend.statements``)."""
+
+    def run(self, conn: Connection, statement: str, params: Any) -> Any:
+        """Run one statement; a result that can be iterated, ``fetchone()``-ed,
+        ``fetchmany()``-ed and has a ``rowcount``."""
+        ...
+
+    def run_many(self, conn: Connection, statement: str, rows: Sequence[Any]) -> None:
+        """Run one statement once per parameter set of ``rows`` (none: nothing runs)."""
+        ...
+
+
 class SqlBackend(PagedSearch):
     """:class:`~openclaw_fts.index.base.Reader` (all but search) and
     :class:`~openclaw_fts.index.base.Writer` over plain SQL; an engine's backend class supplies
-    the cursor (or its own ``run``), the full-text rows, the JSON probe and search."""
+    how statements reach its driver (:class:`Statements`), the full-text rows, the JSON probe
+    and search."""
 
     # ------------------------------------------------------------ what a dialect supplies
 
     #: The driver's exceptions for a violated constraint, when statements run on its cursor
     #: (through SQLAlchemy, they already arrive as ``sqlalchemy.exc.IntegrityError``).
     INTEGRITY_ERRORS: tuple[type[Exception], ...] = ()
-    #: SQL giving, for a row whose ``parent_id`` column is empty, what tells a null
-    #: ``parentId`` from a missing or malformed one (NULL otherwise); see :meth:`parent_type`.
-    PARENT_PROBE = "NULL"
-
-    def cursor(self, conn: Connection) -> Any:
-        """A DBAPI cursor on the connection's current transaction."""
-        raise NotImplementedError
-
-    def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-        """``column`` is one of ``values``, as SQL conditions with their parameters (one or
-        more chunks, each to run as its own statement)."""
-        raise NotImplementedError
-
-    def parent_type(self, probe: Any) -> str | None:
-        """What :data:`PARENT_PROBE` read, as ``json_type`` names it (``"null"`` for a null
-        ``parentId``, None when it is missing)."""
-        return probe if probe is None or isinstance(probe, str) else str(probe)
-
-    def time_param(self, value: datetime) -> Any:
-        """A timestamp as the driver binds it."""
-        return value
+    #: The engine's spellings of what the statements below need (IN-lists, timestamps, the
+    #: parent probe, byte lengths, row locks, unstorable text): :mod:`.dialect_sql`.
+    spelt: DialectSql
+    #: How the statements below reach the engine's driver.
+    statements: Statements
 
     def insert_rows(self, conn: Connection, rows: Sequence[NewRow]) -> None:
         raise NotImplementedError
@@ -128,36 +125,42 @@ class SqlBackend(PagedSearch):
         raise NotImplementedError
 
     def index_row_sizes(self, conn: Connection, session_id: str) -> list[tuple[int, int, int]]:
-        raise NotImplementedError
+        """``(id, seq, UTF-8 bytes of the indexed text)`` of every index row of one session."""
+        rows = self.run(
+            conn,
+            f"SELECT id, seq, {self.spelt.byte_length('body')} FROM {CONTENT_TABLE} "
+            "WHERE session_id = :sid",
+            {"sid": session_id},
+        )
+        return [(int(a), int(b), int(c)) for a, b, c in rows]
 
     def unstorable(self, values: Iterable[object]) -> str | None:
         """Why one of these values (ids, keys, derived columns) cannot be stored, or None."""
-        return None
+        return self.spelt.unstorable(values)
 
     def lock_session(self, conn: Connection, session_id: str) -> None:
-        """Serialise appends to one session until the transaction ends (SQLite: its write
-        transactions already are)."""
+        """Serialise appends to one session until the transaction ends: its session row locked
+        (SQLite: nothing to lock, its write transactions already are)."""
+        lock = self.spelt.row_lock()
+        if lock:
+            self.run(
+                conn,
+                f"SELECT 1 FROM openclaw_sessions WHERE session_id = :sid {lock}",
+                {"sid": session_id},
+            )
 
     def locked_context(self, conn: Connection, session_id: str) -> SessionContext | None:
-        self.lock_session(conn, session_id)
-        return self.session_context(conn, session_id)
+        """:meth:`lock_session` and the session's context in one statement (the session row
+        locked before ``last_seq`` is read, as the two statements would)."""
+        lock = self.spelt.row_lock("s")
+        statement = f"{SESSION_CONTEXT} {lock}" if lock else SESSION_CONTEXT
+        return session_context_of(self.run(conn, statement, {"sid": session_id}).fetchone())
 
     def rebuild_all(self, conn: Connection) -> None:
         """Rebuild the whole full-text index from the content table (where the engine can)."""
 
     def optimize(self, conn: Connection) -> None:
         """Make the full-text index faster to query after many small writes."""
-
-    def distrust_lists(self, conn: Connection, words: Sequence[str]) -> None:
-        """Nothing where the engine's lists cannot be marked (SQLite's writer holds the
-        database's write lock, so its lists do not drift under concurrency)."""
-
-    def repair_lists(self, conn: Connection, *, verify: bool) -> list[str]:
-        """Nothing to repair (:meth:`distrust_lists`)."""
-        return []
-
-    def promote_lists_if_free(self, conn: Connection) -> None:
-        """Nothing here: an engine whose writer tracks its frequent words itself."""
 
     def integrity_check(self, conn: Connection) -> None:
         """The engine's own check of the full-text index; raises on corruption."""
@@ -173,57 +176,20 @@ class SqlBackend(PagedSearch):
 
     #: No column weights in the rank.
     rank_weights: tuple[float, ...] = ()
-    #: ``{async driver: synchronous driver}`` (:meth:`sync_url`).
-    sync_drivers: Mapping[str, str] = {}
 
     def attach_ddl(self) -> None:
         """Nothing: the migrations make the engine's own objects (``create_all()`` makes the
         tables only)."""
 
-    def in_memory(self, url: URL) -> bool:
-        """A server's database never lives on one connection in this process."""
-        return False
-
-    def database_file(self, url: URL) -> Path | None:
-        """No file: the database is a server's."""
-        return None
-
-    def sync_url(self, url: URL) -> URL:
-        """Only the driver changes (:attr:`sync_drivers`)."""
-        return with_sync_driver(url, self.sync_drivers)
-
-    def configure_engine(
-        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
-    ) -> None:
-        """Nothing per connection: the server's defaults are what the plugin relies on (on
-        PostgreSQL a commit that returned survives a power cut under ``fsync=on`` and
-        ``synchronous_commit=on``, the server's defaults, at either ``durability``)."""
-
-    def own_engine(self, engine: Engine) -> None:
-        """Nothing beyond :meth:`configure_engine`."""
-
-    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
-        """Nothing to settle."""
-
-    def begin_write(self, conn: Connection) -> None:
-        """Nothing: appends lock their session's row (:meth:`lock_session`)."""
-
-    def snapshot_options(
-        self, *, read_only: bool = False, one_statement: bool = False
-    ) -> dict[str, Any]:
-        """None needed: a transaction reads one snapshot from its first read."""
-        return {}
-
     # ------------------------------------------------------------ helpers
 
     def run(self, conn: Connection, statement: str, params: Any = None) -> Any:
-        cur = self.cursor(conn)
-        cur.execute(statement, params if params is not None else {})
-        return cur
+        """One statement (:attr:`statements`)."""
+        return self.statements.run(conn, statement, params if params is not None else {})
 
     def run_many(self, conn: Connection, statement: str, rows: Sequence[Any]) -> None:
-        if rows:
-            self.cursor(conn).executemany(statement, rows)
+        """One statement per parameter set (:attr:`statements`)."""
+        self.statements.run_many(conn, statement, rows)
 
     # ------------------------------------------------------------ sessions and index state
 
@@ -256,7 +222,7 @@ class SqlBackend(PagedSearch):
         if keys is None:
             return [r[0] for r in self.run(conn, "SELECT session_id FROM openclaw_sessions")]
         found: set[str] = set()
-        for by_key, params in self.ids_in("session_key", list(keys)):
+        for by_key, params in self.spelt.ids_in("session_key", list(keys)):
             by_id = by_key.replace("session_key", "session_id", 1)
             found.update(
                 r[0]
@@ -286,6 +252,7 @@ class SqlBackend(PagedSearch):
     replicas: Replicas | None = None
     pooler: Pooler | None = None
     segments: Segments | None = None
+    databases: Databases | None = None
 
     #: One statement per append is PostgreSQL's (SQLite's write lock is the transaction's).
     one_statement_appends = False
@@ -327,7 +294,7 @@ class SqlBackend(PagedSearch):
 
     def taken_event_ids(self, conn: Connection, session_id: str, ids: list[str]) -> set[str]:
         found: set[str] = set()
-        for where, params in self.ids_in("event_id", ids):
+        for where, params in self.spelt.ids_in("event_id", ids):
             result = self.run(
                 conn,
                 f"SELECT event_id FROM transcript_events WHERE session_id = :sid AND {where}",
@@ -364,7 +331,7 @@ class SqlBackend(PagedSearch):
     def ensure_session(
         self, conn: Connection, fields: Mapping[str, Any], *, rekey: bool
     ) -> int | None:
-        params = dict(fields, created_at=self.time_param(fields["created_at"]))
+        params = dict(fields, created_at=self.spelt.time_param(fields["created_at"]))
         row = self.run(
             conn, "SELECT last_seq FROM openclaw_sessions WHERE session_id = :session_id", params
         ).fetchone()
@@ -399,7 +366,7 @@ class SqlBackend(PagedSearch):
             conn,
             "SELECT seq, event_id, parent_id, type, side, "
             f"CASE WHEN {_NEEDS_JSON} THEN event END, "
-            f"CASE WHEN {_NEEDS_JSON} THEN NULL ELSE {self.PARENT_PROBE} END "
+            f"CASE WHEN {_NEEDS_JSON} THEN NULL ELSE {self.spelt.parent_probe} END "
             "FROM transcript_events WHERE session_id = :sid ORDER BY seq",
             {"sid": session_id},
         )
@@ -412,7 +379,7 @@ class SqlBackend(PagedSearch):
             else:
                 nodes.append(
                     transcript.column_node(
-                        seq, event_id, parent_id, etype, bool(side), self.parent_type(probe)
+                        seq, event_id, parent_id, etype, bool(side), self.spelt.parent_type(probe)
                     )
                 )
         return nodes, parsed
@@ -427,7 +394,7 @@ class SqlBackend(PagedSearch):
         wanted = sorted(seqs)
         unread = [seq for seq in wanted if seq not in parsed]
         found: dict[int, dict[str, Any]] = {}
-        for where, params in self.ids_in("seq", unread):
+        for where, params in self.spelt.ids_in("seq", unread):
             result = self.run(
                 conn,
                 "SELECT seq, event FROM transcript_events WHERE session_id = :sid "
@@ -447,13 +414,15 @@ class SqlBackend(PagedSearch):
         row = self.run(
             conn,
             "SELECT seq, type, side, parent_id, "
-            f"CASE WHEN type = '{transcript.LEAF_TYPE}' THEN event END, {self.PARENT_PROBE} "
+            f"CASE WHEN type = '{transcript.LEAF_TYPE}' THEN event END, {self.spelt.parent_probe} "
             "FROM transcript_events WHERE session_id = :sid AND event_id = :eid AND seq < :seq",
             {"sid": session_id, "eid": event_id, "seq": before_seq},
         ).fetchone()
         if row is None:
             return None
-        return EarlierEvent(row[0], row[1], bool(row[2]), row[3], row[4], self.parent_type(row[5]))
+        return EarlierEvent(
+            row[0], row[1], bool(row[2]), row[3], row[4], self.spelt.parent_type(row[5])
+        )
 
     def event_seq_type(
         self, conn: Connection, session_id: str, event_id: str

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..caller import Caller
-from .dialect_sql import dialect_sql
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+from .dialect_sql import spelt_for
 
 
 def _like_pattern(pattern: str) -> str:
@@ -40,11 +44,16 @@ def incognito_key_sql(alias: str = "s", *, dialect: str = "sqlite") -> str:
     parameters), spelt by the engine of ``dialect`` (:mod:`.dialect_sql`): exactly three
     colons, ``agent:`` + a non-empty id + a kind + ``incognito-`` + a non-empty name, compared
     ASCII case-insensitively, after trimming :data:`~openclaw_fts.caller.KEY_TRIM_CHARS`."""
-    return dialect_sql(dialect).incognito_key(alias)
+    return spelt_for(dialect).incognito_key(alias)
 
 
 def visible(
-    caller: Caller, alias: str = "s", *, for_search: bool = True, dialect: str = "sqlite"
+    caller: Caller,
+    alias: str = "s",
+    *,
+    for_search: bool = True,
+    dialect: str = "sqlite",
+    on: Connection | None = None,
 ) -> Predicate:
     """What ``caller`` may see, as a predicate over the ``openclaw_sessions`` table aliased
     ``alias``.
@@ -60,10 +69,13 @@ def visible(
     Plain SQL text (no per-call SQLAlchemy compilation: it is built on every search); every
     value is a bound parameter (``:name``), never spliced into the text. ``dialect``: the
     engine whose spellings it takes (:mod:`.dialect_sql`; booleans are not integers on
-    PostgreSQL), to be run through SQLAlchemy ``text()``.
+    PostgreSQL), to be run through SQLAlchemy ``text()``; ``on``: the connection the predicate
+    will run on, whose engine's spellings it takes instead.
     The last :data:`PREDICATE_CACHE` predicates are remembered (by caller, alias and
     dialect); each call returns its own parameter dict.
     """
+    if on is not None:
+        dialect = on.dialect.name
     try:
         cached = _visible_cached(caller, alias, for_search, dialect)
     except TypeError:  # a caller holding something unhashable (an ``allow`` list)
@@ -95,7 +107,7 @@ def _visible(caller: Caller, alias: str, for_search: bool, dialect: str) -> Pred
             others = _other_agents(caller, a, params)
             everything = others == [_ANY_AGENT]
             sql = "(" + " OR ".join([tree, same_agent, *others]) + ")"
-    spelt = dialect_sql(dialect)
+    spelt = spelt_for(dialect)
     sql = f"({sql} AND NOT {spelt.incognito_key(a)})"
     if for_search:
         sql = f"({sql} AND {spelt.not_flagged(f'{a}.incognito')})"

@@ -19,8 +19,8 @@ from .names import TSVECTOR_STATISTICS_TARGET as TSVECTOR_STATISTICS_TARGET
 from .names import UNACCENT_EXTENSION as UNACCENT_EXTENSION
 from .names import is_search_object as is_search_object
 from .probes import PostgresqlProbes
-from .read import PostgresqlSql
 
-register(PostgresqlBackend())
+_backend = PostgresqlBackend()
+register(_backend)
 register_probes("postgresql", PostgresqlProbes())
-register_sql("postgresql", PostgresqlSql())
+register_sql("postgresql", _backend.spelt)

@@ -1,5 +1,6 @@
 """Whole databases on a PostgreSQL server: created and dropped for the testing kit's per-test
-databases (:mod:`openclaw_fts.pytest_plugin`).
+databases (:mod:`openclaw_fts.pytest_plugin`), as :class:`ServerDatabases`, the
+:class:`~..base.Databases` of ``PostgresqlBackend``.
 
 Invariant: a database name is always a quoted identifier made by the caller from digits,
 letters and ``_`` only (anything else is refused before any statement); a drop ends the
@@ -11,17 +12,11 @@ from __future__ import annotations
 import re
 
 from sqlalchemy import Engine, text
-from sqlalchemy.engine import URL
 
 #: The first PostgreSQL version whose DROP DATABASE takes ``WITH (FORCE)``.
 FORCE_DROP_VERSION = 13
 #: What a database name made here may hold.
 DATABASE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-
-
-def is_postgresql_url(url: URL) -> bool:
-    """Whether ``url`` names a PostgreSQL server (any driver)."""
-    return url.get_backend_name() == "postgresql"
 
 
 def _checked(name: str) -> str:
@@ -43,3 +38,14 @@ def drop_database(server: Engine, name: str) -> None:
         version = int((conn.dialect.server_version_info or (0,))[0])
         force = " WITH (FORCE)" if version >= FORCE_DROP_VERSION else ""
         conn.execute(text(f'DROP DATABASE IF EXISTS "{_checked(name)}"{force}'))
+
+
+class ServerDatabases:
+    """:class:`~..base.Databases` of a PostgreSQL server: :func:`create_database` and
+    :func:`drop_database`."""
+
+    def create(self, server: Engine, name: str) -> None:
+        create_database(server, name)
+
+    def drop(self, server: Engine, name: str) -> None:
+        drop_database(server, name)

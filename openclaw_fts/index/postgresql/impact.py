@@ -67,6 +67,7 @@ rebuilds every list (:func:`repair`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -523,3 +524,25 @@ def top_rows(
         return None
     rows.sort(key=exact_order)
     return rows[:want]
+
+
+class ServerImpactLists:
+    """:class:`~openclaw_fts.index.base.ImpactLists` on PostgreSQL: lists kept by triggers
+    under concurrent writers, so a drifted list is marked untrusted (:func:`distrust`),
+    rebuilt by the reconciler (:func:`repair`) and newly frequent words tracked when the
+    promotion lock is free (:func:`promote_if_free`)."""
+
+    def drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        return drift(conn)
+
+    def distrust(self, conn: Connection, words: Sequence[str]) -> None:
+        distrust(conn, list(words))
+
+    def repair(self, conn: Connection, *, verify: bool) -> list[str]:
+        """Rebuild the untrusted lists (every drifted one with ``verify``)."""
+        return repair(conn, verify=verify)
+
+    def promote_if_free(self, conn: Connection) -> None:
+        """Never waits for the lock (the reconciler's pass: rows indexed since the last
+        checkpoint cross none)."""
+        promote_if_free(conn)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
+from ...models import TIME_INDEX
 from ..visibility_sql import visible
 from . import impact
 from .names import GIN_INDEX, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 PARTITIONED_TABLE = "message_index_by_agent"
 #: Hash partitions :func:`partition_by_agent` makes unless told otherwise.
 DEFAULT_PARTITIONS = 16
-#: Most partitions accepted (each is a table with three indexes).
+#: Most partitions accepted (each is a table with four indexes).
 MAX_PARTITIONS = 1024
 VIEW = "message_index"
 _FLAT = "message_index_flat"
@@ -126,6 +127,7 @@ def partition_by_agent(conn: Connection, partitions: int = DEFAULT_PARTITIONS) -
         "FOREIGN KEY (session_id) REFERENCES openclaw_sessions (session_id) ON DELETE CASCADE"
     )
     run(f"CREATE INDEX {GIN_INDEX} ON {PARTITIONED_TABLE} USING gin ({TSVECTOR_COLUMN})")
+    run(f"CREATE INDEX {TIME_INDEX} ON {PARTITIONED_TABLE} (timestamp_ms)")
     run(
         f"ALTER TABLE {PARTITIONED_TABLE} ALTER COLUMN {TSVECTOR_COLUMN} "
         f"SET STATISTICS {TSVECTOR_STATISTICS_TARGET}"
@@ -221,6 +223,7 @@ def unpartition(conn: Connection) -> int:
     for statement in _FLAT_CONSTRAINTS:
         run(statement)
     run(f"CREATE INDEX {GIN_INDEX} ON {VIEW} USING gin ({TSVECTOR_COLUMN})")
+    run(f"CREATE INDEX {TIME_INDEX} ON {VIEW} (timestamp_ms)")
     run(
         f"ALTER TABLE {VIEW} ALTER COLUMN {TSVECTOR_COLUMN} "
         f"SET STATISTICS {TSVECTOR_STATISTICS_TARGET}"

@@ -1,6 +1,7 @@
 """PostgreSQL's revision probes (:class:`~openclaw_fts.index.probes.RevisionProbes`): revisions
 0006, 0008, 0009 and 0010 change no table, only a statistics target, a trigger and functions,
-read here from the catalogue; the ``tsvector`` column and its GIN index are the engine's own.
+and 0011 adds an index, read here from the catalogue; the ``tsvector`` column and its GIN
+index are the engine's own.
 
 Invariant: every probe only reads the system catalogue. Revision 0007's backfill runs its own
 SQL function here, so these probes have no ``track_frequent`` (the one probe that writes).
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
+from ...models import TIME_INDEX
 from . import impact
 from .names import CONTENT_TABLE, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET, is_search_object
 from .partition import PARTITIONED_TABLE
@@ -39,6 +41,15 @@ class PostgresqlProbes:
     def lists_self_promoting(self, conn: Connection) -> bool:
         """Revision 0010 promotes frequent words from the plugin's own counts."""
         return impact.self_promoting(conn)
+
+    def rows_in_time_order(self, conn: Connection) -> bool:
+        """Revision 0011 added the index rows' time index (on the partitioned table in that
+        layout)."""
+        return bool(
+            conn.execute(
+                text("SELECT to_regclass(:name) IS NOT NULL"), {"name": TIME_INDEX}
+            ).scalar()
+        )
 
 
 #: The trigger that raises ``last_seq`` on raw event inserts, and its ``pg_trigger.tgtype``

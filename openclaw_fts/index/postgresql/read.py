@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, TextClause, text
 
-from ...caller import INCOGNITO_KEY_COLONS, INCOGNITO_KEY_KINDS, KEY_TRIM_CHARS
 from ...rows import Hit, SearchRequest
 from ...spelling import messages_holding, note_examined, one_edit
 from ..hits import hit_texts, user_filters
@@ -93,7 +92,7 @@ _BEGIN_SEARCH_SQL = (
     "pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
 )
 #: Where a pooled connection records that its session has ``plan_cache_mode`` set (every
-#: connection of an engine the plugin made: ``PostgresqlBackend.own_engine``).
+#: connection of an engine the plugin made: ``PostgresqlConnections.own_engine``).
 SESSION_CUSTOM_PLANS = "openclaw_fts_pg_session_custom_plans"
 #: Where a pooled connection marks the transaction it set ``plan_cache_mode`` in.
 _CUSTOM_PLAN_TXN = "openclaw_fts_pg_custom_plan_txn"
@@ -136,6 +135,17 @@ _SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text, pg_current_xact_id_if_assig
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
 _PENDING_MEMO = "openclaw_fts_pg_any_pending"
 _TSQUERY = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, :q)"
+#: A wide caller's search ordered ``recent`` first looks among the newest index rows only, this
+#: many of them (:func:`hits_sql`): with the time index (revision 0011) the planner walks them
+#: newest first with the match as a filter and stops at the limit, instead of ranking and
+#: sorting every match (bench/NOTES.md, "Filters on the fast paths"). When they hold fewer than
+#: ``limit + 1`` visible matches, the same statement answers from every match.
+RECENT_WALK_ROWS = 4096
+#: The time at or after which those rows are (every row when the index holds fewer).
+_RECENT_FLOOR = (
+    f"coalesce((SELECT f.timestamp_ms FROM {CONTENT_TABLE} AS f ORDER BY f.timestamp_ms DESC "
+    "OFFSET :recent_rows LIMIT 1), -9223372036854775808)"
+)
 
 
 def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
@@ -243,8 +253,23 @@ def hits_sql(
     )
     if not caller.is_narrow:
         order = _order_by(req, rows="mi.", keys="s.")
-        sql = f"{wide}{match}" + ("" if unordered else f" ORDER BY {order} LIMIT :lim")
-        return sql, params
+        if unordered:
+            return f"{wide}{match}", params
+        if req.order == "recent" and req.session_key is None:
+            # The newest rows' matches (``n``) are the answer when they are ``limit + 1``: every
+            # match they leave out is older than all of them. Otherwise every match is read
+            # (the second branch runs only then: a one-time filter).
+            params["recent_rows"] = RECENT_WALK_ROWS
+            near = (
+                f"{wide}{match} AND mi.timestamp_ms >= {_RECENT_FLOOR} ORDER BY {order} LIMIT :lim"
+            )
+            every = f"{wide}{match} AND (SELECT count(*) FROM n) < :lim ORDER BY {order} LIMIT :lim"
+            sql = (
+                f"WITH n AS MATERIALIZED ({near}) SELECT n.* FROM n "
+                f"WHERE (SELECT count(*) FROM n) >= :lim UNION ALL ({every})"
+            )
+            return sql, params
+        return f"{wide}{match} ORDER BY {order} LIMIT :lim", params
     # A narrow caller: its sessions' rows one by one when they are few (see NARROW_SCAN_EVENTS).
     lateral = (
         f"{head}openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(agents)}) AS mi "
@@ -372,7 +397,7 @@ def _statement(sql: str) -> TextClause:
 def _session_plans(conn: Connection) -> bool:
     """Whether every plan on this connection is custom without a setting per transaction: it
     has ``plan_cache_mode`` for its whole session (a connection of an engine the plugin made:
-    ``PostgresqlBackend.own_engine``), or psycopg never prepares a statement on it
+    ``PostgresqlConnections.own_engine``), or psycopg never prepares a statement on it
     (``prepare_threshold`` None: behind a transaction pooler, ``pooling.py``)."""
     if conn.info.get(SESSION_CUSTOM_PLANS):
         return True
@@ -538,49 +563,6 @@ def _own_lexemes(
 def _most_first(counted: Sequence[tuple[str, int]], want: int) -> list[tuple[str, int]]:
     """The ``want`` words of ``counted`` held by the most messages (ties: the word)."""
     return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
-
-
-def _octal(text: str) -> str:
-    """``text`` as a PostgreSQL escape string of octal escapes only (``E'\\072'`` is a colon):
-    a constant when the statement is parsed, where ``chr(58) || …`` is an expression folded
-    again at every planning, and without a ``:`` that ``text()`` would read as a parameter."""
-    return "E'" + "".join(c if c.isalnum() or c in "_%-" else f"\\{ord(c):03o}" for c in text) + "'"
-
-
-class PostgresqlSql:
-    """The spellings the shared statements need on PostgreSQL
-    (:class:`~..dialect_sql.DialectSql`)."""
-
-    @staticmethod
-    def incognito_key(alias: str) -> str:
-        """See the protocol: ``btrim``, constants as escape strings (:func:`_octal`), and the
-        cheap first test ``strpos`` of the lower-cased key: a function the planner gives a
-        default selectivity, where ``ILIKE`` on the key column is estimated against the
-        column's statistics at every planning (together 0.13 ms of a narrow search's 0.63 ms
-        of planning at 100k messages, bench/NOTES.md). Each shape below lower-cases the key
-        too and holds ``incognito-``, so that first test changes no answer."""
-        key = f"lower(btrim({alias}.session_key, {_octal(KEY_TRIM_CHARS)}))"
-        shapes = " OR ".join(
-            f"{key} LIKE {_octal(f'agent:_%:{kind}:incognito-_%')}" for kind in INCOGNITO_KEY_KINDS
-        )
-        colons = (
-            f"length({key}) - length(replace({key}, {_octal(':')}, '')) = {INCOGNITO_KEY_COLONS}"
-        )
-        return f"(strpos(lower({alias}.session_key), 'incognito-') > 0 AND ({shapes}) AND {colons})"
-
-    @staticmethod
-    def not_flagged(column: str) -> str:
-        """Booleans are not integers on PostgreSQL."""
-        return f"NOT {column}"
-
-    @staticmethod
-    def contains(haystack: str, needle: str) -> str:
-        return f"strpos({haystack}, {needle}) > 0"
-
-    @staticmethod
-    def cannot_hold(value: str) -> bool:
-        """PostgreSQL text cannot hold NUL."""
-        return "\x00" in value
 
 
 class PostgresSearch:

@@ -14,8 +14,8 @@ from .fts import FTS_TABLE as FTS_TABLE
 from .fts import IN_LIST_CHUNK as IN_LIST_CHUNK
 from .fts import is_fts_table as is_fts_table
 from .probes import SqliteProbes
-from .read import SqliteSql
 
-register(SqliteBackend())
+_backend = SqliteBackend()
+register(_backend)
 register_probes("sqlite", SqliteProbes())
-register_sql("sqlite", SqliteSql())
+register_sql("sqlite", _backend.spelt)

@@ -5,33 +5,31 @@ after every method returns (:mod:`.fts`); every connection of a configured engin
 settings of :mod:`.connect` and begins deferred, or with ``BEGIN IMMEDIATE`` when marked
 ``WRITE`` (``openclaw_fts.engine.write_engine``); a flush takes the write lock before its first
 read. What SQLite does differently from the shared statements (:mod:`..sql`): the sqlite3
-cursor, IN-lists in bounded chunks, the FTS5 rows, ``json_type`` for the parent probe, FTS5's
-own maintenance and check; search is :class:`.read.SqliteSearch`.
+cursor (:class:`CursorStatements`), its spellings (:mod:`.dialect`: IN-lists in bounded chunks,
+``json_type`` for the parent probe), its engines and connections (:mod:`.connect`), the FTS5
+rows, FTS5's own maintenance and check; search is :class:`.read.SqliteSearch`.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote
 
 from sqlalchemy import DDL, ColumnElement, Connection, Engine, FromClause, event, text
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.pool import StaticPool
 
 from ...models import MessageImpact, MessageIndex
 from ...query import CompiledQuery
 from ...rows import NewRow
-from ..base import READ_ONLY, WRITE, Lease, Segments
+from ..base import Connections, ImpactLists, Lease, Segments
+from ..dialect_sql import DialectSql
 from ..lease import TableLease
-from ..sql import SqlBackend
-from . import connect, edit_triggers, impact
+from ..sql import SqlBackend, Statements
+from . import edit_triggers, impact
 from .compose import fts_weights, match_parts
+from .connect import SqliteConnections
+from .dialect import SqliteSql
 from .fts import (
     CREATE_STATEMENTS,
     DROP_STATEMENTS,
@@ -39,19 +37,13 @@ from .fts import (
     FtsSegments,
     cursor,
     delete_rows,
-    in_lists,
     insert_rows,
     merge_segments,
-    read_row_sizes,
 )
 from .read import SqliteSearch
 
 log = logging.getLogger(__name__)
 
-#: How timestamps are bound (SQLite stores them as text in this shape).
-SQL_TIME = "%Y-%m-%d %H:%M:%S.%f"
-#: Where a pooled connection records that it has the plugin's settings.
-_RECORD_KEY = "openclaw_fts_settings"
 #: SQLite's primary result codes that say nothing about the index (sqlite3 names them from
 #: Python 3.11 on only).
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_FULL = 5, 6, 8, 13
@@ -59,14 +51,19 @@ SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_FULL = 5, 6, 8, 13
 FULL_MESSAGE = "database or disk is full"
 
 
-def read_only_url(path: Path) -> URL:
-    """A URL opening ``path`` read-only. ``immutable`` when nothing can write beside it (its
-    folder is read-only and it has no WAL file): SQLite could not create the WAL index a
-    read-only WAL database otherwise needs."""
-    folder_writable = os.access(path.parent, os.W_OK)
-    wal = path.with_name(path.name + "-wal")
-    mode = "mode=ro" if folder_writable or wal.exists() else "immutable=1"
-    return make_url(f"sqlite:///file:{quote(str(path.resolve()))}?{mode}&uri=true")
+class CursorStatements:
+    """:class:`~..sql.Statements` on SQLite: straight on the sqlite3 cursor of the caller's
+    transaction (:func:`.fts.cursor`; sqlite3 takes ``:name`` parameters as they are), since
+    SQLAlchemy's per-statement overhead would dominate the handful of statements per append."""
+
+    def run(self, conn: Connection, statement: str, params: Any) -> Any:
+        cur = cursor(conn)
+        cur.execute(statement, params)
+        return cur
+
+    def run_many(self, conn: Connection, statement: str, rows: Sequence[Any]) -> None:
+        if rows:
+            cursor(conn).executemany(statement, rows)
 
 
 class SqliteBackend(SqliteSearch, SqlBackend):
@@ -74,15 +71,13 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     name = "sqlite"
     packaged_driver: tuple[str, str] | None = None
-    sync_drivers: Mapping[str, str] = {"aiosqlite": "pysqlite"}
+    connections: Connections = SqliteConnections()
+    statements: Statements = CursorStatements()
+    spelt: DialectSql = SqliteSql()
     segments: Segments | None = FtsSegments()
+    impact_lists: ImpactLists = impact.FtsImpactLists()
     rank_weights = fts_weights()
     INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
-    #: SQLite tells a null ``parentId`` from a missing or malformed one without the JSON
-    #: reaching Python.
-    PARENT_PROBE = (
-        "CASE WHEN parent_id IS NULL AND json_valid(event) THEN json_type(event, '$.parentId') END"
-    )
 
     # ------------------------------------------------------------ schema
 
@@ -107,63 +102,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
             ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
             event.listen(impact_table, when, ddl)
 
-    # ------------------------------------------------------------ engines and connections
-
-    def in_memory(self, url: URL) -> bool:
-        return url.database in (None, "", ":memory:")
-
-    def database_file(self, url: URL) -> Path | None:
-        if self.in_memory(url):
-            return None
-        database = str(url.database)
-        if database.startswith("file:") or url.query.get("uri"):
-            return None
-        return Path(database)
-
-    def engine_url(self, url: URL, *, read_only: bool | None, kwargs: dict[str, Any]) -> URL:
-        """A file that cannot be written (or ``read_only``) is opened read-only; an in-memory
-        database lives on one shared connection; connections may move between threads."""
-        path = self.database_file(url)
-        if path is not None and path.exists():
-            writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-            if read_only or (read_only is None and not writable):
-                url = read_only_url(path)
-        if self.in_memory(url):
-            kwargs.setdefault("poolclass", StaticPool)
-        kwargs.setdefault("connect_args", {"check_same_thread": False})
-        return url
-
-    def configure_engine(
-        self, engine: Engine, *, busy_timeout_ms: int, wal: bool, durability: str
-    ) -> None:
-        memory = self.in_memory(engine.url)
-        synchronous = connect.SYNCHRONOUS[durability]
-
-        @event.listens_for(engine, "checkout")
-        def _on_checkout(dbapi_connection: Any, connection_record: Any, proxy: Any) -> None:
-            if connection_record.info.get(_RECORD_KEY):
-                return
-            connect.apply_settings(
-                dbapi_connection,
-                memory=memory,
-                busy_timeout_ms=busy_timeout_ms,
-                wal=wal,
-                synchronous=synchronous,
-            )
-            connection_record.info[_RECORD_KEY] = True
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Any) -> None:
-            options = conn.get_execution_options()
-            immediate = options.get(WRITE, False) and not options.get(READ_ONLY, False)
-            connect.begin(conn.connection.dbapi_connection, immediate=immediate)
-
-    def settle_connection(self, dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
-        connect.apply_now(dbapi_connection, busy_timeout_ms=busy_timeout_ms)
-
-    def begin_write(self, conn: Connection) -> None:
-        connect.take_write_lock(cursor(conn))
-
     def lease(self, engine: Engine, holder: str, seconds: float) -> Lease:
         return TableLease(engine, holder, seconds)
 
@@ -174,17 +112,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     # ------------------------------------------------------------ statements
 
-    def cursor(self, conn: Connection) -> Any:
-        return cursor(conn)
-
-    def ids_in(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-        for chunk, _ in in_lists(values):
-            params = {f"in{i}": v for i, v in enumerate(chunk)}
-            yield f"{column} IN ({', '.join(':' + k for k in params)})", params
-
-    def time_param(self, value: datetime) -> Any:
-        return value.strftime(SQL_TIME)
-
     def insert_rows(self, conn: Connection, rows: Sequence[NewRow]) -> None:
         """The rows, their FTS5 entries and their impact-list rows (:mod:`.impact`)."""
         first = insert_rows(conn, rows)
@@ -193,9 +120,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
 
     def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
         delete_rows(conn, ids)
-
-    def index_row_sizes(self, conn: Connection, session_id: str) -> list[tuple[int, int, int]]:
-        return read_row_sizes(conn, session_id)
 
     def rebuild_all(self, conn: Connection) -> None:
         """FTS5 re-reads its whole index from the content table."""
@@ -218,9 +142,6 @@ class SqliteBackend(SqliteSearch, SqlBackend):
         conn.execute(
             text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
         )
-
-    def impact_drift(self, conn: Connection) -> dict[str, dict[str, int]]:
-        return impact.drift(cursor(conn))
 
     def storage_full(self, error: BaseException) -> bool:
         if not isinstance(error, sqlite3.Error):

@@ -318,18 +318,6 @@ def merge_step(conn: Connection) -> bool:
     return bool(cur.execute("SELECT total_changes()").fetchone()[0] - before >= 2)
 
 
-def read_row_sizes(conn: Connection, session_id: str) -> list[tuple[int, int, int]]:
-    """``(id, seq, UTF-8 bytes of the indexed text)`` of every index row of one session."""
-    return (
-        cursor(conn)
-        .execute(
-            f"SELECT id, seq, length(CAST(body AS BLOB)) FROM {CONTENT_TABLE} WHERE session_id = ?",
-            (session_id,),
-        )
-        .fetchall()
-    )
-
-
 class FtsSegments:
     """:class:`~openclaw_fts.index.base.Segments` of FTS5: :func:`merge_pending` and
     :func:`merge_step`."""

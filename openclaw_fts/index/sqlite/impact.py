@@ -25,6 +25,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import Connection
+
 from ...rows import Hit, NewRow
 from ...tokens import fold
 from ..impact import (
@@ -39,7 +41,7 @@ from ..impact import (
     promote_due,
     trackable,
 )
-from .fts import CONTENT_TABLE, FTS_TABLE
+from .fts import CONTENT_TABLE, FTS_TABLE, cursor
 
 #: FTS5's shadow tables this module reads: the per-row token counts and the index's totals.
 DOCSIZE_TABLE = f"{FTS_TABLE}_docsize"
@@ -413,3 +415,23 @@ def top_hits(
     ]
     hits.sort(key=_order_key)
     return hits[:want]
+
+
+class FtsImpactLists:
+    """:class:`~openclaw_fts.index.base.ImpactLists` on SQLite: lists written beside FTS5 by
+    the writer that holds the database's write lock, so they do not drift under concurrency:
+    only :meth:`drift` (``check``) has work; there is nothing to mark, repair or promote
+    outside a writer (the writer's checkpoints promote: :func:`promote_recent`)."""
+
+    def drift(self, conn: Connection) -> dict[str, dict[str, int]]:
+        return drift(cursor(conn))
+
+    def distrust(self, conn: Connection, words: Sequence[str]) -> None:
+        """Nothing: a list that drifted is rebuilt by ``rebuild`` (:func:`rebuild`)."""
+
+    def repair(self, conn: Connection, *, verify: bool) -> list[str]:
+        """Nothing to repair (:meth:`distrust`)."""
+        return []
+
+    def promote_if_free(self, conn: Connection) -> None:
+        """Nothing: SQLite's writer tracks its frequent words itself."""

@@ -2,14 +2,15 @@
 that change only PostgreSQL objects do nothing here, and FTS5's tables are its own.
 
 Invariant: every probe but :meth:`SqliteProbes.track_frequent` (revision 0007's backfill,
-which writes the impact lists) runs no statement: SQLite's revisions 0005–0010 are told apart
-by their tables alone.
+which writes the impact lists) reads only ``sqlite_master``: SQLite's revisions 0005–0010 are
+told apart by their tables alone, 0011 by its index.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 
+from ...models import TIME_INDEX
 from . import impact
 from .fts import cursor, is_fts_table
 
@@ -40,3 +41,11 @@ class SqliteProbes:
     def lists_self_promoting(self, conn: Connection) -> bool:
         """Revision 0010 does nothing on SQLite: a database with 0009 has it."""
         return True
+
+    def rows_in_time_order(self, conn: Connection) -> bool:
+        """Revision 0011 added the index rows' time index."""
+        found = conn.execute(
+            text("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = :name"),
+            {"name": TIME_INDEX},
+        ).first()
+        return found is not None

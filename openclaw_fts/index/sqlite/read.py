@@ -21,12 +21,13 @@ session (:meth:`SqliteSearch.near_words` says why).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection
 
-from ...caller import INCOGNITO_KEY_COLONS, INCOGNITO_KEY_KINDS, KEY_TRIM_CHARS, Caller
+from ...caller import Caller
 from ...rows import (
     INDEX_VERSION,
     SESSION_TOKEN_PREFIX,
@@ -106,6 +107,22 @@ ROW_PROBES = (FIRST_TIE_PROBE_ROWS, TIE_PROBE_ROWS)
 #: 300k, so the bound is a share of the index rows, never below the minimum.
 SCOPED_RANK_ALL_MIN_MATCHES = 1024
 SCOPED_RANK_ALL_SHARE = 64
+
+#: A wide caller's search ordered ``recent`` walks FTS5's matches newest row id first
+#: (:func:`_newest_hits`) and reads at most this many before the exact statement decides (a
+#: caller who sees few of the matches, or filters that keep few).
+RECENT_WALK_ROWS = 4096
+#: A query with at most this many matches (of any session) ordered ``recent`` takes the exact
+#: statement: the walk's proof reads the time index over the span its newest matches cover,
+#: which for a rare word is most of the index (measured at 100k: a word of ~40 matches cost
+#: 2 ms walked against 0.7 ms exact); bm25 over a few hundred matches costs less.
+RECENT_MIN_MATCHES = 512
+#: Index rows at least as new as the walk's last kept row but with a lower id (written out of
+#: time order: sessions interleaved in time, an import of old sessions after new ones, a
+#: rebuilt session) that the walk matches and merges; with more, the exact statement decides.
+#: The bench corpus at 100k has ~600 such rows behind the newest matches of a common word
+#: (sessions written in batches, their messages interleaved in time).
+RECENT_STRAYS = 4096
 
 # Ranking of the narrow callers (``tree`` / ``self``; docs/tools.md, "score"): per message, from
 # that message alone. bm25() would compute each term's IDF by walking the term's doclist over
@@ -305,6 +322,101 @@ def _recent_key(hit: Hit) -> tuple[int, str, str, int]:
     return (-hit[5], hit[6], hit[3], hit[0])
 
 
+def _newest_hits(
+    conn: Connection, caller: Caller, req: SearchRequest, pred: Predicate, *, exact: bool
+) -> list[Hit] | None:
+    """The ``limit + 1`` newest visible matches of a wide caller's search ordered ``recent``
+    (the exact statement's rows and order), without joining, scoring and sorting every match:
+    FTS5's matches are walked newest row id first, each joined to its index row and session
+    for visibility and the filters, until ``limit + 1`` pass. Row ids are not time (an import
+    of old sessions after new ones, a rebuilt session), so the walk is proved: every match it
+    did not read has a lower id than the last one it kept, so only an index row at least as
+    new as the last of the kept rows in result order *and* with a lower id could rank among
+    them — those are read from the time index (:data:`~openclaw_fts.models.TIME_INDEX`, ids
+    and times only, no row read) and, at most :data:`RECENT_STRAYS` of them, matched (one
+    read of the doclist over their ids' range), judged like the walk's rows and merged in.
+    None (the exact statement decides) when the walk reads :data:`RECENT_WALK_ROWS` matches
+    without enough passing, or there are more strays. The scores are bm25's, read for the rows
+    returned only."""
+    assert req.compiled is not None
+    cur = cursor(conn)
+    fewer = f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT 1 OFFSET ?"
+    if cur.execute(fewer, (req.compiled.match, RECENT_MIN_MATCHES)).fetchone() is None:
+        return None  # few matches: the exact statement scores them all for less
+    want = req.limit + 1
+    where, params = _visible_sql(caller, None, pred)
+    filters = user_filters(req, params)
+    params.update(q=req.compiled.match, cap=RECENT_WALK_ROWS, want=want)
+    pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
+    select = (
+        "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
+        "s.session_key FROM ({matches}) AS f "
+        f"CROSS JOIN {CONTENT_TABLE} AS mi ON mi.id = f.id "
+        f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
+        f"WHERE {where} {filters}"
+    )
+    walk = (
+        f"SELECT rowid AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
+        "ORDER BY rowid DESC LIMIT :cap"
+    )
+    rows = cur.execute(select.format(matches=walk) + " LIMIT :want", params).fetchall()
+    if len(rows) < want:
+        beyond = cur.execute(fewer, (req.compiled.match, RECENT_WALK_ROWS)).fetchone()
+        if beyond is not None:
+            return None  # the cap, not the match set, ended the walk
+    else:
+        last_kept = min(r[0] for r in rows)
+        boundary = sorted(rows, key=_newest_first)[want - 1]
+        # `+mi.id`: the time range drives (the ids below the last kept row are most rows)
+        strays = [
+            r[0]
+            for r in cur.execute(
+                f"SELECT mi.id FROM {CONTENT_TABLE} AS mi WHERE mi.timestamp_ms >= :t "
+                "AND +mi.id < :last LIMIT :n",
+                {"t": boundary[5], "last": last_kept, "n": RECENT_STRAYS + 1},
+            )
+        ]
+        if len(strays) > RECENT_STRAYS:
+            return None
+        if strays:
+            # the matches among them: one read of the doclist over their id range
+            first = min(strays)
+            matched = {
+                r[0]
+                for r in cur.execute(
+                    f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
+                    "AND rowid >= :first AND rowid < :last",
+                    {"q": req.compiled.match, "first": first, "last": last_kept},
+                )
+            }.intersection(strays)
+            if matched:
+                listed = "SELECT value AS id FROM json_each(:strays)"
+                rows += cur.execute(
+                    select.format(matches=listed), {**params, "strays": json.dumps(sorted(matched))}
+                ).fetchall()
+    rows = sorted(rows, key=_newest_first)[:want]
+    if not rows:
+        return []
+    # bm25 of the rows returned: one read of the doclist over their id range (a rowid IN list
+    # would run the query once per id, each computing the terms' IDF again)
+    kept = {r[0] for r in rows}
+    score = {
+        r[0]: r[1]
+        for r in cur.execute(
+            f"SELECT rowid, bm25({FTS_TABLE}, {BM25_WEIGHTS}) FROM {FTS_TABLE} "
+            f"WHERE {FTS_TABLE} MATCH :q AND rowid BETWEEN :low AND :high",
+            {"q": req.compiled.match, "low": min(kept), "high": max(kept)},
+        )
+        if r[0] in kept
+    }
+    return [(*r, score[r[0]]) for r in rows]
+
+
+def _newest_first(row: Sequence[Any]) -> tuple[int, str, str, int]:
+    """The ``recent`` order of a hit's first seven columns (:func:`_recent_key`'s)."""
+    return (-row[5], row[6], row[3], row[0])
+
+
 def group_by_session(hits: list[Hit], req: SearchRequest) -> list[tuple[Hit, int]]:
     """Every visible match grouped by session key: each key's first hit in the request's
     order, with the key's count, keys in that order, ``req.limit + 1`` at most."""
@@ -319,41 +431,6 @@ def group_by_session(hits: list[Hit], req: SearchRequest) -> list[tuple[Hit, int
     return [(hit, counts[hit[6]]) for hit in ordered]
 
 
-class SqliteSql:
-    """The spellings the shared statements need on SQLite (:class:`~..dialect_sql.DialectSql`)."""
-
-    @staticmethod
-    def incognito_key(alias: str) -> str:
-        """See the protocol: ``trim`` by character codes, and the colons as ``char(58)``
-        (a ``:name`` in the statement text would read as a bound parameter); LIKE compares
-        ASCII case-insensitively."""
-        trim = "char(" + ", ".join(str(ord(c)) for c in KEY_TRIM_CHARS) + ")"
-        key = f"lower(trim({alias}.session_key, {trim}))"
-        colon = " || char(58) || "
-        shapes = " OR ".join(
-            f"{key} LIKE ('agent'{colon}'_%'{colon}'{kind}'{colon}'incognito-_%')"
-            for kind in INCOGNITO_KEY_KINDS
-        )
-        colons = f"length({key}) - length(replace({key}, char(58), '')) = {INCOGNITO_KEY_COLONS}"
-        # One cheap LIKE first: almost no key holds "incognito-", and then nothing else is
-        # computed.
-        return f"({alias}.session_key LIKE '%incognito-%' AND ({shapes}) AND {colons})"
-
-    @staticmethod
-    def not_flagged(column: str) -> str:
-        """Booleans are integers on SQLite."""
-        return f"{column} = 0"
-
-    @staticmethod
-    def contains(haystack: str, needle: str) -> str:
-        return f"instr({haystack}, {needle}) > 0"
-
-    @staticmethod
-    def cannot_hold(value: str) -> bool:
-        """SQLite text holds any string."""
-        return False
-
-
 class SqliteSearch:
     """The search methods of :class:`~openclaw_fts.index.base.Reader` over ``message_fts`` /
     ``message_index``."""
@@ -361,8 +438,9 @@ class SqliteSearch:
     #: Remembered per connection until the database changes.
     GLOBAL_PENDING_PROBE = True
     #: Whether a one-word search of a wide caller walks the word's impact list when it has one
-    #: (:mod:`.impact`); off, every search takes the exact path (what the bench and the tests
-    #: compare the lists with).
+    #: (:mod:`.impact`), and a wide caller's search ordered ``recent`` walks the matches newest
+    #: first (:func:`_newest_hits`); off, every search takes the exact path (what the bench and
+    #: the tests compare them with).
     IMPACT_LISTS = True
 
     def any_pending(self, conn: Connection) -> bool:
@@ -438,6 +516,15 @@ class SqliteSearch:
                 top = self._top_visible(conn, req, ":q", where, params, extra)
                 if top is not None:
                     return top
+        if (
+            req.order == "recent"
+            and self.IMPACT_LISTS
+            and req.session_key is None
+            and not caller.is_narrow
+        ):
+            newest = _newest_hits(conn, caller, req, pred, exact=exact)
+            if newest is not None:
+                return newest
         sql, params = self._hits_sql(caller, req, exact=exact, pred=pred)
         # The DBAPI cursor (sqlite3 takes the same :name parameters): SQLAlchemy's statement
         # handling cost ~0.3 ms a search, a third of a narrow search's SQL time.
