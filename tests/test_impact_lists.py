@@ -10,12 +10,15 @@ from typing import Any
 import pytest
 from conftest import PARTITIONED
 from factories import T0, chain
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import create_engine, inspect, text
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate
 from openclaw_fts.check import check
 from openclaw_fts.index import base
 from openclaw_fts.index.impact import FREQUENT_TERM_MIN_DOCS, LIST_MIN_ROWS, overlap
+from openclaw_fts.index.sqlite import impact as sqlite_impact
 
 pytestmark = pytest.mark.both_engines
 
@@ -101,10 +104,16 @@ def test_other_queries_take_the_exact_path(
         assert fast == exact
     narrow = Caller("agent:main:me", visibility="self")
     assert _both_paths(corpus, monkeypatch, narrow, "alpha")[0]
-    for other in ({"order": "recent"}, {"session_key": "agent:main:a"}):
-        fast, exact = _both_paths(corpus, monkeypatch, caller, "alpha", **other)
-        assert fast == exact
+    fast, exact = _both_paths(corpus, monkeypatch, caller, "alpha", session_key="agent:main:a")
+    assert fast == exact
+    # ordered recent: no list walk either (SQLite scores the rows as the list would: below)
+    fast, exact = _both_paths(corpus, monkeypatch, caller, "alpha", order="recent")
     assert walks == []
+    assert [h[:2] for h in fast] == [h[:2] for h in exact]
+    if corpus.engine.dialect.name == "sqlite":
+        _check_newest_scores(corpus, monkeypatch, "alpha", fast, exact)
+    else:
+        assert fast == exact
 
 
 def test_a_caller_who_sees_few_of_the_list_gets_the_exact_path(
@@ -342,34 +351,72 @@ def newest_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _same_newest(
-    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, filters: tuple[dict[str, Any], ...]
+    store: TranscriptStore,
+    monkeypatch: pytest.MonkeyPatch,
+    filters: tuple[dict[str, Any], ...],
+    newest_walks: list[int],
 ) -> None:
-    """Every caller, query and filter ordered ``recent``: the hits, their order and their
-    scores are the exact path's, with the walks' bounds as they are and small (so that the
-    newest rows often hold too few matches: the walk gives up, or on PostgreSQL the same
-    statement reads every match)."""
+    """Every caller, query and filter ordered ``recent``: the hits and their order are the
+    exact path's, with the walks' bounds as they are and small (so that the newest rows often
+    hold too few matches: the walk gives up, or on PostgreSQL the same statement reads every
+    match); so are the scores, except those of a tracked word that SQLite's newest-first walk
+    answered (:func:`_check_newest_scores`)."""
     from openclaw_fts.index.postgresql import read as pg_read
     from openclaw_fts.index.sqlite import read as sqlite_read
 
-    _compare_newest(store, monkeypatch, filters)
+    _compare_newest(store, monkeypatch, filters, newest_walks)
     with monkeypatch.context() as small:
         small.setattr(sqlite_read, "RECENT_WALK_ROWS", 3 * LIMIT)
         small.setattr(sqlite_read, "RECENT_MIN_MATCHES", LIMIT)
         small.setattr(pg_read, "RECENT_WALK_ROWS", 3 * LIMIT)
-        _compare_newest(store, monkeypatch, filters)
+        _compare_newest(store, monkeypatch, filters, newest_walks)
+
+
+def _idf(store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, word: str) -> float:
+    """What the exact path's score of ``word`` is, per unit of the list's score: the word's
+    bm25 IDF (one number for the query), measured on a search by relevance that walks the list."""
+    fast, exact = _both_paths(store, monkeypatch, CALLERS["all"], word)
+    ratios = [e[2] / f[2] for f, e in zip(fast, exact, strict=True)]
+    assert ratios and ratios == pytest.approx([ratios[0]] * len(ratios), rel=1e-9)
+    return ratios[0]
+
+
+def _check_newest_scores(
+    store: TranscriptStore,
+    monkeypatch: pytest.MonkeyPatch,
+    word: str,
+    fast: list[tuple[str, str, float]],
+    exact: list[tuple[str, str, float]],
+) -> None:
+    """SQLite's newest-first walk of a tracked word scores its rows as the word's list does (the
+    score the same search by relevance shows, bm25 without its IDF): the exact path's bm25
+    divided by the word's IDF, higher for more occurrences in a shorter message."""
+    idf = _idf(store, monkeypatch, word)
+    assert [f[2] for f in fast] == pytest.approx([e[2] / idf for e in exact], rel=1e-9)
+    assert all(f[2] > 0 for f in fast)
 
 
 def _compare_newest(
-    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, filters: tuple[dict[str, Any], ...]
+    store: TranscriptStore,
+    monkeypatch: pytest.MonkeyPatch,
+    filters: tuple[dict[str, Any], ...],
+    newest_walks: list[int],
 ) -> None:
+    sqlite = store.engine.dialect.name == "sqlite"
     for caller in CALLERS.values():
         for query in RECENT_QUERIES:
             for extra in filters:
+                before = len(newest_walks)
                 fast, exact = _both_paths(
                     store, monkeypatch, caller, query, order="recent", **extra
                 )
-                assert exact, (caller.visibility, query, extra)
-                assert fast == exact, (caller.visibility, query, extra)
+                where = (caller.visibility, query, extra)
+                assert exact, where
+                assert [h[:2] for h in fast] == [h[:2] for h in exact], where
+                if sqlite and query in WORDS and len(newest_walks) > before:
+                    _check_newest_scores(store, monkeypatch, query, fast, exact)
+                else:
+                    assert fast == exact, where
 
 
 def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_finds(
@@ -378,7 +425,7 @@ def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_fin
     """Every session of the corpus holds messages at the same times, so row ids do not follow
     time: the newest-first walk of the newest session's rows must take in the other sessions'
     rows as new as the ones it kept (ties broken by key, then id), as the exact path does."""
-    _same_newest(corpus, monkeypatch, ({}, *FILTERS))
+    _same_newest(corpus, monkeypatch, ({}, *FILTERS), newest_walks)
     engine = corpus.engine.dialect.name
     assert newest_walks or engine != "sqlite"
 
@@ -400,12 +447,86 @@ def test_recent_order_after_an_import_of_older_sessions_is_the_exact_paths(
         event["timestamp"] = event["timestamp"] + (PER_SESSION - 20) * 1000 + 500
     corpus.create_session("middle", "agent:ops:middle", agent_id="ops")
     corpus.append_many("middle", middle)
-    _same_newest(corpus, monkeypatch, ({}, {"role": "user"}, {"until": T0 + 100_000}))
+    _same_newest(corpus, monkeypatch, ({}, {"role": "user"}, {"until": T0 + 100_000}), newest_walks)
     corpus.create_session("new", "agent:main:new", agent_id="main")
     new = chain([_text(7, i) for i in range(30)], prefix="new")
     for event in new:
         event["timestamp"] = event["timestamp"] + 10**9
     corpus.append_many("new", new)
     before = len(newest_walks)
-    _same_newest(corpus, monkeypatch, ({},))
+    _same_newest(corpus, monkeypatch, ({},), newest_walks)
     assert len(newest_walks) > before or corpus.engine.dialect.name != "sqlite"
+
+
+def test_a_tracked_word_scores_a_message_alike_in_either_order(
+    corpus: TranscriptStore,
+    monkeypatch: pytest.MonkeyPatch,
+    walks: list[int],
+    newest_walks: list[int],
+) -> None:
+    """The newest messages include the best ones for "alpha" and long ones that hold it once
+    (below the list's cut): a search ordered ``recent`` and the same search by relevance, each
+    answered by its fast path, give a message they both return the same score, with a ``role``
+    or a time window too; the ``recent`` rows and order are the exact path's. A word without a
+    list keeps bm25's scores."""
+    from openclaw_fts.index.sqlite import read as sqlite_read
+
+    long = "alpha " + " ".join(f"w{k}" for k in range(60))
+    # the best there can be, of each role: the word six times (bm25), the word alone (ts_rank)
+    newest = ["alpha " * 6, "alpha " * 6, "alpha", "alpha", long, long, "alpha alpha", long]
+    corpus.append_many("s2", chain(newest, start=PER_SESSION, parent=f"m{PER_SESSION - 1}"))
+    sqlite = corpus.engine.dialect.name == "sqlite"
+    for caller in CALLERS.values():
+        for extra in ({}, {"role": "user"}, {"role": "assistant"}, {"since": T0 + 300_000}):
+            where = (caller.visibility, extra)
+            newest_before = len(newest_walks)
+            recent, exact = _both_paths(
+                corpus, monkeypatch, caller, "alpha", order="recent", **extra
+            )
+            assert [h[:2] for h in recent] == [h[:2] for h in exact], where
+            assert len(newest_walks) - newest_before == (1 if sqlite else 0), where
+            if sqlite:
+                _check_newest_scores(corpus, monkeypatch, "alpha", recent, exact)
+            lists = len(walks)
+            relevance = _ids(corpus.search(caller, "alpha", limit=LIMIT, **extra))
+            assert len(walks) - lists == 1, where
+            by_message = {h[:2]: h[2] for h in relevance}
+            both = [h for h in recent if h[:2] in by_message]
+            assert both, where  # the newest best messages
+            assert all(h[2] == pytest.approx(by_message[h[:2]], rel=1e-12) for h in both), where
+            assert {("s2", f"m{PER_SESSION + k}") for k in range(len(newest))} & {
+                h[:2] for h in recent
+            }
+    with monkeypatch.context() as small:
+        small.setattr(sqlite_read, "RECENT_MIN_MATCHES", LIMIT)
+        before = len(newest_walks)
+        fast, exact = _both_paths(corpus, monkeypatch, CALLERS["all"], "w3", order="recent")
+        assert len(newest_walks) - before == (1 if sqlite else 0)
+        assert exact and fast == exact
+
+
+#: Text around a tracked word: the word and near spellings, Latin letters that fold to its
+#: letters (and others), CJK, a combining mark, digits, separators and ``_``.
+_AROUND = st.sampled_from(
+    [
+        *("sou", "SOU", "soù", "Sôu", "ſou", "sous", "xsou", "sou2", "µ", "ǆ", "é", "İ", "ß"),
+        *("漢", "\u0301", "_", " ", "-", ".", "'", "\n", "1", "a", "ǅ", "Ø", "ø"),
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(_AROUND | st.text(max_size=3), max_size=12))
+def test_a_words_occurrences_are_counted_as_the_writer_counts_them(parts: list[str]) -> None:
+    """What SQLite's ``recent`` walk scores a row outside a list with: the word's occurrences
+    as the writer counts them for the lists (``words``), whatever the script around it."""
+    body = "".join(parts)
+    for word in ("sou", "s", "o2"):
+        assert sqlite_impact.occurrences(body, word) == sqlite_impact.words(body).count(word)
+
+
+def test_the_fold_table_keeps_runs_apart() -> None:
+    """``occurrences`` folds a whole text at once: every letter or digit it folds must stay one
+    letter or digit (or vanish), or a run of the text would split or join."""
+    for folded in sqlite_impact._FOLD_TABLE.values():
+        assert folded == "" or (len(folded) == 1 and folded.isalnum())

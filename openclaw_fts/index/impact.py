@@ -22,8 +22,10 @@ writer, from the tokenizer mirror and FTS5's own row sizes; PostgreSQL: by trigg
 index rows, from the row's ``tsvector``), removed with them (a foreign key, or a trigger), and
 a word becomes tracked only in the transaction that fills its whole list. A search that cannot
 use a list (a word not tracked, several words, a phrase, a prefix, a ``sessionKey``, the
-``recent`` order, a narrow caller) takes the exact path, unchanged. This module holds names,
-thresholds and arithmetic; no SQL.
+``recent`` order, a narrow caller) takes the exact path, unchanged, except that on SQLite
+a search of one tracked word ordered ``recent`` scores the rows it returns as the word's list
+scores them (``sqlite.impact.list_ranks``: no bm25 IDF, whose doclist read cost more than the
+walk). This module holds names, thresholds and arithmetic; no SQL.
 """
 
 from __future__ import annotations

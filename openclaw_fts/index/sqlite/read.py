@@ -46,7 +46,7 @@ from ...spelling import (
 )
 from ...tokens import is_cjk, mirror_is_exact, scan_tokens, words_starting
 from ..hits import hit_texts, user_filters
-from ..impact import FREQUENT_TERM_MIN_DOCS, TERMS_TABLE, fast_path_word
+from ..impact import FREQUENT_TERM_MIN_DOCS, TERMS_TABLE, fast_path_word, single_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import Predicate, visible
@@ -366,12 +366,19 @@ def _newest_hits(
     and times only, no row read) and, at most :data:`RECENT_STRAYS` of them, matched (one
     read of the doclist over their ids' range), judged like the walk's rows and merged in.
     None (the exact statement decides) when the walk reads :data:`RECENT_WALK_ROWS` matches
-    without enough passing, or there are more strays. The scores are bm25's, read for the rows
-    returned only."""
+    without enough passing, or there are more strays. The scores are read for the rows returned
+    only: for one tracked word, the word's list's (:func:`.impact.list_ranks`: bm25 without
+    its IDF, as the same search by relevance scores them); else bm25's."""
     assert req.compiled is not None
     cur = cursor(conn)
     fewer = f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT 1 OFFSET ?"
-    if cur.execute(fewer, (req.compiled.match, RECENT_MIN_MATCHES)).fetchone() is None:
+    # one tracked word: frequent (no probe needed) and scored from its list, without bm25
+    word = single_word(req.compiled)
+    tracked = word is not None and impact.is_tracked(cur, word)
+    if (
+        not tracked
+        and cur.execute(fewer, (req.compiled.match, RECENT_MIN_MATCHES)).fetchone() is None
+    ):
         return None  # few matches: the exact statement scores them all for less
     want = req.limit + 1
     where, params = _visible_sql(caller, None, pred)
@@ -427,18 +434,22 @@ def _newest_hits(
     rows = sorted(rows, key=_newest_first)[:want]
     if not rows:
         return []
-    # bm25 of the rows returned: one read of the doclist over their id range (a rowid IN list
-    # would run the query once per id, each computing the terms' IDF again)
     kept = {r[0] for r in rows}
-    score = {
-        r[0]: r[1]
-        for r in cur.execute(
-            f"SELECT rowid, bm25({FTS_TABLE}, {BM25_WEIGHTS}) FROM {FTS_TABLE} "
-            f"WHERE {FTS_TABLE} MATCH :q AND rowid BETWEEN :low AND :high",
-            {"q": req.compiled.match, "low": min(kept), "high": max(kept)},
-        )
-        if r[0] in kept
-    }
+    # one tracked word: the rows ranked as its list ranks them (what the same search by
+    # relevance shows), without bm25's IDF and so without reading the word's whole doclist
+    score = impact.list_ranks(cur, word, sorted(kept)) if tracked and word is not None else None
+    if score is None:
+        # bm25 of the rows returned: one read of the doclist over their id range (a rowid IN
+        # list would run the query once per id, each computing the terms' IDF again)
+        score = {
+            r[0]: r[1]
+            for r in cur.execute(
+                f"SELECT rowid, bm25({FTS_TABLE}, {BM25_WEIGHTS}) FROM {FTS_TABLE} "
+                f"WHERE {FTS_TABLE} MATCH :q AND rowid BETWEEN :low AND :high",
+                {"q": req.compiled.match, "low": min(kept), "high": max(kept)},
+            )
+            if r[0] in kept
+        }
     return [(*r, score[r[0]]) for r in rows]
 
 
