@@ -948,7 +948,12 @@ class PostgresSearch:
         if not plain:
             return []
         _custom_plans(conn)
-        if not unmasked and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
+        heads = {w[:NEAR_PREFIX_CHARS] for w in plain}
+        if (
+            not unmasked
+            and len(heads) == 1
+            and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain)
+        ):
             # The same counts from the caller's rows' lexemes (:func:`_own_lexemes`), which
             # the suggestions for this word read once for all their questions.
             own = {
