@@ -143,22 +143,30 @@ _TSQUERY = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, :q)"
 #: sorting every match (bench/NOTES.md, "Filters on the fast paths"). When they hold fewer than
 #: ``limit + 1`` visible matches, the same statement answers from every match.
 RECENT_WALK_ROWS = 4096
+#: The newest rows a query requiring several tracked words looks among first (the
+#: ``newest-sparse`` plan of :data:`RecentPlan`): enough to answer when its matches are dense
+#: (two very common words, where sorting every match took ~400 ms at 100k), few to read when
+#: they are not (two common words: the GIN index then answers in a few milliseconds).
+RECENT_SPARSE_WALK_ROWS = 512
 #: The time at or after which those rows are (every row when the index holds fewer).
 _RECENT_FLOOR = (
     f"coalesce((SELECT f.timestamp_ms FROM {CONTENT_TABLE} AS f ORDER BY f.timestamp_ms DESC "
     "OFFSET :recent_rows LIMIT 1), -9223372036854775808)"
 )
 #: How :func:`hits_sql` reads a wide caller's matches ordered ``recent`` (no ``sessionKey``):
-#: ``newest`` looks among the :data:`RECENT_WALK_ROWS` newest rows first (every word the
-#: matches must hold is tracked: frequent, so those rows likely hold ``limit + 1`` of them);
-#: ``sparse`` reads every match through the GIN index and sorts them (a required word is
-#: not tracked: it has fewer matches than ``FREQUENT_TERM_MIN_DOCS`` unless the writer has
-#: not promoted it yet, too few for the newest rows of a caller who sees part of the index,
-#: and walking the time index for them read thousands of rows: bench/NOTES.md, "Filters on
-#: the fast paths"); ``exact`` is the one statement, ordered and limited, the planner
-#: choosing (and the reference the other two are tested against). All three give the same
-#: rows in the same order: the choice is a plan, never the rows.
-RecentPlan = Literal["exact", "newest", "sparse"]
+#: ``newest`` looks among the :data:`RECENT_WALK_ROWS` newest rows first and, when they hold
+#: fewer than ``limit + 1`` matches, walks the time index newest first (the one word the
+#: matches must hold is tracked: frequent, so either walk stops early); ``sparse`` reads
+#: every match through the GIN index and sorts them (a required word is not tracked: it has
+#: fewer matches than ``FREQUENT_TERM_MIN_DOCS`` unless the writer has not promoted it yet,
+#: too few for the newest rows of a caller who sees part of the index, and walking the time
+#: index for them read thousands of rows: bench/NOTES.md, "Filters on the fast paths");
+#: ``newest-sparse`` looks among the newest rows first, then as ``sparse`` (several tracked
+#: words are required: their matches together may be as many as each word's, or few);
+#: ``exact`` is the one statement, ordered and limited, the planner choosing (and the
+#: reference the others are tested against). All give the same rows in the same order: the
+#: choice is a plan, never the rows.
+RecentPlan = Literal["exact", "newest", "sparse", "newest-sparse"]
 
 
 def _required_words(compiled: CompiledQuery) -> list[str]:
@@ -287,21 +295,31 @@ def hits_sql(
         order = _order_by(req, rows="mi.", keys="s.")
         if unordered:
             return f"{wide}{match}", params
-        if req.order == "recent" and req.session_key is None and recent == "sparse":
+        if req.order == "recent" and req.session_key is None and recent != "exact":
             # ``OFFSET 0`` keeps the order out of the subquery: the planner cannot walk the
             # time index (reading rows until enough match) instead of the GIN index.
             outer = _order_by(req, rows="r.", keys="r.")
-            sql = f"SELECT r.* FROM ({wide}{match} OFFSET 0) AS r ORDER BY {outer} LIMIT :lim"
-            return sql, params
-        if req.order == "recent" and req.session_key is None and recent == "newest":
+
+            def gin(condition: str) -> str:
+                return (
+                    f"SELECT r.* FROM ({wide}{match}{condition} OFFSET 0) AS r "
+                    f"ORDER BY {outer} LIMIT :lim"
+                )
+
+            if recent == "sparse":
+                return gin(""), params
             # The newest rows' matches (``n``) are the answer when they are ``limit + 1``: every
             # match they leave out is older than all of them. Otherwise every match is read
             # (the second branch runs only then: a one-time filter).
-            params["recent_rows"] = RECENT_WALK_ROWS
+            sparse = recent == "newest-sparse"
+            params["recent_rows"] = RECENT_SPARSE_WALK_ROWS if sparse else RECENT_WALK_ROWS
             near = (
                 f"{wide}{match} AND mi.timestamp_ms >= {_RECENT_FLOOR} ORDER BY {order} LIMIT :lim"
             )
-            every = f"{wide}{match} AND (SELECT count(*) FROM n) < :lim ORDER BY {order} LIMIT :lim"
+            short = " AND (SELECT count(*) FROM n) < :lim"
+            every = f"{wide}{match}{short} ORDER BY {order} LIMIT :lim"
+            if sparse:
+                every = gin(short)
             sql = (
                 f"WITH n AS MATERIALIZED ({near}) SELECT n.* FROM n "
                 f"WHERE (SELECT count(*) FROM n) >= :lim UNION ALL ({every})"
@@ -738,11 +756,12 @@ class PostgresSearch:
 
     def _recent_plan(self, conn: Connection, caller: Caller, req: SearchRequest) -> RecentPlan:
         """How a search ordered ``recent`` reads its matches (:data:`RecentPlan`): ``newest``
-        when every word its matches must hold (:func:`_required_words`) is tracked as this
-        pooled connection knows (:meth:`_tracked_words`), else ``sparse``; ``exact`` for a
-        narrow caller, a ``sessionKey``, another order, or with the fast paths off. A word
-        tracked since this connection learnt the set costs the ``sparse`` plan (every match
-        sorted) until the connection learns it; the rows are the same."""
+        when its matches must hold no word (:func:`_required_words`: a prefix, an OR) or one
+        word that is tracked as this pooled connection knows (:meth:`_tracked_words`),
+        ``newest-sparse`` when they must hold several and all are tracked, else ``sparse``;
+        ``exact`` for a narrow caller, a ``sessionKey``, another order, or with the fast
+        paths off. A word tracked since this connection learnt the set costs the ``sparse``
+        plan (every match sorted) until the connection learns it; the rows are the same."""
         if (
             req.order != "recent"
             or req.session_key is not None
@@ -751,10 +770,13 @@ class PostgresSearch:
             or req.compiled is None
         ):
             return "exact"
-        tracked = self._tracked_words(conn)
-        if all(word in tracked for word in _required_words(req.compiled)):
+        required = _required_words(req.compiled)
+        if not required:
             return "newest"
-        return "sparse"
+        tracked = self._tracked_words(conn)
+        if any(word not in tracked for word in required):
+            return "sparse"
+        return "newest" if len(required) == 1 else "newest-sparse"
 
     @staticmethod
     def _tracked_words(conn: Connection) -> set[str]:
