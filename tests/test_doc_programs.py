@@ -169,10 +169,12 @@ def test_the_architecture_names_modules_that_exist(name: str) -> None:
 
 
 def test_the_benchmarks_page_is_generated(tmp_path: Path) -> None:
-    """bench/RESULTS.md is what ``python -m bench.table --docs`` writes from the results."""
-    out = tmp_path / "benchmarks.md"
+    """bench/RESULTS.md and docs/benchmarks.md are what ``python -m bench.table --docs``
+    writes from the results."""
+    out = tmp_path / "RESULTS.md"
+    filters_out = tmp_path / "benchmarks.md"
     done = subprocess.run(
-        [sys.executable, "-m", "bench.table", "--docs", str(out)],
+        [sys.executable, "-m", "bench.table", "--docs", str(out), str(filters_out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -183,6 +185,9 @@ def test_the_benchmarks_page_is_generated(tmp_path: Path) -> None:
     assert out.read_text(encoding="utf-8") == (ROOT / "bench" / "RESULTS.md").read_text(
         encoding="utf-8"
     ), "bench/RESULTS.md differs from the results: run `python -m bench.table --docs`"
+    assert filters_out.read_text(encoding="utf-8") == (ROOT / "docs" / "benchmarks.md").read_text(
+        encoding="utf-8"
+    ), "docs/benchmarks.md differs from the results: run `python -m bench.table --docs`"
 
 
 #: A layer's label starts a line of the README's picture; module names follow it.

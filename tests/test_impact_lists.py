@@ -320,8 +320,21 @@ def test_a_filter_the_list_cannot_answer_takes_the_exact_path(
 
 # -- the ``recent`` order -----------------------------------------------------------------------
 
-#: Queries ordered ``recent``: frequent words, two words, a phrase, a prefix, a rarer word.
-RECENT_QUERIES = ("alpha", "beta", "alpha beta", '"alpha beta"', "alph*", "w3")
+#: Queries ordered ``recent``: frequent words, two words, a phrase, a prefix, a rarer word
+#: (not tracked) alone, beside a frequent one (the query still requires it) and as an
+#: alternative (it does not). On PostgreSQL they take every plan of ``read.RecentPlan``:
+#: ``newest`` (one tracked word, a prefix, an OR), ``newest-sparse`` (two tracked words, a
+#: phrase of them), ``sparse`` (an untracked word required).
+RECENT_QUERIES = (
+    "alpha",
+    "beta",
+    "alpha beta",
+    '"alpha beta"',
+    "alph*",
+    "w3",
+    "alpha w3",
+    "w3 OR beta",
+)
 
 
 @pytest.fixture
@@ -341,6 +354,23 @@ def newest_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return used
 
 
+@pytest.fixture
+def recent_plans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The plans PostgreSQL chose for searches ordered ``recent`` (``_recent_plan``)."""
+    from openclaw_fts.index.postgresql.read import PostgresSearch
+
+    chosen: list[str] = []
+    plan = PostgresSearch._recent_plan
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = plan(self, *args, **kwargs)
+        chosen.append(found)
+        return found
+
+    monkeypatch.setattr(PostgresSearch, "_recent_plan", counted)
+    return chosen
+
+
 def _same_newest(
     store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, filters: tuple[dict[str, Any], ...]
 ) -> None:
@@ -356,6 +386,7 @@ def _same_newest(
         small.setattr(sqlite_read, "RECENT_WALK_ROWS", 3 * LIMIT)
         small.setattr(sqlite_read, "RECENT_MIN_MATCHES", LIMIT)
         small.setattr(pg_read, "RECENT_WALK_ROWS", 3 * LIMIT)
+        small.setattr(pg_read, "RECENT_SPARSE_WALK_ROWS", LIMIT)
         _compare_newest(store, monkeypatch, filters)
 
 
@@ -373,7 +404,10 @@ def _compare_newest(
 
 
 def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_finds(
-    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, newest_walks: list[int]
+    corpus: TranscriptStore,
+    monkeypatch: pytest.MonkeyPatch,
+    newest_walks: list[int],
+    recent_plans: list[str],
 ) -> None:
     """Every session of the corpus holds messages at the same times, so row ids do not follow
     time: the newest-first walk of the newest session's rows must take in the other sessions'
@@ -381,6 +415,8 @@ def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_fin
     _same_newest(corpus, monkeypatch, ({}, *FILTERS))
     engine = corpus.engine.dialect.name
     assert newest_walks or engine != "sqlite"
+    if engine == "postgresql":  # every plan was compared with the exact statement
+        assert set(recent_plans) == {"exact", "newest", "newest-sparse", "sparse"}
 
 
 def test_recent_order_after_an_import_of_older_sessions_is_the_exact_paths(

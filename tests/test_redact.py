@@ -852,9 +852,13 @@ def test_arbitrary_text_never_raises_and_keeps_unmasked_text(text: str) -> None:
 # --------------------------------------------------------------------------- linear time
 
 _MB = 1_000_000
-#: CPU budget for redacting one hostile megabyte. Linear rules over ~150 families cost
-#: ~0.3-0.5 s/MB on the shared 2-core CI machine; a quadratic rule would take minutes.
-HOSTILE_MB_CPU_SECONDS = 1.0
+#: CPU budget for redacting one hostile megabyte: what this test catches is a rule that is not
+#: linear (a quadratic one takes minutes on a megabyte). Linear rules cost 0.1-0.6 s for most
+#: of these texts and 0.7-1.0 s for ``mix`` (a credential-like piece every few characters, so
+#: every rule examines tens of thousands of candidates) on a quiet 2-core machine, and up to
+#: 1.4 s on the CI machine inside the whole suite's process: twice the worst measured, so the
+#: test fails on a change of complexity, not on a slower machine.
+HOSTILE_MB_CPU_SECONDS = 2.0
 
 
 def _repeat(unit: str) -> str:
@@ -907,7 +911,7 @@ HOSTILE = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_megabyte_is_redacted_well_under_a_second(name: str) -> None:
+def test_hostile_megabyte_is_redacted_in_linear_time(name: str) -> None:
     text = HOSTILE[name]
     best = float("inf")
     for _ in range(2):  # CPU time, best of two: robust to a busy machine

@@ -65,6 +65,29 @@ def test_near_words_and_the_prefix_form(populated: TranscriptStore) -> None:
     assert hits["results"] and "warning" not in hits
 
 
+def test_a_filter_that_leaves_nothing_gets_suggestions_only_for_words_not_found(
+    populated: TranscriptStore,
+) -> None:
+    """Every word of the query is found, but not in the role or time asked for: no word to
+    correct (the words are proved together, in one statement on PostgreSQL); beside a
+    misspelt word, the found ones still leave room for its near word, for every caller."""
+    for caller in (MAIN, SELF, EVERYONE):
+        for args in ({"role": "assistant"}, {"since": "2000-01-01", "until": "2000-01-02"}):
+            out = check_search_output(
+                tools.sessions_search(
+                    populated, caller, {"query": '"borrow the deployment" notes', **args}
+                )
+            )
+            assert out["results"] == [] and "warning" not in out, (caller.visibility, args)
+            out = check_search_output(
+                tools.sessions_search(
+                    populated, caller, {"query": "deployment borow notes", **args}
+                )
+            )
+            assert out["results"] == []
+            assert out["warning"] == "No matches. Did you mean: borrow?", caller.visibility
+
+
 def test_never_a_word_the_caller_cannot_search(populated: TranscriptStore) -> None:
     # quokka / marmalade are only in agent ops's session; zeppelin only in an incognito one.
     for query in ("quoka", "marmelade", "quokka*x"):

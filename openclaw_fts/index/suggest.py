@@ -146,10 +146,19 @@ def suggestions(
     near: list[str] = []
     prefixes: list[str] = []
     looked = 0
-    for token in _tokens(compiled):
+    tokens = _tokens(compiled)
+    # Which words are found, asked once for all of them: a query that found nothing because
+    # of its filters (``role``, ``since``, ``until``) or its combination usually holds only
+    # found words, and one statement (PostgreSQL) answers it instead of one per word.
+    found_words = (
+        {w for w, _ in backend.visible_words(conn, caller, tokens, want=len(tokens), exact=exact)}
+        if tokens
+        else set()
+    )
+    for token in tokens:
         if looked >= MAX_CORRECTED_TOKENS or len(near) >= MAX_SUGGESTIONS:
             break
-        if backend.visible_words(conn, caller, [token], exact=exact):
+        if token in found_words:
             continue  # this word is found: another one (or the combination) is not
         looked += 1
         distance = 1 if len(token) <= SHORT_TOKEN_CHARS else MAX_EDIT_DISTANCE

@@ -152,7 +152,9 @@ _NOT_DECLARATION_WORDS: Final = frozenset(
 #: The value of a ``…_key`` name that may be a key: token characters only.
 _KEY_VALUE_RE: Final = re.compile(r"[A-Za-z0-9+/=_\-]+")
 #: A bare value ends at a blank or one of these (``?api_key=…&lang=en``, ``<b>pw=…</b>``).
-_BARE_VALUE_ENDS: Final = frozenset("&\"'`")
+_BARE_VALUE_ENDS: Final = "&\"'`"
+#: A bare value: up to the first blank or :data:`_BARE_VALUE_ENDS` (one C-level scan).
+_BARE_VALUE_RE: Final = re.compile(rf"[^\s{re.escape(_BARE_VALUE_ENDS)}]*")
 _REFERENCE_STARTS: Final = ("$", "%", "{", "<", "[", "(", "&", "*", "@", "#", "!", "\\", "…")
 
 
@@ -170,10 +172,8 @@ def _value_at(text: str, pos: int, quoted_only: bool) -> tuple[int, int, bool] |
         return pos + 1, close, True
     if quoted_only:
         return None
-    end = pos
-    limit = min(len(text), pos + MAX_VALUE_CHARS)
-    while end < limit and not text[end].isspace() and text[end] not in _BARE_VALUE_ENDS:
-        end += 1
+    bare = _BARE_VALUE_RE.match(text, pos, min(len(text), pos + MAX_VALUE_CHARS))
+    end = bare.end() if bare is not None else pos
     while end > pos and text[end - 1] in ";,:)]}":
         end -= 1
     return pos, end, False
@@ -228,11 +228,15 @@ def _is_value(value: str, quoted: bool, kind: str, name: str) -> bool:
 
 
 _NAME_RUN_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+#: :data:`_NAME_CHARS` on the reversed text: the start of the name ending at a keyword.
+_NAME_BACK_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
 def _named_values(text: str, low: str) -> Iterator[Span]:
     last_name_end = -1
     budget = MAX_CANDIDATES_PER_RULE + len(text) // CHARS_PER_EXTRA_CANDIDATE
+    reversed_text = ""  # made on first use
+    size = len(text)
     for m in _KEYWORD_RE.finditer(low):
         start, end = m.start(), m.end()
         if start < last_name_end:
@@ -242,8 +246,13 @@ def _named_values(text: str, low: str) -> Iterator[Span]:
             yield start, len(text), OVERFLOW
             return
         floor = max(0, start - MAX_NAME_CHARS)
-        while start > floor and text[start - 1] in _NAME_CHARS:
-            start -= 1
+        if start > floor and text[start - 1] in _NAME_CHARS:
+            # the name's start: its characters read backwards, in one C-level match
+            if not reversed_text:
+                reversed_text = text[::-1]
+            back = _NAME_BACK_RE.match(reversed_text, size - start, size - floor)
+            if back is not None:
+                start -= back.end() - back.start()
         tail = _NAME_RUN_RE.match(text, m.start())
         end = tail.end() if tail is not None else m.start()
         if end - start > MAX_NAME_CHARS or start == floor > 0 or text.endswith("://", 0, start):

@@ -32,15 +32,16 @@ import functools
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Connection, Engine, TextClause, text
 
+from ...query import CompiledQuery
 from ...redact.engine import MASK_ELLIPSIS
 from ...rows import Hit, SearchRequest
 from ...spelling import is_word_like, messages_holding, note_examined, one_edit
 from ..hits import hit_texts, user_filters
-from ..impact import fast_path_word
+from ..impact import fast_path_word, trackable
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import visible
@@ -142,11 +143,44 @@ _TSQUERY = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, :q)"
 #: sorting every match (bench/NOTES.md, "Filters on the fast paths"). When they hold fewer than
 #: ``limit + 1`` visible matches, the same statement answers from every match.
 RECENT_WALK_ROWS = 4096
+#: The newest rows a query requiring several tracked words looks among first (the
+#: ``newest-sparse`` plan of :data:`RecentPlan`): enough to answer when its matches are dense
+#: (two very common words, where sorting every match took ~400 ms at 100k), few to read when
+#: they are not (two common words: the GIN index then answers in a few milliseconds).
+RECENT_SPARSE_WALK_ROWS = 512
 #: The time at or after which those rows are (every row when the index holds fewer).
 _RECENT_FLOOR = (
     f"coalesce((SELECT f.timestamp_ms FROM {CONTENT_TABLE} AS f ORDER BY f.timestamp_ms DESC "
     "OFFSET :recent_rows LIMIT 1), -9223372036854775808)"
 )
+#: How :func:`hits_sql` reads a wide caller's matches ordered ``recent`` (no ``sessionKey``):
+#: ``newest`` looks among the :data:`RECENT_WALK_ROWS` newest rows first and, when they hold
+#: fewer than ``limit + 1`` matches, walks the time index newest first (the one word the
+#: matches must hold is tracked: frequent, so either walk stops early); ``sparse`` reads
+#: every match through the GIN index and sorts them (a required word is not tracked: it has
+#: fewer matches than ``FREQUENT_TERM_MIN_DOCS`` unless the writer has not promoted it yet,
+#: too few for the newest rows of a caller who sees part of the index, and walking the time
+#: index for them read thousands of rows: bench/NOTES.md, "Filters on the fast paths");
+#: ``newest-sparse`` looks among the newest rows first, then as ``sparse`` (several tracked
+#: words are required: their matches together may be as many as each word's, or few);
+#: ``exact`` is the one statement, ordered and limited, the planner choosing (and the
+#: reference the others are tested against). All give the same rows in the same order: the
+#: choice is a plan, never the rows.
+RecentPlan = Literal["exact", "newest", "sparse", "newest-sparse"]
+
+
+def _required_words(compiled: CompiledQuery) -> list[str]:
+    """The distinct words (sorted) that every match of ``compiled`` holds and that could be
+    tracked: the tokens of each term that is alone in its group (an AND of groups; a phrase
+    holds each of its tokens), a prefix term's last token excepted."""
+    words: set[str] = set()
+    for group in compiled.groups:
+        if len(group) != 1:
+            continue
+        term = group[0]
+        tokens = term.tokens[:-1] if term.prefix else term.tokens
+        words.update(t for t in tokens if t and trackable(t))
+    return sorted(words)
 
 
 def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
@@ -178,10 +212,13 @@ def with_bodies_sql(
     agents: list[str] | None = None,
     extra: str = "",
     few: bool | None = None,
+    recent: RecentPlan = "exact",
 ) -> tuple[str, dict[str, Any]]:
     """:func:`hits_sql` with each returned row's ``body`` joined on AFTER the limit (ranking
     never carries the bodies of the rows it drops), in the same order."""
-    ranked, params = hits_sql(caller, req, exact=exact, agents=agents, extra=extra, few=few)
+    ranked, params = hits_sql(
+        caller, req, exact=exact, agents=agents, extra=extra, few=few, recent=recent
+    )
     order = _order_by(req, rows="h.", keys="h.")
     scope = "" if agents is None else f" AND {agent_scope_sql('b', agents)[0]}"
     sql = (
@@ -219,6 +256,7 @@ def hits_sql(
     unordered: bool = False,
     extra: str = "",
     few: bool | None = None,
+    recent: RecentPlan = "exact",
 ) -> tuple[str, dict[str, Any]]:
     """The ranked statement and its parameters (``req.compiled`` must render). ``agents``: on
     the partitioned layout (:mod:`.partition`), every agent whose sessions the caller can see;
@@ -227,7 +265,8 @@ def hits_sql(
     the rows (``mi``) and their sessions (``s``), before ranking. ``few`` (a narrow caller):
     whether its sessions hold at most :data:`NARROW_SCAN_EVENTS` events, when known
     (:func:`_few_rows_hint`): only that branch is written; None writes both, the statement
-    choosing. The rows are the same either way."""
+    choosing. The rows are the same either way. ``recent``: a wide caller's plan for the
+    ``recent`` order (:data:`RecentPlan`; ignored otherwise)."""
     assert req.compiled is not None
     tsquery = render(req.compiled)
     assert tsquery is not None
@@ -256,15 +295,31 @@ def hits_sql(
         order = _order_by(req, rows="mi.", keys="s.")
         if unordered:
             return f"{wide}{match}", params
-        if req.order == "recent" and req.session_key is None:
+        if req.order == "recent" and req.session_key is None and recent != "exact":
+            # ``OFFSET 0`` keeps the order out of the subquery: the planner cannot walk the
+            # time index (reading rows until enough match) instead of the GIN index.
+            outer = _order_by(req, rows="r.", keys="r.")
+
+            def gin(condition: str) -> str:
+                return (
+                    f"SELECT r.* FROM ({wide}{match}{condition} OFFSET 0) AS r "
+                    f"ORDER BY {outer} LIMIT :lim"
+                )
+
+            if recent == "sparse":
+                return gin(""), params
             # The newest rows' matches (``n``) are the answer when they are ``limit + 1``: every
             # match they leave out is older than all of them. Otherwise every match is read
             # (the second branch runs only then: a one-time filter).
-            params["recent_rows"] = RECENT_WALK_ROWS
+            sparse = recent == "newest-sparse"
+            params["recent_rows"] = RECENT_SPARSE_WALK_ROWS if sparse else RECENT_WALK_ROWS
             near = (
                 f"{wide}{match} AND mi.timestamp_ms >= {_RECENT_FLOOR} ORDER BY {order} LIMIT :lim"
             )
-            every = f"{wide}{match} AND (SELECT count(*) FROM n) < :lim ORDER BY {order} LIMIT :lim"
+            short = " AND (SELECT count(*) FROM n) < :lim"
+            every = f"{wide}{match}{short} ORDER BY {order} LIMIT :lim"
+            if sparse:
+                every = gin(short)
             sql = (
                 f"WITH n AS MATERIALIZED ({near}) SELECT n.* FROM n "
                 f"WHERE (SELECT count(*) FROM n) >= :lim UNION ALL ({every})"
@@ -302,6 +357,7 @@ def folded_sql(
     word: str | None = None,
     walk: bool = False,
     few: bool | None = None,
+    recent: RecentPlan = "exact",
 ) -> tuple[str, dict[str, Any]]:
     """A whole search in ONE statement: the snapshot it reads (the key of the pending memo),
     whether a session the caller may see (keyed ``req.session_key`` when given) is pending,
@@ -321,7 +377,7 @@ def folded_sql(
     the statement again without ``walk``. (The exact statement as a second branch skipped by
     a one-time filter would save that round trip in the rare case, but planning it doubles
     the planning time of every walk: 1.1 against 0.5-0.7 ms at 100k, measured with
-    ``EXPLAIN ANALYZE``.) Without ``walk``, ``listed`` is FALSE."""
+    ``EXPLAIN ANALYZE``.) Without ``walk``, ``listed`` is FALSE. ``recent``: :func:`hits_sql`'s."""
     assert word is not None or not walk
     where, visibility = _visible_sql(caller, req.session_key)
     params: dict[str, Any] = {
@@ -347,7 +403,7 @@ def folded_sql(
         tracked = impact.TRACKED_SQL
     if not walk:
         ranked, ranked_params = with_bodies_sql(
-            caller, req, exact=True, extra=_CLEAN_UNLESS_NONE_PENDING, few=few
+            caller, req, exact=True, extra=_CLEAN_UNLESS_NONE_PENDING, few=few, recent=recent
         )
         params.update(ranked_params)
         sql = (
@@ -679,7 +735,8 @@ class PostgresSearch:
         between). Either way the rows are exact: a list answers only with enough rows."""
         word = fast_path_word(req) if self.IMPACT_LISTS and not caller.is_narrow else None
         if word is None:
-            sql, params = folded_sql(caller, req, memo=memo, few=few)
+            recent = self._recent_plan(conn, caller, req)
+            sql, params = folded_sql(caller, req, memo=memo, few=few, recent=recent)
             return conn.execute(_statement(sql), params).all()
         tracked = self._tracked_words(conn)
         if word in tracked:
@@ -696,6 +753,30 @@ class PostgresSearch:
         else:
             tracked.discard(word)
         return rows
+
+    def _recent_plan(self, conn: Connection, caller: Caller, req: SearchRequest) -> RecentPlan:
+        """How a search ordered ``recent`` reads its matches (:data:`RecentPlan`): ``newest``
+        when its matches must hold no word (:func:`_required_words`: a prefix, an OR) or one
+        word that is tracked as this pooled connection knows (:meth:`_tracked_words`),
+        ``newest-sparse`` when they must hold several and all are tracked, else ``sparse``;
+        ``exact`` for a narrow caller, a ``sessionKey``, another order, or with the fast
+        paths off. A word tracked since this connection learnt the set costs the ``sparse``
+        plan (every match sorted) until the connection learns it; the rows are the same."""
+        if (
+            req.order != "recent"
+            or req.session_key is not None
+            or caller.is_narrow
+            or not self.IMPACT_LISTS
+            or req.compiled is None
+        ):
+            return "exact"
+        required = _required_words(req.compiled)
+        if not required:
+            return "newest"
+        tracked = self._tracked_words(conn)
+        if any(word not in tracked for word in required):
+            return "sparse"
+        return "newest" if len(required) == 1 else "newest-sparse"
 
     @staticmethod
     def _tracked_words(conn: Connection) -> set[str]:
@@ -719,7 +800,8 @@ class PostgresSearch:
         agents = visible_agents(conn, caller) if is_partitioned(conn) else None
         rows = self._impact_rows(conn, caller, req, exact=exact, agents=agents)
         if rows is None:
-            sql, params = with_bodies_sql(caller, req, exact=exact, agents=agents)
+            recent = self._recent_plan(conn, caller, req)
+            sql, params = with_bodies_sql(caller, req, exact=exact, agents=agents, recent=recent)
             rows = conn.execute(text(sql), params).all()
         # for hit_texts, in this transaction (index rows never change)
         keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in rows})
@@ -888,7 +970,12 @@ class PostgresSearch:
         if not plain:
             return []
         _custom_plans(conn)
-        if not unmasked and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain):
+        heads = {w[:NEAR_PREFIX_CHARS] for w in plain}
+        if (
+            not unmasked
+            and len(heads) == 1
+            and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain)
+        ):
             # The same counts from the caller's rows' lexemes (:func:`_own_lexemes`), which
             # the suggestions for this word read once for all their questions.
             own = {
