@@ -68,9 +68,12 @@ IMPACT_REVISION = "0007_impact_lists"
 LAST_SEQ_REVISION = "0008_last_seq_per_statement"
 #: The revision after it, which changes no table (functions and triggers on PostgreSQL).
 GUARD_REVISION = "0009_impact_promotion_lock"
-#: The revision after it, which changes no table either (functions on PostgreSQL); the head
+#: The revision after it, which changes no table either (functions on PostgreSQL); the one
 #: after it adds an index (revision 0011: the index rows' time order).
 SELF_PROMOTING_REVISION = "0010_impact_own_counts"
+#: That revision, adding the index; the head after it changes no table (functions on
+#: PostgreSQL, nothing on SQLite: a promotion's bound).
+TIME_ORDER_REVISION = "0011_index_rows_by_time"
 
 
 @functools.lru_cache(maxsize=1)
@@ -192,12 +195,12 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     history does not hold the plugin). A host revision that ``depends_on`` a plugin revision
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
     every model present means :data:`IMPACT_REVISION` (0007 added the impact lists' tables),
-    :data:`LAST_SEQ_REVISION`, :data:`GUARD_REVISION`, :data:`SELF_PROMOTING_REVISION` or the
-    head, which change no table: they change triggers and functions on PostgreSQL, read there
-    to tell them apart, and do nothing on SQLite, but for the head's index on the index rows'
-    time, read on both; every model but those means :data:`TABLES_REVISION` or
-    :data:`STATISTICS_REVISION`, which changes no table either: it sets a statistics target
-    on PostgreSQL, read there likewise."""
+    :data:`LAST_SEQ_REVISION`, :data:`GUARD_REVISION`, :data:`SELF_PROMOTING_REVISION`,
+    :data:`TIME_ORDER_REVISION` or the head, which change no table: they change triggers and
+    functions on PostgreSQL, read there to tell them apart, and do nothing on SQLite, but for
+    0011's index on the index rows' time, read on both; every model but those means
+    :data:`TABLES_REVISION` or :data:`STATISTICS_REVISION`, which changes no table either: it
+    sets a statistics target on PostgreSQL, read there likewise."""
     if isinstance(bind, Engine):
         with bind.connect() as conn:
             return host_revisions(conn)
@@ -221,6 +224,8 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
             return (GUARD_REVISION,)
         if not probes_of(bind).rows_in_time_order(bind):
             return (SELF_PROMOTING_REVISION,)
+        if not probes_of(bind).promotion_bounded(bind):
+            return (TIME_ORDER_REVISION,)
         return tuple(sorted(head_revisions()))
     if present == set(metadata.tables) - set(IMPACT_TABLES):
         if not probes_of(bind).tables_at_head(bind):

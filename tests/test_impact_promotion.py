@@ -32,7 +32,11 @@ import openclaw_fts
 from openclaw_fts import AgentSession, AgentToAgent, Caller, TranscriptEvent, TranscriptStore
 from openclaw_fts.check import check
 from openclaw_fts.engine import make_engine
-from openclaw_fts.index.impact import FREQUENT_TERM_MIN_DOCS, PROMOTE_EVERY_ROWS
+from openclaw_fts.index.impact import (
+    FREQUENT_TERM_MIN_DOCS,
+    PROMOTE_EVERY_ROWS,
+    PROMOTE_MAX_WORDS,
+)
 from openclaw_fts.index.postgresql import impact, partition
 from openclaw_fts.index.postgresql.backend import PostgresqlBackend
 
@@ -421,6 +425,93 @@ def test_a_commit_that_crosses_a_boundary_promotes_unless_another_writer_is_busy
     store.append("k", msg("on-boundary-2", "kiwi once more"))
     assert "kiwi" in tracked_words(store.engine)
     lists_answer_exactly(store, monkeypatch, ["kiwi"])
+
+
+#: More newly frequent words than one promotion tracks, the first ones held by more messages
+#: (not in alphabetical order: candidates tied on frequency are taken alphabetically).
+BOUNDED_WORDS = (
+    "pebble",
+    "amber",
+    "orchid",
+    "birch",
+    "nutmeg",
+    "cedar",
+    "maple",
+    "delta",
+    "lotus",
+    "ember",
+    "kestrel",
+    "fjord",
+    "juniper",
+    "grove",
+    "indigo",
+    "heron",
+)[: PROMOTE_MAX_WORDS + 4]
+#: Message ``i`` holds word ``k`` when ``i % BOUNDED_CYCLE >= k``: the word ``k`` is in
+#: ``(BOUNDED_CYCLE - k) / BOUNDED_CYCLE`` of the messages, in the newest ones as in the rest.
+BOUNDED_CYCLE = 32
+#: Enough messages for the least frequent word to be frequent, short of the first boundary.
+BOUNDED_MESSAGES = 3200
+
+
+def _bounded_corpus(store: TranscriptStore) -> None:
+    """Every word of :data:`BOUNDED_WORDS` frequent, each in a different number of messages
+    (no other word in more than one), none tracked: no commit crossed a boundary."""
+    least = BOUNDED_MESSAGES * (BOUNDED_CYCLE - len(BOUNDED_WORDS) + 1) // BOUNDED_CYCLE
+    assert least >= FREQUENT_TERM_MIN_DOCS and BOUNDED_MESSAGES < PROMOTE_EVERY_ROWS
+    texts = [
+        " ".join(
+            [f"n{i}"]
+            + [
+                " ".join([word] * (1 + (i + k) % 3))
+                for k, word in enumerate(BOUNDED_WORDS)
+                if i % BOUNDED_CYCLE >= k
+            ]
+        )
+        for i in range(BOUNDED_MESSAGES)
+    ]
+    store.create_session("w", "agent:main:w", agent_id="main")
+    for start in range(0, len(texts), 500):
+        events = [msg(f"w{start + i}", t) for i, t in enumerate(texts[start : start + 500])]
+        store.append_many("w", events)
+    with store.engine.begin() as conn:
+        target = "message_index_by_agent" if partition.is_partitioned(conn) else "message_index"
+        conn.execute(text(f"ANALYZE {target}"))
+    assert tracked_words(store.engine) == []
+
+
+@pytest.mark.parametrize("db_engine", LAYOUTS)
+def test_a_commit_at_a_boundary_tracks_the_most_frequent_words_up_to_the_bound(
+    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped threshold, no ``optimize``: more words are newly frequent (the newest rows
+    and the statistics both say so) than one commit may track; the commit across a boundary
+    tracks ``PROMOTE_MAX_WORDS`` of them, the most frequent, and the next boundary the rest;
+    every list stays exact."""
+    _bounded_corpus(store)
+    _next_id_on_a_boundary(store.engine)
+    store.append("w", msg("on-boundary-1", "amber once more"))
+    assert tracked_words(store.engine) == sorted(BOUNDED_WORDS[:PROMOTE_MAX_WORDS])
+    lists_answer_exactly(store, monkeypatch, list(BOUNDED_WORDS))
+    _next_id_on_a_boundary(store.engine)
+    store.append("w", msg("on-boundary-2", "birch once more"))
+    assert tracked_words(store.engine) == sorted(BOUNDED_WORDS)
+    lists_answer_exactly(store, monkeypatch, list(BOUNDED_WORDS))
+
+
+@pytest.mark.parametrize("db_engine", LAYOUTS)
+def test_a_reconcilers_pass_tracks_up_to_the_bound_and_optimize_every_word(
+    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``store.reconcile()`` with nothing pending holds the lock every writer needs while it
+    promotes: it tracks the ``PROMOTE_MAX_WORDS`` most frequent words only; ``optimize``, a
+    tuning call, tracks every one."""
+    _bounded_corpus(store)
+    assert store.reconcile()["ran"]
+    assert tracked_words(store.engine) == sorted(BOUNDED_WORDS[:PROMOTE_MAX_WORDS])
+    store.optimize()
+    assert tracked_words(store.engine) == sorted(BOUNDED_WORDS)
+    lists_answer_exactly(store, monkeypatch, list(BOUNDED_WORDS))
 
 
 def _sqlstate(exc: BaseException | None) -> str | None:

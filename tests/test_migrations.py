@@ -63,7 +63,7 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0011_index_rows_by_time"
+HEAD_REVISION = "0012_impact_promotion_bounded"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
@@ -860,7 +860,11 @@ def test_0011_orders_the_index_rows_by_time_and_downgrade_drops_it(engine: Engin
     assert migrate.host_revisions(engine) == (migrate.SELF_PROMOTING_REVISION,)
     with engine.begin() as conn:
         conn.execute(text(f"CREATE INDEX {TIME_INDEX} ON message_index (timestamp_ms)"))
-    assert migrate.host_revisions(engine) == (HEAD_REVISION,)
+    # 0011's index without 0012's functions (PostgreSQL; 0012 changes nothing on SQLite).
+    with_index = (
+        migrate.TIME_ORDER_REVISION if engine.dialect.name == "postgresql" else HEAD_REVISION
+    )
+    assert migrate.host_revisions(engine) == (with_index,)
     with engine.begin() as conn:
         conn.execute(text(f"DROP INDEX {TIME_INDEX}"))
         conn.execute(text("DROP TABLE alembic_version"))
@@ -869,6 +873,65 @@ def test_0011_orders_the_index_rows_by_time_and_downgrade_drops_it(engine: Engin
     assert time_indexed(engine)
     with TranscriptStore(engine, background=False) as store:
         assert store.search(CALLER, "lantern", order="recent") == newest
+    assert check(engine).ok
+
+
+def promote_signatures(engine: Engine) -> set[str]:
+    """The argument lists of the promotion function(s) in ``pg_proc``."""
+    with engine.connect() as conn:
+        return {
+            str(r[0])
+            for r in conn.execute(
+                text(
+                    "SELECT pg_get_function_identity_arguments(oid) FROM pg_proc "
+                    "WHERE proname = 'openclaw_fts_impact_promote'"
+                )
+            )
+        }
+
+
+#: The promotion function's arguments before revision 0012 and after it.
+PROMOTE_0010 = {"min_docs bigint"}
+PROMOTE_0012 = {"min_docs bigint, max_words integer"}
+
+
+def test_0012_bounds_the_promotion_and_downgrade_restores_0011(engine: Engine) -> None:
+    """0012 changes no table, only the promotion's functions on PostgreSQL (a bound on the
+    words one promotion tracks; nothing on SQLite): downgrade to 0011 restores the unbounded
+    function, which ``optimize`` and a reconciler's pass still call; a host's version table
+    that hides the plugin's revisions is read from ``pg_proc`` (0011 against the head; on
+    SQLite the two are the same schema, read as the head); upgrading again restores the
+    bound and the store keeps working."""
+    postgresql = engine.dialect.name == "postgresql"
+    migrate.upgrade(engine)
+    if postgresql:
+        assert promote_signatures(engine) == PROMOTE_0012
+    migrate.downgrade(engine, migrate.TIME_ORDER_REVISION)
+    assert migrate.current_revisions(engine) == (migrate.TIME_ORDER_REVISION,)
+    if postgresql:
+        assert promote_signatures(engine) == PROMOTE_0010
+    add_message(engine, "s1", "m1", "first lantern")
+    with TranscriptStore(engine, upgrade=False, background=False) as store:
+        store.optimize()
+        assert store.reconcile()["ran"]
+        assert [r["messageId"] for r in store.search(CALLER, "lantern")["results"]] == ["m1"]
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    hidden = migrate.TIME_ORDER_REVISION if postgresql else HEAD_REVISION
+    assert migrate.host_revisions(engine) == (hidden,)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE alembic_version"))
+    migrate.upgrade(engine)
+    assert migrate.current_revisions(engine) == (HEAD_REVISION,)
+    if postgresql:
+        assert promote_signatures(engine) == PROMOTE_0012
+    add_message(engine, "s1", "m2", "second lantern")
+    with TranscriptStore(engine, background=False) as store:
+        assert store.reconcile()["ran"]
+        store.optimize()
+        found = store.search(CALLER, "lantern")["results"]
+        assert sorted(r["messageId"] for r in found) == ["m1", "m2"]
     assert check(engine).ok
 
 

@@ -9,6 +9,7 @@ this layout too (tests/conftest.py, ``postgresql-partitioned``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import time
 from collections.abc import Iterator
@@ -345,3 +346,56 @@ def test_revision_0011_indexes_every_partition_by_time(pg_url: str, engine: Engi
     with TranscriptStore(pg_url, background=False) as store:
         after = {n: store.search(c, "lantern", order="recent") for n, c in CALLERS.items()}
     assert after == before
+
+
+def _revision_0012() -> Any:
+    """Revision 0012's script (its frozen copies of 0010's functions, which it replaces)."""
+    path = migrate.version_location() / "0012_impact_promotion_bounded.py"
+    spec = importlib.util.spec_from_file_location("revision_0012", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_revision_0012_bounds_the_promotion_of_a_partitioned_database(
+    pg_url: str, engine: Engine
+) -> None:
+    """A database partitioned before revision 0012 (0010's promotion functions, stamped 0011)
+    gets the bounded promotion from the upgrade (the functions read the index rows through
+    the ``message_index`` view), and promotes and answers as before."""
+
+    def promote_signatures() -> set[str]:
+        with engine.connect() as conn:
+            return {
+                str(r[0])
+                for r in conn.execute(
+                    text(
+                        "SELECT pg_get_function_identity_arguments(oid) FROM pg_proc "
+                        "WHERE proname = 'openclaw_fts_impact_promote'"
+                    )
+                )
+            }
+
+    with TranscriptStore(pg_url, background=False) as store:
+        _populate(store)
+        before = _answers(store)
+    migrate.partition_by_agent(engine, PARTITIONS)
+    old = _revision_0012()
+    with engine.begin() as conn:
+        conn.execute(text(old.DUE_FUNCTION_0010))
+        conn.execute(text("DROP FUNCTION openclaw_fts_impact_promote(bigint, integer)"))
+        conn.execute(text(old.PROMOTE_FUNCTION_0010))
+        conn.execute(text(old.CANDIDATES_FUNCTION_0010))
+        conn.execute(
+            text(f"UPDATE {VERSION_TABLE} SET version_num = :v"),
+            {"v": migrate.TIME_ORDER_REVISION},
+        )
+    assert promote_signatures() == {"min_docs bigint"}
+    migrate.upgrade(engine)
+    assert migrate.current_revisions(engine) == tuple(sorted(migrate.head_revisions()))
+    assert promote_signatures() == {"min_docs bigint, max_words integer"}
+    with TranscriptStore(pg_url, background=False) as store:
+        store.optimize()
+        assert _answers(store) == before
+        assert store.check().ok

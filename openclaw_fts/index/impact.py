@@ -61,6 +61,14 @@ TERM_PATTERN = re.compile(f"[a-z0-9]{{1,{MAX_TERM_CHARS}}}")
 #: reconciler's pass (``store.reconcile()``, or the background pass a search starts when it
 #: finds sessions pending; inline appends start none) and the migration look too.
 PROMOTE_EVERY_ROWS = 4096
+#: Most words one commit at a boundary, or one reconciler's pass, tracks (PostgreSQL): each
+#: word is counted, ranked and listed in the committing writer's transaction (or under the
+#: lock every writer needs), ~50-100 ms for a word near the threshold at 5m rows, ~1 s for one
+#: in 50k, and one autovacuum ``ANALYZE`` of a big store can name hundreds of newly frequent
+#: words at once (bench/NOTES.md: 2,689 at 5m, minutes inside one ``append_many``). The most
+#: frequent candidates go first; the rest wait for the next boundary or pass (their searches
+#: take the exact path meanwhile: the same answers, slower). ``optimize`` tracks every one.
+PROMOTE_MAX_WORDS = 8
 #: A word's list holds its best rows only: those whose impact reaches the word's
 #: ``min_impact``, set when it becomes tracked to the impact of its
 #: ``max(LIST_MIN_ROWS, docs // LIST_DIVISOR)``-th best row (ties included), and every later row

@@ -53,6 +53,12 @@ class RevisionProbes(Protocol):
         also has what revision 0011 adds (the index rows' time index)."""
         ...
 
+    def promotion_bounded(self, conn: Connection) -> bool:
+        """On a database at revision 0011 by its tables, triggers, functions and indexes:
+        whether it also has what revision 0012 changes (a promotion tracks a bounded number
+        of words)."""
+        ...
+
 
 @runtime_checkable
 class BackfillProbes(RevisionProbes, Protocol):

@@ -16,7 +16,7 @@ to the threshold — no scan of the index, and no ``ANALYZE`` needed (before 001
 the planner's statistics only, which exist after one: a host that wrote and searched at once,
 without ``optimize``, had no lists; those statistics still add candidates when there are any).
 Tracked words are plain ASCII letters and digits, which are their own ``tsquery`` text. The
-DDL here is what revisions 0007, 0009 and 0010 create (they keep frozen copies).
+DDL here is what revisions 0007, 0009, 0010 and 0012 create (they keep frozen copies).
 
 Why that holds under concurrency (revision 0009). A promotion reads the index rows that are
 committed; a writer's trigger joins the words that are tracked in ITS snapshot. Left alone, a
@@ -49,7 +49,8 @@ Words are promoted in a transaction of their own or at a commit, never in the mi
 writer's: the insert trigger no longer promotes (a writer that held the exclusive lock and then
 waited for a row lock held by a writer waiting for the share lock would deadlock); a deferred
 constraint trigger, :data:`DUE_TRIGGER`, fires at the commit of a transaction that inserted an
-index row whose id is a multiple of ``PROMOTE_EVERY_ROWS`` and promotes then, when the
+index row whose id is a multiple of ``PROMOTE_EVERY_ROWS`` and promotes then (at most
+``PROMOTE_MAX_WORDS`` words, the most frequent first: revision 0012), when the
 exclusive lock is free at once (``pg_try_advisory_xact_lock``: it never waits, so it cannot
 deadlock; when other writers are busy the next boundary, ``optimize`` or a reconciler's pass
 promotes: :func:`promote_if_free`, which never waits either; a pass runs only when
@@ -79,6 +80,7 @@ from ..impact import (
     LIST_MIN_ROWS,
     MAX_TERM_CHARS,
     PROMOTE_EVERY_ROWS,
+    PROMOTE_MAX_WORDS,
     TERMS_TABLE,
     WALK_CAP_ROWS,
 )
@@ -145,9 +147,10 @@ def relist_session_sql(table: str) -> str:
 
 
 #: The words the planner's statistics show in at least ``min_docs`` rows, not tracked yet
-#: (they exist after an ``ANALYZE``: ``optimize`` runs one).
+#: (they exist after an ``ANALYZE``: ``optimize`` runs one), each with the rows the statistics
+#: say hold it.
 _STATS_CANDIDATES = (
-    "SELECT DISTINCT e.elem FROM pg_stats AS st "
+    "SELECT e.elem, e.freq * greatest(c.reltuples, 0) FROM pg_stats AS st "
     "JOIN pg_namespace AS ns ON ns.nspname = st.schemaname "
     "JOIN pg_class AS c ON c.relname = st.tablename AND c.relnamespace = ns.oid "
     "CROSS JOIN LATERAL unnest(st.most_common_elems::text::text[], "
@@ -159,9 +162,9 @@ _STATS_CANDIDATES = (
 )
 #: The words of the newest :data:`SAMPLE_ROWS` index rows held there often enough to be held
 #: by ``min_docs`` rows of the whole index at that rate (times :data:`SAMPLE_MARGIN`; the
-#: newest id stands for the row count: ids only grow), not tracked yet: the plugin's own
-#: counts, no ``ANALYZE`` needed. A word that grows frequent is written while it does, so the
-#: checks it crosses meet it.
+#: newest id stands for the row count: ids only grow), not tracked yet, each with the rows
+#: that rate gives it in the whole index: the plugin's own counts, no ``ANALYZE`` needed. A
+#: word that grows frequent is written while it does, so the checks it crosses meet it.
 #: The sample's rows and margin (see :data:`_SAMPLE_CANDIDATES`; a share varies from sample
 #: to sample). SQLite's checkpoint uses the same figures (``.sqlite.impact``).
 SAMPLE_ROWS = 512
@@ -171,24 +174,35 @@ SAMPLE_MARGIN = 0.6
 #: index at every check (seconds). A word in fewer is left to the planner's statistics
 #: (``optimize``, autovacuum's ``ANALYZE``): its exact path ranks a small share of the index.
 SAMPLE_MIN_HITS = 4
+#: The sample's size and newest id come from its one scan (window aggregates over its rows):
+#: a separate subquery for them was run again for every word of the sample (218 times, 80 ms
+#: of a 627 ms check at 300k rows; revision 0012).
 _SAMPLE_CANDIDATES = (
-    "SELECT s.w FROM (SELECT u.w, count(*) AS k FROM "
-    f"(SELECT {TSVECTOR_COLUMN} AS v FROM {CONTENT_TABLE} ORDER BY id DESC LIMIT {SAMPLE_ROWS}) "
-    "AS r CROSS JOIN LATERAL unnest(tsvector_to_array(r.v)) AS u(w) GROUP BY u.w) AS s, "
-    f"(SELECT count(*) AS n, max(id) AS top FROM (SELECT id FROM {CONTENT_TABLE} "
-    f"ORDER BY id DESC LIMIT {SAMPLE_ROWS}) AS q) AS m "
+    "SELECT s.w, s.k::float8 * greatest(s.top, 1) / greatest(s.n, 1) FROM "
+    "(SELECT u.w, count(*) AS k, max(r.n) AS n, max(r.top) AS top FROM "
+    "(SELECT q.v, count(*) OVER () AS n, max(q.id) OVER () AS top FROM "
+    f"(SELECT id, {TSVECTOR_COLUMN} AS v FROM {CONTENT_TABLE} ORDER BY id DESC "
+    f"LIMIT {SAMPLE_ROWS}) AS q) AS r "
+    "CROSS JOIN LATERAL unnest(tsvector_to_array(r.v)) AS u(w) GROUP BY u.w) AS s "
     f"WHERE s.w ~ '{TERM_REGEX}' AND s.k >= {SAMPLE_MIN_HITS} "
-    f"AND s.k * greatest(m.top, 1) >= min_docs * m.n * {SAMPLE_MARGIN} "
+    f"AND s.k * greatest(s.top, 1) >= min_docs * s.n * {SAMPLE_MARGIN} "
     f"AND NOT EXISTS (SELECT 1 FROM {TERMS_TABLE} AS t WHERE t.term = s.w)"
 )
 CANDIDATES_FUNCTION = "openclaw_fts_impact_candidates"
 #: The untracked words that ``min_docs`` index rows hold (each counted, up to ``min_docs``,
 #: through the GIN index), from the newest rows (:data:`_SAMPLE_CANDIDATES`) and the planner's
-#: statistics when there are any (:data:`_STATS_CANDIDATES`). Revision 0010.
+#: statistics when there are any (:data:`_STATS_CANDIDATES`), the most frequent first (the
+#: larger of the two estimates; then the word). Revision 0010; the order is revision 0012's.
+#: The estimates are sorted before any word is counted, and ``OFFSET 0`` keeps the count above
+#: the sort (the planner would otherwise push it below, into the union: every candidate counted
+#: before the first is returned), so a caller that stops after a few words (a bounded
+#: :data:`PROMOTE_FUNCTION`, an ``EXISTS``) counts only the candidates it read. The function is
+#: inlined into its callers' statements and a scan of a sorted subquery keeps its order.
 CREATE_CANDIDATES_FUNCTION = (
     f"CREATE OR REPLACE FUNCTION {CANDIDATES_FUNCTION}(min_docs bigint) RETURNS SETOF text "
-    f"LANGUAGE sql STABLE AS $$ SELECT c.w FROM ({_SAMPLE_CANDIDATES}"
-    f" UNION {_STATS_CANDIDATES}) AS c(w) WHERE (SELECT count(*) FROM (SELECT 1 FROM "
+    f"LANGUAGE sql STABLE AS $$ SELECT c.w FROM (SELECT a.w FROM ({_SAMPLE_CANDIDATES}"
+    f" UNION ALL {_STATS_CANDIDATES}) AS a(w, est) GROUP BY a.w ORDER BY max(a.est) DESC, a.w "
+    "OFFSET 0) AS c(w) WHERE (SELECT count(*) FROM (SELECT 1 FROM "
     f"{CONTENT_TABLE} WHERE {TSVECTOR_COLUMN} @@ c.w::tsquery LIMIT min_docs) AS z) >= min_docs $$"
 )
 _CANDIDATES = f"SELECT x.cand FROM {CANDIDATES_FUNCTION}(min_docs) AS x(cand)"
@@ -212,13 +226,14 @@ CREATE_GUARD_FUNCTION = (
     f"BEGIN {_GUARD}RETURN NULL; END $$"
 )
 #: The function behind :data:`DUE_TRIGGER`: at the commit, when some word is newly frequent
-#: and no other transaction holds the lock (never waits), promote.
+#: and no other transaction holds the lock (never waits), promote at most
+#: :data:`~openclaw_fts.index.impact.PROMOTE_MAX_WORDS` words (revision 0012).
 CREATE_DUE_FUNCTION = (
     f"CREATE OR REPLACE FUNCTION {DUE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
     f"DECLARE min_docs bigint := {FREQUENT_TERM_MIN_DOCS}; BEGIN "
     "IF current_setting('transaction_isolation') = 'read committed' "
     f"AND EXISTS ({_CANDIDATES}) AND pg_try_advisory_xact_lock({PROMOTION_LOCK_KEY}) THEN "
-    f"PERFORM {PROMOTE_FUNCTION}(min_docs); END IF; RETURN NULL; END $$"
+    f"PERFORM {PROMOTE_FUNCTION}(min_docs, {PROMOTE_MAX_WORDS}); END IF; RETURN NULL; END $$"
 )
 #: Deletes the list rows of a deleted index row (the partitioned layout, where no foreign key
 #: can name ``id`` alone).
@@ -226,17 +241,21 @@ CREATE_DELETE_FUNCTION = (
     f"CREATE OR REPLACE FUNCTION {DELETE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
     f"BEGIN DELETE FROM {IMPACT_TABLE} WHERE row_id = OLD.id; RETURN NULL; END $$"
 )
-#: Tracks every candidate word (:data:`CANDIDATES_FUNCTION`: the newest rows' frequent words
+#: Tracks the candidate words (:data:`CANDIDATES_FUNCTION`: the newest rows' frequent words
 #: and the planner's statistics' that at least ``min_docs`` rows hold, then counted) not
-#: tracked yet: its list (the rows reaching the impact of its
-#: ``max(LIST_MIN_ROWS, docs / LIST_DIVISOR)``-th best row), then its ``message_impact_terms``
-#: row. Returns how many words it tracked. Under READ COMMITTED only (0 otherwise), and only
-#: after the exclusive :data:`PROMOTION_LOCK_KEY` (when there is a candidate at all); records
-#: its transaction in :data:`PROMOTED_SEQUENCE` before it tracks a word.
+#: tracked yet, the most frequent first, until ``max_words`` are tracked (NULL: every one;
+#: revision 0012, before which it took ``min_docs`` alone and tracked every one): each word's
+#: list (the rows reaching the impact of its ``max(LIST_MIN_ROWS, docs / LIST_DIVISOR)``-th
+#: best row), then its ``message_impact_terms`` row. Returns how many words it tracked. Under
+#: READ COMMITTED only (0 otherwise), and only after the exclusive :data:`PROMOTION_LOCK_KEY`
+#: (when there is a candidate at all); records its transaction in :data:`PROMOTED_SEQUENCE`
+#: before it tracks a word. It stops reading candidates once the bound is reached, so the
+#: ones after are not even counted.
 CREATE_PROMOTE_FUNCTION = (
-    f"CREATE OR REPLACE FUNCTION {PROMOTE_FUNCTION}(min_docs bigint) RETURNS integer "
-    "LANGUAGE plpgsql AS $$ DECLARE w text; n bigint; cut real; added integer := 0; BEGIN "
-    "IF current_setting('transaction_isolation') <> 'read committed' "
+    f"CREATE OR REPLACE FUNCTION {PROMOTE_FUNCTION}(min_docs bigint, max_words integer) "
+    "RETURNS integer LANGUAGE plpgsql AS $$ DECLARE w text; n bigint; cut real; "
+    "added integer := 0; BEGIN "
+    "IF current_setting('transaction_isolation') <> 'read committed' OR max_words < 1 "
     f"OR NOT EXISTS ({_CANDIDATES}) THEN RETURN 0; END IF; "
     f"PERFORM pg_advisory_xact_lock({PROMOTION_LOCK_KEY}); "
     f"FOR w IN {_CANDIDATES} LOOP "
@@ -254,7 +273,7 @@ CREATE_PROMOTE_FUNCTION = (
     f"FROM {CONTENT_TABLE} AS mi CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS u "
     f"WHERE mi.{TSVECTOR_COLUMN} @@ w::tsquery AND u.lexeme = w) AS x WHERE x.impact >= cut; "
     f"INSERT INTO {TERMS_TABLE} (term, docs, avg_len, min_impact) VALUES (w, n, 0, cut); "
-    "added := added + 1; END LOOP; RETURN added; END $$"
+    "added := added + 1; EXIT WHEN added >= max_words; END LOOP; RETURN added; END $$"
 )
 #: The sequence behind :data:`PROMOTED_SEQUENCE` (its first value no snapshot misses).
 CREATE_PROMOTED_SEQUENCE = f"CREATE SEQUENCE IF NOT EXISTS {PROMOTED_SEQUENCE} MINVALUE 1 START 1"
@@ -323,16 +342,43 @@ def self_promoting(conn: Connection) -> bool:
     )
 
 
-def promote(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
-    """Track the newly frequent words (:data:`CANDIDATES_FUNCTION`); waits for the
-    transactions writing index rows to end (:data:`PROMOTION_LOCK_KEY`)."""
-    return int(conn.execute(text(f"SELECT {PROMOTE_FUNCTION}(:n)"), {"n": min_docs}).scalar() or 0)
+def bounded(conn: Connection) -> bool:
+    """Whether a promotion tracks at most a given number of words (revision 0012's
+    two-argument :data:`PROMOTE_FUNCTION`)."""
+    return bool(
+        conn.execute(
+            text(f"SELECT to_regprocedure('{PROMOTE_FUNCTION}(bigint, integer)') IS NOT NULL")
+        ).scalar()
+    )
 
 
-def promote_if_free(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) -> int:
-    """Track the newly frequent words (:data:`CANDIDATES_FUNCTION`); never waits for the
-    lock (the exclusive lock is tried, not waited for: the reconciler's pass, like a commit at
-    a checkpoint, must not hold writers back);
+def promote(
+    conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS, max_words: int | None = None
+) -> int:
+    """Track the newly frequent words (:data:`CANDIDATES_FUNCTION`), the most frequent first,
+    at most ``max_words`` of them (None: every one, what ``optimize`` runs); waits for the
+    transactions writing index rows to end (:data:`PROMOTION_LOCK_KEY`). Before revision 0012
+    the database's promotion takes no bound: every candidate is tracked."""
+    if not bounded(conn):
+        found = conn.execute(text(f"SELECT {PROMOTE_FUNCTION}(:n)"), {"n": min_docs}).scalar()
+        return int(found or 0)
+    found = conn.execute(
+        text(f"SELECT {PROMOTE_FUNCTION}(:n, CAST(:m AS integer))"),
+        {"n": min_docs, "m": max_words},
+    ).scalar()
+    return int(found or 0)
+
+
+def promote_if_free(
+    conn: Connection,
+    min_docs: int = FREQUENT_TERM_MIN_DOCS,
+    max_words: int | None = PROMOTE_MAX_WORDS,
+) -> int:
+    """Track the newly frequent words (:data:`CANDIDATES_FUNCTION`), the most frequent first,
+    at most ``max_words`` (:data:`~openclaw_fts.index.impact.PROMOTE_MAX_WORDS`: the lock it
+    holds keeps every writer out meanwhile; the rest wait for the next checkpoint or pass);
+    never waits for the lock (the exclusive lock is tried, not waited for: the reconciler's
+    pass, like a commit at a checkpoint, must not hold writers back);
     0 when there is none, when the lock is busy (the next checkpoint or pass looks again),
     outside READ COMMITTED, or before revision 0010."""
     if not self_promoting(conn):
@@ -350,7 +396,7 @@ def promote_if_free(conn: Connection, min_docs: int = FREQUENT_TERM_MIN_DOCS) ->
         text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": PROMOTION_LOCK_KEY}
     ).scalar():
         return 0
-    return promote(conn, min_docs)
+    return promote(conn, min_docs, max_words)
 
 
 def _lock_exclusive(conn: Connection) -> bool:
@@ -544,5 +590,5 @@ class ServerImpactLists:
 
     def promote_if_free(self, conn: Connection) -> None:
         """Never waits for the lock (the reconciler's pass: rows indexed since the last
-        checkpoint cross none)."""
+        checkpoint cross none); tracks at most ``PROMOTE_MAX_WORDS`` words."""
         promote_if_free(conn)

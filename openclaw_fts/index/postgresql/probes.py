@@ -1,6 +1,6 @@
 """PostgreSQL's revision probes (:class:`~openclaw_fts.index.probes.RevisionProbes`): revisions
-0006, 0008, 0009 and 0010 change no table, only a statistics target, a trigger and functions,
-and 0011 adds an index, read here from the catalogue; the ``tsvector`` column and its GIN
+0006, 0008, 0009, 0010 and 0012 change no table, only a statistics target, a trigger and
+functions, and 0011 adds an index, read here from the catalogue; the ``tsvector`` column and its GIN
 index are the engine's own.
 
 Invariant: every probe only reads the system catalogue. Revision 0007's backfill runs its own
@@ -50,6 +50,11 @@ class PostgresqlProbes:
                 text("SELECT to_regclass(:name) IS NOT NULL"), {"name": TIME_INDEX}
             ).scalar()
         )
+
+    def promotion_bounded(self, conn: Connection) -> bool:
+        """Revision 0012 made the promotion function take a bound on the words it tracks
+        (``pg_proc``: its two-argument form)."""
+        return impact.bounded(conn)
 
 
 #: The trigger that raises ``last_seq`` on raw event inserts, and its ``pg_trigger.tgtype``
