@@ -20,6 +20,7 @@ import pytest
 from factories import chain
 from sqlalchemy import Engine, event, text
 from test_cli import loads, ok, one_line_error, run
+from test_migrations import promote_signatures
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate
 from openclaw_fts.alembic import VERSION_TABLE
@@ -365,18 +366,6 @@ def test_revision_0012_bounds_the_promotion_of_a_partitioned_database(
     gets the bounded promotion from the upgrade (the functions read the index rows through
     the ``message_index`` view), and promotes and answers as before."""
 
-    def promote_signatures() -> set[str]:
-        with engine.connect() as conn:
-            return {
-                str(r[0])
-                for r in conn.execute(
-                    text(
-                        "SELECT pg_get_function_identity_arguments(oid) FROM pg_proc "
-                        "WHERE proname = 'openclaw_fts_impact_promote'"
-                    )
-                )
-            }
-
     with TranscriptStore(pg_url, background=False) as store:
         _populate(store)
         before = _answers(store)
@@ -391,10 +380,10 @@ def test_revision_0012_bounds_the_promotion_of_a_partitioned_database(
             text(f"UPDATE {VERSION_TABLE} SET version_num = :v"),
             {"v": migrate.TIME_ORDER_REVISION},
         )
-    assert promote_signatures() == {"min_docs bigint"}
+    assert promote_signatures(engine) == {"min_docs bigint"}
     migrate.upgrade(engine)
     assert migrate.current_revisions(engine) == tuple(sorted(migrate.head_revisions()))
-    assert promote_signatures() == {"min_docs bigint, max_words integer"}
+    assert promote_signatures(engine) == {"min_docs bigint, max_words integer"}
     with TranscriptStore(pg_url, background=False) as store:
         store.optimize()
         assert _answers(store) == before
