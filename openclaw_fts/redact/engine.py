@@ -1355,7 +1355,6 @@ class _Scan:
         text = self.text
         size = len(text)
         reversed_text = ""
-        resume = 0  # inside a value already taken, a "name=" is part of that value
         budget = self.budget
         lowered = self.lowered()
         search = _ASSIGN_TAIL_RE.search
@@ -1363,10 +1362,8 @@ class _Scan:
         while (m := search(lowered, pos)) is not None:
             # the next search starts after this name, or after the value taken for it (a
             # ``name=`` inside a value is part of that value): never one match per character
-            # of a long value
-            pos = max(m.end(), resume) if m.end() > m.start() else m.start() + 1
-            if m.start() < resume:
-                continue
+            # of a long value (the pattern never matches empty)
+            pos = m.end()
             budget -= 1
             if budget < 0:
                 self._over_budget(m.start())
@@ -1464,8 +1461,7 @@ class _Scan:
                     continue
                 start, end, quoted = again
                 value = text[start:end]
-            resume = end
-            pos = max(pos, end)
+            pos = max(pos, end)  # a ``name=`` inside this value is part of it
             if sep == ":" and not quoted and value in _BLOCK_INDICATORS:
                 block = self.block_scalar(end)
                 if block is not None and (whole or "…" not in text[block[0] : block[1]]):

@@ -227,9 +227,9 @@ def _is_value(value: str, quoted: bool, kind: str, name: str) -> bool:
     return _IDENTIFIER_RE.fullmatch(value) is None and not value.isdigit()
 
 
+#: A run of :data:`_NAME_CHARS`; matched on the reversed text too (the start of the name
+#: ending at a keyword).
 _NAME_RUN_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
-#: :data:`_NAME_CHARS` on the reversed text: the start of the name ending at a keyword.
-_NAME_BACK_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
 def _named_values(text: str, low: str) -> Iterator[Span]:
@@ -250,7 +250,7 @@ def _named_values(text: str, low: str) -> Iterator[Span]:
             # the name's start: its characters read backwards, in one C-level match
             if not reversed_text:
                 reversed_text = text[::-1]
-            back = _NAME_BACK_RE.match(reversed_text, size - start, size - floor)
+            back = _NAME_RUN_RE.match(reversed_text, size - start, size - floor)
             if back is not None:
                 start -= back.end() - back.start()
         tail = _NAME_RUN_RE.match(text, m.start())
