@@ -25,7 +25,7 @@ import pytest
 from conftest import PARTITIONED
 from factories import chain, msg, transcript_file
 from pgserver import PgServer
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 import openclaw_fts
@@ -50,13 +50,28 @@ LIMIT = 10
 PROMOTION_HEAD_START_S = 1.0
 
 
+def _analyze(conn: Connection) -> None:
+    """Refresh the planner's statistics of the index rows (either layout)."""
+    target = partition.PARTITIONED_TABLE if partition.is_partitioned(conn) else "message_index"
+    conn.execute(text(f"ANALYZE {target}"))
+
+
 def promote(engine: Engine, min_docs: int = MIN_DOCS) -> int:
     """Refresh the planner's statistics of the index rows and promote every word at least
     ``min_docs`` rows hold (what ``optimize`` does with the shipped threshold)."""
     with engine.begin() as conn:
-        target = partition.PARTITIONED_TABLE if partition.is_partitioned(conn) else "message_index"
-        conn.execute(text(f"ANALYZE {target}"))
+        _analyze(conn)
         return impact.promote(conn, min_docs)
+
+
+def _append_and_analyze(store: TranscriptStore, key: str, texts: list[str]) -> None:
+    """A session ``key`` of one message per text, appended 500 at a time, then ``ANALYZE``."""
+    store.create_session(key, f"agent:main:{key}", agent_id="main")
+    for start in range(0, len(texts), 500):
+        events = [msg(f"{key}{start + i}", t) for i, t in enumerate(texts[start : start + 500])]
+        store.append_many(key, events)
+    with store.engine.begin() as conn:
+        _analyze(conn)
 
 
 def tracked_words(engine: Engine) -> list[str]:
@@ -405,14 +420,8 @@ def test_a_commit_that_crosses_a_boundary_promotes_unless_another_writer_is_busy
     crosses a multiple of ``PROMOTE_EVERY_ROWS`` tracks the newly frequent word; while
     another writer's transaction is open it does not wait for it (nor fail): the word is
     tracked at the next boundary."""
-    store.create_session("k", "agent:main:k", agent_id="main")
     texts = [f"kiwi harvest {'kiwi ' * (i % 3)}report {i}" for i in range(FREQUENT_TERM_MIN_DOCS)]
-    for start in range(0, len(texts), 500):
-        events = [msg(f"k{start + i}", t) for i, t in enumerate(texts[start : start + 500])]
-        store.append_many("k", events)
-    with store.engine.begin() as conn:
-        target = "message_index_by_agent" if partition.is_partitioned(conn) else "message_index"
-        conn.execute(text(f"ANALYZE {target}"))
+    _append_and_analyze(store, "k", texts)
     _next_id_on_a_boundary(store.engine)
     with host.begin() as db:  # a host's transaction holds the share lock meanwhile
         s = AgentSession(session_id="busy", session_key="agent:main:busy", agent_id="main")
@@ -470,13 +479,7 @@ def _bounded_corpus(store: TranscriptStore) -> None:
         )
         for i in range(BOUNDED_MESSAGES)
     ]
-    store.create_session("w", "agent:main:w", agent_id="main")
-    for start in range(0, len(texts), 500):
-        events = [msg(f"w{start + i}", t) for i, t in enumerate(texts[start : start + 500])]
-        store.append_many("w", events)
-    with store.engine.begin() as conn:
-        target = "message_index_by_agent" if partition.is_partitioned(conn) else "message_index"
-        conn.execute(text(f"ANALYZE {target}"))
+    _append_and_analyze(store, "w", texts)
     assert tracked_words(store.engine) == []
 
 
