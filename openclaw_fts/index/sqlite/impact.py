@@ -484,7 +484,8 @@ def list_ranks(cur: sqlite3.Cursor, word: str, ids: Sequence[int]) -> dict[int, 
     (:func:`~.read._newest_hits`)."""
     if not is_tracked(cur, word):
         return None
-    chunk = json.dumps(sorted(set(ids)))
+    wanted = set(ids)
+    chunk = json.dumps(sorted(wanted))
     found: dict[int, tuple[int, int]] = {
         int(row_id): (int(tf), int(doc_len))
         for row_id, tf, doc_len in cur.execute(
@@ -493,7 +494,7 @@ def list_ranks(cur: sqlite3.Cursor, word: str, ids: Sequence[int]) -> dict[int, 
             (chunk, word),
         )
     }
-    rest = sorted(set(ids) - found.keys())
+    rest = sorted(wanted - found.keys())
     if rest:
         lens = _doc_lens(cur, rest)
         for row_id, body in cur.execute(
@@ -502,7 +503,7 @@ def list_ranks(cur: sqlite3.Cursor, word: str, ids: Sequence[int]) -> dict[int, 
         ):
             if int(row_id) in lens:
                 found[int(row_id)] = (occurrences(str(body), word), lens[int(row_id)])
-    if len(found) < len(set(ids)):
+    if len(found) < len(wanted):
         return None
     average = avg_len(cur)
     return {row_id: list_rank(tf, doc_len, average) for row_id, (tf, doc_len) in found.items()}
