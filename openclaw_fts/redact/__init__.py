@@ -20,6 +20,7 @@ Modules (one responsibility each):
 
 from __future__ import annotations
 
+from .data import EXPRESSION_WORDS
 from .engine import (
     DEFAULT_REDACTOR,
     KEEP_END_CHARS,
@@ -33,7 +34,6 @@ from .engine import (
     redact_text,
 )
 from .judges import (
-    EXPRESSION_WORDS,
     is_opaque_token,
     is_password_name,
     is_sensitive_name,

@@ -144,12 +144,6 @@ def is_weak_secret_name(name: str) -> bool:
 
 # --------------------------------------------------------------------------- value checks
 
-# Literal values that are never credentials (``token = None``, ``"password": null``). The short
-# mask ``***`` is not one either (re-redacting a redacted text changes nothing).
-_LITERAL_VALUES: Final = frozenset(
-    {"false", "nil", "none", "null", "true", "undefined", "yes", "no", "on", "off"}
-)
-
 
 _REFERENCE_PREFIXES: Final = (
     "process.env.",
@@ -191,9 +185,6 @@ MAX_PLACEHOLDER_RUN: Final = 8
 _PLACEHOLDER_CHARS: Final = "xX*#"
 
 
-_PLACEHOLDERS: Final = frozenset({"%s", "%d", "%r", "%x", "?", "<redacted>", "<token>", "salt"})
-
-
 # A template expression (GitHub Actions ``${{ github.token }}``, Jinja/Helm ``{{ .Values.x }}``):
 # the template engine fills the secret in, the text holds its name.
 _TEMPLATE_PREFIXES: Final = ("${{", "{{", "{%", "<%=")
@@ -210,28 +201,12 @@ _STRUCTURE_VALUE_RE: Final = re.compile(
 _NAME_VALUE_RE: Final = re.compile(r"[a-z]+(?:_[a-z]+)*_(?:token|key|secret|password|id)")
 
 
-# Where a tool reads the secret from (``--passphrase file://…``, ``pass:env:VAR``).
-_SOURCE_PREFIXES: Final = ("file:", "fileb:", "env:")
-
-
-# Last words of a variable named for a password that a CamelCase value may end with; in an
-# assignment WITHOUT blanks (``DB_PASSWORD=SuperPwd``, env and YAML) such a value is a password.
-_PASSWORD_VALUE_SUFFIXES: Final = ("pwd", "pass", "password", "passwd")
-
-
 # A format field with a conversion or a format spec (``{password!r}``, ``{token:>8}``), its
 # closing brace possibly trimmed with the punctuation after it.
 _FORMAT_FIELD_RE: Final = re.compile(r"\{[A-Za-z_][\w.]{0,64}(?:![rsa]|:[^{}\s]{0,32})\}?")
 
 
 _BRACE_PLACEHOLDER_RE: Final = re.compile(r"\{[A-Za-z0-9_.]{0,64}\}")
-
-
-#: Words that start an expression rather than being a value (``token = await fetch()``): a
-#: named value that is exactly one of them is read as code, never masked.
-EXPRESSION_WORDS: Final = frozenset(
-    {"await", "new", "lambda", "function", "async", "yield", "typeof", "not", "self", "this"}
-)
 
 
 #: A Windows environment reference (``%API_KEY%``, ``%ProgramFiles(x86)%``): a name, not
@@ -248,9 +223,9 @@ def _is_reference(value: str, name: str | None, literal: bool = False) -> bool:
     ``literal``: the value sits where no variable or field name can stand (a URL's password,
     ``curl -u user:password``), so a name-shaped value (``db_password``) is the secret itself.
     """
-    if value in _PLACEHOLDERS or _BRACE_PLACEHOLDER_RE.fullmatch(value):
+    if value in rules.PLACEHOLDERS or _BRACE_PLACEHOLDER_RE.fullmatch(value):
         return True  # a format placeholder (``key=%s``, ``token={}``)
-    if value.startswith(_TEMPLATE_PREFIXES) or value.startswith(_SOURCE_PREFIXES):
+    if value.startswith(_TEMPLATE_PREFIXES) or value.startswith(rules.SOURCE_PREFIXES):
         return True
     if (
         _STRUCTURE_VALUE_RE.fullmatch(value)
@@ -283,8 +258,8 @@ def _is_reference(value: str, name: str | None, literal: bool = False) -> bool:
         return value == SHORT_SECRET_MASK
     lowered = value.lower()
     if (
-        lowered in _LITERAL_VALUES
-        or (name is not None and value in EXPRESSION_WORDS)
+        lowered in rules.LITERAL_VALUES
+        or (name is not None and value in rules.EXPRESSION_WORDS)
         or value.startswith(_REFERENCE_PREFIXES)
     ):
         return True
@@ -297,7 +272,7 @@ def _is_reference(value: str, name: str | None, literal: bool = False) -> bool:
         if (
             "." not in value
             and "_" not in value
-            and last.lower().endswith(_PASSWORD_VALUE_SUFFIXES)
+            and last.lower().endswith(rules.PASSWORD_VALUE_SUFFIXES)
         ):
             return False  # ``DB_PASSWORD=SuperPwd``: a password that ends like a variable name
         return (

@@ -26,13 +26,6 @@ from ..judges import (
 )
 from ..scan import Scan
 
-# Words that follow a flag in prose ("pass --token or --token-file"), never a secret.
-_PROSE_WORDS: Final = frozenset(
-    {"a", "an", "and", "as", "flag", "for", "if", "in", "is", "of", "option", "or", "the", "to",
-     "with", "instead", "when"}
-)  # fmt: skip
-
-
 # ``--name=`` or ``--name <blanks>``; the ``--`` does not continue a word or a longer dash run.
 # One dash also (``-storepass v``, ``-Password v``): then the name has 4+ characters and must
 # be a password's (checked in Python), so ``-o file`` or ``-name x`` are never taken.
@@ -69,12 +62,6 @@ _PASSWORD_FLAG_START_RE: Final = re.compile(
 )
 
 
-#: A command word right after one of these is part of a longer word or path (checked in Python).
-_COMMAND_GLUE: Final = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/"
-)
-
-
 # A command ends at a line break, a pipe, ``;`` or ``&&``.
 _COMMAND_END_RE: Final = re.compile(r"[\r\n|;]|&&")
 
@@ -87,18 +74,10 @@ _SHORT_FLAG_RE: Final = re.compile(r"(?<![^ \t])-(?P<flag>[A-Za-z])")
 _OPENSSL_PASS_RE: Final = re.compile(r"-pass(?:in|out|word)?[ \t]+pass:(?P<value>[^\s\"']+)")
 
 
-# ``.netrc``: ``machine host login user password SECRET`` (on one line or several).
-_NETRC_WORDS: Final = ("machine", "default")
-
-
 _NETRC_RE: Final = re.compile(
     r"\b(?:machine[ \t]+\S{1,256}|default)(?:\s{1,64}(?:login|account|port)[ \t]+\S{1,256}){0,3}"
     r"\s{1,64}password[ \t]+(?P<value>\S{1,256})"
 )
-
-
-# ``sqlplus user/SECRET@db`` (Oracle tools, also ``rman``, ``expdp``/``impdp``).
-_SLASH_PASSWORD_COMMANDS: Final = ("sqlplus", "rman", "expdp", "impdp", "sqlldr")
 
 
 _SLASH_PASSWORD_RE: Final = re.compile(
@@ -145,7 +124,7 @@ def cli_flags(scan: Scan) -> None:
         value = text[start:end]
         if not value.strip() or (not quoted and value.startswith("-")):
             continue  # ``--password-stdin --user x``: the next flag is not the value
-        if not quoted and value.lower() in _PROSE_WORDS:
+        if not quoted and value.lower() in rules.PROSE_WORDS:
             continue  # "use either --password or --password-file"
         if not _is_reference(value, None):  # a flag's value is never a variable name
             scan.add(start, end, whole)
@@ -163,12 +142,12 @@ def openssl_passwords(scan: Scan) -> None:
 
 def netrc_passwords(scan: Scan) -> None:
     """``machine host login user password …`` (.netrc): the password (masked whole)."""
-    scan.values_at_words(_NETRC_WORDS, _NETRC_RE)
+    scan.values_at_words(rules.NETRC_WORDS, _NETRC_RE)
 
 
 def slash_passwords(scan: Scan) -> None:
     """``sqlplus user/password@db`` and its kin: the password (masked whole)."""
-    scan.values_at_words(_SLASH_PASSWORD_COMMANDS, _SLASH_PASSWORD_RE)
+    scan.values_at_words(rules.SLASH_PASSWORD_COMMANDS, _SLASH_PASSWORD_RE)
 
 
 def command_passwords(scan: Scan) -> None:
@@ -181,7 +160,7 @@ def command_passwords(scan: Scan) -> None:
         if budget < 0:
             scan.over_budget(m.start())
             return
-        if m.start() and text[m.start() - 1] in _COMMAND_GLUE:
+        if m.start() and text[m.start() - 1] in rules.COMMAND_GLUE:
             continue
         flags = _COMMAND_FLAGS[m.group("cmd").lower()]
         stop = _COMMAND_END_RE.search(text, m.end(), m.end() + MAX_COMMAND_CHARS)

@@ -11,15 +11,13 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from .. import data as rules
 from ..judges import _BLANKS, _looks_like_credential
 from ..scan import Scan
 
 #: A bare ``Bearer`` followed by a token this long is a credential (OpenClaw); shorter words
 #: after "bearer" are prose ("the bearer of the note").
 BARE_BEARER_MIN_CHARS: Final = 18
-
-
-_AUTH_SCHEMES: Final = ("bearer", "basic", "token", "bot", "apikey", "api-key", "sso-key")
 
 
 #: Blank characters allowed around an ``Authorization`` header's ``:`` (also a JSON-escaped
@@ -89,14 +87,14 @@ def headers(scan: Scan) -> None:
         if text.startswith("(", m.end("value")):
             continue  # a call: ``Authorization: messages.Authorization()``
         if scheme is None and (
-            value.lower() in _AUTH_SCHEMES
+            value.lower() in rules.AUTH_SCHEMES
             or not _looks_like_credential(value)
             or _SCHEME_WORD_RE.match(text, m.end("value")) is not None
         ):
             continue  # "Authorization: Bearer $TOKEN", "authorization: required"
         if (
             scheme is not None
-            and scheme.lower() not in _AUTH_SCHEMES
+            and scheme.lower() not in rules.AUTH_SCHEMES
             and not _looks_like_credential(value)
         ):
             continue  # "authorization: required for admin routes"

@@ -49,12 +49,6 @@ _KEY_NAME_VALUE_RE: Final = re.compile(
 )
 
 
-#: Last words of the payment names (a card number, its CVC): their value is masked only when it
-#: is made of digits (``cvc: 123``, ``card_number=4111 1111 …``); ``security_code="CVV2"`` is a
-#: label.
-_PAYMENT_WORDS: Final = frozenset({"cvc", "cvv", "code", "number"})
-
-
 _PAYMENT_VALUE_RE: Final = re.compile(r"[0-9][0-9 \-]*")
 
 
@@ -63,19 +57,10 @@ def _is_payment_label(name: str, value: str) -> bool:
     words = _NAME_WORD_RE.findall(name)
     return (
         bool(words)
-        and words[-1].lower() in _PAYMENT_WORDS
+        and words[-1].lower() in rules.PAYMENT_WORDS
         and not is_password_name(name)
         and _PAYMENT_VALUE_RE.fullmatch(value) is None
     )
-
-
-#: Words after ``password:`` that describe the field rather than being the password.
-_DESCRIPTIVE_VALUES: Final = frozenset(
-    {"string", "str", "text", "required", "optional", "none", "secret", "hidden", "masked",
-     "redacted", "omitted", "empty", "blank", "unset", "yes", "no", "on", "off", "enabled",
-     "disabled", "prompt", "ask", "env", "file", "see", "your", "the", "a", "an", "same",
-     "boolean", "bool", "int", "integer", "object", "array", "secretstr", "password", "type"}
-)  # fmt: skip
 
 
 def _is_plain_password(text: str, value: str, end: int) -> bool:
@@ -83,7 +68,7 @@ def _is_plain_password(text: str, value: str, end: int) -> bool:
     it describes the field (``password: string``, ``password: required``)."""
     line_end = text.find("\n", end)
     rest = text[end : len(text) if line_end < 0 else line_end]
-    return value.lower() not in _DESCRIPTIVE_VALUES and not rest.strip(" \t\r,}")
+    return value.lower() not in rules.DESCRIPTIVE_VALUES and not rest.strip(" \t\r,}")
 
 
 # ``=``, ``:``, ``:=``, ``=>``, make's ``::=`` ``:::=`` ``?=`` ``+=``, PHP's ``.=``, and ``,``

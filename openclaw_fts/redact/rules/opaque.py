@@ -110,15 +110,13 @@ _CALLEE_RE: Final = re.compile(
 )
 
 
-# In prose, a secret's word and then the key (``the ritekit secret 3f9a…``, ``my API key is
-# q7vX…``): the word in its usual spellings, then an optional ``is``/``was``, then a token.
-# Matched on the LOWER-CASED text (a secret's word in any case; the value is read from the
-# original text).
-_PROSE_KEY_WORDS: Final = ("secret", "key", "token", "password", "passwd", "apikey", "credential")
-
-
+# In prose, a secret's word (:data:`..data.PROSE_KEY_WORDS`) and then the key (``the ritekit
+# secret 3f9a…``, ``my API key is q7vX…``): an optional ``is``/``was``, then a token. Matched
+# on the LOWER-CASED text (the value is read from the original text).
 _PROSE_KEY_RE: Final = re.compile(
-    r"(?P<word>" + _by_first_character(sorted(_PROSE_KEY_WORDS, key=len, reverse=True)) + r")s?"
+    r"(?P<word>"
+    + _by_first_character(sorted(rules.PROSE_KEY_WORDS, key=len, reverse=True))
+    + r")s?"
     r"[ \t]{1,4}(?:(?:is|was|of|for|to|=|:)[ \t]{1,4})?"
     rf"(?P<value>[A-Za-z0-9_+/=~\-]{{{MIN_RANDOM_LITERAL_CHARS},{MAX_RANDOM_LITERAL_CHARS}}})"
     r"(?![A-Za-z0-9_+/=~\-])"

@@ -67,11 +67,6 @@ _FORM_FIRST_RE: Final = re.compile(
 )
 
 
-# An explicit body label (``body: code=…``, ``form_body=signature=…``), found on the
-# lower-cased text, then the single pair after it.
-_BODY_LABELS: Final = ("body", "form", "payload")
-
-
 _BODY_LABEL_END_RE: Final = re.compile(r"[ \t]*[:=][ \t]*[\"'`]?")
 
 
@@ -85,14 +80,6 @@ _URL_HASH_PASSWORD_RE: Final = re.compile(
 )
 
 
-# Words of a query parameter name that make it a secret wherever they stand in it
-# (``__openclaw_mms_token_<id>``), unless the name ends in a harmless word (``token_count``).
-_QUERY_SECRET_WORDS: Final = frozenset({"token", "secret", "password", "signature"})
-
-
-_QUERY_HARMLESS_LAST: Final = frozenset({"count", "type", "kind", "name", "limit", "algorithm"})
-
-
 def _query_name_is_secret(name: str) -> bool:
     if "%" in name or "+" in name:
         name = _decode_name(name)
@@ -103,8 +90,8 @@ def _query_name_is_secret(name: str) -> bool:
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
     return (
         bool(words)
-        and words[-1] not in _QUERY_HARMLESS_LAST
-        and any(w in _QUERY_SECRET_WORDS for w in words)
+        and words[-1] not in rules.QUERY_HARMLESS_LAST
+        and any(w in rules.QUERY_SECRET_WORDS for w in words)
     )
 
 
@@ -137,7 +124,7 @@ def query_params(scan: Scan) -> None:
             if first is not None:
                 pairs.append(first)
     lowered = None
-    for word in _BODY_LABELS:
+    for word in rules.BODY_LABELS:
         if word not in text and word.capitalize() not in text and word.upper() not in text:
             continue
         lowered = lowered or scan.lowered()
