@@ -61,15 +61,6 @@ class Prefilter:
     #: The text holds a run of token characters at least this long (0: not needed).
     min_run: int = 0
 
-    def admits(self, scan: Scan) -> bool:
-        """Whether the rule's finder may find something in ``scan``'s text."""
-        target = scan.lowered() if self.lowered else scan.text
-        if self.any_of and not any(word in target for word in self.any_of):
-            return False
-        if self.pattern is not None and self.pattern.search(target) is None:
-            return False
-        return not self.min_run or scan.has_run(self.min_run)
-
 
 #: No prefilter: the finder's own search is its prefilter.
 ALWAYS: Final = Prefilter()
@@ -137,7 +128,7 @@ PIPELINE: Final[tuple[Rule, ...]] = (
     *(
         Rule(
             family.name,
-            Prefilter(pattern=family.prefilter, lowered=family.on_lowered),
+            Prefilter(any_of=family.words, lowered=family.on_lowered, pattern=family.prefilter),
             _family_finder(family.find),
         )
         for family in families.PIPELINE
@@ -145,8 +136,29 @@ PIPELINE: Final[tuple[Rule, ...]] = (
 )
 
 
+#: :data:`PIPELINE` unpacked for :func:`run` (each text passes every prefilter: no attribute
+#: lookups or method calls per rule on the way).
+_STEPS: Final = tuple(
+    (r.prefilter.any_of, r.prefilter.lowered, r.prefilter.pattern, r.prefilter.min_run, r.find)
+    for r in PIPELINE
+)
+
+
 def run(scan: Scan) -> None:
-    """Every rule of :data:`PIPELINE` whose prefilter admits the text, on ``scan``."""
-    for rule in PIPELINE:
-        if rule.prefilter.admits(scan):
-            rule.find(scan)
+    """Every rule of :data:`PIPELINE` whose prefilter admits the text, on ``scan``: each of
+    the prefilter's conditions holds (one of its words occurs, its pattern finds a match, the
+    text holds a run of token characters that long)."""
+    text = scan.text
+    for words, on_lowered, pattern, min_run, find in _STEPS:
+        target = scan.lowered() if on_lowered else text
+        if words:
+            for word in words:
+                if word in target:
+                    break
+            else:
+                continue
+        if pattern is not None and pattern.search(target) is None:
+            continue
+        if min_run and not scan.has_run(min_run):
+            continue
+        find(scan)
