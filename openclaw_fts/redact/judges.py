@@ -390,6 +390,16 @@ MIN_VENDOR_RUN_CHARS: Final = min(
 
 # (the lookbehind: tried only where a run starts, not again at each character of a short word)
 _RUN_RE: Final = re.compile(f"(?<![{_RUN_CLASS}])[{_RUN_CLASS}]{{{MIN_VENDOR_RUN_CHARS},}}")
+#: The same runs, listed by ``finditer`` (group 1; the last match may have none): each match
+#: first takes, possessively, every character up to the next run of
+#: :data:`MIN_VENDOR_RUN_CHARS` (the shorter runs whole, a word at a time), where
+#: :data:`_RUN_RE` tries its lookbehind at every position (the runs of a 10 MB message:
+#: ~0.2 s instead of ~0.3 s). At the text's end it takes the rest, so no position is retried.
+_RUNS_RE: Final = re.compile(
+    f"[^{_RUN_CLASS}]*+(?:[{_RUN_CLASS}]{{1,{MIN_VENDOR_RUN_CHARS - 1}}}+[^{_RUN_CLASS}]++)*+"
+    f"(?:([{_RUN_CLASS}]{{{MIN_VENDOR_RUN_CHARS},}})"
+    f"|[{_RUN_CLASS}]{{0,{MIN_VENDOR_RUN_CHARS - 1}}}+\\Z)"
+)
 
 
 # --------------------------------------------------------------------------- opaque tokens

@@ -22,7 +22,7 @@ from .families import lowered as lowered_text
 from .judges import (
     _BLANKS,
     _LONG_RUN_CHARS,
-    _RUN_RE,
+    _RUNS_RE,
     MAX_NAME_CHARS,
     MIN_VENDOR_RUN_CHARS,
     _is_reference,
@@ -287,7 +287,9 @@ class Scan:
         the list for a longer minimum is filtered once from the closest shorter one and kept
         (the rules ask for a handful of minimums)."""
         if self._runs is None:
-            spans = [m.span() for m in _RUN_RE.finditer(self.text)]
+            spans = [m.span(1) for m in _RUNS_RE.finditer(self.text)]
+            while spans and spans[-1][0] < 0:
+                spans.pop()  # (the text's tail, after its last run)
             self.longest_run = max([end - start for start, end in spans]) if spans else 0
             self._runs = {MIN_VENDOR_RUN_CHARS: spans}
         cache = self._runs
