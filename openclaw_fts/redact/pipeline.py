@@ -149,8 +149,9 @@ def run(scan: Scan) -> None:
     the prefilter's conditions holds (one of its words occurs, its pattern finds a match, the
     text holds a run of token characters that long)."""
     text = scan.text
+    lowered = scan.lowered()  # (computed once per text: the prefilter read it already)
     for words, on_lowered, pattern, min_run, find in _STEPS:
-        target = scan.lowered() if on_lowered else text
+        target = lowered if on_lowered else text
         if words:
             for word in words:
                 if word in target:

@@ -13,7 +13,7 @@ import re
 from typing import Final
 
 from .. import data as rules
-from ..judges import _PUBLIC_HASH_PREFIXES, _by_first_character
+from ..judges import _PUBLIC_HASH_PREFIXES, MIN_VENDOR_RUN_CHARS, _by_first_character
 from ..scan import _PLAIN, Scan
 
 # Vendor-prefixed tokens and whole-pattern tokens: the data is redact.data (each rule with
@@ -52,10 +52,24 @@ def _vendor_alternative(prefix: str, body: str, minimum: int) -> str:
     return f"{prefix}(?<![A-Za-z0-9_{symbols}][\\s\\S]{{{low}}}){body}{{{minimum},}}"
 
 
-_VENDOR_RE: Final = re.compile(
-    _by_first_character(
-        [_vendor_alternative(r.prefix, r.body, r.minimum) for r in rules.VENDOR_TOKENS]
-    )
+def _starts_word(alternative: str) -> bool:
+    return alternative[0].isalnum() or alternative[0] == "_"
+
+
+def _vendor_regex(alternatives: list[str]) -> re.Pattern[str]:
+    """The alternatives whose prefix starts with a word character behind ONE ASCII word
+    boundary (their lookbehind already demands it), the others (``//hooks…``, ``\\.webhook…``)
+    beside them. The boundary fails at once inside a word, so the engine no longer walks the
+    first-character alternation at every character of a run (the vendor scan of a 10 MB
+    message: ~0.18 s -> ~0.14 s). The two halves start with different characters, so at any
+    position at most one can match: the matches are the same."""
+    words = [a for a in alternatives if _starts_word(a)]
+    others = [a for a in alternatives if not _starts_word(a)]
+    return re.compile(rf"(?a:\b)(?:{_by_first_character(words)})|{_by_first_character(others)}")
+
+
+_VENDOR_RE: Final = _vendor_regex(
+    [_vendor_alternative(r.prefix, r.body, r.minimum) for r in rules.VENDOR_TOKENS]
 )
 
 
@@ -90,7 +104,11 @@ def tokens(scan: Scan) -> None:
     text = scan.text
     spans = scan.spans
     budget = scan.budget
-    for offset, m in scan.in_runs(_VENDOR_RE):
+    scan.runs()
+    longest = scan.longest_run
+    # (a line with no run that long: no generator is built)
+    vendor = scan.in_runs(_VENDOR_RE) if longest >= MIN_VENDOR_RUN_CHARS else ()
+    for offset, m in vendor:
         budget -= 1
         start = m.start() + offset
         if budget < 0:
@@ -109,8 +127,6 @@ def tokens(scan: Scan) -> None:
             continue  # a Fernet shape inside a base64 blob or a data URL
         spans.append((start, m.end() + offset, _PLAIN))
     budget = scan.budget
-    scan.runs()
-    longest = scan.longest_run
     for anchor, pattern, in_runs in _TOKEN_RULES:
         if (anchor and anchor not in text) or in_runs > longest:
             continue  # (a short text has no run long enough: no generator is built)
