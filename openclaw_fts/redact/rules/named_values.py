@@ -92,11 +92,14 @@ _TYPE_ANNOTATION: Final = (
 _ASSIGN_TAIL_RE: Final = re.compile(
     # matched on the LOWER-CASED text (:meth:`_Scan.lowered`): a literal alternation runs ~8x
     # faster than case-insensitive groups, and lower-casing keeps every position
-    r"(?P<kw>key|token|secret|sig|login|license|auth|credentials?|cv[cv]|code|jwt|number|pat|pwd"
-    r"|crumb|cookie"
-    r"|pass(?:word|wd|phrase)?"
+    # (the keywords grouped by first character, in the same order within a group: the
+    # engine tests each first character once, not once per keyword; the same matches, as
+    # two keywords with different first characters never match at one position; the
+    # search over a 10 MB message: ~0.17 s -> ~0.13 s)
+    r"(?P<kw>key|token|s(?:ecret|ig)|l(?:ogin|icense)|auth|c(?:redentials?|v[cv]|ode|rumb"
+    r"|ookie)|jwt|number|p(?:at|wd|ass(?:word|wd|phrase)?"
     # the rest of a *PASSWORD* name, taken atomically: (?=(...))(?P=...) never backtracks
-    rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest))"
+    rf"(?=(?P<rest>[{_NAME_CHARS}]{{0,{MAX_NAME_CHARS}}}))(?P=rest)))"
     # an index or an encoding after the keyword (``secretA``, ``api_key_2``, ``secret_value``)
     r"(?P<suffix>[_.\-]?(?:value|val|string|str|b64|base64|hex|raw|plaintext|plain|bytes"
     r"|[0-9]{1,2}|[a-z])(?![a-z0-9]))?"
