@@ -32,9 +32,13 @@ from .scan import Scan
 #: and that holds no run of :data:`MIN_VENDOR_RUN_CHARS` token characters (where every token
 #: rule matches) has nothing any built-in rule masks. The suite checks this against the rules
 #: (tests/test_redact_prefilter.py).
+#: (Its words grouped by first character: the engine tests each first character once, not once
+#: per word; only whether it finds something is read. 20,000 ordinary lines: ~0.063 s ->
+#: ~0.045 s.)
 _ANY_RULE_RE: Final = re.compile(
-    r"key|token|secret|sig|login|licen|auth|cred|cv[cv]|code|jwt|number|pat|pw|crumb|cookie"
-    r"|pass|access|bearer|kind:|bundle_|://|-u|sqlplus|rman|expdp|impdp|sqlldr|%"
+    r"k(?:ey|ind:)|token|s(?:ecret|ig|qlplus|qlldr)|l(?:ogin|icen)|a(?:uth|ccess)"
+    r"|c(?:red|v[cv]|ode|rumb|ookie)|jwt|number|p(?:at|w|ass)|b(?:earer|undle_)|://|-u|rman"
+    r"|expdp|impdp|%"
     rf"|[{_INVISIBLE_CHARS}]"
     r"|[ \t]-[" + "".join(sorted({f[-1].lower() for f in _SHORT_PASSWORD_FLAGS})) + "]"
 )
