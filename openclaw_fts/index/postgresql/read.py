@@ -953,6 +953,7 @@ class PostgresSearch:
         want: int = 1,
         exact: bool = False,
         unmasked: bool = False,
+        counted: bool = True,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol. One statement counts, for each word, the messages the
         caller may see that hold it, up to :data:`WORD_COUNT_CAP` (the visibility predicate
@@ -965,7 +966,10 @@ class PostgresSearch:
         are found -- the word's whole GIN bitmap (as every search of the word reads), and at
         worst every match of the word, when the caller sees few of them. ``unmasked``: the
         same statement, each word's messages limited to those whose body holds no credential
-        mask, and only the first such message looked for (not counted)."""
+        mask, and only the first such message looked for (not counted). ``counted=False``:
+        the same statement, only the first visible message of each word looked for (a
+        search that found nothing asks it for every word of its query: counting a common
+        word's messages up to the cap, word by word, cost more than the search)."""
         plain = [w for w in dict.fromkeys(words) if w.isalnum()]  # no tsquery syntax
         if not plain:
             return []
@@ -985,13 +989,22 @@ class PostgresSearch:
             }
             if len(own) == len(plain):
                 counts = {w: messages_holding(held, w, prefix=prefix) for w, held in own.items()}
+                if not counted:
+                    return [(w, 0) for w, n in counts.items() if n][:want]
                 capped = [(w, min(n, WORD_COUNT_CAP)) for w, n in counts.items() if n]
                 return _most_first(capped, want)
-        _one_snapshot(conn)
+        if counted:
+            # The counts of several words, and the statements after them, read one snapshot.
+            # Whether the words of a query that found nothing are found is its suggestions'
+            # first statement, and mostly its only one (every word found: a filter or the
+            # combination left nothing): on a connection opened for one statement it reads
+            # its own snapshot, with no BEGIN and ROLLBACK around it (the search's statement
+            # read another one already); near words, when asked, take a transaction.
+            _one_snapshot(conn)
         where, params = _visible_sql(caller, None)
         if not exact:
             where = f"({where} AND {EXACT_SESSION})"
-        params.update(words=plain, cap=1 if unmasked else WORD_COUNT_CAP)
+        params.update(words=plain, cap=WORD_COUNT_CAP if counted and not unmasked else 1)
         if unmasked:
             where = f"{where} AND strpos(mi.body, :ellipsis) = 0"
             params["ellipsis"] = MASK_ELLIPSIS
@@ -1016,10 +1029,10 @@ class PostgresSearch:
             ),
             params,
         ).all()
-        counted = [(str(r[0]), int(r[1])) for r in found if r[1]]
-        if unmasked:
-            return [(w, 0) for w, _ in counted[:want]]
-        return _most_first(counted, want)
+        proved = [(str(r[0]), int(r[1])) for r in found if r[1]]
+        if unmasked or not counted:
+            return [(w, 0) for w, _ in proved[:want]]
+        return _most_first(proved, want)
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
         """The stored (masked) body when it is the message's clean text; a body whose CJK was

@@ -221,7 +221,7 @@ def _few_own_rows(conn: Connection, caller: Caller, exact: bool) -> bool:
 
 
 def _own_words(
-    conn: Connection, caller: Caller, head: str, exact: bool
+    conn: Connection, caller: Caller, head: str, exact: bool, *, only_kept: bool = False
 ) -> list[frozenset[str]] | None:
     """For a narrow caller with few messages (:func:`_few_own_rows`): the words starting with
     ``head`` of each of its visible messages that holds one, kept for the transaction; None
@@ -237,16 +237,17 @@ def _own_words(
     the word is visible, its near words with their counts, and whether words start with it:
     each is answered from this one read, as the statements over the caller's sessions'
     tokens in the MATCH would answer it, without reading FTS5's vocabulary of every
-    session."""
-    if (
-        len(head) < NEAR_PREFIX_CHARS
-        or any(map(is_cjk, head))
-        or not _few_own_rows(conn, caller, exact)
-    ):
+    session. ``only_kept``: only what this transaction has read already (None when it has
+    not)."""
+    if len(head) < NEAR_PREFIX_CHARS or any(map(is_cjk, head)) or not caller.is_narrow:
+        return None
+    memo: dict[Any, list[frozenset[str]] | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
+    if only_kept:
+        return memo.get((_own_visibility(conn, caller, exact)[0], head))
+    if not _few_own_rows(conn, caller, exact):
         return None
     visibility, where, params = _own_visibility(conn, caller, exact)
     key = (visibility, head)
-    memo: dict[Any, list[frozenset[str]] | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
     if key not in memo:
         params["head"] = head
         bodies = cursor(conn).execute(
@@ -807,13 +808,19 @@ class SqliteSearch:
         want: int = 1,
         exact: bool = False,
         unmasked: bool = False,
+        counted: bool = True,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol: each word proved by one statement, in the order given,
         until ``want`` are (:meth:`_prove`); their counts are not read (0): the one caller,
         :mod:`openclaw_fts.suggest`, wants one word, which needs no order. A narrow caller
         with few messages has single-token words answered from its messages' words
         (:func:`_own_words`, the read its near words share), unless ``unmasked`` (those
-        words do not say which message held them)."""
+        words do not say which message held them); with ``counted=False`` (whether the words
+        of a query that found nothing are found at all) only when this transaction has read
+        them already: a statement stopping at a word's first visible message costs less than
+        reading and tokenizing every message of the caller that holds the word's first
+        letters, one read per word (bench/NOTES.md, "Filters on the fast paths"), and a word
+        that is not found is read by its near words anyway."""
         if unmasked:
             bare = self._prove(
                 conn, caller, words, prefix=prefix, want=want, exact=exact, unmasked=True
@@ -824,7 +831,7 @@ class SqliteSearch:
         ):
             proved: list[str] = []
             for w in words:
-                held = _own_words(conn, caller, w[:NEAR_PREFIX_CHARS], exact)
+                held = _own_words(conn, caller, w[:NEAR_PREFIX_CHARS], exact, only_kept=not counted)
                 if held is None:
                     break  # the statements below answer every word
                 if messages_holding(held, w, prefix=prefix):
