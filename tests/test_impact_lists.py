@@ -380,6 +380,24 @@ def recent_plans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return chosen
 
 
+@pytest.fixture
+def recent_rests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The second statements' plans of PostgreSQL's searches ordered ``recent`` whose newest
+    rows held too few matches (``read.recent_rest``)."""
+    from openclaw_fts.index.postgresql import read as pg_read
+
+    ran: list[str] = []
+    rest = pg_read.recent_rest
+
+    def counted(*args: Any) -> Any:
+        found = rest(*args)
+        ran.extend([found] if found is not None else [])
+        return found
+
+    monkeypatch.setattr(pg_read, "recent_rest", counted)
+    return ran
+
+
 def _same_newest(
     store: TranscriptStore,
     monkeypatch: pytest.MonkeyPatch,
@@ -455,6 +473,7 @@ def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_fin
     monkeypatch: pytest.MonkeyPatch,
     newest_walks: list[int],
     recent_plans: list[str],
+    recent_rests: list[str],
 ) -> None:
     """Every session of the corpus holds messages at the same times, so row ids do not follow
     time: the newest-first walk of the newest session's rows must take in the other sessions'
@@ -464,6 +483,8 @@ def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_fin
     assert newest_walks or engine != "sqlite"
     if engine == "postgresql":  # every plan was compared with the exact statement
         assert set(recent_plans) == {"exact", "newest", "newest-sparse", "sparse"}
+        # and so was each second statement, after newest rows that held too few matches
+        assert set(recent_rests) == {"exact", "sparse"}
 
 
 def test_recent_order_after_an_import_of_older_sessions_is_the_exact_paths(

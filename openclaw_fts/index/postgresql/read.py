@@ -141,7 +141,8 @@ _TSQUERY = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, :q)"
 #: many of them (:func:`hits_sql`): with the time index (revision 0011) the planner walks them
 #: newest first with the match as a filter and stops at the limit, instead of ranking and
 #: sorting every match (bench/NOTES.md, "Filters on the fast paths"). When they hold fewer than
-#: ``limit + 1`` visible matches, the same statement answers from every match.
+#: ``limit + 1`` visible matches, a second statement answers from every match
+#: (:func:`recent_rest`).
 RECENT_WALK_ROWS = 4096
 #: The newest rows a query requiring several tracked words looks among first (the
 #: ``newest-sparse`` plan of :data:`RecentPlan`): enough to answer when its matches are dense
@@ -154,19 +155,32 @@ _RECENT_FLOOR = (
     "OFFSET :recent_rows LIMIT 1), -9223372036854775808)"
 )
 #: How :func:`hits_sql` reads a wide caller's matches ordered ``recent`` (no ``sessionKey``):
-#: ``newest`` looks among the :data:`RECENT_WALK_ROWS` newest rows first and, when they hold
-#: fewer than ``limit + 1`` matches, walks the time index newest first (the one word the
-#: matches must hold is tracked: frequent, so either walk stops early); ``sparse`` reads
-#: every match through the GIN index and sorts them (a required word is not tracked: it has
-#: fewer matches than ``FREQUENT_TERM_MIN_DOCS`` unless the writer has not promoted it yet,
-#: too few for the newest rows of a caller who sees part of the index, and walking the time
-#: index for them read thousands of rows: bench/NOTES.md, "Filters on the fast paths");
-#: ``newest-sparse`` looks among the newest rows first, then as ``sparse`` (several tracked
+#: ``newest`` looks among the :data:`RECENT_WALK_ROWS` newest rows and, when they hold fewer
+#: than ``limit + 1`` matches, a second statement reads every match, the ``exact`` plan (the
+#: planner walks the time index newest first for it: the one word the matches must hold is
+#: tracked, frequent, so either walk stops early); ``sparse`` reads every match through the
+#: GIN index and sorts them (a required word is not tracked: it has fewer matches than
+#: ``FREQUENT_TERM_MIN_DOCS`` unless the writer has not promoted it yet, too few for the
+#: newest rows of a caller who sees part of the index, and walking the time index for them
+#: read thousands of rows: bench/NOTES.md, "Filters on the fast paths"); ``newest-sparse``
+#: looks among the newest rows, then (a second statement) as ``sparse`` (several tracked
 #: words are required: their matches together may be as many as each word's, or few);
 #: ``exact`` is the one statement, ordered and limited, the planner choosing (and the
 #: reference the others are tested against). All give the same rows in the same order: the
 #: choice is a plan, never the rows.
 RecentPlan = Literal["exact", "newest", "sparse", "newest-sparse"]
+#: The plan that reads every match after a ``newest`` or ``newest-sparse`` statement found
+#: fewer than ``limit + 1`` among the newest rows: a second statement, run only then. (One
+#: statement holding both, the second behind a one-time filter, cost its planning every
+#: time: 1.7-2.6 ms at 100k, against 3-4 ms for the whole search by relevance.)
+RECENT_FALLBACK: dict[RecentPlan, RecentPlan] = {"newest": "exact", "newest-sparse": "sparse"}
+
+
+def recent_rest(recent: RecentPlan, found: int, limit: int) -> RecentPlan | None:
+    """The plan of the second statement of a search ordered ``recent`` whose first, of plan
+    ``recent``, found ``found`` rows: :data:`RECENT_FALLBACK`'s when the newest rows held
+    fewer than ``limit + 1`` matches, else None (the first statement answered)."""
+    return RECENT_FALLBACK.get(recent) if found <= limit else None
 
 
 def _required_words(compiled: CompiledQuery) -> list[str]:
@@ -308,21 +322,13 @@ def hits_sql(
 
             if recent == "sparse":
                 return gin(""), params
-            # The newest rows' matches (``n``) are the answer when they are ``limit + 1``: every
-            # match they leave out is older than all of them. Otherwise every match is read
-            # (the second branch runs only then: a one-time filter).
+            # The newest rows' matches: the answer when they are ``limit + 1`` (every match
+            # they leave out is older than all of them); otherwise the caller runs the
+            # statement of RECENT_FALLBACK's plan.
             sparse = recent == "newest-sparse"
             params["recent_rows"] = RECENT_SPARSE_WALK_ROWS if sparse else RECENT_WALK_ROWS
-            near = (
-                f"{wide}{match} AND mi.timestamp_ms >= {_RECENT_FLOOR} ORDER BY {order} LIMIT :lim"
-            )
-            short = " AND (SELECT count(*) FROM n) < :lim"
-            every = f"{wide}{match}{short} ORDER BY {order} LIMIT :lim"
-            if sparse:
-                every = gin(short)
             sql = (
-                f"WITH n AS MATERIALIZED ({near}) SELECT n.* FROM n "
-                f"WHERE (SELECT count(*) FROM n) >= :lim UNION ALL ({every})"
+                f"{wide}{match} AND mi.timestamp_ms >= {_RECENT_FLOOR} ORDER BY {order} LIMIT :lim"
             )
             return sql, params
         return f"{wide}{match} ORDER BY {order} LIMIT :lim", params
@@ -737,6 +743,13 @@ class PostgresSearch:
         if word is None:
             recent = self._recent_plan(conn, caller, req)
             sql, params = folded_sql(caller, req, memo=memo, few=few, recent=recent)
+            rows = conn.execute(_statement(sql), params).all()
+            rest = recent_rest(recent, sum(r[6] is not None for r in rows), req.limit)
+            if rest is None:
+                return rows
+            if rows[0][1] is None:
+                memo = (str(rows[0][0]), bool(rows[0][2]))
+            sql, params = folded_sql(caller, req, memo=memo, few=few, recent=rest)
             return conn.execute(_statement(sql), params).all()
         tracked = self._tracked_words(conn)
         if word in tracked:
@@ -803,6 +816,10 @@ class PostgresSearch:
             recent = self._recent_plan(conn, caller, req)
             sql, params = with_bodies_sql(caller, req, exact=exact, agents=agents, recent=recent)
             rows = conn.execute(text(sql), params).all()
+            rest = recent_rest(recent, len(rows), req.limit)
+            if rest is not None:  # too few matches among the newest rows
+                sql, params = with_bodies_sql(caller, req, exact=exact, agents=agents, recent=rest)
+                rows = conn.execute(text(sql), params).all()
         # for hit_texts, in this transaction (index rows never change)
         keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in rows})
         return [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows]
