@@ -327,6 +327,56 @@ def test_a_filter_the_list_cannot_answer_takes_the_exact_path(
     assert walks == []
 
 
+def test_a_window_written_out_of_time_order_walks_the_list_with_every_row_of_it(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    """SQLite bounds the ids a walk may keep by the window's rows (``impact._id_bound``), so
+    rows whose ids do not follow their times must stay in: a session written after the
+    others but older (an import: its rows are in every ``until`` window, with the highest
+    ids), and one written last whose first message opens a ``since`` window that the other
+    sessions' last messages, with lower ids, are in too. Each window answers as the exact
+    path does, with the bound and without it (a window wider than it allows); a window that
+    holds no row answers nothing."""
+    corpus.create_session("old", "agent:main:old", agent_id="main")
+    old = chain([_text(9, i) for i in range(300)], prefix="old")
+    for event in old:
+        event["timestamp"] = event["timestamp"] - 10**9
+    corpus.append_many("old", old)
+    corpus.create_session("late", "agent:ops:late", agent_id="ops")
+    late = chain([_text(8, i) for i in range(400)], prefix="late")
+    opens = T0 + (PER_SESSION - 400) * 1000 + 500
+    for n, event in enumerate(late):
+        event["timestamp"] = opens + n * 1000
+    corpus.append_many("late", late)
+    windows: tuple[dict[str, Any], ...] = (
+        {"since": opens},
+        {"until": T0 + 150_000},
+        {"since": opens, "until": opens + 200_000},
+        {"role": "user", "until": T0 + 150_000},
+    )
+    for bound in (sqlite_impact.WINDOW_BOUND_ROWS, 0):
+        monkeypatch.setattr(sqlite_impact, "WINDOW_BOUND_ROWS", bound)
+        for caller in CALLERS.values():
+            for window in windows:
+                before = len(walks)
+                fast, exact = _both_paths(corpus, monkeypatch, caller, "alpha", **window)
+                assert len(exact) == LIMIT, window
+                assert [h[:2] for h in fast] == [h[:2] for h in exact], (bound, window)
+                assert len(walks) - before == 1, (caller.visibility, window)
+                _passes(corpus, caller, "alpha", window)
+        # rows on the far side of the window's edge in ids are among the best ones
+        since, _ = _both_paths(corpus, monkeypatch, CALLERS["all"], "alpha", since=opens)
+        assert {session for session, _, _ in since} - {"late"}
+        until, _ = _both_paths(corpus, monkeypatch, CALLERS["all"], "alpha", until=T0 + 150_000)
+        assert "old" in {session for session, _, _ in until}
+    if corpus.engine.dialect.name == "sqlite":  # answered from the time index alone
+        before = len(walks)
+        for caller in CALLERS.values():
+            nothing = _both_paths(corpus, monkeypatch, caller, "alpha", since=opens + 10**9)
+            assert nothing == ([], [])
+        assert len(walks) - before == len(CALLERS)
+
+
 # -- the ``recent`` order -----------------------------------------------------------------------
 
 #: Queries ordered ``recent``: frequent words, two words, a phrase, a prefix, a rarer word

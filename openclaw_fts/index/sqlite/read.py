@@ -538,7 +538,15 @@ class SqliteSearch:
             filters = user_filters(req, params)
             pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
             top = impact.top_hits(
-                cursor(conn), word, where, params, req.limit + 1, pending, filters
+                cursor(conn),
+                word,
+                where,
+                params,
+                req.limit + 1,
+                pending,
+                filters,
+                since=req.since,
+                until=req.until,
             )
             if top is not None:
                 return top
