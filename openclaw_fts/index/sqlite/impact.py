@@ -64,7 +64,7 @@ SAMPLE_MARGIN = 0.6
 #: Row ids bound per statement (as a JSON array).
 ID_CHUNK = 5000
 #: Widest span of ids (from the row at a ``since`` / ``until`` window's edge to the newest /
-#: oldest id) for which a list walk bounds the ids it may keep (:func:`_id_bound`: the
+#: oldest id) for which a list walk bounds the ids it may keep (:func:`id_bound`: the
 #: window's lowest or highest id, read from the time index), so that it skips the list rows
 #: outside that range on the walk index alone, without reading their rows. A wider window
 #: costs more to read and keeps a larger share of a list, which the walk meets soon enough
@@ -73,7 +73,7 @@ ID_CHUNK = 5000
 #: list and index rows a common word's walk read without it (bench/NOTES.md, "Filters on
 #: the fast paths").
 WINDOW_BOUND_ROWS = 16384
-#: :func:`_id_bound` of a window that holds no index row (no id is negative).
+#: :func:`id_bound` of a window that holds no index row (no id is negative).
 EMPTY_WINDOW = -1
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
@@ -429,7 +429,7 @@ def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
     return (hit[7] if hit[7] is not None else 0.0, -hit[5], hit[6], hit[3], hit[0])
 
 
-def _id_bound(cur: sqlite3.Cursor, at: int, *, since: bool) -> int | None:
+def id_bound(cur: sqlite3.Cursor, at: int, *, since: bool) -> int | None:
     """The lowest id of the index rows with ``timestamp_ms >= at`` (``since``), or the highest
     of those with ``timestamp_ms <= at``; None when the window's ids span more than
     :data:`WINDOW_BOUND_ROWS` (no bound: the walk meets its rows soon enough);
@@ -467,8 +467,8 @@ def top_hits(
     pending: str,
     filters: str = "",
     *,
-    since: int | None = None,
-    until: int | None = None,
+    low: int | None = None,
+    high: int | None = None,
 ) -> list[Hit] | None:
     """The best ``want`` visible hits of the one tracked word ``word`` in bm25 order (``rank``:
     minus the factor, no IDF: lower is better), or None when it is not tracked or its list
@@ -477,14 +477,13 @@ def top_hits(
     ``where``/``params``: the visibility over sessions ``s``; ``pending``: the join that keeps
     only exactly indexed sessions ('' when none is pending); ``filters``: the search's own
     filters over the index rows ``mi`` (``AND …``, their values in ``params``), applied in the
-    walking statement before its limit; ``since`` / ``until``: the time window among them,
-    whose id range (:func:`_id_bound`) the walk also applies to the list rows themselves
-    (their ids are in the walk index), so a list row outside it is skipped without reading
-    its index row."""
+    walking statement before its limit; ``low`` / ``high``: bounds of the ids of every row
+    that can pass them (:func:`id_bound` of the search's time window, or None), which the walk
+    also applies to the list rows themselves (their ids are in the walk index), so a list row
+    outside them is skipped without reading its index row; :data:`EMPTY_WINDOW`: no row
+    can pass."""
     if not is_tracked(cur, word):
         return None
-    low = _id_bound(cur, since, since=True) if since is not None else None
-    high = _id_bound(cur, until, since=False) if until is not None else None
     if EMPTY_WINDOW in (low, high):
         return []  # the window holds no index row: nothing can pass it
     ids = ("AND row_id >= :low " if low is not None else "") + (
