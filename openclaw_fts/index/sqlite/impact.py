@@ -68,10 +68,9 @@ ID_CHUNK = 5000
 #: window's lowest or highest id, read from the time index), so that it skips the list rows
 #: outside that range on the walk index alone, without reading their rows. A wider window
 #: costs more to read and keeps a larger share of a list, which the walk meets soon enough
-#: without the bound. Measured at 100k events (the bench's
-#: 7 days: 8,044 rows, ids spanning 8,224): ~0.4-0.7 ms CPU for the bound, against 2-6 ms of
-#: list and index rows a common word's walk read without it (bench/NOTES.md, "Filters on
-#: the fast paths").
+#: without the bound. Measured at 100k events (the bench's 7 days: 8,044 rows, ids spanning
+#: 8,224): ~0.4-0.7 ms CPU for the bound, against 2-6 ms of list and index rows a common
+#: word's walk read without it (bench/NOTES.md, "Filters on the fast paths").
 WINDOW_BOUND_ROWS = 16384
 #: :func:`id_bound` of a window that holds no index row (no id is negative).
 EMPTY_WINDOW = -1

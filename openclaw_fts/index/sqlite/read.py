@@ -576,7 +576,10 @@ class SqliteSearch:
             where, params = _visible_sql(caller, None, pred)
             filters = user_filters(req, params)
             pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
-            low, high = _window_ids(conn, req)
+            # a window's id bounds for a word with a list only (one that has none takes the
+            # exact path: no bound to pay for)
+            tracked = impact.is_tracked(cursor(conn), word)
+            low, high = _window_ids(conn, req) if tracked else (None, None)
             top = impact.top_hits(
                 cursor(conn),
                 word,
