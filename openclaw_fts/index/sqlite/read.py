@@ -407,27 +407,33 @@ def _newest_hits(
     else:
         last_kept = min(r[0] for r in rows)
         boundary = sorted(rows, key=_newest_first)[want - 1]
-        # How many they are and the lowest id, counted in the time index (ids only; `+mi.id`:
-        # the time range drives, the ids below the last kept row are most rows). Reading the
-        # ids into Python (~900 a common word at 100k) cost more than the rest of the proof.
+        # How many they are (up to one past the cap: a rare word's walk reaches far back,
+        # behind tens of thousands) and the lowest id, counted in the time index (ids only;
+        # `+mi.id`: the time range drives, the ids below the last kept row are most rows).
+        # Reading the ids into Python (~900 a common word at 100k) cost more than the rest.
         strays, first = cur.execute(
-            f"SELECT count(*), min(+mi.id) FROM {CONTENT_TABLE} AS mi "
-            "WHERE mi.timestamp_ms >= :t AND +mi.id < :last",
-            {"t": boundary[5], "last": last_kept},
+            f"SELECT count(*), min(id) FROM (SELECT +mi.id AS id FROM {CONTENT_TABLE} AS mi "
+            "WHERE mi.timestamp_ms >= :t AND +mi.id < :last LIMIT :n)",
+            {"t": boundary[5], "last": last_kept, "n": RECENT_STRAYS + 1},
         ).fetchone()
         if strays > RECENT_STRAYS:
             return None
         if strays:
-            # the matches among them: one read of the doclist over their id range, kept when
-            # among them (a set SQLite builds once from the time index: `+rowid` keeps FTS5
-            # from seeking its doclist once per id), then joined and judged as the walk's rows
-            ranged = (
-                f"SELECT rowid AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
-                "AND rowid >= :first AND rowid < :last AND +rowid IN (SELECT +mi.id FROM "
-                f"{CONTENT_TABLE} AS mi WHERE mi.timestamp_ms >= :t AND +mi.id < :last)"
+            # The newest `want` of them in result order that match (one read of the doclist
+            # over their id range, as a set SQLite builds once) and pass, read newest first
+            # from the time index: the time index gives the order's first key, so only the
+            # rows of the times reached are read and sorted, where joining every matching
+            # one (~300 a very common word at 100k) cost more than the walk. Only those can
+            # rank among the `want` kept.
+            newest = (
+                f"SELECT +ti.id AS id, ti.timestamp_ms AS ts FROM {CONTENT_TABLE} AS ti "
+                "WHERE ti.timestamp_ms >= :t AND +ti.id < :last"
             )
             rows += cur.execute(
-                select.format(matches=ranged),
+                select.format(matches=newest)
+                + f" AND +f.id IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
+                "AND rowid >= :first AND rowid < :last) "
+                "ORDER BY f.ts DESC, s.session_key, mi.event_id, mi.id LIMIT :want",
                 {**params, "first": first, "last": last_kept, "t": boundary[5]},
             ).fetchall()
     rows = sorted(rows, key=_newest_first)[:want]
