@@ -16,6 +16,7 @@ import itertools
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -130,15 +131,59 @@ def _database(pg_server: PgServer, template: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+def _summary_state() -> dict[str, object]:
+    """This process's account of the PostgreSQL half, as plain data (sent by xdist workers)."""
     server = _state["server"]
-    if isinstance(server, PgServer):
+    return {
+        "version": server.version if isinstance(server, PgServer) else None,
+        "reason": _state["reason"],
+        "tests": _state["tests"],
+        "start_s": _state["start_s"],
+    }
+
+
+class _WorkerSummaries:
+    """Under pytest-xdist (CI runs ``-n auto``) each worker starts its own server: the workers
+    send their accounts to the controller, whose summary line adds them up."""
+
+    def __init__(self) -> None:
+        self.accounts: list[dict[str, object]] = []
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        account = getattr(node, "workeroutput", {}).get("openclaw_fts_pg")
+        if isinstance(account, dict):
+            self.accounts.append(account)
+
+
+_workers = _WorkerSummaries()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_workers, "openclaw_fts_pg_workers")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    output = getattr(session.config, "workeroutput", None)
+    if isinstance(output, dict):  # an xdist worker: the controller writes the summary
+        output["openclaw_fts_pg"] = _summary_state()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    accounts = [_summary_state(), *_workers.accounts]
+    ran = [a for a in accounts if a["version"] is not None]
+    reasons = [a["reason"] for a in accounts if a["reason"] is not None]
+    if ran:
+        databases = sum(int(str(a["tests"])) for a in ran)
+        start = max(float(str(a["start_s"])) for a in ran)
+        servers = f", {len(ran)} servers" if len(ran) > 1 else ""
         terminalreporter.write_line(
-            f"PostgreSQL half: ran ({_state['tests']} databases on {server.version}, "
-            f"server start {float(str(_state['start_s'])):.1f}s)"
+            f"PostgreSQL half: ran ({databases} databases on {ran[0]['version']}{servers}, "
+            f"server start {start:.1f}s)"
         )
-    elif _state["reason"] is not None:
+    if reasons:
         verb = "FAILED" if postgresql_required() else "skipped"
-        terminalreporter.write_line(f"PostgreSQL half: {verb} — {_state['reason']}")
-    else:
+        terminalreporter.write_line(f"PostgreSQL half: {verb} — {reasons[0]}")
+    elif not ran:
         terminalreporter.write_line("PostgreSQL half: not selected in this run")
