@@ -24,7 +24,7 @@ from openclaw_fts.redact import (
     mask_secret,
     redact_text,
 )
-from openclaw_fts.redact import engine as redact
+from openclaw_fts.redact import scan as redact_scan
 
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 B64 = ALNUM + "+/"
@@ -560,7 +560,7 @@ def test_odd_unicode_does_not_break_anything() -> None:
 
 
 def test_too_many_candidates_mask_the_rest_of_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(redact, "MAX_CANDIDATES_PER_RULE", 3)
+    monkeypatch.setattr(redact_scan, "MAX_CANDIDATES_PER_RULE", 3)
     secrets = [f"tok{i}abcdefghijklmnopq" for i in range(6)]
     text = "start " + " ".join(f"TOKEN={s}" for s in secrets) + " end"
     out = redact_text(text)
@@ -584,8 +584,8 @@ def test_a_long_log_with_a_candidate_on_every_line_is_examined_whole() -> None:
 
 
 def test_a_dense_hostile_text_still_stops_at_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(redact, "MAX_CANDIDATES_PER_RULE", 3)
-    monkeypatch.setattr(redact, "CHARS_PER_EXTRA_CANDIDATE", 100)
+    monkeypatch.setattr(redact_scan, "MAX_CANDIDATES_PER_RULE", 3)
+    monkeypatch.setattr(redact_scan, "CHARS_PER_EXTRA_CANDIDATE", 100)
     text = "a" * 200 + " " + " ".join(f"TOKEN=tok{i}abcdefghijklmnopq" for i in range(8))
     out = redact_text(text)
     assert out.endswith(OVERFLOW_MASK)  # 7 candidates examined: 3 + 425 // 100

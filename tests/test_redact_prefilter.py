@@ -1,4 +1,4 @@
-"""The redaction prefilter (openclaw_fts/redact/engine.py, ``_ANY_RULE_RE``): a text where no
+"""The redaction prefilter (openclaw_fts/redact/pipeline.py, ``nothing_to_find``): a text where no
 rule's trigger occurs is returned without running the rules. It must never skip a text some
 rule masks: the default redactor (prefilter on) and a redactor with a host pattern that never
 matches (the prefilter is off whenever a host adds patterns, so every rule runs) agree on

@@ -10,35 +10,37 @@ format (``***`` for a password or a short secret, the first 6 and last 4 charact
 Modules (one responsibility each):
 
 * :mod:`.data`: the rule DATA (vendor prefixes and token shapes, password commands, the name
-  words), each rule with a sample the suite masks;
-* :mod:`.families`: the rule families added on top of the engine, each a prefilter, a finder
-  and its word lists (data in :mod:`.family_data`), run by one pipeline;
-* :mod:`.engine`: the scanner that runs every rule on the original text, merges the spans and
-  renders the masks (the mask format and the candidate budget live there).
+  words), each rule with a sample the suite masks; :mod:`.family_data`: the families' words;
+* :mod:`.judges`: the judgments several rules share (sensitive names, references, randomness);
+* :mod:`.scan`: the per-text scan context every finder gets (cached views, the budget);
+* :mod:`.rules` (one module per family) and :mod:`.families`: the finders;
+* :mod:`.pipeline`: every rule with its prefilter (data) and its finder, run by one loop;
+* :mod:`.engine`: merges the spans and renders the masks (the mask format lives there).
 """
 
 from __future__ import annotations
 
+from .data import EXPRESSION_WORDS
 from .engine import (
-    CHARS_PER_EXTRA_CANDIDATE,
     DEFAULT_REDACTOR,
-    EXPRESSION_WORDS,
     KEEP_END_CHARS,
     KEEP_START_CHARS,
-    MAX_CANDIDATES_PER_RULE,
     MIN_PARTIAL_MASK_CHARS,
     OVERFLOW_MASK,
     Redactor,
     field_mask,
+    mask_fragments,
+    mask_secret,
+    redact_text,
+)
+from .judges import (
     is_opaque_token,
     is_password_name,
     is_sensitive_name,
     is_weak_secret_name,
     looks_random,
-    mask_fragments,
-    mask_secret,
-    redact_text,
 )
+from .scan import CHARS_PER_EXTRA_CANDIDATE, MAX_CANDIDATES_PER_RULE
 
 __all__ = [
     "CHARS_PER_EXTRA_CANDIDATE",

@@ -2,8 +2,9 @@
 
 Invariant: this module holds DATA only (no scanning): every rule carries a ``sample`` that the
 built-in redactor must mask (the test suite checks each one, so a rule is added as one line
-here with its sample). :mod:`openclaw_fts.redact.engine` compiles these rules into its
-scanner; docs/redaction.md describes the families in words.
+here with its sample). The rule modules (:mod:`openclaw_fts.redact.rules`) compile these into
+their finders; the last section holds their word lists. docs/redaction.md describes the
+families in words.
 
 Kinds of rules (and, at the end, the NAME words: which variable, field, flag and URL
 parameter names hold a secret, which are harmless, which are weak):
@@ -1064,3 +1065,72 @@ SDK_SETUP_CALLS: Final = frozenset(
 )
 # Words of such a label that name the key (``withIdentifier``, ``appKey``, ``withAppSecret``).
 SDK_KEY_LABEL_WORDS: Final = frozenset({"identifier", "key", "secret", "token"})
+
+
+# --------------------------------------------------------------------------- rules' word lists
+
+# An explicit body label (``body: code=…``, ``form_body=signature=…``), found on the
+# lower-cased text, then the single pair after it.
+BODY_LABELS: Final = ("body", "form", "payload")
+
+# Words of a query parameter name that make it a secret wherever they stand in it
+# (``__openclaw_mms_token_<id>``), unless the name ends in a harmless word (``token_count``).
+QUERY_SECRET_WORDS: Final = frozenset({"token", "secret", "password", "signature"})
+
+QUERY_HARMLESS_LAST: Final = frozenset({"count", "type", "kind", "name", "limit", "algorithm"})
+
+#: A secret's word in prose, in its usual spellings (``the ritekit secret 3f9a…``).
+PROSE_KEY_WORDS: Final = ("secret", "key", "token", "password", "passwd", "apikey", "credential")
+
+#: Last words of the payment names (a card number, its CVC): their value is masked only when it
+#: is made of digits (``cvc: 123``, ``card_number=4111 1111 …``); ``security_code="CVV2"`` is a
+#: label.
+PAYMENT_WORDS: Final = frozenset({"cvc", "cvv", "code", "number"})
+
+#: Words after ``password:`` that describe the field rather than being the password.
+DESCRIPTIVE_VALUES: Final = frozenset(
+    {"string", "str", "text", "required", "optional", "none", "secret", "hidden", "masked",
+     "redacted", "omitted", "empty", "blank", "unset", "yes", "no", "on", "off", "enabled",
+     "disabled", "prompt", "ask", "env", "file", "see", "your", "the", "a", "an", "same",
+     "boolean", "bool", "int", "integer", "object", "array", "secretstr", "password", "type"}
+)  # fmt: skip
+
+AUTH_SCHEMES: Final = ("bearer", "basic", "token", "bot", "apikey", "api-key", "sso-key")
+
+# Words that follow a flag in prose ("pass --token or --token-file"), never a secret.
+PROSE_WORDS: Final = frozenset(
+    {"a", "an", "and", "as", "flag", "for", "if", "in", "is", "of", "option", "or", "the", "to",
+     "with", "instead", "when"}
+)  # fmt: skip
+
+#: A command word right after one of these is part of a longer word or path (checked in Python).
+COMMAND_GLUE: Final = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/"
+)
+
+# ``.netrc``: ``machine host login user password SECRET`` (on one line or several).
+NETRC_WORDS: Final = ("machine", "default")
+
+# ``sqlplus user/SECRET@db`` (Oracle tools, also ``rman``, ``expdp``/``impdp``).
+SLASH_PASSWORD_COMMANDS: Final = ("sqlplus", "rman", "expdp", "impdp", "sqlldr")
+
+# Literal values that are never credentials (``token = None``, ``"password": null``). The short
+# mask ``***`` is not one either (re-redacting a redacted text changes nothing).
+LITERAL_VALUES: Final = frozenset(
+    {"false", "nil", "none", "null", "true", "undefined", "yes", "no", "on", "off"}
+)
+
+PLACEHOLDERS: Final = frozenset({"%s", "%d", "%r", "%x", "?", "<redacted>", "<token>", "salt"})
+
+# Where a tool reads the secret from (``--passphrase file://…``, ``pass:env:VAR``).
+SOURCE_PREFIXES: Final = ("file:", "fileb:", "env:")
+
+# Last words of a variable named for a password that a CamelCase value may end with; in an
+# assignment WITHOUT blanks (``DB_PASSWORD=SuperPwd``, env and YAML) such a value is a password.
+PASSWORD_VALUE_SUFFIXES: Final = ("pwd", "pass", "password", "passwd")
+
+#: Words that start an expression rather than being a value (``token = await fetch()``): a
+#: named value that is exactly one of them is read as code, never masked.
+EXPRESSION_WORDS: Final = frozenset(
+    {"await", "new", "lambda", "function", "async", "yield", "typeof", "not", "self", "this"}
+)

@@ -6,7 +6,7 @@ search) and a FINDER yielding ``(start, end, whole)`` spans of the ORIGINAL text
 password, masked ``***`` whatever its length). Finders are linear: each is driven by one
 ``finditer`` whose pattern starts at a literal or a bounded class, and the work at each match
 is bounded by the named constants below. Word lists are data (:mod:`.family_data`).
-:func:`family_spans` runs the pipeline; the engine merges these spans with its own.
+The one pipeline (:mod:`.pipeline`) runs these rules beside the others.
 
 Families here:
 
@@ -73,8 +73,11 @@ class Rule:
     name: str
     prefilter: re.Pattern[str]
     find: Callable[[str, str], Iterator[Span]]
-    #: The prefilter runs on the lower-cased text (the finder gets both).
+    #: The prefilter (and :attr:`words`) run on the lower-cased text (the finder gets both).
     on_lowered: bool = False
+    #: The finder finds nothing in a text holding none of these words: tested before the
+    #: prefilter (a substring test costs less than a regex search on a short line).
+    words: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- names
@@ -466,26 +469,15 @@ def is_lower_token(token: str) -> bool:
 # --------------------------------------------------------------------------- the pipeline
 
 PIPELINE: Final[tuple[Rule, ...]] = (
-    Rule("named-values", _KEYWORD_RE, _named_values, on_lowered=True),
-    Rule("manifest-secrets", re.compile(r"(?i)kind:"), _manifest_secrets),
-    Rule("bundler-credentials", re.compile(r"BUNDLE_"), _bundler_credentials),
-    Rule("basic-auth-users", re.compile(r"://|-u|--user"), _basic_auth_users),
+    Rule(
+        "named-values",
+        _KEYWORD_RE,
+        _named_values,
+        on_lowered=True,
+        words=("secret", "pass", "pw", "credent", "key", "access"),
+    ),
+    # (the finder reads ``kind:`` in lower case only: ``_SECRET_KIND_RE``)
+    Rule("manifest-secrets", re.compile(r"(?i)kind:"), _manifest_secrets, words=("kind:",)),
+    Rule("bundler-credentials", re.compile(r"BUNDLE_"), _bundler_credentials, words=("BUNDLE_",)),
+    Rule("basic-auth-users", re.compile(r"://|-u|--user"), _basic_auth_users, words=("://", "-u")),
 )
-
-
-#: One pass for all families: no family can find anything in a text where this finds nothing
-#: (on the lower-cased text: it holds every family's prefilter literal, lower-cased).
-_ANY_FAMILY_RE: Final = re.compile(r"secret|pass|pw|credent|key|access|kind:|bundle_|://|-u|--user")
-
-
-def family_spans(text: str, low: str | None = None) -> list[Span]:
-    """Every span of every family whose prefilter finds its keyword in ``text`` (``low``:
-    ``text`` lower-cased position for position, when the caller has it already)."""
-    low = lowered(text) if low is None else low
-    if _ANY_FAMILY_RE.search(low) is None:
-        return []  # (most ordinary lines: one regex search)
-    spans: list[Span] = []
-    for rule in PIPELINE:
-        if rule.prefilter.search(low if rule.on_lowered else text) is not None:
-            spans.extend(rule.find(text, low))
-    return spans

@@ -1,0 +1,1 @@
+"""The rule modules of credential masking, grouped by family (see :mod:`..pipeline`)."""

@@ -1,0 +1,341 @@
+"""Rule family ``bare high-entropy tokens``: tokens with no name and no known prefix.
+
+Invariant: every finder here reads only the runs of 20+ token characters (its prefilter in
+:mod:`..pipeline`): :func:`opaque` a run that is random by shape
+(:func:`..judges.is_opaque_token`, an upper/lower-case key of :mod:`..families`, a 40-character
+AWS secret key, a Discord bot token); :func:`code_literals` a random-looking quoted literal
+where code passes a key; :func:`prose_keys` a secret's word followed by a random-looking
+token. Public values are spared: the values of id and pagination names
+(:func:`public_values`), public checksums, data URLs, public PEM blocks.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import sys
+from typing import Final
+
+from .. import data as rules
+from ..families import is_lower_token, is_upper_token
+from ..judges import (
+    _HEX_RE,
+    _NAME_WORD_RE,
+    _PUBLIC_HASH_PREFIXES,
+    _REVERSED_NAME_RE,
+    _UUID_RE,
+    MAX_RANDOM_LITERAL_CHARS,
+    MIN_OPAQUE_TOKEN_CHARS,
+    MIN_RANDOM_LITERAL_CHARS,
+    _by_first_character,
+    _mean_piece_chars,
+    is_opaque_token,
+    looks_random,
+)
+from ..scan import _PLAIN, Scan
+
+#: Longest run examined: longer runs are data (base64 images, minified code), not keys.
+MAX_OPAQUE_TOKEN_CHARS: Final = 512
+
+
+# ``/`` separates (paths, URLs); a key holding ``/`` is found by the AWS rule below.
+_OPAQUE_RE: Final = re.compile(
+    rf"(?<![A-Za-z0-9+/_\-=.%\\])[A-Za-z0-9+_\-]{{{MIN_OPAQUE_TOKEN_CHARS},{MAX_OPAQUE_TOKEN_CHARS}}}"
+    r"(?![A-Za-z0-9+/_\-.])=*"
+)
+
+
+#: Characters of an AWS secret access key (base64 of 30 random bytes).
+AWS_SECRET_KEY_CHARS: Final = 40
+
+
+_AWS_SECRET_RE: Final = re.compile(
+    rf"(?<![A-Za-z0-9+/=_\-.%:\\])[A-Za-z0-9+/]{{{AWS_SECRET_KEY_CHARS}}}(?![A-Za-z0-9+/=_\-.])"
+)
+
+
+# Discord bot token: 24-28 base64url characters, a 6-character timestamp, a 27+ HMAC.
+_DISCORD_BOT_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9_\-.])[A-Za-z0-9_\-]{24,28}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}"
+)
+
+
+MIN_DISCORD_BOT_CHARS: Final = 24 + 1 + 6 + 1 + 27
+
+
+#: Widths of the lines of PEM (64) and MIME (76) base64 bodies: a line that is nothing but a
+#: base64 run of this width is a body line of an encoded certificate or attachment.
+ENCODED_LINE_WIDTHS: Final = frozenset({64, 76})
+
+
+# ``git describe`` output (``COREUTILS-6_8-58-g553d347d3``): a tag, a count, ``g`` + commit.
+_GIT_DESCRIBE_RE: Final = re.compile(r".*-[0-9]+-g[0-9a-f]{7,40}")
+
+
+def _is_public_run(text: str, start: int, token: str) -> bool:
+    """A base64-looking run that is public by nature: it holds a UUID (an identifier such as
+    ``ArchiveRule-<uuid>``), is a ``git describe`` name, or is a whole line of a PEM/MIME body."""
+    if "EXAMPLE" in token:
+        return True  # AWS's documentation placeholder (``AKIAIOSFODNN7EXAMPLE``, ``…-EXAMPLE1``)
+    if "-" in token and (_UUID_RE.search(token) or _GIT_DESCRIBE_RE.fullmatch(token)):
+        return True
+    if len(token) in ENCODED_LINE_WIDTHS:
+        end = start + len(token)
+        line_start = text.rfind("\n", 0, start) + 1
+        return not text[line_start:start].strip() and (end == len(text) or text[end] in "\r\n")
+    return False
+
+
+#: A 40-character run whose letter/digit pieces average this many characters or more is an
+#: identifier (``GoogleCloudDataplexV1EntrySourceAncestor``), not an AWS secret key.
+MAX_AWS_SECRET_MEAN_PIECE_CHARS: Final = 3.0
+
+
+# A quoted literal that may be an unnamed key (its context is checked in Python).
+_QUOTED_LITERAL_RE: Final = re.compile(
+    r"(?P<q>[\"'`])(?P<value>[A-Za-z0-9_+/=.~\-]"
+    rf"{{{MIN_RANDOM_LITERAL_CHARS},{MAX_RANDOM_LITERAL_CHARS}}})(?P=q)"
+)
+
+
+#: Characters looked at before a literal for its call or its name.
+MAX_LITERAL_CONTEXT_CHARS: Final = 160
+
+
+# The callee before ``(``: ``new Foo``, ``pkg.NewClient``, ``Stripe``, ``client.login``, with
+# an optional generic argument (``Create<T>``).
+_CALLEE_RE: Final = re.compile(
+    r"(?P<new>\bnew[ \t]+)?(?P<callee>[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)"
+    r"[ \t]*(?:<[^<>\n]{0,64}>)?[ \t]*$"
+)
+
+
+# In prose, a secret's word (:data:`..data.PROSE_KEY_WORDS`) and then the key (``the ritekit
+# secret 3f9a…``, ``my API key is q7vX…``): an optional ``is``/``was``, then a token. Matched
+# on the LOWER-CASED text (the value is read from the original text).
+_PROSE_KEY_RE: Final = re.compile(
+    r"(?P<word>"
+    + _by_first_character(sorted(rules.PROSE_KEY_WORDS, key=len, reverse=True))
+    + r")s?"
+    r"[ \t]{1,4}(?:(?:is|was|of|for|to|=|:)[ \t]{1,4})?"
+    rf"(?P<value>[A-Za-z0-9_+/=~\-]{{{MIN_RANDOM_LITERAL_CHARS},{MAX_RANDOM_LITERAL_CHARS}}})"
+    r"(?![A-Za-z0-9_+/=~\-])"
+)
+
+
+# The name before ``=``/``:``/``:=``/``=>`` (``key``, ``"key"``, ``cfg['key']``, ``$key``).
+_LITERAL_NAME_RE: Final = re.compile(
+    r"(?P<name>[A-Za-z_$][\w$.\-]{0,63})[\"'`]?\]?[ \t]*(?::=|=>|=|:)[ \t]*$"
+)
+
+
+def _callee_takes_keys(callee: str, constructed: bool) -> bool:
+    """Whether a literal argument of ``callee`` may be a key: a constructor (``new X``,
+    ``NewClient``, a class name) or a client/login call; never a hashing or parsing call."""
+    last = callee.rsplit(".", 1)[-1]
+    words = {w.lower() for w in _NAME_WORD_RE.findall(last)}
+    if words & rules.PUBLIC_VALUE_WORDS:
+        return False
+    return constructed or last[:1].isupper() or bool(words & rules.KEY_CONTEXT_WORDS)
+
+
+def _is_sdk_key_argument(before: str, label: str) -> bool:
+    """``configure(withIdentifier: `` before a literal: a labelled argument of an SDK start-up
+    call (:data:`rules.SDK_SETUP_CALLS`) whose label names the key."""
+    paren = before.rfind("(")
+    if paren < 0 or ")" in before[paren:]:
+        return False
+    call = _CALLEE_RE.search(before, 0, paren)
+    if call is None or call.group("callee").rsplit(".", 1)[-1] not in rules.SDK_SETUP_CALLS:
+        return False
+    return bool({w.lower() for w in _NAME_WORD_RE.findall(label)} & rules.SDK_KEY_LABEL_WORDS)
+
+
+def _literal_name_kind(name: str) -> str:
+    """``"public"`` (an id, a hash, a version …), ``"key"`` (a key-ish word), else ``"any"``."""
+    words = {w.lower() for w in _NAME_WORD_RE.findall(name)}
+    if not words or words & rules.PUBLIC_VALUE_WORDS:
+        return "public"
+    if words & rules.KEY_CONTEXT_WORDS or len(name.lstrip("$")) <= 2:
+        return "key"
+    return "any"
+
+
+# The end of a name that may hold an id or a pagination token (``VersionId``, ``NextToken``,
+# ``job_arn``), its separator, an opening quote; the name itself is checked in Python.
+# Runs on the LOWER-CASED text: an alternation of literals, which the regex engine skips to
+# (the mixed-case classes it replaces were tried at every position: 8x slower on 10 MB).
+_PUBLIC_NAME_TAIL_RE: Final = re.compile(
+    r"(?:ids?|token|arn|url|location|marker|cursor)"
+    r"\\?[\"']?[ \t]{0,8}(?P<sep>=|:(?!//))[ \t]{0,8}\\?[\"']?"
+)
+
+
+_PUBLIC_VALUE_RE: Final = re.compile(r"[^\s\"',;]{1,2048}")
+
+
+def _is_aws_secret(token: str) -> bool:
+    """40 base64 characters with upper and lower case and a digit or ``/``/``+``, not words."""
+    if (
+        token.lower() == token
+        or token.upper() == token
+        or _DIGIT_OR_SLASH_RE.search(token) is None
+        or len(set(token)) < 3
+    ):
+        return False
+    return _mean_piece_chars(token) < MAX_AWS_SECRET_MEAN_PIECE_CHARS
+
+
+_DIGIT_OR_SLASH_RE: Final = re.compile(r"[0-9/+]")
+
+
+def opaque(scan: Scan) -> None:
+    text = scan.text
+    spans = scan.spans
+    public = scan.public_pem_ranges() if "-----BEGIN" in text else []
+    budget = scan.budget
+    for pattern, minimum in (
+        (_OPAQUE_RE, MIN_OPAQUE_TOKEN_CHARS),
+        (_AWS_SECRET_RE, AWS_SECRET_KEY_CHARS),
+    ):
+        for offset, m in scan.in_runs(pattern, minimum):
+            budget -= 1
+            start = m.start() + offset
+            if budget < 0:
+                scan.over_budget(start)
+                break
+            token = m.group()
+            # the shape first (cheap, and false for almost every run of ordinary text),
+            # then where the token stands: the bare-token shape family's judge
+            # (:func:`.families.is_upper_token`) beside the opaque one
+            if not (
+                is_opaque_token(token) or is_upper_token(token) or is_lower_token(token)
+                if pattern is _OPAQUE_RE
+                else _is_aws_secret(token)
+            ):
+                continue
+            if text.endswith("base64,", 0, start) or text.endswith(_PUBLIC_HASH_PREFIXES, 0, start):
+                continue  # a data URL's payload is data; a go.sum ``h1:`` hash is public
+            if any(lo <= start < hi for lo, hi in public) or in_public(scan, start):
+                continue
+            if token.startswith(_PUBLIC_HASH_PREFIXES) or _is_public_run(text, start, token):
+                continue  # SRI ``sha512-…`` (npm ``integrity``): a public checksum
+            spans.append((start, start + len(token), _PLAIN))
+    for offset, m in scan.in_runs(_DISCORD_BOT_RE, MIN_DISCORD_BOT_CHARS):
+        budget -= 1
+        if budget < 0:
+            scan.over_budget(m.start() + offset)
+            break
+        spans.append((m.start() + offset, m.end() + offset, _PLAIN))
+
+
+def public_values(scan: Scan) -> None:
+    """The values of names that hold ids or pagination tokens, never secrets."""
+    text = scan.text
+    size = len(text)
+    reversed_text = ""
+    budget = scan.budget
+    scan.public = public = []
+    for m in _PUBLIC_NAME_TAIL_RE.finditer(scan.lowered()):
+        budget -= 1
+        if budget < 0:
+            return  # nothing is masked less for it: the ranges only spare values
+        if not reversed_text:
+            reversed_text = scan.reversed()
+        name_end = m.start("sep")
+        while name_end > 0 and text[name_end - 1] in " \t\"'\\":
+            name_end -= 1
+        run = _REVERSED_NAME_RE.match(reversed_text, size - name_end)
+        if run is None:
+            continue
+        words = [
+            w.lower()
+            for w in _NAME_WORD_RE.findall(text[name_end - run.end() + run.start() : name_end])
+        ]
+        if not words:
+            continue
+        last, previous = words[-1], (words[-2] if len(words) > 1 else "")
+        if last in rules.PUBLIC_NAME_LAST_WORDS or (
+            last == "token" and previous in rules.HARMLESS_TOKEN_PREFIXES
+        ):
+            value = _PUBLIC_VALUE_RE.match(text, m.end())
+            if value is not None:
+                public.append((value.start(), value.end()))
+
+
+def in_public(scan: Scan, position: int) -> bool:
+    if scan.public is None:
+        public_values(scan)
+    public = scan.public
+    assert public is not None
+    if not public:
+        return False
+    i = bisect.bisect_right(public, (position, sys.maxsize)) - 1
+    return i >= 0 and public[i][0] <= position < public[i][1]
+
+
+def code_literals(scan: Scan) -> None:
+    """Quoted literals with no sensitive name that look random, where code passes a key:
+    an argument of a constructor or client call (``new Client('…')``, ``NewClient("…")``)
+    or the value of a name that is not an id, hash or version (``key = "…"``)."""
+    text = scan.text
+    budget = scan.budget
+    for m in _QUOTED_LITERAL_RE.finditer(text):
+        budget -= 1
+        if budget < 0:
+            scan.over_budget(m.start())
+            return
+        value = m.group("value")
+        if not looks_random(value, hex_ok=True) or in_public(scan, m.start("value")):
+            continue
+        pos = m.start()
+        lo = max(0, pos - MAX_LITERAL_CONTEXT_CHARS, text.rfind("\n", 0, pos) + 1)
+        before = text[lo:pos].rstrip(" \t")
+        if before.endswith(("b", "r", "u", "f", "@", "$")) and len(before) > 1:
+            before = before[:-1] if not before[-2].isalnum() else before  # b"…", @"…"
+        if not before:
+            continue
+        hex_value = _HEX_RE.fullmatch(value.rstrip("=")) is not None
+        last = before[-1]
+        if last in "(,":
+            paren = before.rfind("(")
+            if paren < 0 or ")" in before[paren:]:
+                continue
+            call = _CALLEE_RE.search(before, 0, paren)
+            if call is None or not _callee_takes_keys(
+                call.group("callee"), call.group("new") is not None
+            ):
+                continue
+        elif last in "=:>":
+            if before.endswith(("==", "!=", "<=", ">=")) or before.endswith("::"):
+                continue
+            named = _LITERAL_NAME_RE.search(before)
+            if named is None:
+                continue
+            kind = _literal_name_kind(named.group("name"))
+            if (kind == "public" or (hex_value and kind != "key")) and not (
+                last == ":" and _is_sdk_key_argument(before, named.group("name"))
+            ):
+                continue
+        else:
+            continue
+        scan.add(m.start("value"), m.end("value"))
+
+
+def prose_keys(scan: Scan) -> None:
+    """``the ritekit secret 3f9a…``: a secret's word, then a token that looks random."""
+    text = scan.text
+    budget = scan.budget
+    for m in _PROSE_KEY_RE.finditer(scan.lowered()):
+        budget -= 1
+        if budget < 0:
+            scan.over_budget(m.start())
+            return
+        start = m.start()
+        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            continue  # inside a word (``monkey``, ``api_token``: a name, its own rules)
+        value = text[m.start("value") : m.end("value")]
+        # hex after "key" is a key id or a fingerprint (``signing key 1988…BE03``)
+        hex_ok = m.group("word") != "key"
+        if looks_random(value, hex_ok=hex_ok) and not _is_public_run(text, m.start("value"), value):
+            scan.add(m.start("value"), m.end("value"))

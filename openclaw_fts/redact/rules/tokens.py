@@ -1,0 +1,143 @@
+"""Rule family ``vendor tokens``: keys whose vendor prefix or whole shape is known.
+
+Invariant: :func:`tokens` matches the rule data of :mod:`..data` (compiled here into one
+alternation by first character, plus the rules anchored on a literal) inside the runs of
+token characters only (:meth:`..scan.Scan.in_runs`: the prose between runs is never scanned),
+and Telegram bot tokens; a token inside a public checksum or a base64 blob is skipped. Bounded
+by the scan's candidate budget.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from .. import data as rules
+from ..judges import _PUBLIC_HASH_PREFIXES, _by_first_character
+from ..scan import _PLAIN, Scan
+
+# Vendor-prefixed tokens and whole-pattern tokens: the data is redact.data (each rule with
+# its sample). The prefix must start a word: it is not preceded by a letter, digit or ``_``
+# (``prefix-ghp_…`` is a token, ``fixture_fw_…`` is not). All vendor families are ONE regex, so
+# the text is scanned once for all.
+_TOKEN_CHARS: Final = rules.TOKEN_CHARS
+
+
+#: Digits of a Telegram bot id (real ids: 8 to 10).
+TELEGRAM_BOT_ID_DIGITS: Final = (6, 12)
+
+
+#: Characters after the colon of a Telegram bot token (real: 35).
+MIN_TELEGRAM_SECRET_CHARS: Final = 30
+
+
+#: A Telegram bot token is one run of token characters at least this long.
+MIN_TELEGRAM_BOT_CHARS: Final = TELEGRAM_BOT_ID_DIGITS[0] + 1 + MIN_TELEGRAM_SECRET_CHARS
+
+
+def _vendor_alternative(prefix: str, body: str, minimum: int) -> str:
+    """``prefix`` (fixed width), not preceded by a word character, then its body.
+
+    The lookbehind sits AFTER the prefix, so the regex engine first looks for the prefix's
+    literal characters and tries the lookbehind only there; a prefix inside a word fails at
+    once instead of scanning the body (keeps a run of ``sk-sk-sk-…`` linear).
+    """
+    low, high = re._parser.parse(prefix).getwidth()  # type: ignore[attr-defined]
+    assert low == high, f"vendor prefix {prefix!r} is not of fixed width"
+    if not (prefix[0].isalnum() or prefix[0] == "_"):
+        return f"{prefix}{body}{{{minimum},}}"  # starts with ``//``: a boundary already
+    # A symbol the body may contain cannot come before the prefix either: else ``sk-sk-sk-…``
+    # would rescan the same run from every ``sk-`` (quadratic).
+    symbols = ("\\-" if "\\-" in body else "") + "".join(c for c in "./+=" if c in body)
+    return f"{prefix}(?<![A-Za-z0-9_{symbols}][\\s\\S]{{{low}}}){body}{{{minimum},}}"
+
+
+_VENDOR_RE: Final = re.compile(
+    _by_first_character(
+        [_vendor_alternative(r.prefix, r.body, r.minimum) for r in rules.VENDOR_TOKENS]
+    )
+)
+
+
+#: Characters looked back over to see whether a vendor prefix sits inside a checksum.
+MAX_CHECKSUM_LOOKBACK: Final = 128
+
+
+_B64_CHAR_SET: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/_-"
+)
+
+
+_TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str], int], ...]] = tuple(
+    (rule.anchor, re.compile(rule.pattern), rule.in_runs) for rule in rules.PATTERN_TOKENS
+)
+
+
+# Telegram bot token ``123456789:AA…``, alone or as ``/bot<token>/`` in an API URL. Where it
+# starts is checked in Python (a lookbehind in front would be tried at every position).
+_TELEGRAM_RE: Final = re.compile(
+    rf"[0-9]{{{TELEGRAM_BOT_ID_DIGITS[0]},{TELEGRAM_BOT_ID_DIGITS[1]}}}:"
+    rf"{_TOKEN_CHARS}{{{MIN_TELEGRAM_SECRET_CHARS},}}"
+)
+
+
+_TOKEN_CHAR_SET: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+)
+
+
+def tokens(scan: Scan) -> None:
+    text = scan.text
+    spans = scan.spans
+    budget = scan.budget
+    for offset, m in scan.in_runs(_VENDOR_RE):
+        budget -= 1
+        start = m.start() + offset
+        if budget < 0:
+            scan.over_budget(start)
+            break
+        run = start
+        while run and start - run < MAX_CHECKSUM_LOOKBACK and text[run - 1] in _B64_CHAR_SET:
+            run -= 1
+        if text.endswith(_PUBLIC_HASH_PREFIXES, 0, run):
+            continue  # inside a checksum (``sha256=qaN-fw_…`` of a pip RECORD line)
+        if (
+            start
+            and text.startswith("gAAAA", start)
+            and (text[start - 1] in "+=-" or text.endswith(";base64,", 0, start))
+        ):
+            continue  # a Fernet shape inside a base64 blob or a data URL
+        spans.append((start, m.end() + offset, _PLAIN))
+    budget = scan.budget
+    scan.runs()
+    longest = scan.longest_run
+    for anchor, pattern, in_runs in _TOKEN_RULES:
+        if (anchor and anchor not in text) or in_runs > longest:
+            continue  # (a short text has no run long enough: no generator is built)
+        found = (
+            scan.in_runs(pattern, in_runs) if in_runs else ((0, m) for m in pattern.finditer(text))
+        )
+        for offset, m in found:
+            budget -= 1
+            if budget < 0:
+                scan.over_budget(m.start() + offset)
+                break
+            spans.append((m.start("value") + offset, m.end("value") + offset, _PLAIN))
+    budget = scan.budget
+    telegram = (
+        scan.in_runs(_TELEGRAM_RE, MIN_TELEGRAM_BOT_CHARS)
+        if longest >= (MIN_TELEGRAM_BOT_CHARS)
+        else ()
+    )
+    for offset, m in telegram:
+        budget -= 1
+        start = m.start() + offset
+        if budget < 0:
+            scan.over_budget(start)
+            return
+        if start and text[start - 1] == ":":
+            continue
+        before = start - 3 if start >= 3 and text.startswith("bot", start - 3) else start
+        if before and (text[before - 1] in _TOKEN_CHAR_SET or text[before - 1] == ":"):
+            continue
+        spans.append((start, m.end() + offset, _PLAIN))
