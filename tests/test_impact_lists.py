@@ -19,6 +19,7 @@ from openclaw_fts.check import check
 from openclaw_fts.index import base
 from openclaw_fts.index.impact import FREQUENT_TERM_MIN_DOCS, LIST_MIN_ROWS, overlap
 from openclaw_fts.index.sqlite import impact as sqlite_impact
+from openclaw_fts.index.sqlite import read as sqlite_read
 
 pytestmark = pytest.mark.both_engines
 
@@ -327,6 +328,85 @@ def test_a_filter_the_list_cannot_answer_takes_the_exact_path(
     assert walks == []
 
 
+def test_a_window_written_out_of_time_order_walks_the_list_with_every_row_of_it(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    """SQLite bounds the ids a walk may keep by the window's rows (``impact.id_bound``), so
+    rows whose ids do not follow their times must stay in: a session written after the
+    others but older (an import: its rows are in every ``until`` window, with the highest
+    ids), and one written last whose first message opens a ``since`` window that the other
+    sessions' last messages, with lower ids, are in too. Each window answers as the exact
+    path does, with the bound and without it (a window wider than it allows); a window that
+    holds no row answers nothing."""
+    corpus.create_session("old", "agent:main:old", agent_id="main")
+    old = chain([_text(9, i) for i in range(300)], prefix="old")
+    for event in old:
+        event["timestamp"] = event["timestamp"] - 10**9
+    corpus.append_many("old", old)
+    corpus.create_session("late", "agent:ops:late", agent_id="ops")
+    late = chain([_text(8, i) for i in range(400)], prefix="late")
+    opens = T0 + (PER_SESSION - 400) * 1000 + 500
+    for n, event in enumerate(late):
+        event["timestamp"] = opens + n * 1000
+    corpus.append_many("late", late)
+    windows: tuple[dict[str, Any], ...] = (
+        {"since": opens},
+        {"until": T0 + 150_000},
+        {"since": opens, "until": opens + 200_000},
+        {"role": "user", "until": T0 + 150_000},
+    )
+    for bound in (sqlite_impact.WINDOW_BOUND_ROWS, 0):
+        monkeypatch.setattr(sqlite_impact, "WINDOW_BOUND_ROWS", bound)
+        # a connection keeps the bounds it read until the database changes: read them again
+        monkeypatch.setattr(sqlite_read, "_WINDOW_MEMO", f"bounds read with {bound}")
+        for caller in CALLERS.values():
+            for window in windows:
+                before = len(walks)
+                fast, exact = _both_paths(corpus, monkeypatch, caller, "alpha", **window)
+                assert len(exact) == LIMIT, window
+                assert [h[:2] for h in fast] == [h[:2] for h in exact], (bound, window)
+                assert len(walks) - before == 1, (caller.visibility, window)
+                _passes(corpus, caller, "alpha", window)
+        # rows on the far side of the window's edge in ids are among the best ones
+        since, _ = _both_paths(corpus, monkeypatch, CALLERS["all"], "alpha", since=opens)
+        assert {session for session, _, _ in since} - {"late"}
+        until, _ = _both_paths(corpus, monkeypatch, CALLERS["all"], "alpha", until=T0 + 150_000)
+        assert "old" in {session for session, _, _ in until}
+    if corpus.engine.dialect.name == "sqlite":  # answered from the time index alone
+        before = len(walks)
+        for caller in CALLERS.values():
+            nothing = _both_paths(corpus, monkeypatch, caller, "alpha", since=opens + 10**9)
+            assert nothing == ([], [])
+        assert len(walks) - before == len(CALLERS)
+
+
+def test_a_windows_id_bounds_are_read_again_once_the_index_changed(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    """A connection keeps the id bounds of the windows it read until the database changes
+    (SQLite, ``read._window_ids``). Once every session is deleted, row ids start again from 1:
+    a new session's rows in the same window then have ids below the bound read before, which
+    would leave its best rows out; the answers stay the exact path's, from the list."""
+    window = {"since": T0 + (PER_SESSION - 400) * 1000}
+    for caller in CALLERS.values():
+        fast, exact = _both_paths(corpus, monkeypatch, caller, "alpha", **window)
+        assert [h[:2] for h in fast] == [h[:2] for h in exact]
+    for n in range(len(SESSIONS)):
+        assert corpus.delete_session(f"s{n}")
+    corpus.create_session("fresh", "agent:main:fresh", agent_id="main")
+    fresh = chain([_text(7, i) for i in range(PER_SESSION)], prefix="fresh")
+    for event in fresh:
+        event["timestamp"] = event["timestamp"] + (PER_SESSION - 400) * 1000
+    corpus.append_many("fresh", fresh)
+    for caller in CALLERS.values():
+        before = len(walks)
+        fast, exact = _both_paths(corpus, monkeypatch, caller, "alpha", **window)
+        assert len(walks) - before == 1, caller.visibility  # the list answered
+        assert len(exact) == LIMIT
+        assert [h[:2] for h in fast] == [h[:2] for h in exact], caller.visibility
+        _passes(corpus, caller, "alpha", window)
+
+
 # -- the ``recent`` order -----------------------------------------------------------------------
 
 #: Queries ordered ``recent``: frequent words, two words, a phrase, a prefix, a rarer word
@@ -378,6 +458,24 @@ def recent_plans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(PostgresSearch, "_recent_plan", counted)
     return chosen
+
+
+@pytest.fixture
+def recent_rests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The second statements' plans of PostgreSQL's searches ordered ``recent`` whose newest
+    rows held too few matches (``read.recent_rest``)."""
+    from openclaw_fts.index.postgresql import read as pg_read
+
+    ran: list[str] = []
+    rest = pg_read.recent_rest
+
+    def counted(*args: Any) -> Any:
+        found = rest(*args)
+        ran.extend([found] if found is not None else [])
+        return found
+
+    monkeypatch.setattr(pg_read, "recent_rest", counted)
+    return ran
 
 
 def _same_newest(
@@ -455,6 +553,7 @@ def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_fin
     monkeypatch: pytest.MonkeyPatch,
     newest_walks: list[int],
     recent_plans: list[str],
+    recent_rests: list[str],
 ) -> None:
     """Every session of the corpus holds messages at the same times, so row ids do not follow
     time: the newest-first walk of the newest session's rows must take in the other sessions'
@@ -464,6 +563,8 @@ def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_fin
     assert newest_walks or engine != "sqlite"
     if engine == "postgresql":  # every plan was compared with the exact statement
         assert set(recent_plans) == {"exact", "newest", "newest-sparse", "sparse"}
+        # and so was each second statement, after newest rows that held too few matches
+        assert set(recent_rests) == {"exact", "sparse"}
 
 
 def test_recent_order_after_an_import_of_older_sessions_is_the_exact_paths(
@@ -472,7 +573,12 @@ def test_recent_order_after_an_import_of_older_sessions_is_the_exact_paths(
     """Sessions written after the others but older (an import of old transcripts; a session
     rebuilt with its old times): the highest row ids hold the oldest messages, so a walk by
     id proves nothing and the answer is still the newest matches; then a session written
-    later and newer than everything, whose rows the walk answers with again."""
+    later and newer than everything, whose rows the walk answers with again. On PostgreSQL
+    the time of the newest rows is the one the engine read before that session (kept for an
+    hour here): the walk reads the rows written since as well, and finds the same."""
+    from openclaw_fts.index.postgresql import read as pg_read
+
+    monkeypatch.setattr(pg_read, "RECENT_FLOOR_SECONDS", 3600.0)
     corpus.create_session("old", "agent:main:old", agent_id="main")
     old = chain([_text(9, i) for i in range(300)])
     for event in old:

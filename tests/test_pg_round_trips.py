@@ -110,7 +110,9 @@ def test_a_batch_and_suggestions_still_read_one_snapshot(
 ) -> None:
     """A search that needs more than one statement (a batch; a query that finds nothing and
     looks for near words through the GIN index) runs them in one REPEATABLE READ transaction;
-    a narrow caller's near words from its own rows are one statement, in autocommit."""
+    a narrow caller's near words from its own rows are one statement, in autocommit, and so is
+    the check that a query's words are found (mostly the only statement after a search that
+    found nothing: a filter or the combination left nothing)."""
     trace = Trace(pg_store, tmp_path / "trace")
     pg_store.search(SELF, "puffin")
     mark = trace.mark()
@@ -137,7 +139,14 @@ def test_a_batch_and_suggestions_still_read_one_snapshot(
     assert not any("Query" in t for t in trips[3:5]), trips
     lexemes = [p for p in PARSE.findall(trace.text(mark)) if "tsvector_to_array(mi.body_tsv)" in p]
     assert len(lexemes) <= 2  # the near words' read, and the mask check's ranking of the rows
-    # Counted through the GIN index (the caller's rows are not few): in one snapshot.
+    # Every word found, the filter leaving nothing: one statement after the search's,
+    # in autocommit (no BEGIN, no ROLLBACK).
+    mark = trace.mark()
+    assert pg_store.search(SELF, "puffin", until="2000-01-02")["results"] == []
+    trips = trace.round_trips(mark)
+    assert len(trips) == 2 and not any("Query" in t for t in trips), trips
+    # Counted through the GIN index (the caller's rows are not few): in one snapshot, after
+    # the words' check (and, the engine's hint spent, whether the caller's rows are few).
     from openclaw_fts.index.postgresql import read
 
     with pytest.MonkeyPatch.context() as patch:
@@ -147,7 +156,8 @@ def test_a_batch_and_suggestions_still_read_one_snapshot(
         assert "puffin" in pg_store.search(SELF, "puffim").get("warning", "")
         trips = trace.round_trips(mark)
     begin = [n for n, t in enumerate(trips) if "BEGIN ISOLATION LEVEL REPEATABLE READ" in t]
-    assert begin and begin[0] <= 2 and "ROLLBACK" in trips[-1], trips
+    assert begin and begin[0] <= 3 and "ROLLBACK" in trips[-1], trips
+    assert len(begin) == 1 and not any("Query" in t for t in trips[: begin[0]]), trips
 
 
 def write_of(trace: Trace, mark: int) -> str:

@@ -88,6 +88,37 @@ def test_a_filter_that_leaves_nothing_gets_suggestions_only_for_words_not_found(
             assert out["warning"] == "No matches. Did you mean: borrow?", caller.visibility
 
 
+def test_a_filtered_search_proves_its_words_within_what_the_caller_may_search(
+    populated: TranscriptStore,
+) -> None:
+    """A filter that leaves nothing: each word is looked for among the messages the caller
+    may search, whatever the filter, only until one is found. A word found only in a
+    session the caller cannot search counts as not found (its near words are looked for,
+    among the caller's own), for every caller and either filter."""
+    tree = Caller("agent:main:main", visibility="tree")
+    side = Caller("agent:main:side", visibility="self")
+    for args in ({"role": "assistant"}, {"since": "2000-01-01", "until": "2000-01-02"}):
+
+        def said(caller: Caller, query: str, args: dict[str, str] = args) -> str:
+            out = check_search_output(
+                tools.sessions_search(populated, caller, {"query": query, **args})
+            )
+            assert out["results"] == [], (caller.visibility, query, args)
+            return str(out.get("warning", ""))
+
+        for caller in (MAIN, EVERYONE):  # walrus is theirs: every word found
+            assert said(caller, '"borrow the" walrus') == "", caller.visibility
+        for caller in (SELF, tree):  # walrus is another key's: not found, nothing near
+            assert said(caller, '"borrow the" walrus') == "", caller.visibility
+            assert said(caller, "borrow walrsu") == "", caller.visibility
+        assert said(MAIN, "borrow walrsu") == "No matches. Did you mean: walrus?"
+        assert said(side, "walrus borow") == ""  # borrow is main's own
+        assert said(SELF, "walrus borow") == "No matches. Did you mean: borrow?"
+        assert said(tree, "quokka deploymnt") == "No matches. Did you mean: deployment?"
+        assert said(EVERYONE, "quokka deploymnt") == "No matches. Did you mean: deployment?"
+        assert said(MAIN, "zeppelin borrow") == ""  # incognito: found by no caller
+
+
 def test_never_a_word_the_caller_cannot_search(populated: TranscriptStore) -> None:
     # quokka / marmalade are only in agent ops's session; zeppelin only in an incognito one.
     for query in ("quoka", "marmelade", "quokka*x"):

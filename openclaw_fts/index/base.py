@@ -166,6 +166,7 @@ class SearchReads(Protocol):
         want: int = 1,
         exact: bool = False,
         unmasked: bool = False,
+        counted: bool = True,
     ) -> list[tuple[str, int]]:
         """Up to ``want`` of ``words`` (folded index tokens) that occur as a word (``prefix``:
         as the start of a word) in an indexed message the caller may see, with how many
@@ -178,7 +179,10 @@ class SearchReads(Protocol):
         text holds no credential mask at all (no
         :data:`~openclaw_fts.redact.engine.MASK_ELLIPSIS`), so each is said outside every
         mask (:func:`~openclaw_fts.index.suggest.said_outside_masks` then needs no read),
-        in the order given, their counts not read (0)."""
+        in the order given, their counts not read (0). ``counted=False``: only which words
+        are visible, in the order given, their counts not read (0): each word's proof may
+        stop at its first visible message (what a search that found nothing asks of its
+        words before it looks for near ones)."""
         ...
 
 

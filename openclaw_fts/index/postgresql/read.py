@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -141,32 +142,55 @@ _TSQUERY = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, :q)"
 #: many of them (:func:`hits_sql`): with the time index (revision 0011) the planner walks them
 #: newest first with the match as a filter and stops at the limit, instead of ranking and
 #: sorting every match (bench/NOTES.md, "Filters on the fast paths"). When they hold fewer than
-#: ``limit + 1`` visible matches, the same statement answers from every match.
+#: ``limit + 1`` visible matches, a second statement answers from every match
+#: (:func:`recent_rest`).
 RECENT_WALK_ROWS = 4096
 #: The newest rows a query requiring several tracked words looks among first (the
 #: ``newest-sparse`` plan of :data:`RecentPlan`): enough to answer when its matches are dense
 #: (two very common words, where sorting every match took ~400 ms at 100k), few to read when
 #: they are not (two common words: the GIN index then answers in a few milliseconds).
 RECENT_SPARSE_WALK_ROWS = 512
+#: How long an engine uses the time of its newest rows (:meth:`PostgresSearch._recent_floor`)
+#: before it reads it again. Rows written meanwhile are newer: the walk reads them too.
+RECENT_FLOOR_SECONDS = 1.0
+#: Per engine, per number of newest rows: that time and when it was read. Forgotten with the
+#: engine.
+_RECENT_FLOORS: weakref.WeakKeyDictionary[Engine, dict[int, tuple[int, float]]] = (
+    weakref.WeakKeyDictionary()
+)
+_RECENT_FLOORS_LOCK = threading.Lock()
 #: The time at or after which those rows are (every row when the index holds fewer).
 _RECENT_FLOOR = (
     f"coalesce((SELECT f.timestamp_ms FROM {CONTENT_TABLE} AS f ORDER BY f.timestamp_ms DESC "
     "OFFSET :recent_rows LIMIT 1), -9223372036854775808)"
 )
 #: How :func:`hits_sql` reads a wide caller's matches ordered ``recent`` (no ``sessionKey``):
-#: ``newest`` looks among the :data:`RECENT_WALK_ROWS` newest rows first and, when they hold
-#: fewer than ``limit + 1`` matches, walks the time index newest first (the one word the
-#: matches must hold is tracked: frequent, so either walk stops early); ``sparse`` reads
-#: every match through the GIN index and sorts them (a required word is not tracked: it has
-#: fewer matches than ``FREQUENT_TERM_MIN_DOCS`` unless the writer has not promoted it yet,
-#: too few for the newest rows of a caller who sees part of the index, and walking the time
-#: index for them read thousands of rows: bench/NOTES.md, "Filters on the fast paths");
-#: ``newest-sparse`` looks among the newest rows first, then as ``sparse`` (several tracked
+#: ``newest`` looks among the :data:`RECENT_WALK_ROWS` newest rows and, when they hold fewer
+#: than ``limit + 1`` matches, a second statement reads every match, the ``exact`` plan (the
+#: planner walks the time index newest first for it: the one word the matches must hold is
+#: tracked, frequent, so either walk stops early); ``sparse`` reads every match through the
+#: GIN index and sorts them (a required word is not tracked: it has fewer matches than
+#: ``FREQUENT_TERM_MIN_DOCS`` unless the writer has not promoted it yet, too few for the
+#: newest rows of a caller who sees part of the index, and walking the time index for them
+#: read thousands of rows: bench/NOTES.md, "Filters on the fast paths"); ``newest-sparse``
+#: looks among the newest rows, then (a second statement) as ``sparse`` (several tracked
 #: words are required: their matches together may be as many as each word's, or few);
 #: ``exact`` is the one statement, ordered and limited, the planner choosing (and the
 #: reference the others are tested against). All give the same rows in the same order: the
 #: choice is a plan, never the rows.
 RecentPlan = Literal["exact", "newest", "sparse", "newest-sparse"]
+#: The plan that reads every match after a ``newest`` or ``newest-sparse`` statement found
+#: fewer than ``limit + 1`` among the newest rows: a second statement, run only then. (One
+#: statement holding both, the second behind a one-time filter, cost its planning every
+#: time: 1.7-2.6 ms at 100k, against 3-4 ms for the whole search by relevance.)
+RECENT_FALLBACK: dict[RecentPlan, RecentPlan] = {"newest": "exact", "newest-sparse": "sparse"}
+
+
+def recent_rest(recent: RecentPlan, found: int, limit: int) -> RecentPlan | None:
+    """The plan of the second statement of a search ordered ``recent`` whose first, of plan
+    ``recent``, found ``found`` rows: :data:`RECENT_FALLBACK`'s when the newest rows held
+    fewer than ``limit + 1`` matches, else None (the first statement answered)."""
+    return RECENT_FALLBACK.get(recent) if found <= limit else None
 
 
 def _required_words(compiled: CompiledQuery) -> list[str]:
@@ -213,11 +237,12 @@ def with_bodies_sql(
     extra: str = "",
     few: bool | None = None,
     recent: RecentPlan = "exact",
+    floor: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """:func:`hits_sql` with each returned row's ``body`` joined on AFTER the limit (ranking
     never carries the bodies of the rows it drops), in the same order."""
     ranked, params = hits_sql(
-        caller, req, exact=exact, agents=agents, extra=extra, few=few, recent=recent
+        caller, req, exact=exact, agents=agents, extra=extra, few=few, recent=recent, floor=floor
     )
     order = _order_by(req, rows="h.", keys="h.")
     scope = "" if agents is None else f" AND {agent_scope_sql('b', agents)[0]}"
@@ -257,6 +282,7 @@ def hits_sql(
     extra: str = "",
     few: bool | None = None,
     recent: RecentPlan = "exact",
+    floor: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The ranked statement and its parameters (``req.compiled`` must render). ``agents``: on
     the partitioned layout (:mod:`.partition`), every agent whose sessions the caller can see;
@@ -266,7 +292,12 @@ def hits_sql(
     whether its sessions hold at most :data:`NARROW_SCAN_EVENTS` events, when known
     (:func:`_few_rows_hint`): only that branch is written; None writes both, the statement
     choosing. The rows are the same either way. ``recent``: a wide caller's plan for the
-    ``recent`` order (:data:`RecentPlan`; ignored otherwise)."""
+    ``recent`` order (:data:`RecentPlan`; ignored otherwise). ``floor``: for the ``newest``
+    plans, the time the newest rows are at or after (:meth:`PostgresSearch._recent_floor`);
+    None reads it from the time index in the statement. Any value gives the same rows: a
+    returned row is never older than it, and every match older than it is older than them
+    all; it bounds the rows read (a match the newest rows lack is found by the second
+    statement)."""
     assert req.compiled is not None
     tsquery = render(req.compiled)
     assert tsquery is not None
@@ -308,22 +339,17 @@ def hits_sql(
 
             if recent == "sparse":
                 return gin(""), params
-            # The newest rows' matches (``n``) are the answer when they are ``limit + 1``: every
-            # match they leave out is older than all of them. Otherwise every match is read
-            # (the second branch runs only then: a one-time filter).
+            # The newest rows' matches: the answer when they are ``limit + 1`` (every match
+            # they leave out is older than all of them); otherwise the caller runs the
+            # statement of RECENT_FALLBACK's plan.
             sparse = recent == "newest-sparse"
-            params["recent_rows"] = RECENT_SPARSE_WALK_ROWS if sparse else RECENT_WALK_ROWS
-            near = (
-                f"{wide}{match} AND mi.timestamp_ms >= {_RECENT_FLOOR} ORDER BY {order} LIMIT :lim"
-            )
-            short = " AND (SELECT count(*) FROM n) < :lim"
-            every = f"{wide}{match}{short} ORDER BY {order} LIMIT :lim"
-            if sparse:
-                every = gin(short)
-            sql = (
-                f"WITH n AS MATERIALIZED ({near}) SELECT n.* FROM n "
-                f"WHERE (SELECT count(*) FROM n) >= :lim UNION ALL ({every})"
-            )
+            at = _RECENT_FLOOR
+            if floor is None:
+                params["recent_rows"] = RECENT_SPARSE_WALK_ROWS if sparse else RECENT_WALK_ROWS
+            else:
+                at = "CAST(:recent_floor AS bigint)"
+                params["recent_floor"] = floor
+            sql = f"{wide}{match} AND mi.timestamp_ms >= {at} ORDER BY {order} LIMIT :lim"
             return sql, params
         return f"{wide}{match} ORDER BY {order} LIMIT :lim", params
     # A narrow caller: its sessions' rows one by one when they are few (see NARROW_SCAN_EVENTS).
@@ -358,6 +384,7 @@ def folded_sql(
     walk: bool = False,
     few: bool | None = None,
     recent: RecentPlan = "exact",
+    floor: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """A whole search in ONE statement: the snapshot it reads (the key of the pending memo),
     whether a session the caller may see (keyed ``req.session_key`` when given) is pending,
@@ -377,7 +404,8 @@ def folded_sql(
     the statement again without ``walk``. (The exact statement as a second branch skipped by
     a one-time filter would save that round trip in the rare case, but planning it doubles
     the planning time of every walk: 1.1 against 0.5-0.7 ms at 100k, measured with
-    ``EXPLAIN ANALYZE``.) Without ``walk``, ``listed`` is FALSE. ``recent``: :func:`hits_sql`'s."""
+    ``EXPLAIN ANALYZE``.) Without ``walk``, ``listed`` is FALSE. ``recent``, ``floor``:
+    :func:`hits_sql`'s."""
     assert word is not None or not walk
     where, visibility = _visible_sql(caller, req.session_key)
     params: dict[str, Any] = {
@@ -403,7 +431,13 @@ def folded_sql(
         tracked = impact.TRACKED_SQL
     if not walk:
         ranked, ranked_params = with_bodies_sql(
-            caller, req, exact=True, extra=_CLEAN_UNLESS_NONE_PENDING, few=few, recent=recent
+            caller,
+            req,
+            exact=True,
+            extra=_CLEAN_UNLESS_NONE_PENDING,
+            few=few,
+            recent=recent,
+            floor=floor,
         )
         params.update(ranked_params)
         sql = (
@@ -736,7 +770,15 @@ class PostgresSearch:
         word = fast_path_word(req) if self.IMPACT_LISTS and not caller.is_narrow else None
         if word is None:
             recent = self._recent_plan(conn, caller, req)
-            sql, params = folded_sql(caller, req, memo=memo, few=few, recent=recent)
+            floor = self._recent_floor(conn, recent)
+            sql, params = folded_sql(caller, req, memo=memo, few=few, recent=recent, floor=floor)
+            rows = conn.execute(_statement(sql), params).all()
+            rest = recent_rest(recent, sum(r[6] is not None for r in rows), req.limit)
+            if rest is None:
+                return rows
+            if rows[0][1] is None:
+                memo = (str(rows[0][0]), bool(rows[0][2]))
+            sql, params = folded_sql(caller, req, memo=memo, few=few, recent=rest)
             return conn.execute(_statement(sql), params).all()
         tracked = self._tracked_words(conn)
         if word in tracked:
@@ -779,6 +821,29 @@ class PostgresSearch:
         return "newest" if len(required) == 1 else "newest-sparse"
 
     @staticmethod
+    def _recent_floor(conn: Connection, recent: RecentPlan) -> int | None:
+        """For a ``newest`` plan, the time at or after which the newest
+        :data:`RECENT_WALK_ROWS` (``newest-sparse``: :data:`RECENT_SPARSE_WALK_ROWS`) index
+        rows are, as this engine last read it, for :data:`RECENT_FLOOR_SECONDS` (read again
+        after: the rows written since are read too until then); None for another plan. Any
+        floor gives the same rows (:func:`hits_sql`); a bound parameter instead of the
+        statement's own read of the time index saved ~1 ms of a 9 ms search at load 5 (its
+        4,097 newest entries, and the planner then knows how many rows the bound keeps)."""
+        if recent not in RECENT_FALLBACK:
+            return None
+        rows = RECENT_SPARSE_WALK_ROWS if recent == "newest-sparse" else RECENT_WALK_ROWS
+        now = time.monotonic()
+        with _RECENT_FLOORS_LOCK:
+            kept = _RECENT_FLOORS.get(conn.engine, {}).get(rows)
+        if kept is not None and now - kept[1] < RECENT_FLOOR_SECONDS:
+            return kept[0]
+        read = conn.execute(text(f"SELECT {_RECENT_FLOOR}"), {"recent_rows": rows})
+        floor = int(read.scalar_one())
+        with _RECENT_FLOORS_LOCK:
+            _RECENT_FLOORS.setdefault(conn.engine, {})[rows] = (floor, now)
+        return floor
+
+    @staticmethod
     def _tracked_words(conn: Connection) -> set[str]:
         """The words with an impact list, as this pooled connection last learnt them: read
         once when it first searches (:data:`.impact.TRACKED_WORDS_SQL`), then kept up to date
@@ -801,8 +866,15 @@ class PostgresSearch:
         rows = self._impact_rows(conn, caller, req, exact=exact, agents=agents)
         if rows is None:
             recent = self._recent_plan(conn, caller, req)
-            sql, params = with_bodies_sql(caller, req, exact=exact, agents=agents, recent=recent)
+            floor = self._recent_floor(conn, recent)
+            sql, params = with_bodies_sql(
+                caller, req, exact=exact, agents=agents, recent=recent, floor=floor
+            )
             rows = conn.execute(text(sql), params).all()
+            rest = recent_rest(recent, len(rows), req.limit)
+            if rest is not None:  # too few matches among the newest rows
+                sql, params = with_bodies_sql(caller, req, exact=exact, agents=agents, recent=rest)
+                rows = conn.execute(text(sql), params).all()
         # for hit_texts, in this transaction (index rows never change)
         keep_for_transaction(conn, _HIT_BODIES, {int(r[0]): str(r[8]) for r in rows})
         return [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows]
@@ -953,6 +1025,7 @@ class PostgresSearch:
         want: int = 1,
         exact: bool = False,
         unmasked: bool = False,
+        counted: bool = True,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol. One statement counts, for each word, the messages the
         caller may see that hold it, up to :data:`WORD_COUNT_CAP` (the visibility predicate
@@ -965,7 +1038,10 @@ class PostgresSearch:
         are found -- the word's whole GIN bitmap (as every search of the word reads), and at
         worst every match of the word, when the caller sees few of them. ``unmasked``: the
         same statement, each word's messages limited to those whose body holds no credential
-        mask, and only the first such message looked for (not counted)."""
+        mask, and only the first such message looked for (not counted). ``counted=False``:
+        the same statement, only the first visible message of each word looked for (a
+        search that found nothing asks it for every word of its query: counting a common
+        word's messages up to the cap, word by word, cost more than the search)."""
         plain = [w for w in dict.fromkeys(words) if w.isalnum()]  # no tsquery syntax
         if not plain:
             return []
@@ -985,13 +1061,22 @@ class PostgresSearch:
             }
             if len(own) == len(plain):
                 counts = {w: messages_holding(held, w, prefix=prefix) for w, held in own.items()}
+                if not counted:
+                    return [(w, 0) for w, n in counts.items() if n][:want]
                 capped = [(w, min(n, WORD_COUNT_CAP)) for w, n in counts.items() if n]
                 return _most_first(capped, want)
-        _one_snapshot(conn)
+        if counted:
+            # The counts of several words, and the statements after them, read one snapshot.
+            # Whether the words of a query that found nothing are found is its suggestions'
+            # first statement, and mostly its only one (every word found: a filter or the
+            # combination left nothing): on a connection opened for one statement it reads
+            # its own snapshot, with no BEGIN and ROLLBACK around it (the search's statement
+            # read another one already); near words, when asked, take a transaction.
+            _one_snapshot(conn)
         where, params = _visible_sql(caller, None)
         if not exact:
             where = f"({where} AND {EXACT_SESSION})"
-        params.update(words=plain, cap=1 if unmasked else WORD_COUNT_CAP)
+        params.update(words=plain, cap=WORD_COUNT_CAP if counted and not unmasked else 1)
         if unmasked:
             where = f"{where} AND strpos(mi.body, :ellipsis) = 0"
             params["ellipsis"] = MASK_ELLIPSIS
@@ -1016,10 +1101,10 @@ class PostgresSearch:
             ),
             params,
         ).all()
-        counted = [(str(r[0]), int(r[1])) for r in found if r[1]]
-        if unmasked:
-            return [(w, 0) for w, _ in counted[:want]]
-        return _most_first(counted, want)
+        proved = [(str(r[0]), int(r[1])) for r in found if r[1]]
+        if unmasked or not counted:
+            return [(w, 0) for w, _ in proved[:want]]
+        return _most_first(proved, want)
 
     def hit_texts(self, conn: Connection, hits: list[Hit]) -> dict[int, str]:
         """The stored (masked) body when it is the message's clean text; a body whose CJK was

@@ -63,6 +63,17 @@ SAMPLE_ROWS = 512
 SAMPLE_MARGIN = 0.6
 #: Row ids bound per statement (as a JSON array).
 ID_CHUNK = 5000
+#: Widest span of ids (from the row at a ``since`` / ``until`` window's edge to the newest /
+#: oldest id) for which a list walk bounds the ids it may keep (:func:`id_bound`: the
+#: window's lowest or highest id, read from the time index), so that it skips the list rows
+#: outside that range on the walk index alone, without reading their rows. A wider window
+#: costs more to read and keeps a larger share of a list, which the walk meets soon enough
+#: without the bound. Measured at 100k events (the bench's 7 days: 8,044 rows, ids spanning
+#: 8,224): ~0.4-0.7 ms CPU for the bound, against 2-6 ms of list and index rows a common
+#: word's walk read without it (bench/NOTES.md, "Filters on the fast paths").
+WINDOW_BOUND_ROWS = 16384
+#: :func:`id_bound` of a window that holds no index row (no id is negative).
+EMPTY_WINDOW = -1
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 #: A run with a character from here on (past Latin Extended-B) cannot fold to ASCII.
@@ -417,6 +428,35 @@ def _order_key(hit: Hit) -> tuple[float, int, str, str, int]:
     return (hit[7] if hit[7] is not None else 0.0, -hit[5], hit[6], hit[3], hit[0])
 
 
+def id_bound(cur: sqlite3.Cursor, at: int, *, since: bool) -> int | None:
+    """The lowest id of the index rows with ``timestamp_ms >= at`` (``since``), or the highest
+    of those with ``timestamp_ms <= at``; None when the window's ids span more than
+    :data:`WINDOW_BOUND_ROWS` (no bound: the walk meets its rows soon enough);
+    :data:`EMPTY_WINDOW` when it holds no row. Read from the time index (ids and times, no
+    row): the row at the window's edge nearest ``at`` gives a pivot id, and the window's rows
+    on the far side of it (written out of time order) are read for the extreme; the span is
+    the pivot's distance to the table's highest (lowest) id."""
+    op, order, far, pick, edge = (
+        (">=", "", "<", "min", "max") if since else ("<=", " DESC", ">", "max", "min")
+    )
+    pivot = cur.execute(
+        f"SELECT id FROM {CONTENT_TABLE} WHERE timestamp_ms {op} ? "
+        f"ORDER BY timestamp_ms{order} LIMIT 1",
+        (at,),
+    ).fetchone()
+    if pivot is None:
+        return EMPTY_WINDOW
+    ends = cur.execute(f"SELECT {edge}(id) FROM {CONTENT_TABLE}").fetchone()[0]
+    if abs(int(ends) - int(pivot[0])) > WINDOW_BOUND_ROWS:
+        return None
+    # `+id`: the time index scanned over the window (ids only), not the table by id
+    stray = cur.execute(
+        f"SELECT {pick}(+id) FROM {CONTENT_TABLE} WHERE timestamp_ms {op} ? AND +id {far} ?",
+        (at, pivot[0]),
+    ).fetchone()[0]
+    return int(pivot[0]) if stray is None else int(stray)
+
+
 def top_hits(
     cur: sqlite3.Cursor,
     word: str,
@@ -425,6 +465,9 @@ def top_hits(
     want: int,
     pending: str,
     filters: str = "",
+    *,
+    low: int | None = None,
+    high: int | None = None,
 ) -> list[Hit] | None:
     """The best ``want`` visible hits of the one tracked word ``word`` in bm25 order (``rank``:
     minus the factor, no IDF: lower is better), or None when it is not tracked or its list
@@ -433,20 +476,34 @@ def top_hits(
     ``where``/``params``: the visibility over sessions ``s``; ``pending``: the join that keeps
     only exactly indexed sessions ('' when none is pending); ``filters``: the search's own
     filters over the index rows ``mi`` (``AND …``, their values in ``params``), applied in the
-    walking statement before its limit."""
+    walking statement before its limit; ``low`` / ``high``: bounds of the ids of every row
+    that can pass them (:func:`id_bound` of the search's time window, or None), which the walk
+    also applies to the list rows themselves (their ids are in the walk index), so a list row
+    outside them is skipped without reading its index row; :data:`EMPTY_WINDOW`: no row
+    can pass."""
     if not is_tracked(cur, word):
         return None
+    if EMPTY_WINDOW in (low, high):
+        return []  # the window holds no index row: nothing can pass it
+    ids = ("AND row_id >= :low " if low is not None else "") + (
+        "AND row_id <= :high " if high is not None else ""
+    )
     fetch = want + RESCORE_MARGIN
+    # The list rows' ids and impacts from the walk index alone (it holds the table's key), so
+    # the id range drops a row before any read; `tf` and `doc_len` are read for the rows that
+    # pass (a WITHOUT ROWID table reads its row before a condition on the key: measured, a
+    # common word's 576 list rows each read for a window keeping 55).
     select = (
         "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
-        "s.session_key, i.impact, i.tf, i.doc_len "
-        f"FROM (SELECT row_id, impact, tf, doc_len FROM {IMPACT_TABLE} WHERE term = :w "
+        "s.session_key, i.impact, t.tf, t.doc_len "
+        f"FROM (SELECT row_id, impact FROM {IMPACT_TABLE} WHERE term = :w {ids}"
         "{extra}ORDER BY impact DESC LIMIT :cap) AS i "
         f"CROSS JOIN {CONTENT_TABLE} AS mi ON mi.id = i.row_id "
         f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
+        f"CROSS JOIN {IMPACT_TABLE} AS t ON t.row_id = i.row_id AND t.term = :w "
         f"WHERE {where} {filters} LIMIT :outer"
     )
-    bound = {**params, "w": word, "cap": WALK_CAP_ROWS, "outer": fetch}
+    bound = {**params, "w": word, "cap": WALK_CAP_ROWS, "outer": fetch, "low": low, "high": high}
     rows = cur.execute(select.format(extra=""), bound).fetchall()
     if len(rows) < want:
         return None  # the list's best rows hold too few visible ones: the exact path decides

@@ -21,7 +21,6 @@ session (:meth:`SqliteSearch.near_words` says why).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,6 +59,10 @@ _HIGHEST = "\U0010ffff"
 
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
 _PENDING_MEMO = "openclaw_fts_any_pending"
+#: Where it remembers, until the database changes, the id bounds of the time windows it read
+#: (:func:`_window_ids`), at most :data:`WINDOW_MEMO_SIZE` of them.
+_WINDOW_MEMO = "openclaw_fts_sqlite_window_ids"
+WINDOW_MEMO_SIZE = 64
 
 #: The index's vocabulary: an ``fts5vocab`` table over ``message_fts`` (``col``: one row per
 #: term and column, with its document count). TEMP: created per connection on first use, never
@@ -221,7 +224,7 @@ def _few_own_rows(conn: Connection, caller: Caller, exact: bool) -> bool:
 
 
 def _own_words(
-    conn: Connection, caller: Caller, head: str, exact: bool
+    conn: Connection, caller: Caller, head: str, exact: bool, *, only_kept: bool = False
 ) -> list[frozenset[str]] | None:
     """For a narrow caller with few messages (:func:`_few_own_rows`): the words starting with
     ``head`` of each of its visible messages that holds one, kept for the transaction; None
@@ -237,16 +240,17 @@ def _own_words(
     the word is visible, its near words with their counts, and whether words start with it:
     each is answered from this one read, as the statements over the caller's sessions'
     tokens in the MATCH would answer it, without reading FTS5's vocabulary of every
-    session."""
-    if (
-        len(head) < NEAR_PREFIX_CHARS
-        or any(map(is_cjk, head))
-        or not _few_own_rows(conn, caller, exact)
-    ):
+    session. ``only_kept``: only what this transaction has read already (None when it has
+    not)."""
+    if len(head) < NEAR_PREFIX_CHARS or any(map(is_cjk, head)) or not caller.is_narrow:
+        return None
+    memo: dict[Any, list[frozenset[str]] | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
+    if only_kept:
+        return memo.get((_own_visibility(conn, caller, exact)[0], head))
+    if not _few_own_rows(conn, caller, exact):
         return None
     visibility, where, params = _own_visibility(conn, caller, exact)
     key = (visibility, head)
-    memo: dict[Any, list[frozenset[str]] | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
     if key not in memo:
         params["head"] = head
         bodies = cursor(conn).execute(
@@ -404,33 +408,35 @@ def _newest_hits(
     else:
         last_kept = min(r[0] for r in rows)
         boundary = sorted(rows, key=_newest_first)[want - 1]
-        # `+mi.id`: the time range drives (the ids below the last kept row are most rows)
-        strays = [
-            r[0]
-            for r in cur.execute(
-                f"SELECT mi.id FROM {CONTENT_TABLE} AS mi WHERE mi.timestamp_ms >= :t "
-                "AND +mi.id < :last LIMIT :n",
-                {"t": boundary[5], "last": last_kept, "n": RECENT_STRAYS + 1},
-            )
-        ]
-        if len(strays) > RECENT_STRAYS:
+        # How many they are (up to one past the cap: a rare word's walk reaches far back,
+        # behind tens of thousands) and the lowest id, counted in the time index (ids only;
+        # `+mi.id`: the time range drives, the ids below the last kept row are most rows).
+        # Reading the ids into Python (~900 a common word at 100k) cost more than the rest.
+        strays, first = cur.execute(
+            f"SELECT count(*), min(id) FROM (SELECT +mi.id AS id FROM {CONTENT_TABLE} AS mi "
+            "WHERE mi.timestamp_ms >= :t AND +mi.id < :last LIMIT :n)",
+            {"t": boundary[5], "last": last_kept, "n": RECENT_STRAYS + 1},
+        ).fetchone()
+        if strays > RECENT_STRAYS:
             return None
         if strays:
-            # the matches among them: one read of the doclist over their id range
-            first = min(strays)
-            matched = {
-                r[0]
-                for r in cur.execute(
-                    f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
-                    "AND rowid >= :first AND rowid < :last",
-                    {"q": req.compiled.match, "first": first, "last": last_kept},
-                )
-            }.intersection(strays)
-            if matched:
-                listed = "SELECT value AS id FROM json_each(:strays)"
-                rows += cur.execute(
-                    select.format(matches=listed), {**params, "strays": json.dumps(sorted(matched))}
-                ).fetchall()
+            # The newest `want` of them in result order that match (one read of the doclist
+            # over their id range, as a set SQLite builds once) and pass, read newest first
+            # from the time index: the time index gives the order's first key, so only the
+            # rows of the times reached are read and sorted, where joining every matching
+            # one (~300 a very common word at 100k) cost more than the walk. Only those can
+            # rank among the `want` kept.
+            newest = (
+                f"SELECT +ti.id AS id, ti.timestamp_ms AS ts FROM {CONTENT_TABLE} AS ti "
+                "WHERE ti.timestamp_ms >= :t AND +ti.id < :last"
+            )
+            rows += cur.execute(
+                select.format(matches=newest)
+                + f" AND +f.id IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
+                "AND rowid >= :first AND rowid < :last) "
+                "ORDER BY f.ts DESC, s.session_key, mi.event_id, mi.id LIMIT :want",
+                {**params, "first": first, "last": last_kept, "t": boundary[5]},
+            ).fetchall()
     rows = sorted(rows, key=_newest_first)[:want]
     if not rows:
         return []
@@ -451,6 +457,46 @@ def _newest_hits(
             if r[0] in kept
         }
     return [(*r, score[r[0]]) for r in rows]
+
+
+def _window_ids(conn: Connection, req: SearchRequest) -> tuple[int | None, int | None]:
+    """The id bounds (:func:`.impact.id_bound`) of the request's ``since`` and ``until``,
+    remembered per DBAPI connection until the database changes (``PRAGMA data_version`` and
+    the connection's own ``total_changes``, as :meth:`SqliteSearch.any_pending` keys its
+    answer): reading one costs an aggregate over the window's entries of the time index
+    (~0.5 ms for 7 days at 100k messages), about what the bounded walk itself costs. A bound
+    read for an earlier ``since`` (a later ``until``) holds for this one too, the window being
+    inside that window: a relative span (``7d``) counted from a later clock reuses the one
+    read a moment before, a little looser."""
+    if req.since is None and req.until is None:
+        return None, None
+    cur = cursor(conn)
+    version = cur.execute("PRAGMA data_version").fetchone()[0]
+    key = (version, getattr(conn.connection.driver_connection, "total_changes", None))
+    kept = conn.connection.info.get(_WINDOW_MEMO)
+    memo: dict[tuple[bool, int], int | None] = (
+        kept[1] if kept is not None and kept[0] == key and key[1] is not None else {}
+    )
+    found: list[int | None] = []
+    for at, since in ((req.since, True), (req.until, False)):
+        if at is None:
+            found.append(None)
+            continue
+        wider = [
+            v
+            for (s, v), bound in memo.items()
+            if s == since and bound is not None and (v <= at if since else v >= at)
+        ]
+        if wider:
+            found.append(memo[(since, max(wider) if since else min(wider))])
+            continue
+        bound = impact.id_bound(cur, at, since=since)
+        if len(memo) >= WINDOW_MEMO_SIZE:
+            memo.clear()
+        memo[(since, at)] = bound
+        found.append(bound)
+    conn.connection.info[_WINDOW_MEMO] = (key, memo)
+    return found[0], found[1]
 
 
 def _newest_first(row: Sequence[Any]) -> tuple[int, str, str, int]:
@@ -537,8 +583,20 @@ class SqliteSearch:
             where, params = _visible_sql(caller, None, pred)
             filters = user_filters(req, params)
             pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
+            # a window's id bounds for a word with a list only (one that has none takes the
+            # exact path: no bound to pay for)
+            tracked = impact.is_tracked(cursor(conn), word)
+            low, high = _window_ids(conn, req) if tracked else (None, None)
             top = impact.top_hits(
-                cursor(conn), word, where, params, req.limit + 1, pending, filters
+                cursor(conn),
+                word,
+                where,
+                params,
+                req.limit + 1,
+                pending,
+                filters,
+                low=low,
+                high=high,
             )
             if top is not None:
                 return top
@@ -807,13 +865,19 @@ class SqliteSearch:
         want: int = 1,
         exact: bool = False,
         unmasked: bool = False,
+        counted: bool = True,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol: each word proved by one statement, in the order given,
         until ``want`` are (:meth:`_prove`); their counts are not read (0): the one caller,
         :mod:`openclaw_fts.suggest`, wants one word, which needs no order. A narrow caller
         with few messages has single-token words answered from its messages' words
         (:func:`_own_words`, the read its near words share), unless ``unmasked`` (those
-        words do not say which message held them)."""
+        words do not say which message held them); with ``counted=False`` (whether the words
+        of a query that found nothing are found at all) only when this transaction has read
+        them already: a statement stopping at a word's first visible message costs less than
+        reading and tokenizing every message of the caller that holds the word's first
+        letters, one read per word (bench/NOTES.md, "Filters on the fast paths"), and a word
+        that is not found is read by its near words anyway."""
         if unmasked:
             bare = self._prove(
                 conn, caller, words, prefix=prefix, want=want, exact=exact, unmasked=True
@@ -824,7 +888,7 @@ class SqliteSearch:
         ):
             proved: list[str] = []
             for w in words:
-                held = _own_words(conn, caller, w[:NEAR_PREFIX_CHARS], exact)
+                held = _own_words(conn, caller, w[:NEAR_PREFIX_CHARS], exact, only_kept=not counted)
                 if held is None:
                     break  # the statements below answer every word
                 if messages_holding(held, w, prefix=prefix):
