@@ -237,12 +237,7 @@ def redact_text(text: str, redactor: Redactor | None = None) -> str:
 
 def extra(scan: Scan, patterns: tuple[re.Pattern[str], ...]) -> None:
     for pattern in patterns:
-        budget = scan.budget
-        for m in pattern.finditer(scan.text):
-            budget -= 1
-            if budget < 0:
-                scan.over_budget(m.start())
-                break
+        for m in scan.within_budget(pattern.finditer(scan.text)):
             if pattern.groups and m.start(1) >= 0:
                 scan.spans.append((m.start(1), m.end(1), _PLAIN))
             else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 from .families import lowered as lowered_text
@@ -163,6 +163,18 @@ class Scan:
         if position < self.cutoff:
             self.cutoff = position
 
+    def within_budget(self, matches: Iterable[re.Match[str]]) -> Iterator[re.Match[str]]:
+        """``matches`` up to this text's candidate budget (one rule's budget: each call counts
+        afresh); at the first match past it the text is masked from that match on
+        (:meth:`over_budget`) and the iteration ends."""
+        budget = self.budget
+        for m in matches:
+            budget -= 1
+            if budget < 0:
+                self.over_budget(m.start())
+                return
+            yield m
+
     def add(self, start: int, end: int, whole: bool = False) -> None:
         """``text[start:end]`` is a secret; ``whole``: mask it as ``***`` whatever its length."""
         self.spans.append((start, end, _FULL if whole else _PLAIN))
@@ -255,13 +267,8 @@ class Scan:
     def values(self, pattern: re.Pattern[str], whole: bool = False, literal: bool = False) -> None:
         """Every ``value`` (or ``quoted``) group of ``pattern`` (``literal``: see
         :func:`_is_reference`)."""
-        budget = self.budget
         quoted = "quoted" in pattern.groupindex
-        for m in pattern.finditer(self.text):
-            budget -= 1
-            if budget < 0:
-                self.over_budget(m.start())
-                return
+        for m in self.within_budget(pattern.finditer(self.text)):
             if quoted and m.start("quoted") >= 0:
                 self.add(m.start("quoted"), m.end("quoted"), whole)
             else:

@@ -50,12 +50,7 @@ def comparisons(scan: Scan) -> None:
     """A quoted literal compared with a sensitive name, either side of ``==``/``!=``."""
     text = scan.text
     lowered = scan.lowered()
-    budget = scan.budget
-    for m in _COMPARISON_RE.finditer(text):
-        budget -= 1
-        if budget < 0:
-            scan.over_budget(m.start())
-            return
+    for m in scan.within_budget(_COMPARISON_RE.finditer(text)):
         near = lowered[max(0, m.start() - MAX_NAME_CHARS) : m.end() + MAX_NAME_CHARS]
         if _COMPARED_HINT_RE.search(near) is None:
             continue  # no sensitive word on either side: most ``==`` in code

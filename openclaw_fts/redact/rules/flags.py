@@ -103,12 +103,7 @@ _CLI_USER_RE: Final = re.compile(
 
 def cli_flags(scan: Scan) -> None:
     text = scan.text
-    budget = scan.budget
-    for m in _CLI_FLAG_RE.finditer(text):
-        budget -= 1
-        if budget < 0:
-            scan.over_budget(m.start())
-            break
+    for m in scan.within_budget(_CLI_FLAG_RE.finditer(text)):
         name = m.group("name")
         if not is_sensitive_name(name) or (
             not m.group("dashes") and (len(name) < 4 or not is_password_name(name))
@@ -154,12 +149,7 @@ def command_passwords(scan: Scan) -> None:
     """``mysql -pSECRET``, ``sshpass -p x``, ``redis-cli -a x`` … (the command decides which
     short flag is a password): the value of the first such flag after the command word."""
     text = scan.text
-    budget = scan.budget
-    for m in password_command_words(scan):
-        budget -= 1
-        if budget < 0:
-            scan.over_budget(m.start())
-            return
+    for m in scan.within_budget(password_command_words(scan)):
         if m.start() and text[m.start() - 1] in rules.COMMAND_GLUE:
             continue
         flags = _COMMAND_FLAGS[m.group("cmd").lower()]

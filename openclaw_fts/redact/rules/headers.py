@@ -67,12 +67,7 @@ _BARE_BEARER_RE: Final = re.compile(
 
 def headers(scan: Scan) -> None:
     text = scan.text
-    budget = scan.budget
-    for m in _AUTHORIZATION_RE.finditer(text):
-        budget -= 1
-        if budget < 0:
-            scan.over_budget(m.start())
-            break
+    for m in scan.within_budget(_AUTHORIZATION_RE.finditer(text)):
         scheme = m.group("scheme")
         if m.group("params") is not None:
             start, end = m.start("params"), m.end("params")

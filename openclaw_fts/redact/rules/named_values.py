@@ -359,13 +359,8 @@ def markup(scan: Scan) -> None:
 def ruled_passwords(scan: Scan) -> None:
     """``Ldap password ---- S3cret!x``: a password word, a rule of dashes or arrows, and one
     word that ends its line and holds a digit or a symbol (a table row, a note)."""
-    budget = scan.budget
     text = scan.text
-    for m in _RULED_PASSWORD_RE.finditer(scan.lowered()):
-        budget -= 1
-        if budget < 0:
-            scan.over_budget(m.start())
-            return
+    for m in scan.within_budget(_RULED_PASSWORD_RE.finditer(scan.lowered())):
         if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
             continue
         value = text[m.start("value") : m.end("value")]

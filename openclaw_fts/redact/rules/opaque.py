@@ -279,12 +279,7 @@ def code_literals(scan: Scan) -> None:
     an argument of a constructor or client call (``new Client('…')``, ``NewClient("…")``)
     or the value of a name that is not an id, hash or version (``key = "…"``)."""
     text = scan.text
-    budget = scan.budget
-    for m in _QUOTED_LITERAL_RE.finditer(text):
-        budget -= 1
-        if budget < 0:
-            scan.over_budget(m.start())
-            return
+    for m in scan.within_budget(_QUOTED_LITERAL_RE.finditer(text)):
         value = m.group("value")
         if not looks_random(value, hex_ok=True) or in_public(scan, m.start("value")):
             continue
@@ -325,12 +320,7 @@ def code_literals(scan: Scan) -> None:
 def prose_keys(scan: Scan) -> None:
     """``the ritekit secret 3f9a…``: a secret's word, then a token that looks random."""
     text = scan.text
-    budget = scan.budget
-    for m in _PROSE_KEY_RE.finditer(scan.lowered()):
-        budget -= 1
-        if budget < 0:
-            scan.over_budget(m.start())
-            return
+    for m in scan.within_budget(_PROSE_KEY_RE.finditer(scan.lowered())):
         start = m.start()
         if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
             continue  # inside a word (``monkey``, ``api_token``: a name, its own rules)
