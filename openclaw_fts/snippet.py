@@ -82,7 +82,19 @@ def _matches_at(norms: Sequence[str], i: int, term: Term) -> bool:
     return norm.startswith(wanted[last]) if term.prefix else norm == wanted[last]
 
 
-def _occurrences(norms: Sequence[str], terms: Sequence[Term]) -> list[tuple[int, int, int]]:
+def _positions(norms: list[str], norm: str) -> list[int]:
+    """Every index of ``norm`` in ``norms``, in order."""
+    found: list[int] = []
+    at = -1
+    try:
+        while True:
+            at = norms.index(norm, at + 1)
+            found.append(at)
+    except ValueError:
+        return found
+
+
+def _occurrences(norms: list[str], terms: Sequence[Term]) -> list[tuple[int, int, int]]:
     """``(first token, end token, term index)`` of every occurrence of every term, by position."""
     by_first: dict[str, list[int]] = {}  # first token (compared exactly) -> term indexes
     prefixes: dict[str, list[int]] = {}  # one-token prefix terms (compared with startswith)
@@ -92,8 +104,9 @@ def _occurrences(norms: Sequence[str], terms: Sequence[Term]) -> list[tuple[int,
         elif term.tokens:
             by_first.setdefault(term.tokens[0], []).append(index)
     found: list[tuple[int, int, int]] = []
-    # Candidate positions are found by comprehensions (fast), checked one by one (few).
-    hits = [i for i, norm in enumerate(norms) if norm in by_first]
+    # Candidate positions are found by list.index (a C loop per first token), checked one by
+    # one (few).
+    hits = sorted(i for first in by_first for i in _positions(norms, first))
     for i in hits:
         for index in by_first[norms[i]]:
             if _matches_at(norms, i, terms[index]):
@@ -167,7 +180,7 @@ def _words(starts: Sequence[int], ends: Sequence[int]) -> list[int]:
 def _window(
     starts: Sequence[int],
     ends: Sequence[int],
-    norms: Sequence[str],
+    norms: list[str],
     terms: Sequence[Term],
     window: int,
     max_chars: int,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -150,6 +151,9 @@ def _latin_token_class() -> str:
 
 
 _LATIN_TOKEN_RE = re.compile(f"[{_latin_token_class()}]+")
+#: The two patterns above, capturing: ``split`` gives the separators and the tokens in turn.
+_ASCII_SPLIT_RE = re.compile(f"({_ASCII_TOKEN_RE.pattern})")
+_LATIN_SPLIT_RE = re.compile(f"({_LATIN_TOKEN_RE.pattern})")
 _PLAIN_TOKEN_RE = regex.compile(rf"[{_TOKEN_BASE}]+")
 _NOT_PLAIN_RE = re.compile(f"[{_CJK_CLASS}{''.join(sorted(DIACRITIC_MARKS))}\ufffe\uffff]")
 _ANY_TOKEN_CHAR_RE = regex.compile(rf"[[{_TOKEN_BASE}]--[\uFFFE\uFFFF]]", regex.V1)
@@ -306,23 +310,26 @@ def scan_tokens(
     end = len(text) if endpos is None else min(endpos, len(text))
     part = text[pos:end] if pos > 0 or end < len(text) else text
     if part.isascii():
-        # map() over the match type's own methods: C loops, no Python frame per token.
-        matches = list(_ASCII_TOKEN_RE.finditer(text, pos, end))
-        return (
-            list(map(re.Match.start, matches)),
-            list(map(re.Match.end, matches)),
-            list(map(str.lower, map(re.Match.group, matches))),
-        )
+        # One split into separators and tokens, their offsets summed up: C loops, no match
+        # object and no Python frame per token (a quarter less time than finditer's matches).
+        return _split_tokens(_ASCII_SPLIT_RE.split(part.lower()), pos)
     if _NOT_LATIN_RE.search(part) is None:
         # Latin text (accents, no CJK, no combining mark): the stdlib's `re`, whose letters
         # and digits are exactly \p{L}\p{N} below U+0250 (every code point there is assigned,
-        # none is private use), a quarter less time than the `regex` module's pattern.
-        matches = list(_LATIN_TOKEN_RE.finditer(text, pos, end))
-        return (
-            list(map(re.Match.start, matches)),
-            list(map(re.Match.end, matches)),
-            list(map(fold, map(re.Match.group, matches))),
-        )
+        # none is private use), a quarter less time than the `regex` module's pattern. A
+        # token of ASCII folds by lower-casing (as fold does); the others by fold.
+        starts, ends, tokens = _split_tokens(_LATIN_SPLIT_RE.split(part), pos)
+        norms = list(map(str.lower, tokens))
+        plain = list(map(str.isascii, tokens))
+        if not all(plain):
+            at = plain.index(False)
+            while True:
+                norms[at] = fold(tokens[at])
+                try:
+                    at = plain.index(False, at + 1)
+                except ValueError:
+                    break
+        return starts, ends, norms
     pattern = _TOKEN_RE if _NOT_PLAIN_RE.search(part) is not None else _PLAIN_TOKEN_RE
     matches = list(pattern.finditer(text, pos, end))
     if not matches:
@@ -331,6 +338,13 @@ def scan_tokens(
     starts = list(map(match.start, matches))
     ends = list(map(match.end, matches))
     return starts, ends, list(map(fold, map(match.group, matches)))
+
+
+def _split_tokens(parts: list[str], pos: int) -> tuple[list[int], list[int], list[str]]:
+    """Starts, ends and texts of the tokens of ``re.split`` over a pattern that captures
+    whole tokens (``[separator, token, separator, ..., separator]``), offsets from ``pos``."""
+    offsets = list(itertools.accumulate(map(len, parts), initial=pos))
+    return offsets[1:-2:2], offsets[2::2], parts[1::2]
 
 
 #: Ranges of code points where the mirror and FTS5 (SQLite's Unicode 6.1 tables) agree on every

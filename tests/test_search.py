@@ -508,6 +508,43 @@ def test_order_recent_sorts_by_timestamp_then_the_same_tiebreaks(store: Transcri
     assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.parametrize("caller", [AGENT_CALLER, EVERYTHING], ids=["agent", "everything"])
+@pytest.mark.parametrize("query", ["otter", '"river otter"', "otter dam", "riv*", "otter OR dam"])
+@pytest.mark.parametrize("limit", [2, 25])
+def test_order_recent_gives_each_hit_the_score_relevance_gives_it(
+    store: TranscriptStore, caller: Caller, query: str, limit: int
+) -> None:
+    # The recent order's rows are scored after they are chosen (SQLite: bm25 of the rows
+    # returned only); a hit's score must not depend on the order it was found in.
+    texts = [
+        "the river otter builds no dam",
+        "otter otter otter",
+        "a dam on the river",
+        "river otter near the dam, river otter again",
+        "nothing to see here",
+        "otter",
+        "the river is wide and the otter swims past the old dam today",
+    ]
+    store.create_session("s1", OWN)
+    events = chain(texts)
+    for i, event in enumerate(events):  # time out of append order, with ties
+        event["timestamp"] = T0 + (i * 7 % 5) * 1000
+    store.append_many("s1", events)
+    add_session(store, "s2", "agent:main:other", ["otter by the dam", "river otter"], prefix="o")
+    relevance = store.search(caller, query, limit=25)
+    by_relevance = {(r["sessionKey"], r["messageId"]): r["score"] for r in relevance["results"]}
+    recent = store.search(caller, query, order="recent", limit=limit)
+    assert recent["results"], query
+    newest = sorted(
+        relevance["results"], key=lambda r: (-r["timestamp"], r["sessionKey"], r["messageId"])
+    )[:limit]
+    assert [(r["sessionKey"], r["messageId"]) for r in recent["results"]] == [
+        (r["sessionKey"], r["messageId"]) for r in newest
+    ]
+    for r in recent["results"]:
+        assert r["score"] == by_relevance[(r["sessionKey"], r["messageId"])]
+
+
 # --------------------------------------------------------------------------- filters
 
 

@@ -289,10 +289,11 @@ def test_fast_paths_give_the_exact_tokens(text: str) -> None:
     exact = list(iter_tokens(text))
     assert tokenize(text) == exact
     for pos in (0, 1, len(text) // 2):
-        starts, ends, norms = scan_tokens(text, pos)
-        assert list(zip(starts, ends, norms, strict=True)) == [
-            tuple(token) for token in iter_tokens(text, pos)
-        ]
+        for end in (None, max(0, len(text) - 1), len(text) // 2 + 3):
+            starts, ends, norms = scan_tokens(text, pos, end)
+            assert list(zip(starts, ends, norms, strict=True)) == [
+                tuple(token) for token in iter_tokens(text, pos, end)
+            ]
 
 
 @settings(max_examples=500, deadline=None)
@@ -307,10 +308,11 @@ def test_fast_paths_give_the_exact_tokens(text: str) -> None:
 )
 def test_the_latin_fast_path_gives_the_exact_tokens(text: str) -> None:
     for pos in (0, 1, len(text) // 2):
-        starts, ends, norms = scan_tokens(text, pos)
-        assert list(zip(starts, ends, norms, strict=True)) == [
-            tuple(token) for token in iter_tokens(text, pos)
-        ]
+        for end in (None, max(0, len(text) - 1), len(text) // 2 + 3):
+            starts, ends, norms = scan_tokens(text, pos, end)
+            assert list(zip(starts, ends, norms, strict=True)) == [
+                tuple(token) for token in iter_tokens(text, pos, end)
+            ]
 
 
 def test_every_latin_character_tokenizes_as_fts5_does(fts: sqlite3.Connection) -> None:
