@@ -138,6 +138,16 @@ _SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text, pg_current_xact_id_if_assig
 #: Where a pooled DBAPI connection remembers whether its last snapshot had pending sessions.
 _PENDING_MEMO = "openclaw_fts_pg_any_pending"
 _TSQUERY = f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, :q)"
+#: The match of the ``recent`` order's GIN reads (:func:`_recent_sql`): the query as an
+#: uncorrelated subquery (an init plan: evaluated once, a parameter of the index scan) is no
+#: constant when the statement is planned, so the planner gives ``@@`` its default selectivity
+#: instead of reading the column's statistics; an index condition all the same.
+_UNESTIMATED_MATCH = f"mi.{TSVECTOR_COLUMN} @@ (SELECT {_TSQUERY})"
+#: The match of the ``recent`` order's walks of the newest rows (:func:`_recent_sql`):
+#: ``ts_match_vq`` is the function of ``@@`` (the same test), which the planner neither
+#: estimates from the column's statistics (a function: a fixed share) nor answers from the GIN
+#: index, so the newest rows are read newest first through the time index, the match a filter.
+_WALKED_MATCH = f"ts_match_vq(mi.{TSVECTOR_COLUMN}, {_TSQUERY})"
 #: A wide caller's search ordered ``recent`` first looks among the newest index rows only, this
 #: many of them (:func:`hits_sql`): with the time index (revision 0011) the planner walks them
 #: newest first with the match as a filter and stops at the limit, instead of ranking and
@@ -173,17 +183,21 @@ _RECENT_FLOOR = (
 #: ``FREQUENT_TERM_MIN_DOCS`` unless the writer has not promoted it yet, too few for the
 #: newest rows of a caller who sees part of the index, and walking the time index for them
 #: read thousands of rows: bench/NOTES.md, "Filters on the fast paths"); ``newest-sparse``
-#: looks among the newest rows, then (a second statement) as ``sparse`` (several tracked
-#: words are required: their matches together may be as many as each word's, or few);
+#: looks among the newest rows and, when they hold too few matches, as ``sparse`` in the same
+#: statement (several tracked words are required: their matches together may be as many as
+#: each word's, or few);
 #: ``exact`` is the one statement, ordered and limited, the planner choosing (and the
 #: reference the others are tested against). All give the same rows in the same order: the
 #: choice is a plan, never the rows.
 RecentPlan = Literal["exact", "newest", "sparse", "newest-sparse"]
-#: The plan that reads every match after a ``newest`` or ``newest-sparse`` statement found
-#: fewer than ``limit + 1`` among the newest rows: a second statement, run only then. (One
-#: statement holding both, the second behind a one-time filter, cost its planning every
-#: time: 1.7-2.6 ms at 100k, against 3-4 ms for the whole search by relevance.)
-RECENT_FALLBACK: dict[RecentPlan, RecentPlan] = {"newest": "exact", "newest-sparse": "sparse"}
+#: The plan that reads every match after a ``newest`` statement found fewer than
+#: ``limit + 1`` among the newest rows: a second statement, run only then (one statement
+#: holding both, the second behind a one-time filter, cost its planning every time: 1.7-2.6
+#: ms at 100k, against 3-4 ms for the whole search by relevance; rare for one tracked word).
+#: ``newest-sparse`` holds its GIN read in its own statement: neither branch's match is
+#: estimated (:func:`_recent_sql`), and its newest rows lack ``limit + 1`` matches for most
+#: pairs of words (two statements planned the visibility and pending probe twice).
+RECENT_FALLBACK: dict[RecentPlan, RecentPlan] = {"newest": "exact"}
 
 
 def recent_rest(recent: RecentPlan, found: int, limit: int) -> RecentPlan | None:
@@ -272,6 +286,82 @@ def _session_rows_sql(agents: list[str] | None) -> str:
     return rows + " OFFSET 0"
 
 
+def _recent_sql(
+    req: SearchRequest,
+    recent: RecentPlan,
+    floor: int | None,
+    wide: str,
+    visibility: str,
+    filters: str,
+    params: dict[str, Any],
+) -> tuple[str, dict[str, Any]]:
+    """:func:`hits_sql` of a wide caller's ``recent`` order in plan ``recent`` (not
+    ``exact``): ``wide`` is the statement's head up to ``WHERE`` (sessions ``s``),
+    ``visibility`` the condition on ``s``, ``filters`` the ``AND …`` conditions after it
+    (``params`` gets the plan's own).
+
+    The match is written so that planning never estimates it (:data:`_UNESTIMATED_MATCH`,
+    :data:`_WALKED_MATCH`): these plans are fixed by the statement's shape, and estimating
+    ``@@`` reads the column's most common lexemes (ten thousand of them, revision 0006) at
+    every planning, 0.4-0.8 ms of a 1.0-1.6 ms planning at 100k (bench/NOTES.md)."""
+    # ``OFFSET 0`` keeps the order out of the subquery: the planner cannot walk the time
+    # index (reading rows until enough match) instead of the GIN index.
+    outer = _order_by(req, rows="r.", keys="r.")
+
+    def gin(rows: str, conditions: str) -> str:
+        return (
+            f"SELECT r.* FROM ({rows}{_UNESTIMATED_MATCH} AND {conditions} OFFSET 0) AS r "
+            f"ORDER BY {outer} LIMIT :lim"
+        )
+
+    if recent == "sparse":
+        return gin(wide, f"{visibility} {filters}"), params
+    # The newest rows' matches: the answer when they are ``limit + 1`` (every match they
+    # leave out is older than all of them).
+    sparse = recent == "newest-sparse"
+    at = _RECENT_FLOOR
+    if floor is None:
+        params["recent_rows"] = RECENT_SPARSE_WALK_ROWS if sparse else RECENT_WALK_ROWS
+    else:
+        at = "CAST(:recent_floor AS bigint)"
+        params["recent_floor"] = floor
+    order = _order_by(req, rows="mi.", keys="s.")
+    # Tracked words required (:meth:`PostgresSearch._recent_plan`): frequent, so the walk
+    # stops early; without one (a prefix, an OR) the planner's estimate of the match picks
+    # between the walk and the GIN index (for a rare prefix the walk reads every newest row).
+    assert req.compiled is not None
+    walked = (
+        _WALKED_MATCH if _required_words(req.compiled) else f"mi.{TSVECTOR_COLUMN} @@ {_TSQUERY}"
+    )
+
+    def newest(rows: str, conditions: str) -> str:
+        return (
+            f"{rows}{walked} AND {conditions} AND mi.timestamp_ms >= {at} "
+            f"ORDER BY {order} LIMIT :lim"
+        )
+
+    if not sparse:
+        # Fewer: the caller runs the statement of RECENT_FALLBACK's plan.
+        return newest(wide, f"{visibility} {filters}"), params
+    # Fewer: every match, through the GIN index, in the same statement: the newest rows'
+    # branch and this one each run only when the other does not (one-time filters on the
+    # count of the newest rows' matches, read once). The visible sessions are written once
+    # (``v``, inlined into each branch: the same plans): psycopg caches the parsing of a
+    # statement of at most 4,096 bytes only, and with two copies of a wide caller's
+    # visibility this one was 4.4-4.7 KB (0.15-0.35 ms of client CPU per search).
+    sessions = "openclaw_sessions AS s "
+    assert sessions in wide
+    rows = wide.replace(sessions, "v AS s ", 1)
+    enough = "(SELECT count(*) FROM n) >= :lim"
+    sql = (
+        f"WITH v AS NOT MATERIALIZED (SELECT s.* FROM {sessions}WHERE {visibility}), "
+        f"n AS MATERIALIZED ({newest(rows, f'TRUE {filters}')}) SELECT n.* FROM n "
+        f"WHERE {enough} UNION ALL (SELECT g.* FROM ({gin(rows, f'TRUE {filters}')}) AS g "
+        f"WHERE NOT {enough})"
+    )
+    return sql, params
+
+
 def hits_sql(
     caller: Caller,
     req: SearchRequest,
@@ -327,30 +417,7 @@ def hits_sql(
         if unordered:
             return f"{wide}{match}", params
         if req.order == "recent" and req.session_key is None and recent != "exact":
-            # ``OFFSET 0`` keeps the order out of the subquery: the planner cannot walk the
-            # time index (reading rows until enough match) instead of the GIN index.
-            outer = _order_by(req, rows="r.", keys="r.")
-
-            def gin(condition: str) -> str:
-                return (
-                    f"SELECT r.* FROM ({wide}{match}{condition} OFFSET 0) AS r "
-                    f"ORDER BY {outer} LIMIT :lim"
-                )
-
-            if recent == "sparse":
-                return gin(""), params
-            # The newest rows' matches: the answer when they are ``limit + 1`` (every match
-            # they leave out is older than all of them); otherwise the caller runs the
-            # statement of RECENT_FALLBACK's plan.
-            sparse = recent == "newest-sparse"
-            at = _RECENT_FLOOR
-            if floor is None:
-                params["recent_rows"] = RECENT_SPARSE_WALK_ROWS if sparse else RECENT_WALK_ROWS
-            else:
-                at = "CAST(:recent_floor AS bigint)"
-                params["recent_floor"] = floor
-            sql = f"{wide}{match} AND mi.timestamp_ms >= {at} ORDER BY {order} LIMIT :lim"
-            return sql, params
+            return _recent_sql(req, recent, floor, wide, where, filters, params)
         return f"{wide}{match} ORDER BY {order} LIMIT :lim", params
     # A narrow caller: its sessions' rows one by one when they are few (see NARROW_SCAN_EVENTS).
     lateral = (
@@ -367,7 +434,6 @@ def hits_sql(
         return both, params
     order = _order_by(req, rows="u.", keys="u.")
     return f"SELECT u.* FROM ({both}) AS u ORDER BY {order} LIMIT :lim", params
-    return sql, params
 
 
 #: The pending condition of :func:`folded_sql`'s ranked rows: nothing visible is pending
