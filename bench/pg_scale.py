@@ -423,9 +423,10 @@ def search_grid(
 
 def ingest(store: TranscriptStore, corpus: Corpus, label: str) -> dict[str, Any]:
     took = []
+    run = time.strftime("%Y%m%dT%H%M%S", time.gmtime())  # a reused server keeps earlier runs'
     for b in range(INGEST_BATCHES):
-        sid = f"ingest-{label}-{b}"
-        store.create_session(sid, f"agent:agent{b % AGENTS}:ingest{b}")
+        sid = f"ingest-{label}-{run}-{b}"
+        store.create_session(sid, f"agent:agent{b % AGENTS}:ingest{run}-{b}")
         events = corpus.events(INGEST_BATCH_EVENTS, prefix="i")
         started = time.perf_counter()
         store.append_many(sid, events)
