@@ -79,11 +79,15 @@ class Rule:
     find: Callable[[Scan], None]
 
 
-def _family_finder(find: Callable[[str, str], Iterator[families.Span]]) -> Callable[[Scan], None]:
-    """A finder of :mod:`.families` (spans yielded, not added) as a pipeline finder."""
+def _family_finder(
+    find: Callable[[str, str, Callable[[], str]], Iterator[families.Span]],
+) -> Callable[[Scan], None]:
+    """A finder of :mod:`.families` (spans yielded, not added) as a pipeline finder; it reads
+    the scan's reversed text (one copy per text for every rule: a 10 MB message's reversal
+    costs ~0.04 s)."""
 
     def finder(scan: Scan) -> None:
-        for start, end, kind in find(scan.text, scan.lowered()):
+        for start, end, kind in find(scan.text, scan.lowered(), scan.reversed):
             if kind == families.OVERFLOW:
                 scan.over_budget(start)
             else:
