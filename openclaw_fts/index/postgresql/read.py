@@ -32,7 +32,7 @@ import functools
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Connection, Engine, TextClause, text
@@ -290,13 +290,14 @@ def _recent_sql(
     req: SearchRequest,
     recent: RecentPlan,
     floor: int | None,
-    wide: str,
+    wide_over: Callable[[str], str],
     visibility: str,
     filters: str,
     params: dict[str, Any],
 ) -> tuple[str, dict[str, Any]]:
     """:func:`hits_sql` of a wide caller's ``recent`` order in plan ``recent`` (not
-    ``exact``): ``wide`` is the statement's head up to ``WHERE`` (sessions ``s``),
+    ``exact``): ``wide_over(sessions)`` is the statement's head up to ``WHERE``, its sessions
+    ``s`` read from ``sessions`` (a table or a CTE),
     ``visibility`` the condition on ``s``, ``filters`` the ``AND …`` conditions after it
     (``params`` gets the plan's own).
 
@@ -307,6 +308,7 @@ def _recent_sql(
     # ``OFFSET 0`` keeps the order out of the subquery: the planner cannot walk the time
     # index (reading rows until enough match) instead of the GIN index.
     outer = _order_by(req, rows="r.", keys="r.")
+    wide = wide_over("openclaw_sessions")
 
     def gin(rows: str, conditions: str) -> str:
         return (
@@ -349,12 +351,10 @@ def _recent_sql(
     # (``v``, inlined into each branch: the same plans): psycopg caches the parsing of a
     # statement of at most 4,096 bytes only, and with two copies of a wide caller's
     # visibility this one was 4.4-4.7 KB (0.15-0.35 ms of client CPU per search).
-    sessions = "openclaw_sessions AS s "
-    assert sessions in wide
-    rows = wide.replace(sessions, "v AS s ", 1)
+    rows = wide_over("v")
     enough = "(SELECT count(*) FROM n) >= :lim"
     sql = (
-        f"WITH v AS NOT MATERIALIZED (SELECT s.* FROM {sessions}WHERE {visibility}), "
+        f"WITH v AS NOT MATERIALIZED (SELECT s.* FROM openclaw_sessions AS s WHERE {visibility}), "
         f"n AS MATERIALIZED ({newest(rows, f'TRUE {filters}')}) SELECT n.* FROM n "
         f"WHERE {enough} UNION ALL (SELECT g.* FROM ({gin(rows, f'TRUE {filters}')}) AS g "
         f"WHERE NOT {enough})"
@@ -408,16 +408,20 @@ def hits_sql(
         "AS rank FROM "
     )
     match = f"mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} {filters}"
-    wide = (
-        f"{head}{CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s ON s.session_id = mi.session_id "
-        f"{pending}WHERE "
-    )
+
+    def wide_over(sessions: str) -> str:
+        return (
+            f"{head}{CONTENT_TABLE} AS mi JOIN {sessions} AS s ON s.session_id = mi.session_id "
+            f"{pending}WHERE "
+        )
+
+    wide = wide_over("openclaw_sessions")
     if not caller.is_narrow:
         order = _order_by(req, rows="mi.", keys="s.")
         if unordered:
             return f"{wide}{match}", params
         if req.order == "recent" and req.session_key is None and recent != "exact":
-            return _recent_sql(req, recent, floor, wide, where, filters, params)
+            return _recent_sql(req, recent, floor, wide_over, where, filters, params)
         return f"{wide}{match} ORDER BY {order} LIMIT :lim", params
     # A narrow caller: its sessions' rows one by one when they are few (see NARROW_SCAN_EVENTS).
     lateral = (
