@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import regex  # type: ignore[import-untyped,unused-ignore]  # no stubs in the venv
 
 from .query import Term
-from .tokens import clean_text, is_token_char, scan_tokens, utf16_fit, utf16_len
+from .tokens import clean_text, indexes_of, is_token_char, scan_tokens, utf16_fit, utf16_len
 
 #: Tokens in a snippet window (OpenClaw: "about 48 tokens").
 SNIPPET_WINDOW_TOKENS = 48
@@ -82,18 +82,6 @@ def _matches_at(norms: Sequence[str], i: int, term: Term) -> bool:
     return norm.startswith(wanted[last]) if term.prefix else norm == wanted[last]
 
 
-def _positions(norms: list[str], norm: str) -> list[int]:
-    """Every index of ``norm`` in ``norms``, in order."""
-    found: list[int] = []
-    at = -1
-    try:
-        while True:
-            at = norms.index(norm, at + 1)
-            found.append(at)
-    except ValueError:
-        return found
-
-
 def _occurrences(norms: list[str], terms: Sequence[Term]) -> list[tuple[int, int, int]]:
     """``(first token, end token, term index)`` of every occurrence of every term, by position."""
     by_first: dict[str, list[int]] = {}  # first token (compared exactly) -> term indexes
@@ -106,7 +94,7 @@ def _occurrences(norms: list[str], terms: Sequence[Term]) -> list[tuple[int, int
     found: list[tuple[int, int, int]] = []
     # Candidate positions are found by list.index (a C loop per first token), checked one by
     # one (few).
-    hits = sorted(i for first in by_first for i in _positions(norms, first))
+    hits = sorted(i for first in by_first for i in indexes_of(norms, first))
     for i in hits:
         for index in by_first[norms[i]]:
             if _matches_at(norms, i, terms[index]):

@@ -35,9 +35,11 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import regex  # type: ignore[import-untyped,unused-ignore]  # no stubs in the venv
+
+_T = TypeVar("_T")
 
 #: Inclusive code point ranges of the CJK characters that :func:`index_body` isolates. Each one
 #: becomes a token by itself, so any substring of CJK text can be searched.
@@ -320,15 +322,8 @@ def scan_tokens(
         # token of ASCII folds by lower-casing (as fold does); the others by fold.
         starts, ends, tokens = _split_tokens(_LATIN_SPLIT_RE.split(part), pos)
         norms = list(map(str.lower, tokens))
-        plain = list(map(str.isascii, tokens))
-        if not all(plain):
-            at = plain.index(False)
-            while True:
-                norms[at] = fold(tokens[at])
-                try:
-                    at = plain.index(False, at + 1)
-                except ValueError:
-                    break
+        for at in indexes_of(list(map(str.isascii, tokens)), False):
+            norms[at] = fold(tokens[at])
         return starts, ends, norms
     pattern = _TOKEN_RE if _NOT_PLAIN_RE.search(part) is not None else _PLAIN_TOKEN_RE
     matches = list(pattern.finditer(text, pos, end))
@@ -338,6 +333,19 @@ def scan_tokens(
     starts = list(map(match.start, matches))
     ends = list(map(match.end, matches))
     return starts, ends, list(map(fold, map(match.group, matches)))
+
+
+def indexes_of(items: list[_T], value: _T) -> list[int]:
+    """Every index of ``value`` in ``items``, in order (``list.index``: a C loop between
+    them, no Python frame per item)."""
+    found: list[int] = []
+    at = -1
+    try:
+        while True:
+            at = items.index(value, at + 1)
+            found.append(at)
+    except ValueError:
+        return found
 
 
 def _split_tokens(parts: list[str], pos: int) -> tuple[list[int], list[int], list[str]]:
