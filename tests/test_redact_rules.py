@@ -6,6 +6,12 @@ public-by-nature strings (lock-file checksums, git SHAs, UUIDs, labels) stay (do
 
 from __future__ import annotations
 
+import json
+import random
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
 import pytest
 
 from openclaw_fts.redact import (
@@ -208,3 +214,88 @@ def test_lock_file_checksums_of_real_files_are_never_masked() -> None:
         ]
         for line in lines:
             assert redact_text(line) == line, line
+
+
+def _strings(value: object) -> list[str]:
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+#: Pieces the generated texts are made of: secrets' words and the names of public values, the
+#: separators and quotes around them, runs long enough to be values, and the two characters
+#: whose lower case holds a token character while they are none.
+_RUN_BOUNDED_PIECES = (
+    "api key is ",
+    "the ritekit secret ",
+    "password: ",
+    "token =",
+    "NextToken: ",
+    "VersionId=",
+    "job_arn = '",
+    "cursor:",
+    "url: https://x",
+    ' "',
+    "'",
+    "`",
+    " ",
+    "\t",
+    "\n",
+    "=",
+    ":",
+    "q7vXk2LmP9sT4wYz8RbN3cFh",
+    "3f9a1b2c4d5e6f708192a3b4",
+    "AKIAabcdefghijklmnop",
+    "a" * 30,
+    "ids",
+    "\u0130",
+    "\u212a",
+    "é",
+    "secrets  was  ",
+    "new Client(",
+    ")",
+)
+
+
+def test_the_run_bounded_finders_find_what_their_patterns_find() -> None:
+    """The opaque rule's finders that search only near the runs of token characters
+    (``quoted_literals``, ``prose_key_matches``) or one word at a time (``public_name_tails``)
+    give the matches their pattern's ``finditer`` gives over the whole text, in order: on
+    every string of the upstream redaction vectors and on texts made of the pieces those
+    searches turn on."""
+
+    from openclaw_fts.redact.rules import opaque
+    from openclaw_fts.redact.scan import Scan
+
+    folder = Path(__file__).parent / "fixtures" / "redaction_upstream"
+    texts = [
+        s
+        for name in ("openclaw.json", "gitleaks.json", "detect_secrets.json")
+        for s in _strings(json.loads((folder / name).read_text(encoding="utf-8"))["vectors"])
+    ]
+    rng = random.Random(20261207)
+    texts += ["".join(rng.choices(_RUN_BOUNDED_PIECES, k=rng.randint(1, 40))) for _ in range(3000)]
+    assert len(texts) > 3000
+
+    def seen(
+        matches: Iterable[re.Match[str]],
+    ) -> list[tuple[tuple[int, int], dict[str, str | None]]]:
+        return [(m.span(), m.groupdict()) for m in matches]
+
+    for text in texts:
+        scan = Scan(text)
+        low = scan.lowered()
+        assert seen(opaque.quoted_literals(scan)) == seen(
+            opaque._QUOTED_LITERAL_RE.finditer(text)
+        ), text
+        assert seen(opaque.prose_key_matches(scan)) == seen(opaque._PROSE_KEY_RE.finditer(low)), (
+            text
+        )
+        assert seen(opaque.public_name_tails(low)) == seen(
+            opaque._PUBLIC_NAME_TAIL_RE.finditer(low)
+        ), text

@@ -113,9 +113,6 @@ _CALLEE_RE: Final = re.compile(
 )
 
 
-# In prose, a secret's word (:data:`..data.PROSE_KEY_WORDS`) and then the key (``the ritekit
-# secret 3f9a…``, ``my API key is q7vX…``): an optional ``is``/``was``, then a token. Matched
-# on the LOWER-CASED text (the value is read from the original text).
 #: Blanks after a secret's word (and after its ``is``) in prose.
 MAX_PROSE_KEY_BLANKS: Final = 4
 
@@ -124,6 +121,9 @@ MAX_PROSE_KEY_BLANKS: Final = 4
 _PROSE_KEY_LINKS: Final = ("is", "was", "of", "for", "to", "=", ":")
 
 
+# In prose, a secret's word (:data:`..data.PROSE_KEY_WORDS`) and then the key (``the ritekit
+# secret 3f9a…``, ``my API key is q7vX…``): an optional ``is``/``was``, then a token. Matched
+# on the LOWER-CASED text (the value is read from the original text).
 _PROSE_KEY_RE: Final = re.compile(
     r"(?P<word>"
     + _by_first_character(sorted(rules.PROSE_KEY_WORDS, key=len, reverse=True))
@@ -173,16 +173,20 @@ def _literal_name_kind(name: str) -> str:
     return "any"
 
 
+#: The last words of a name that may hold an id or a pagination token.
+_PUBLIC_NAME_TAIL_WORDS: Final = ("ids?", "token", "arn", "url", "location", "marker", "cursor")
+
+
+#: What follows such a word: its separator and the quotes and blanks around it.
+_PUBLIC_NAME_TAIL: Final = r"\\?[\"']?[ \t]{0,8}(?P<sep>=|:(?!//))[ \t]{0,8}\\?[\"']?"
+
+
 # The end of a name that may hold an id or a pagination token (``VersionId``, ``NextToken``,
 # ``job_arn``), its separator, an opening quote; the name itself is checked in Python.
 # Runs on the LOWER-CASED text: an alternation of literals, which the regex engine skips to
 # (the mixed-case classes it replaces were tried at every position: 8x slower on 10 MB).
-_PUBLIC_NAME_TAIL_WORDS: Final = ("ids?", "token", "arn", "url", "location", "marker", "cursor")
-
-
-_PUBLIC_NAME_TAIL: Final = r"\\?[\"']?[ \t]{0,8}(?P<sep>=|:(?!//))[ \t]{0,8}\\?[\"']?"
-
-
+# The reference of :func:`public_name_tails`, which finds the same matches faster
+# (tests/test_redact_rules.py holds the two equal).
 _PUBLIC_NAME_TAIL_RE: Final = re.compile(
     f"(?:{'|'.join(_PUBLIC_NAME_TAIL_WORDS)}){_PUBLIC_NAME_TAIL}"
 )
