@@ -13,8 +13,8 @@ Statements run through SQLAlchemy ``text()`` with ``:name`` parameters. A one-wo
 a wide caller ranked by relevance (no ``sessionKey``) walks the word's impact list instead
 (:mod:`.impact`: the same rows, ranks and order, visibility, the pending join and the
 ``role`` / ``since`` / ``until`` filters in the walking statement), when the list holds enough
-visible rows that pass them. A narrow caller's rows come from one of two branches with the
-same conditions: its sessions' rows tested one by one while those sessions hold at most
+visible rows that pass them. A narrow or ``agent`` caller's rows come from one of two branches
+with the same conditions: its sessions' rows tested one by one while those sessions hold at most
 :data:`NARROW_SCAN_EVENTS` events, else the GIN match set joined to them -- the same rows either
 way, ranked and ordered by the same outer ORDER BY. The statement carries both, a one-time
 filter running one, or only the one the engine last learnt the caller's sessions pick
@@ -42,7 +42,7 @@ from ...redact.engine import MASK_ELLIPSIS
 from ...rows import Hit, SearchRequest
 from ...spelling import is_word_like, messages_holding, note_examined, one_edit
 from ..hits import hit_texts, user_filters
-from ..impact import fast_path_word, trackable
+from ..impact import TERMS_TABLE, fast_path_word, trackable
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import visible
@@ -54,13 +54,21 @@ from .query import render
 if TYPE_CHECKING:
     from ...caller import Caller
 
+#: No JIT compilation for a search's statements: a statement whose cost estimate passes
+#: ``jit_above_cost`` (an ``agent`` caller's search of a word no visible row holds, at 1m
+#: messages: 184,074) spent 7 ms compiling, and none of the plugin's search statements runs
+#: long enough to gain it back (bench/NOTES.md). Set with :data:`FORCE_CUSTOM_PLAN`, for the
+#: transaction, and for the whole session of a connection of an engine the plugin made
+#: (``connect.py``).
+NO_JIT = "set_config('jit', 'off', true)"
 #: Set for the search's transaction before the statements that take the caller's parameters
 #: (the visibility probe and the ranked statement): psycopg prepares a statement from its 5th
 #: execution on a connection, and PostgreSQL may then switch to a generic plan, in which
 #: ``to_tsquery(cfg, $1)`` is not a constant and the visible-sessions path is not chosen
 #: (measured: a narrow search of a common word took 14-25 ms instead of about 1 ms at 10k
-#: hidden sessions; docs/postgresql.md). ``is_local``: it ends with the transaction.
-FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
+#: hidden sessions; docs/postgresql.md). ``is_local``: it ends with the transaction. With it,
+#: :data:`NO_JIT`.
+FORCE_CUSTOM_PLAN = f"SELECT set_config('plan_cache_mode', 'force_custom_plan', true), {NO_JIT}"
 #: A narrow caller (``self``, ``tree``) whose visible sessions hold at most this many events
 #: (``last_seq + 1``, summed: an upper bound of their index rows) is searched from its sessions'
 #: rows, each tested with ``@@`` (a nested loop over the ``session_id`` index that the planner
@@ -69,6 +77,14 @@ FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', t
 #: every wider caller gets). 10,000 rows read that way took 6-22 ms of execution at 1m messages,
 #: where the GIN plan took 1 ms for a rare word and up to 180 ms for a common one (bench/NOTES.md).
 NARROW_SCAN_EVENTS = 10_000
+#: The visibilities whose callers' rows may be read from their sessions one by one: the narrow
+#: ones (while they hold at most :data:`NARROW_SCAN_EVENTS` events), and ``agent`` on the flat
+#: layout (:func:`_row_scans`; when, :func:`_agent_plans`). For an ``agent`` caller the
+#: planner's plan was a nested loop over the agent's sessions, each a ``BitmapAnd`` of the
+#: ``session_id`` index with the word's WHOLE posting list, decoded once per session (7 ms
+#: each for a word of 11,931 messages: 1.0-1.6 s for 200 sessions under load,
+#: bench/NOTES.md). A caller who sees other agents' sessions (``all``) is left to the planner.
+ROW_SCAN_VISIBILITIES = ("self", "tree", "agent")
 #: ``ts_rank`` normalisation: divide by 1 + the logarithm of the document length (a long message
 #: that mentions a word once ranks below a short one, as with bm25's length normalisation).
 RANK_NORMALIZATION = 1
@@ -91,7 +107,7 @@ WORD_COUNT_CAP = 1000
 #: the snapshot (the key of the pending memo) and whether this transaction has written, in one
 #: round trip.
 _BEGIN_SEARCH_SQL = (
-    "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), "
+    f"SELECT set_config('plan_cache_mode', 'force_custom_plan', true), {NO_JIT}, "
     "pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
 )
 #: Where a pooled connection records that its session has ``plan_cache_mode`` set (every
@@ -221,6 +237,16 @@ def _required_words(compiled: CompiledQuery) -> list[str]:
     return sorted(words)
 
 
+def _row_scans(caller: Caller, agents: list[str] | None) -> bool:
+    """Whether ``caller``'s rows may be read from its sessions one by one
+    (:data:`ROW_SCAN_VISIBILITIES`); ``agents``: the partitions a search on the partitioned
+    layout reads, where an ``agent`` caller's GIN index holds its partition's agents only
+    (the planner's join took 0.7-15 ms there at 1m messages, its rows one by one 3.3-6.8)."""
+    if caller.is_narrow:
+        return True
+    return caller.effective_visibility in ROW_SCAN_VISIBILITIES and agents is None
+
+
 def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
     pred = visible(caller, "s", dialect=DIALECT)
     params: dict[str, Any] = dict(pred.params)
@@ -274,6 +300,54 @@ def _few_events_sql(where: str) -> str:
         "SELECT coalesce(sum(greatest(s.last_seq + 1, 0)), 0) <= :narrow_events "
         f"FROM openclaw_sessions AS s WHERE {where}"
     )
+
+
+def _agent_plans(
+    req: SearchRequest, where: str, agents: list[str] | None, params: dict[str, Any]
+) -> tuple[str, Callable[[str, str], str]]:
+    """For an ``agent`` caller (:data:`ROW_SCAN_VISIBILITIES`): the one-time filter that picks
+    its sessions' rows read one by one, and the other branch's head up to ``WHERE`` (given the
+    statement's ``head`` and ``pending`` join). When every match must hold some words that can
+    be tracked (:func:`_required_words`): the rows one by one when every such word is tracked
+    (in :data:`~..impact.TERMS_TABLE`: it was in at least ``FREQUENT_TERM_MIN_DOCS`` messages,
+    so reading the caller's rows costs what its sessions hold, 3-9 ms for 10,000 events at 1m
+    messages), else the GIN index's match set read ONCE (an ``OFFSET 0`` subquery: a word not
+    tracked is in few messages, 0.7-3 ms) and joined to the sessions. Either way not the
+    planner's own plan, a nested loop over the agent's sessions, each a ``BitmapAnd`` of the
+    ``session_id`` index with the query's whole GIN posting list, decoded once per session
+    (50-111 ms for a word of 4,000-9,000 messages, 1.0-1.6 s for one of 11,931 under load, at
+    1m messages and 200 sessions: bench/NOTES.md). A tracked word's ``docs`` is no bound to
+    choose by: it is its count when it was tracked (7,982 for a word in 803,195 messages at
+    1m). A query without such a word (an OR, a prefix) keeps the narrow callers' rule: its rows
+    one by one while they hold at most :data:`NARROW_SCAN_EVENTS` events, else the planner's
+    join."""
+    assert req.compiled is not None
+    required = _required_words(req.compiled)
+    if not required:
+        params["narrow_events"] = NARROW_SCAN_EVENTS
+
+        def joined(head: str, pending: str) -> str:
+            return (
+                f"{head}{CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
+                f"ON s.session_id = mi.session_id {pending}WHERE "
+            )
+
+        return f"({_few_events_sql(where)})", joined
+    params.update(tracked_words=required, tracked_count=len(required))
+    gate = (
+        f"(SELECT count(*) = :tracked_count FROM {TERMS_TABLE} AS tt "
+        "WHERE tt.term = ANY(CAST(:tracked_words AS text[])))"
+    )
+    scope = "" if agents is None else f" AND {agent_scope_sql('x', agents)[0]}"
+
+    def matched_once(head: str, pending: str) -> str:
+        return (
+            f"{head}(SELECT x.* FROM {CONTENT_TABLE} AS x WHERE x.{TSVECTOR_COLUMN} @@ "
+            f"{_TSQUERY}{scope} OFFSET 0) AS mi JOIN openclaw_sessions AS s "
+            f"ON s.session_id = mi.session_id {pending}WHERE "
+        )
+
+    return gate, matched_once
 
 
 def _session_rows_sql(agents: list[str] | None) -> str:
@@ -378,7 +452,8 @@ def hits_sql(
     the partitioned layout (:mod:`.partition`), every agent whose sessions the caller can see;
     only their partitions are read. ``unordered``: every visible match, without ORDER BY or
     LIMIT (what :func:`session_hits_sql` groups). ``extra``: one more ``AND …`` condition on
-    the rows (``mi``) and their sessions (``s``), before ranking. ``few`` (a narrow caller):
+    the rows (``mi``) and their sessions (``s``), before ranking. ``few`` (a narrow or agent
+    caller, :data:`ROW_SCAN_VISIBILITIES`):
     whether its sessions hold at most :data:`NARROW_SCAN_EVENTS` events, when known
     (:func:`_few_rows_hint`): only that branch is written; None writes both, the statement
     choosing. The rows are the same either way. ``recent``: a wide caller's plan for the
@@ -416,19 +491,24 @@ def hits_sql(
         )
 
     wide = wide_over("openclaw_sessions")
-    if not caller.is_narrow:
+    walks = req.order == "recent" and req.session_key is None and recent != "exact"
+    if not _row_scans(caller, agents) or walks:
         order = _order_by(req, rows="mi.", keys="s.")
         if unordered:
             return f"{wide}{match}", params
-        if req.order == "recent" and req.session_key is None and recent != "exact":
+        if walks:
             return _recent_sql(req, recent, floor, wide_over, where, filters, params)
         return f"{wide}{match} ORDER BY {order} LIMIT :lim", params
-    # A narrow caller: its sessions' rows one by one when they are few (see NARROW_SCAN_EVENTS).
+    # A narrow or agent caller: its sessions' rows one by one when they are few (see
+    # NARROW_SCAN_EVENTS, ROW_SCAN_VISIBILITIES).
     lateral = (
         f"{head}openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(agents)}) AS mi "
         f"{pending}WHERE "
     )
-    if few is None:
+    if not caller.is_narrow:  # an agent caller: the statement always chooses
+        gate, gin = _agent_plans(req, where, agents, params)
+        both = f"{lateral}{gate} AND {match} UNION ALL {gin(head, pending)}NOT {gate} AND {match}"
+    elif few is None:
         params["narrow_events"] = NARROW_SCAN_EVENTS
         gate = f"({_few_events_sql(where)})"
         both = f"{lateral}{gate} AND {match} UNION ALL {wide}NOT {gate} AND {match}"
@@ -769,7 +849,7 @@ class PostgresSearch:
         ``plan_cache_mode`` for the transaction in the same round trip."""
         _one_snapshot(conn)
         where, params = _visible_sql(caller, session_key)
-        _, snapshot, wrote = conn.execute(text(_BEGIN_SEARCH_SQL)).one()
+        _, _, snapshot, wrote = conn.execute(text(_BEGIN_SEARCH_SQL)).one()
         keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
         key = (where, tuple(sorted(params.items(), key=lambda kv: kv[0])))
         memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
@@ -852,13 +932,13 @@ class PostgresSearch:
             return conn.execute(_statement(sql), params).all()
         tracked = self._tracked_words(conn)
         if word in tracked:
-            sql, params = folded_sql(caller, req, memo=memo, word=word, walk=True)
+            sql, params = folded_sql(caller, req, memo=memo, word=word, walk=True, few=few)
             rows = conn.execute(_statement(sql), params).all()
             if rows[0][3]:
                 return rows
             if rows[0][1] is None:
                 memo = (str(rows[0][0]), bool(rows[0][2]))
-        sql, params = folded_sql(caller, req, memo=memo, word=word)
+        sql, params = folded_sql(caller, req, memo=memo, word=word, few=few)
         rows = conn.execute(_statement(sql), params).all()
         if rows[0][4]:
             tracked.add(word)
