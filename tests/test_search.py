@@ -1398,11 +1398,12 @@ def test_an_agent_caller_gets_the_planners_rows_from_its_rows_and_from_the_match
     store: TranscriptStore, db_engine: str, engine: Engine, tmp_path: Path, monkeypatch: Any
 ) -> None:
     """On the flat layout an ``agent`` caller's exact statement reads its sessions' rows one by
-    one when every word its matches must hold is tracked, else the GIN match set once
-    (``read._agent_plans``); both answer what the planner's join of the match set to the
-    visible sessions answers (the statement before: ``ROW_SCAN_VISIBILITIES`` without
-    ``agent``), with a pending session among them and without, with ranking, ties, filters,
-    the query language and misses. On the partitioned layout the planner's join stays."""
+    one when every word its matches must hold is tracked and its sessions hold few events,
+    the GIN match set once when a word is not tracked, else the planner's join of the index to
+    the visible sessions (``read._agent_plans``); each answers what that join alone answers
+    (the statement before: ``ROW_SCAN_VISIBILITIES`` without ``agent``), with a pending session
+    among them and without, with ranking, ties, filters, the query language and misses. On
+    the partitioned layout the planner's join stays."""
     if db_engine == "sqlite":
         pytest.skip("PostgreSQL chooses between plans for an agent caller")
     from sqlalchemy import event, text
@@ -1454,6 +1455,11 @@ def test_an_agent_caller_gets_the_planners_rows_from_its_rows_and_from_the_match
     for pending in (True, False):
         found = answers()
         assert "rows" in plans()  # every required word tracked: its rows one by one
-        assert found == planners() == (untracked if pending else found)
+        monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", -1)  # too many: the planner's join
+        many = answers()
+        monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", read.NARROW_SCAN_EVENTS)
+        monkeypatch.undo()
+        monkeypatch.setattr(PostgresqlBackend, "IMPACT_LISTS", False)
+        assert found == many == planners() == (untracked if pending else found)
         assert ("indexing" in found[0]) is pending
         store.reconcile()

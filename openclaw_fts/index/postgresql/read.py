@@ -303,51 +303,61 @@ def _few_events_sql(where: str) -> str:
 
 
 def _agent_plans(
-    req: SearchRequest, where: str, agents: list[str] | None, params: dict[str, Any]
-) -> tuple[str, Callable[[str, str], str]]:
-    """For an ``agent`` caller (:data:`ROW_SCAN_VISIBILITIES`): the one-time filter that picks
-    its sessions' rows read one by one, and the other branch's head up to ``WHERE`` (given the
-    statement's ``head`` and ``pending`` join). When every match must hold some words that can
-    be tracked (:func:`_required_words`): the rows one by one when every such word is tracked
-    (in :data:`~..impact.TERMS_TABLE`: it was in at least ``FREQUENT_TERM_MIN_DOCS`` messages,
-    so reading the caller's rows costs what its sessions hold, 3-9 ms for 10,000 events at 1m
-    messages), else the GIN index's match set read ONCE (an ``OFFSET 0`` subquery: a word not
-    tracked is in few messages, 0.7-3 ms) and joined to the sessions. Either way not the
-    planner's own plan, a nested loop over the agent's sessions, each a ``BitmapAnd`` of the
-    ``session_id`` index with the query's whole GIN posting list, decoded once per session
-    (50-111 ms for a word of 4,000-9,000 messages, 1.0-1.6 s for one of 11,931 under load, at
+    req: SearchRequest,
+    where: str,
+    agents: list[str] | None,
+    params: dict[str, Any],
+    head: str,
+    pending: str,
+    lateral: str,
+    match: str,
+) -> str:
+    """An ``agent`` caller's rows (:data:`ROW_SCAN_VISIBILITIES`), unordered: branches behind
+    one-time filters, one of which runs, each ``match`` (the conditions after ``WHERE``) over
+    its own rows: ``lateral`` (its sessions' rows one by one), the GIN match set read ONCE (an
+    ``OFFSET 0`` subquery) joined to the sessions, or the planner's join of the index to the
+    sessions (``head``: the statement's select list up to ``FROM``; ``pending``: its join to
+    the index state, or empty).
+    When every match must hold some words that can be tracked (:func:`_required_words`): the
+    rows one by one while the caller's sessions hold at most :data:`NARROW_SCAN_EVENTS` events
+    and every such word is tracked (in :data:`~..impact.TERMS_TABLE`: it was in at least
+    ``FREQUENT_TERM_MIN_DOCS`` messages; reading 10,000 events took 3-13 ms at 1m messages,
+    whatever the word); the match set once when one is not (a word in few messages: 0.7-3 ms);
+    else the planner's join. A query without such a word (an OR, a prefix) keeps the narrow
+    callers' rule: its rows one by one while they are few, else the planner's join. The
+    planner's join alone was a nested loop over the agent's sessions, each a ``BitmapAnd`` of
+    the ``session_id`` index with the query's whole GIN posting list, decoded once per session
+    (47-108 ms for a word of 4,000-9,000 messages, 1.0-1.6 s for one of 11,931 under load, at
     1m messages and 200 sessions: bench/NOTES.md). A tracked word's ``docs`` is no bound to
     choose by: it is its count when it was tracked (7,982 for a word in 803,195 messages at
-    1m). A query without such a word (an OR, a prefix) keeps the narrow callers' rule: its rows
-    one by one while they hold at most :data:`NARROW_SCAN_EVENTS` events, else the planner's
-    join."""
+    1m)."""
     assert req.compiled is not None
+    params["narrow_events"] = NARROW_SCAN_EVENTS
+    few = f"({_few_events_sql(where)})"
+
+    def joined(rows: str) -> str:
+        return (
+            f"{head}{rows} AS mi JOIN openclaw_sessions AS s ON s.session_id = mi.session_id "
+            f"{pending}WHERE "
+        )
+
     required = _required_words(req.compiled)
     if not required:
-        params["narrow_events"] = NARROW_SCAN_EVENTS
-
-        def joined(head: str, pending: str) -> str:
-            return (
-                f"{head}{CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
-                f"ON s.session_id = mi.session_id {pending}WHERE "
-            )
-
-        return f"({_few_events_sql(where)})", joined
+        return f"{lateral}{few} AND {match} UNION ALL {joined(CONTENT_TABLE)}NOT {few} AND {match}"
     params.update(tracked_words=required, tracked_count=len(required))
-    gate = (
+    tracked = (
         f"(SELECT count(*) = :tracked_count FROM {TERMS_TABLE} AS tt "
         "WHERE tt.term = ANY(CAST(:tracked_words AS text[])))"
     )
     scope = "" if agents is None else f" AND {agent_scope_sql('x', agents)[0]}"
-
-    def matched_once(head: str, pending: str) -> str:
-        return (
-            f"{head}(SELECT x.* FROM {CONTENT_TABLE} AS x WHERE x.{TSVECTOR_COLUMN} @@ "
-            f"{_TSQUERY}{scope} OFFSET 0) AS mi JOIN openclaw_sessions AS s "
-            f"ON s.session_id = mi.session_id {pending}WHERE "
-        )
-
-    return gate, matched_once
+    once = joined(
+        f"(SELECT x.* FROM {CONTENT_TABLE} AS x WHERE x.{TSVECTOR_COLUMN} @@ {_TSQUERY}"
+        f"{scope} OFFSET 0)"
+    )
+    return (
+        f"{lateral}{tracked} AND {few} AND {match} UNION ALL {once}NOT {tracked} AND {match} "
+        f"UNION ALL {joined(CONTENT_TABLE)}{tracked} AND NOT {few} AND {match}"
+    )
 
 
 def _session_rows_sql(agents: list[str] | None) -> str:
@@ -506,8 +516,7 @@ def hits_sql(
         f"{pending}WHERE "
     )
     if not caller.is_narrow:  # an agent caller: the statement always chooses
-        gate, gin = _agent_plans(req, where, agents, params)
-        both = f"{lateral}{gate} AND {match} UNION ALL {gin(head, pending)}NOT {gate} AND {match}"
+        both = _agent_plans(req, where, agents, params, head, pending, lateral, match)
     elif few is None:
         params["narrow_events"] = NARROW_SCAN_EVENTS
         gate = f"({_few_events_sql(where)})"
