@@ -13,12 +13,14 @@ Statements run through SQLAlchemy ``text()`` with ``:name`` parameters. A one-wo
 a wide caller ranked by relevance (no ``sessionKey``) walks the word's impact list instead
 (:mod:`.impact`: the same rows, ranks and order, visibility, the pending join and the
 ``role`` / ``since`` / ``until`` filters in the walking statement), when the list holds enough
-visible rows that pass them. A narrow or ``agent`` caller's rows come from one of two branches
-with the same conditions: its sessions' rows tested one by one while those sessions hold at most
+visible rows that pass them. A narrow caller's rows come from one of two branches with the
+same conditions: its sessions' rows tested one by one while those sessions hold at most
 :data:`NARROW_SCAN_EVENTS` events, else the GIN match set joined to them -- the same rows either
 way, ranked and ordered by the same outer ORDER BY. The statement carries both, a one-time
 filter running one, or only the one the engine last learnt the caller's sessions pick
-(:func:`_few_rows_hint`: it chooses a plan, never the rows).
+(:func:`_few_rows_hint`: it chooses a plan, never the rows). An ``agent`` caller's statement on
+the flat layout carries three such branches (:func:`_agent_plans`), one-time filters on its
+sessions' events and on whether the query's words are tracked choosing one.
 The words suggested when nothing is found are proved AND counted (the count orders them) with
 the visibility predicate in the counting statement, never over the whole index: sessions the
 caller cannot see decide neither which words are suggested nor their order (for a narrow
@@ -54,12 +56,12 @@ from .query import render
 if TYPE_CHECKING:
     from ...caller import Caller
 
-#: No JIT compilation for a search's statements: a statement whose cost estimate passes
+#: No JIT compilation for a search's statements: one whose cost estimate passed
 #: ``jit_above_cost`` (an ``agent`` caller's search of a word no visible row holds, at 1m
-#: messages: 184,074) spent 7 ms compiling, and none of the plugin's search statements runs
-#: long enough to gain it back (bench/NOTES.md). Set with :data:`FORCE_CUSTOM_PLAN`, for the
-#: transaction, and for the whole session of a connection of an engine the plugin made
-#: (``connect.py``).
+#: messages under load: 184,074) spent 7 ms compiling, and none of the plugin's search
+#: statements runs long enough to gain it back (bench/NOTES.md). Set with
+#: :data:`FORCE_CUSTOM_PLAN`, for the transaction, and for the whole session of a connection
+#: of an engine the plugin made (``connect.py``).
 NO_JIT = "set_config('jit', 'off', true)"
 #: Set for the search's transaction before the statements that take the caller's parameters
 #: (the visibility probe and the ranked statement): psycopg prepares a statement from its 5th
@@ -458,21 +460,20 @@ def hits_sql(
     recent: RecentPlan = "exact",
     floor: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The ranked statement and its parameters (``req.compiled`` must render). ``agents``: on
-    the partitioned layout (:mod:`.partition`), every agent whose sessions the caller can see;
-    only their partitions are read. ``unordered``: every visible match, without ORDER BY or
-    LIMIT (what :func:`session_hits_sql` groups). ``extra``: one more ``AND …`` condition on
-    the rows (``mi``) and their sessions (``s``), before ranking. ``few`` (a narrow or agent
-    caller, :data:`ROW_SCAN_VISIBILITIES`):
-    whether its sessions hold at most :data:`NARROW_SCAN_EVENTS` events, when known
-    (:func:`_few_rows_hint`): only that branch is written; None writes both, the statement
-    choosing. The rows are the same either way. ``recent``: a wide caller's plan for the
-    ``recent`` order (:data:`RecentPlan`; ignored otherwise). ``floor``: for the ``newest``
-    plans, the time the newest rows are at or after (:meth:`PostgresSearch._recent_floor`);
-    None reads it from the time index in the statement. Any value gives the same rows: a
-    returned row is never older than it, and every match older than it is older than them
-    all; it bounds the rows read (a match the newest rows lack is found by the second
-    statement)."""
+    """The ranked statement and its parameters (``req.compiled`` must render). ``agents``: on the
+    partitioned layout (:mod:`.partition`), every agent whose sessions the caller can see; only
+    their partitions are read. ``unordered``: every visible match, without ORDER BY or LIMIT
+    (what :func:`session_hits_sql` groups). ``extra``: one more ``AND …`` condition on the rows
+    (``mi``) and their sessions (``s``), before ranking. ``few`` (a narrow caller; an ``agent``
+    caller's statement always chooses, :func:`_agent_plans`): whether its sessions hold at most
+    :data:`NARROW_SCAN_EVENTS` events, when known (:func:`_few_rows_hint`): only that branch is
+    written; None writes both, the statement choosing. The rows are the same either way.
+    ``recent``: a wide caller's plan for the ``recent`` order (:data:`RecentPlan`; ignored
+    otherwise). ``floor``: for the ``newest`` plans, the time the newest rows are at or after
+    (:meth:`PostgresSearch._recent_floor`); None reads it from the time index in the statement.
+    Any value gives the same rows: a returned row is never older than it, and every match older
+    than it is older than them all; it bounds the rows read (a match the newest rows lack is
+    found by the second statement)."""
     assert req.compiled is not None
     tsquery = render(req.compiled)
     assert tsquery is not None
@@ -941,13 +942,13 @@ class PostgresSearch:
             return conn.execute(_statement(sql), params).all()
         tracked = self._tracked_words(conn)
         if word in tracked:
-            sql, params = folded_sql(caller, req, memo=memo, word=word, walk=True, few=few)
+            sql, params = folded_sql(caller, req, memo=memo, word=word, walk=True)
             rows = conn.execute(_statement(sql), params).all()
             if rows[0][3]:
                 return rows
             if rows[0][1] is None:
                 memo = (str(rows[0][0]), bool(rows[0][2]))
-        sql, params = folded_sql(caller, req, memo=memo, word=word, few=few)
+        sql, params = folded_sql(caller, req, memo=memo, word=word)
         rows = conn.execute(_statement(sql), params).all()
         if rows[0][4]:
             tracked.add(word)
