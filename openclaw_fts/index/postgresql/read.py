@@ -312,14 +312,17 @@ def _agent_plans(
     head: str,
     pending: str,
     lateral: str,
-    match: str,
+    filters: str,
 ) -> str:
     """An ``agent`` caller's rows (:data:`ROW_SCAN_VISIBILITIES`), unordered: branches behind
-    one-time filters, one of which runs, each ``match`` (the conditions after ``WHERE``) over
-    its own rows: ``lateral`` (its sessions' rows one by one), the GIN match set read ONCE (an
-    ``OFFSET 0`` subquery) joined to the sessions, or the planner's join of the index to the
-    sessions (``head``: the statement's select list up to ``FROM``; ``pending``: its join to
-    the index state, or empty).
+    one-time filters, one of which runs, each the match, ``where`` (visibility) and ``filters``
+    (``AND …``) over its own rows: ``lateral`` (its sessions' rows one by one), the GIN match
+    set read ONCE (an ``OFFSET 0`` subquery) joined to the sessions, or the planner's join of
+    the index to the sessions (``head``: the statement's select list up to ``FROM``;
+    ``pending``: its join to the index state, or empty). Only the planner's branch has its
+    match estimated (``@@`` with the query): the other two are fixed by their shape, and each
+    estimate reads the column's most common lexemes at planning (:func:`_recent_sql`); so an
+    absent identifier's search plans in about the time it did with the planner's join alone.
     When every match must hold some words that can be tracked (:func:`_required_words`): the
     rows one by one while the caller's sessions hold at most :data:`NARROW_SCAN_EVENTS` events
     and every such word is tracked (in :data:`~..impact.TERMS_TABLE`: it was in at least
@@ -336,6 +339,8 @@ def _agent_plans(
     assert req.compiled is not None
     params["narrow_events"] = NARROW_SCAN_EVENTS
     few = f"({_few_events_sql(where)})"
+    match = f"mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} {filters}"
+    walked = f"{_WALKED_MATCH} AND {where} {filters}"
 
     def joined(rows: str) -> str:
         return (
@@ -345,19 +350,21 @@ def _agent_plans(
 
     required = _required_words(req.compiled)
     if not required:
-        return f"{lateral}{few} AND {match} UNION ALL {joined(CONTENT_TABLE)}NOT {few} AND {match}"
+        return f"{lateral}{few} AND {walked} UNION ALL {joined(CONTENT_TABLE)}NOT {few} AND {match}"
     params.update(tracked_words=required, tracked_count=len(required))
     tracked = (
         f"(SELECT count(*) = :tracked_count FROM {TERMS_TABLE} AS tt "
         "WHERE tt.term = ANY(CAST(:tracked_words AS text[])))"
     )
     scope = "" if agents is None else f" AND {agent_scope_sql('x', agents)[0]}"
+    # The match set's rows all match: their conditions are the rest.
     once = joined(
-        f"(SELECT x.* FROM {CONTENT_TABLE} AS x WHERE x.{TSVECTOR_COLUMN} @@ {_TSQUERY}"
-        f"{scope} OFFSET 0)"
+        f"(SELECT x.* FROM {CONTENT_TABLE} AS x WHERE x.{TSVECTOR_COLUMN} @@ "
+        f"(SELECT {_TSQUERY}){scope} OFFSET 0)"
     )
     return (
-        f"{lateral}{tracked} AND {few} AND {match} UNION ALL {once}NOT {tracked} AND {match} "
+        f"{lateral}{tracked} AND {few} AND {walked} UNION ALL "
+        f"{once}NOT {tracked} AND {where} {filters} "
         f"UNION ALL {joined(CONTENT_TABLE)}{tracked} AND NOT {few} AND {match}"
     )
 
@@ -517,7 +524,7 @@ def hits_sql(
         f"{pending}WHERE "
     )
     if not caller.is_narrow:  # an agent caller: the statement always chooses
-        both = _agent_plans(req, where, agents, params, head, pending, lateral, match)
+        both = _agent_plans(req, where, agents, params, head, pending, lateral, filters)
     elif few is None:
         params["narrow_events"] = NARROW_SCAN_EVENTS
         gate = f"({_few_events_sql(where)})"
