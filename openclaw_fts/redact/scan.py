@@ -13,9 +13,10 @@ unless the value is a reference (``value``, ``values``). A finder examines at mo
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from .families import lowered as lowered_text
@@ -123,6 +124,38 @@ MAX_CANDIDATES_PER_RULE: Final = 10_000
 #: megabyte of ``token: token: …`` or ``?key=v`` lines (a candidate every few characters:
 #: generated or hostile text) still stops at the budget.
 CHARS_PER_EXTRA_CANDIDATE: Final = 64
+
+
+def matches_at(
+    pattern: re.Pattern[str], text: str, words: tuple[str, ...], offset: int, where: str = ""
+) -> Iterator[re.Match[str]]:
+    """The matches of ``pattern.finditer(text)``, in order, for a pattern each match of which
+    holds one of ``words`` ``offset`` characters after its start (in ``where``, a string of
+    the same length whose positions are the text's, such as its lower case; by default the
+    text itself): the pattern is tried only there, at the places ``str.find`` finds (one
+    C-level pass per word), not at every position. A place inside the last match is skipped,
+    as ``finditer`` skips it; a match is never empty (it holds a word)."""
+    find = (where or text).find
+    match = pattern.match
+    places: Iterator[int] = (
+        _places(find, words[0], offset)
+        if len(words) == 1
+        else heapq.merge(*(_places(find, word, offset) for word in words))
+    )
+    taken = 0
+    for start in places:
+        if start >= taken and (m := match(text, start)) is not None:
+            taken = m.end()
+            yield m
+
+
+def _places(find: Callable[[str, int], int], word: str, offset: int) -> Iterator[int]:
+    """Every place ``offset`` characters before an occurrence of ``word`` (overlapping
+    occurrences too), in order, never before the text."""
+    at = find(word, offset)
+    while at >= 0:
+        yield at - offset
+        at = find(word, at + 1)
 
 
 class Scan:
@@ -274,6 +307,12 @@ class Scan:
             else:
                 self.value(m.start("value"), m.end("value"), whole=whole, literal=literal)
 
+    def matches_at(
+        self, pattern: re.Pattern[str], words: tuple[str, ...], offset: int, lowered: bool = False
+    ) -> Iterator[re.Match[str]]:
+        """:func:`matches_at` in the text (``lowered``: the words found in its lower case)."""
+        return matches_at(pattern, self.text, words, offset, self.lowered() if lowered else "")
+
     def reversed(self) -> str:
         """The text reversed (names are read backwards from their end); computed once."""
         if self._reversed is None:
@@ -316,7 +355,11 @@ class Scan:
         return self.longest_run >= minimum
 
     def in_runs(
-        self, pattern: re.Pattern[str], minimum: int = MIN_VENDOR_RUN_CHARS
+        self,
+        pattern: re.Pattern[str],
+        minimum: int = MIN_VENDOR_RUN_CHARS,
+        anchor: str = "",
+        anchor_at: int = -1,
     ) -> Iterator[tuple[int, re.Match[str]]]:
         """Every match of ``pattern`` (whose matches take run characters only, so each lies
         inside one run of token characters at least ``minimum`` long), as ``(offset, match)``:
@@ -327,7 +370,9 @@ class Scan:
         after it (what a lookbehind or lookahead of the pattern sees, so the matches are the
         same): the prose between the runs is never scanned and the regex is called once, not
         once per run (the vendor scan of a 10 MB message: ~0.5 s in regions of runs, ~0.2 s
-        over the joined runs)."""
+        over the joined runs). ``anchor_at`` >= 0: every match holds ``anchor`` that many
+        characters after its start, so the pattern is tried only there (:func:`matches_at`:
+        the same matches)."""
         text = self.text
         # two lists of runs serve every minimum: the runs of a vendor token and the long runs
         # of a nameless token (a pattern longer than the list's minimum still only matches in
@@ -335,12 +380,21 @@ class Scan:
         view = _LONG_RUN_CHARS if minimum >= _LONG_RUN_CHARS else MIN_VENDOR_RUN_CHARS
         runs = self.runs(view)
         if len(runs) <= MAX_RUNS_SEARCHED_ALONE:
+            if anchor_at >= 0:  # (the text once, from each anchor: no run is missed)
+                for m in matches_at(pattern, text, (anchor,), anchor_at):
+                    yield 0, m
+                return
             for start, end in runs:
                 for m in pattern.finditer(text, start, end):
                     yield 0, m
             return
         joined, starts, offsets = self.joined(view)
-        for m in pattern.finditer(joined):
+        found = (
+            matches_at(pattern, joined, (anchor,), anchor_at)
+            if anchor_at >= 0
+            else pattern.finditer(joined)
+        )
+        for m in found:
             yield offsets[bisect.bisect_right(starts, m.start()) - 1], m
 
     def joined(self, minimum: int) -> tuple[str, list[int], list[int]]:

@@ -82,9 +82,22 @@ _B64_CHAR_SET: Final = frozenset(
 )
 
 
-_TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str], int], ...]] = tuple(
-    (rule.anchor, re.compile(rule.pattern), rule.in_runs) for rule in rules.PATTERN_TOKENS
+_TOKEN_RULES: Final[tuple[tuple[str, re.Pattern[str], int, int], ...]] = tuple(
+    (rule.anchor, re.compile(rule.pattern), rule.in_runs, rule.anchor_at)
+    for rule in rules.PATTERN_TOKENS
 )
+
+
+def _check_anchors() -> None:
+    for rule in rules.PATTERN_TOKENS:
+        if rule.anchor_at >= 0:
+            m = re.search(rule.pattern, rule.sample)
+            assert m is not None and rule.sample.startswith(
+                rule.anchor, m.start() + rule.anchor_at
+            ), rule.family
+
+
+_check_anchors()
 
 
 # Telegram bot token ``123456789:AA…``, alone or as ``/bot<token>/`` in an API URL. Where it
@@ -127,12 +140,19 @@ def tokens(scan: Scan) -> None:
             continue  # a Fernet shape inside a base64 blob or a data URL
         spans.append((start, m.end() + offset, _PLAIN))
     budget = scan.budget
-    for anchor, pattern, in_runs in _TOKEN_RULES:
-        if (anchor and anchor not in text) or in_runs > longest:
+    for anchor, pattern, in_runs, anchor_at in _TOKEN_RULES:
+        if in_runs > longest:
             continue  # (a short text has no run long enough: no generator is built)
-        found = (
-            scan.in_runs(pattern, in_runs) if in_runs else ((0, m) for m in pattern.finditer(text))
-        )
+        if in_runs:
+            # (an anchor is looked for in the runs only, where the pattern is tried: a 10 MB
+            # message, the anchored patterns ~0.1 s -> ~0.04 s)
+            found = scan.in_runs(pattern, in_runs, anchor, anchor_at)
+        elif anchor_at >= 0:
+            found = ((0, m) for m in scan.matches_at(pattern, (anchor,), anchor_at))
+        elif anchor and anchor not in text:
+            continue
+        else:
+            found = ((0, m) for m in pattern.finditer(text))
         for offset, m in found:
             budget -= 1
             if budget < 0:
