@@ -313,6 +313,16 @@ _INVISIBLE_CHARS: Final = (
 _REVERSED_NAME_RE: Final = re.compile(rf"[{_NAME_CHARS}]{{1,{MAX_NAME_CHARS}}}(?![{_NAME_CHARS}])")
 
 
+def start_of_name(text: str, name_end: int) -> int:
+    """Where the name ending at ``name_end`` starts: the run of name characters ending there,
+    if it is 1 to :data:`MAX_NAME_CHARS` long, else -1. :data:`_REVERSED_NAME_RE` reads at
+    most :data:`MAX_NAME_CHARS` + 1 characters back, so it is matched on those characters
+    reversed, not on the whole text reversed (a 10 MB message: one 40 MB copy and ~0.02 s
+    less)."""
+    run = _REVERSED_NAME_RE.match(text[max(0, name_end - MAX_NAME_CHARS - 1) : name_end][::-1])
+    return -1 if run is None else name_end - run.end()
+
+
 # Cheap test (``str.__contains__``) before looking for command words: a blank, a dash, then
 # one of the password flags of :data:`rules.CLI_PASSWORD_COMMANDS`.
 _SHORT_PASSWORD_FLAGS: Final = tuple(

@@ -2,10 +2,13 @@
 
 Invariant: one :class:`Scan` per text. It holds the ORIGINAL text and what the finders found
 in it (spans, PEM lines, the cutoff of the candidate budget), and caches what several rules
-read (the lower-cased and reversed text, the runs of token characters, the runs joined): each
-is computed at most once per text, in linear time. It judges no credential itself: its helpers
-take a value at a position (``value_at``, ``continuation``, ``block_scalar``) and add a span
-unless the value is a reference (``value``, ``values``). A finder examines at most
+read (the lower-cased text, the runs of token characters, the runs joined): each is computed
+at most once per text, in linear time, and no other copy of the whole text is made (a name is
+read backwards over its own characters: :func:`.judges.start_of_name`). Its searches
+(``in_runs``, ``matches_at``) give the matches of the pattern's ``finditer`` over the whole
+text, in order, searching only where a match can be. It judges no credential itself: its
+helpers take a value at a position (``value_at``, ``continuation``, ``block_scalar``) and add
+a span unless the value is a reference (``value``, ``values``). A finder examines at most
 :data:`MAX_CANDIDATES_PER_RULE` + ``len(text) // CHARS_PER_EXTRA_CANDIDATE`` candidates
 (``budget``); past it, it calls ``over_budget`` and the text is masked from there.
 """
@@ -164,7 +167,6 @@ class Scan:
     __slots__ = (
         "_joined",
         "_lowered",
-        "_reversed",
         "_runs",
         "budget",
         "cutoff",
@@ -185,7 +187,6 @@ class Scan:
         self.cutoff = len(text)  # from here on, everything is masked (candidate budget)
         self._runs: dict[int, list[tuple[int, int]]] | None = None  # found on first use
         self._lowered: str | None = None  # found on first use
-        self._reversed: str | None = None  # found on first use
         self._joined: dict[int, tuple[str, list[int], list[int]]] | None = None  # on first use
         self.longest_run = 0
         # candidates one rule may examine: a budget for the text and a share of its length, so
@@ -312,12 +313,6 @@ class Scan:
     ) -> Iterator[re.Match[str]]:
         """:func:`matches_at` in the text (``lowered``: the words found in its lower case)."""
         return matches_at(pattern, self.text, words, offset, self.lowered() if lowered else "")
-
-    def reversed(self) -> str:
-        """The text reversed (names are read backwards from their end); computed once."""
-        if self._reversed is None:
-            self._reversed = self.text[::-1]
-        return self._reversed
 
     def lowered(self) -> str:
         """The text in lower case, character for character (:func:`.families.lowered`).

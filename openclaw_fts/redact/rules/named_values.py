@@ -21,7 +21,6 @@ from ..judges import (
     _NAME_CHARS,
     _NAME_WORD_RE,
     _PUBLIC_HASH_PREFIXES,
-    _REVERSED_NAME_RE,
     _UUID_RE,
     MAX_NAME_CHARS,
     MAX_SEPARATOR_BLANKS,
@@ -33,6 +32,7 @@ from ..judges import (
     is_sensitive_name,
     is_weak_secret_name,
     looks_random,
+    start_of_name,
 )
 from ..scan import Scan
 
@@ -87,8 +87,8 @@ _TYPE_ANNOTATION: Final = (
 
 # The END of a sensitive-looking name and its separator: a name ending in key/token/secret/pwd
 # or holding password/passwd/passphrase, an optional closing quote (``"apiKey":``), ``=``,
-# ``:``, ``:=`` or ``=>``. The start of the name is then found on the reversed text
-# (:data:`_REVERSED_NAME_RE`): anchoring on the keyword keeps the scan fast on prose, where
+# ``:``, ``:=`` or ``=>``. The start of the name is then read backwards
+# (:func:`..judges.start_of_name`): anchoring on the keyword keeps the scan fast on prose, where
 # almost every word starts a name but few names are sensitive.
 _ASSIGN_TAIL_RE: Final = re.compile(
     # matched on the LOWER-CASED text (:meth:`_Scan.lowered`): a literal alternation runs ~8x
@@ -176,8 +176,6 @@ _YAML_TAG_RE: Final = re.compile(r"!!?[A-Za-z][\w\-]{0,32}")
 
 def assignments(scan: Scan) -> None:
     text = scan.text
-    size = len(text)
-    reversed_text = ""
     budget = scan.budget
     lowered = scan.lowered()
     search = _ASSIGN_TAIL_RE.search
@@ -198,12 +196,9 @@ def assignments(scan: Scan) -> None:
             if m.group("suffix")
             else m.end("kw")
         )
-        if not reversed_text:
-            reversed_text = scan.reversed()
-        run = _REVERSED_NAME_RE.match(reversed_text, size - name_end)
-        if run is None:
+        name_start = start_of_name(text, name_end)
+        if name_start < 0:
             continue  # a run of name characters longer than MAX_NAME_CHARS
-        name_start = name_end - run.end() + run.start()
         if text.startswith("-D", name_start) and name_end - name_start > 2:
             name_start += 2  # a Java system property: ``-Dsonar.password=…``
         first = text[name_start]
