@@ -21,6 +21,7 @@ from openclaw_fts.redact import (
     redact_text,
 )
 from openclaw_fts.redact import data as rules
+from openclaw_fts.redact.rules.tokens import _shortest
 
 #: Characters of a masked-away middle that count as a leak (docs/redaction.md).
 LEAK_WINDOW_CHARS = 8
@@ -335,16 +336,27 @@ _ANCHORED_PIECES = (
     "~",
     "\u0130",
     "\u212a",
+    *(rule.sample for rule in rules.VENDOR_TOKENS),
+    # the shortest tokens, alone in their run (a run shorter than a long run)
+    *(f" {rule.sample[: _shortest(rule)]} " for rule in rules.VENDOR_TOKENS),
+    "sk-",
+    "xoxb-",
+    "LTAI",
+    "glft-",
+    "q7vXk2LmP9sT4",
+    "task-sk-ab12cd34ef56gh78",
 )
 
 
 def test_the_anchored_finders_find_what_their_patterns_find() -> None:
     """The finders that try a pattern only where a word stands at a fixed place in its
     matches (:func:`openclaw_fts.redact.scan.matches_at`: the anchored pattern rules, in the
-    runs or the text; ``Authorization``, a bare ``Bearer``, ``==``/``!=``) and the password
-    flags' start matched from its ``-`` give the matches of their pattern's ``finditer`` over
-    the whole text, in order: on every string of the upstream redaction vectors and on texts
-    made of those words, the rules' samples and runs of token characters."""
+    runs or the text; ``Authorization``, a bare ``Bearer``, ``==``/``!=``), the vendor rule's
+    (the long runs joined, the shorter ones from the heads of the short tokens) and the
+    password flags' start matched from its ``-`` give the matches of their pattern's
+    ``finditer`` over the whole text, in order: on every string of the upstream redaction
+    vectors and on texts made of those words, the rules' samples and runs of token
+    characters."""
     from openclaw_fts.redact.judges import _SHORT_PASSWORD_FLAGS
     from openclaw_fts.redact.rules import comparisons, flags, headers, tokens
     from openclaw_fts.redact.scan import Scan
@@ -378,6 +390,8 @@ def test_the_anchored_finders_find_what_their_patterns_find() -> None:
                 assert got == expected, text
             else:
                 assert seen(scan.matches_at(pattern, (anchor,), anchor_at)) == expected, text
+        vendor = [(m.start() + at, m.end() + at) for at, m in tokens.vendor_matches(scan)]
+        assert vendor == seen(tokens._VENDOR_RE.finditer(text)), text
         assert seen(
             scan.matches_at(headers._AUTHORIZATION_RE, (headers._AUTHORIZATION_WORD,), 1, True)
         ) == seen(headers._AUTHORIZATION_RE.finditer(text)), text

@@ -54,8 +54,9 @@ class PatternToken:
     #: that cannot start with a literal would otherwise be tried at every position).
     anchor: str = ""
     #: When > 0: every match lies inside one run of token characters (letters, digits and
-    #: ``_-./+=@~:``) at least this long, so the pattern runs on those runs only (linear in
-    #: the runs, not a regex pass over the whole text: a 10 MB message is scanned once).
+    #: ``_-./+=@~:``) at least this long: a text without such a run is skipped, and when it
+    #: is a long run (20+), the pattern runs on the long runs only (linear in the runs, not a
+    #: regex pass over the whole text).
     in_runs: int = 0
     #: When >= 0: every match holds :attr:`anchor` this many characters after its start, so
     #: the pattern is tried only there (found with ``str.find``), not at every position.
@@ -604,7 +605,9 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         rf"(?P<value>eyJ(?<!{_T}eyJ){_T}{{{MIN_JWT_SEGMENT_CHARS},}}"
         rf"\.eyJ{_T}{{{MIN_JWT_SEGMENT_CHARS},}})",
         "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0",
-        anchor=".eyJ",
+        anchor="eyJ",
+        anchor_at=0,
+        in_runs=17,
     ),
     # AWS key ids of the other principal kinds (IAM user, role, group …), 4 + 16 characters
     PatternToken(
