@@ -26,6 +26,7 @@ from .families import lowered as lowered_text
 from .judges import (
     _BLANKS,
     _LONG_RUN_CHARS,
+    _LONG_RUNS_RE,
     _RUNS_RE,
     MAX_NAME_CHARS,
     MIN_VENDOR_RUN_CHARS,
@@ -152,6 +153,14 @@ def matches_at(
             yield m
 
 
+def _listed_runs(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """The runs a runs regex (:data:`.judges._RUNS_RE`) lists in ``text`` (group 1)."""
+    spans = [m.span(1) for m in pattern.finditer(text)]
+    while spans and spans[-1][0] < 0:
+        spans.pop()  # (the text's tail, after its last run)
+    return spans
+
+
 def _places(find: Callable[[str, int], int], word: str, offset: int) -> Iterator[int]:
     """Every place ``offset`` characters before an occurrence of ``word`` (overlapping
     occurrences too), in order, never before the text."""
@@ -166,11 +175,11 @@ class Scan:
 
     __slots__ = (
         "_joined",
+        "_longest",
         "_lowered",
         "_runs",
         "budget",
         "cutoff",
-        "longest_run",
         "pems",
         "public",
         "spans",
@@ -185,10 +194,10 @@ class Scan:
         # the rules for tokens with no name (opaque, code literals) leave them alone
         self.public: list[tuple[int, int]] | None = None  # found on first use
         self.cutoff = len(text)  # from here on, everything is masked (candidate budget)
-        self._runs: dict[int, list[tuple[int, int]]] | None = None  # found on first use
+        self._runs: dict[int, list[tuple[int, int]]] = {}  # each list found on first use
+        self._longest: dict[int, int] = {}  # the longest run of each list
         self._lowered: str | None = None  # found on first use
         self._joined: dict[int, tuple[str, list[int], list[int]]] | None = None  # on first use
-        self.longest_run = 0
         # candidates one rule may examine: a budget for the text and a share of its length, so
         # a long log with a ``key=`` on every line is examined whole, a hostile text is not
         self.budget = MAX_CANDIDATES_PER_RULE + len(text) // CHARS_PER_EXTRA_CANDIDATE
@@ -324,30 +333,39 @@ class Scan:
     def runs(self, minimum: int = MIN_VENDOR_RUN_CHARS) -> list[tuple[int, int]]:
         """``(start, end)`` of the runs of token characters at least ``minimum`` long (at
         least :data:`MIN_VENDOR_RUN_CHARS`), in text order. At most one run per
-        :data:`MIN_VENDOR_RUN_CHARS` + 1 characters, so looking at each run costs linear time;
-        the list for a longer minimum is filtered once from the closest shorter one and kept
-        (the rules ask for a handful of minimums)."""
-        if self._runs is None:
-            spans = [m.span(1) for m in _RUNS_RE.finditer(self.text)]
-            while spans and spans[-1][0] < 0:
-                spans.pop()  # (the text's tail, after its last run)
-            self.longest_run = max([end - start for start, end in spans]) if spans else 0
-            self._runs = {MIN_VENDOR_RUN_CHARS: spans}
+        :data:`MIN_VENDOR_RUN_CHARS` + 1 characters, so looking at each run costs linear time.
+        Two lists are each listed by one regex, when first asked for: the runs of
+        :data:`MIN_VENDOR_RUN_CHARS` (only a text with few long runs needs them) and the long
+        runs (:data:`_LONG_RUN_CHARS`: what the token rules search); the list for a longer
+        minimum is filtered once from the closest shorter one and kept (the rules ask for a
+        handful of minimums)."""
+        view = _LONG_RUN_CHARS if minimum >= _LONG_RUN_CHARS else MIN_VENDOR_RUN_CHARS
         cache = self._runs
-        if minimum > self.longest_run:
-            return []  # (most short texts: no list built per minimum)
-        if minimum <= MIN_VENDOR_RUN_CHARS:
-            return cache[MIN_VENDOR_RUN_CHARS]
+        listed = cache.get(view)
+        if listed is None:
+            listed = cache[view] = _listed_runs(
+                _LONG_RUNS_RE if view == _LONG_RUN_CHARS else _RUNS_RE, self.text
+            )
+            self._longest[view] = max([end - start for start, end in listed]) if listed else 0
+        if minimum <= view:
+            return listed
+        if minimum > self._longest[view]:
+            return []  # (no list built per minimum)
         found = cache.get(minimum)
         if found is None:
-            base = max(m for m in cache if m <= minimum)
+            base = max(m for m in cache if view <= m <= minimum)
             found = cache[minimum] = [(s, e) for s, e in cache[base] if e - s >= minimum]
         return found
 
     def has_run(self, minimum: int) -> bool:
-        """Whether one run of token characters is at least ``minimum`` long."""
-        self.runs()
-        return self.longest_run >= minimum
+        """Whether one run of token characters is at least ``minimum`` long (the runs of
+        :data:`MIN_VENDOR_RUN_CHARS` are listed only when the text has no long run)."""
+        if self.runs(_LONG_RUN_CHARS):
+            return self._longest[_LONG_RUN_CHARS] >= minimum
+        if minimum >= _LONG_RUN_CHARS:
+            return False
+        self.runs(MIN_VENDOR_RUN_CHARS)
+        return self._longest[MIN_VENDOR_RUN_CHARS] >= minimum
 
     def in_runs(
         self,

@@ -114,26 +114,32 @@ def _literal_head(prefix: str) -> str:
     return head.group()
 
 
-#: Where a token of those rules starts: each starts with one of these (found with
-#: ``str.find``, one C-level pass each).
+#: Where a token of those rules starts: each starts with one of these.
 _SHORT_VENDOR_HEADS: Final = tuple(sorted({_literal_head(r.prefix) for r in _SHORT_VENDOR_TOKENS}))
 assert all(len(head) >= 2 for head in _SHORT_VENDOR_HEADS), _SHORT_VENDOR_HEADS
 
 
+# Any of them: one pass over the text, searched again from the next character after each, so
+# every place one starts is found (a 10 MB message: ~0.03 s for one ``str.find`` pass per
+# head -> ~0.02 s).
+_SHORT_VENDOR_HEAD_RE: Final = re.compile("|".join(map(re.escape, _SHORT_VENDOR_HEADS)))
+
+
 def vendor_matches(scan: Scan) -> Iterator[tuple[int, re.Match[str]]]:
     """The matches of :data:`_VENDOR_RE` in the runs (:meth:`..scan.Scan.in_runs`), as
-    ``(offset, match)``, in text order. With more than a few runs: those in the long runs
-    (:data:`_LONG_RUN_CHARS`) over the long runs joined, those in the shorter runs from the
-    heads of the only rules that fit there (:data:`_SHORT_VENDOR_HEADS`): the runs of 13 to
-    19 characters are never joined or scanned (a 10 MB message: joining the 205,000 runs
-    ~0.05 s and scanning them ~0.08 s -> scanning the 46,000 long ones ~0.03 s and finding the
-    heads ~0.03 s)."""
-    runs = scan.runs()
-    if len(runs) <= MAX_RUNS_SEARCHED_ALONE:
-        yield from scan.in_runs(_VENDOR_RE)
+    ``(offset, match)``, in text order. With more than a few long runs
+    (:data:`_LONG_RUN_CHARS`): those in the long runs over the long runs joined, those in the
+    shorter runs from the heads of the only rules that fit there (:data:`_SHORT_VENDOR_HEADS`):
+    the runs of 13 to 19 characters are never listed, joined or scanned (a 10 MB message:
+    listing its 205,000 runs ~0.09 s, joining them ~0.05 s and scanning them ~0.08 s ->
+    listing the 46,000 long ones ~0.05 s, scanning them ~0.03 s and finding the heads ~0.03 s).
+    """
+    long_runs = scan.runs(_LONG_RUN_CHARS)
+    if len(long_runs) <= MAX_RUNS_SEARCHED_ALONE:
+        yield from scan.in_runs(_VENDOR_RE)  # (all the runs: few long ones, maybe few at all)
         return
     long = scan.in_runs(_VENDOR_RE, _LONG_RUN_CHARS)
-    yield from heapq.merge(long, _short_run_matches(scan, runs), key=_text_start)
+    yield from heapq.merge(long, _short_run_matches(scan, long_runs), key=_text_start)
 
 
 def _text_start(found: tuple[int, re.Match[str]]) -> int:
@@ -141,31 +147,27 @@ def _text_start(found: tuple[int, re.Match[str]]) -> int:
 
 
 def _short_run_matches(
-    scan: Scan, runs: list[tuple[int, int]]
+    scan: Scan, long_runs: list[tuple[int, int]]
 ) -> Iterator[tuple[int, re.Match[str]]]:
-    """The matches of :data:`_SHORT_VENDOR_RE` that lie in runs shorter than a long run, in
-    order: tried where a head starts inside such a run (and not inside the last match), as
-    ``finditer`` over the runs would."""
+    """The matches of :data:`_SHORT_VENDOR_RE` outside the long runs, in order: tried where a
+    head starts (and not inside the last match), as ``finditer`` over the shorter runs would.
+    A match is made of token characters, 13 or more (:data:`MIN_VENDOR_RUN_CHARS`): outside
+    the long runs, it fills part of a run of 13 to 19."""
     text = scan.text
     match = _SHORT_VENDOR_RE.match
+    search = _SHORT_VENDOR_HEAD_RE.search
     taken = 0
-    for start in heapq.merge(*(_heads(text, head) for head in _SHORT_VENDOR_HEADS)):
-        if start < taken:
+    pos = 0
+    while (head := search(text, pos)) is not None:
+        start = head.start()
+        pos = start + 1
+        if start < taken or (m := match(text, start)) is None:
             continue
-        i = bisect.bisect_right(runs, (start, sys.maxsize)) - 1
-        if i < 0 or runs[i][1] <= start or runs[i][1] - runs[i][0] >= _LONG_RUN_CHARS:
-            continue  # in no run, or in a long run (its matches are found there)
-        m = match(text, start)
-        if m is not None:
-            taken = m.end()
-            yield 0, m
-
-
-def _heads(text: str, head: str) -> Iterator[int]:
-    at = text.find(head)
-    while at >= 0:
-        yield at
-        at = text.find(head, at + 1)
+        i = bisect.bisect_right(long_runs, (start, sys.maxsize)) - 1
+        if i >= 0 and start < long_runs[i][1]:
+            continue  # in a long run (its matches are found there)
+        taken = m.end()
+        yield 0, m
 
 
 #: Characters looked back over to see whether a vendor prefix sits inside a checksum.
@@ -212,10 +214,8 @@ def tokens(scan: Scan) -> None:
     text = scan.text
     spans = scan.spans
     budget = scan.budget
-    scan.runs()
-    longest = scan.longest_run
     # (a line with no run that long: no generator is built)
-    vendor = vendor_matches(scan) if longest >= MIN_VENDOR_RUN_CHARS else ()
+    vendor = vendor_matches(scan) if scan.has_run(MIN_VENDOR_RUN_CHARS) else ()
     for offset, m in vendor:
         budget -= 1
         start = m.start() + offset
@@ -235,17 +235,18 @@ def tokens(scan: Scan) -> None:
             continue  # a Fernet shape inside a base64 blob or a data URL
         spans.append((start, m.end() + offset, _PLAIN))
     budget = scan.budget
+    present: dict[str, bool] = {}  # (two rules may share an anchor: the text is read once)
     for anchor, pattern, in_runs, anchor_at in _TOKEN_RULES:
-        if in_runs > longest:
+        if in_runs and not scan.has_run(in_runs):
             continue  # (a short text has no run long enough: no generator is built)
         if in_runs >= _LONG_RUN_CHARS:
             # (an anchor is looked for in the long runs only, where the pattern is tried: a
             # 10 MB message, the anchored patterns ~0.1 s -> ~0.03 s)
             found = scan.in_runs(pattern, in_runs, anchor, anchor_at)
+        elif anchor and not present.setdefault(anchor, anchor in text):
+            continue
         elif anchor_at >= 0:  # (the shorter runs are never joined: see vendor_matches)
             found = ((0, m) for m in scan.matches_at(pattern, (anchor,), anchor_at))
-        elif anchor and anchor not in text:
-            continue
         else:
             found = ((0, m) for m in pattern.finditer(text))
         for offset, m in found:
@@ -257,7 +258,7 @@ def tokens(scan: Scan) -> None:
     budget = scan.budget
     telegram = (
         scan.in_runs(_TELEGRAM_RE, MIN_TELEGRAM_BOT_CHARS)
-        if longest >= (MIN_TELEGRAM_BOT_CHARS)
+        if scan.has_run(MIN_TELEGRAM_BOT_CHARS)
         else ()
     )
     for offset, m in telegram:
