@@ -76,6 +76,12 @@ _VALUE_RE: Final = _value_regex("…")
 _FULL_VALUE_RE: Final = _value_regex("")
 
 
+#: A text this long lists its long runs by their own regex (:meth:`Scan.runs`): a 10 MB
+#: message holds 205,000 runs of 13+ characters (listed in ~0.09 s) and 46,000 long ones
+#: (~0.05 s); a short text lists all its runs in one call.
+MIN_CHARS_LISTING_LONG_RUNS_APART: Final = 65_536
+
+
 #: Up to this many runs, each run is searched alone (joining them costs more than it saves).
 MAX_RUNS_SEARCHED_ALONE: Final = 8
 
@@ -130,22 +136,35 @@ MAX_CANDIDATES_PER_RULE: Final = 10_000
 CHARS_PER_EXTRA_CANDIDATE: Final = 64
 
 
+#: A text shorter than this is searched whole by :func:`matches_at` (one regex call costs less
+#: than finding the words first, on the short texts most messages are).
+MIN_CHARS_SEARCHED_AT_WORDS: Final = 4096
+
+
 def matches_at(
     pattern: re.Pattern[str], text: str, words: tuple[str, ...], offset: int, where: str = ""
 ) -> Iterator[re.Match[str]]:
     """The matches of ``pattern.finditer(text)``, in order, for a pattern each match of which
     holds one of ``words`` ``offset`` characters after its start (in ``where``, a string of
     the same length whose positions are the text's, such as its lower case; by default the
-    text itself): the pattern is tried only there, at the places ``str.find`` finds (one
-    C-level pass per word), not at every position. A place inside the last match is skipped,
-    as ``finditer`` skips it; a match is never empty (it holds a word)."""
+    text itself): in a long text, the pattern is tried only there, at the places ``str.find``
+    finds (one C-level pass per word), not at every position. A place inside the last match
+    is skipped, as ``finditer`` skips it; a match is never empty (it holds a word)."""
+    if len(text) < MIN_CHARS_SEARCHED_AT_WORDS:
+        return pattern.finditer(text)
     find = (where or text).find
-    match = pattern.match
     places: Iterator[int] = (
         _places(find, words[0], offset)
         if len(words) == 1
         else heapq.merge(*(_places(find, word, offset) for word in words))
     )
+    return _matches_at_places(pattern, text, places)
+
+
+def _matches_at_places(
+    pattern: re.Pattern[str], text: str, places: Iterator[int]
+) -> Iterator[re.Match[str]]:
+    match = pattern.match
     taken = 0
     for start in places:
         if start >= taken and (m := match(text, start)) is not None:
@@ -321,7 +340,10 @@ class Scan:
         self, pattern: re.Pattern[str], words: tuple[str, ...], offset: int, lowered: bool = False
     ) -> Iterator[re.Match[str]]:
         """:func:`matches_at` in the text (``lowered``: the words found in its lower case)."""
-        return matches_at(pattern, self.text, words, offset, self.lowered() if lowered else "")
+        text = self.text
+        if len(text) < MIN_CHARS_SEARCHED_AT_WORDS:
+            return pattern.finditer(text)  # (as :func:`matches_at`, without its calls)
+        return matches_at(pattern, text, words, offset, self.lowered() if lowered else "")
 
     def lowered(self) -> str:
         """The text in lower case, character for character (:func:`.families.lowered`).
@@ -334,18 +356,28 @@ class Scan:
         """``(start, end)`` of the runs of token characters at least ``minimum`` long (at
         least :data:`MIN_VENDOR_RUN_CHARS`), in text order. At most one run per
         :data:`MIN_VENDOR_RUN_CHARS` + 1 characters, so looking at each run costs linear time.
-        Two lists are each listed by one regex, when first asked for: the runs of
-        :data:`MIN_VENDOR_RUN_CHARS` (only a text with few long runs needs them) and the long
-        runs (:data:`_LONG_RUN_CHARS`: what the token rules search); the list for a longer
-        minimum is filtered once from the closest shorter one and kept (the rules ask for a
-        handful of minimums)."""
-        view = _LONG_RUN_CHARS if minimum >= _LONG_RUN_CHARS else MIN_VENDOR_RUN_CHARS
+        In a text of :data:`MIN_CHARS_LISTING_LONG_RUNS_APART` or more, the long runs
+        (:data:`_LONG_RUN_CHARS`: what the token rules search) are listed by their own regex
+        and the runs of :data:`MIN_VENDOR_RUN_CHARS` only when asked for (a text with few long
+        runs); in a shorter one, every run at once and the long ones filtered from them. The
+        list for a longer minimum is filtered once from the closest shorter one and kept (the
+        rules ask for a handful of minimums)."""
         cache = self._runs
+        found = cache.get(minimum)
+        if found is not None:
+            return found
+        view = _LONG_RUN_CHARS if minimum >= _LONG_RUN_CHARS else MIN_VENDOR_RUN_CHARS
         listed = cache.get(view)
         if listed is None:
-            listed = cache[view] = _listed_runs(
-                _LONG_RUNS_RE if view == _LONG_RUN_CHARS else _RUNS_RE, self.text
-            )
+            if view == MIN_VENDOR_RUN_CHARS:
+                listed = _listed_runs(_RUNS_RE, self.text)
+            elif len(self.text) >= MIN_CHARS_LISTING_LONG_RUNS_APART:
+                listed = _listed_runs(_LONG_RUNS_RE, self.text)
+            else:
+                listed = [
+                    (s, e) for s, e in self.runs(MIN_VENDOR_RUN_CHARS) if e - s >= _LONG_RUN_CHARS
+                ]
+            cache[view] = listed
             self._longest[view] = max([end - start for start, end in listed]) if listed else 0
         if minimum <= view:
             return listed
@@ -357,15 +389,21 @@ class Scan:
             found = cache[minimum] = [(s, e) for s, e in cache[base] if e - s >= minimum]
         return found
 
+    def longest_run(self) -> int:
+        """The length of the longest run of token characters (0: none of
+        :data:`MIN_VENDOR_RUN_CHARS`)."""
+        longest = self._longest
+        if _LONG_RUN_CHARS not in longest:
+            self.runs(_LONG_RUN_CHARS)  # (in a short text, every run: see :meth:`runs`)
+        if longest[_LONG_RUN_CHARS]:
+            return longest[_LONG_RUN_CHARS]
+        if MIN_VENDOR_RUN_CHARS not in longest:
+            self.runs(MIN_VENDOR_RUN_CHARS)
+        return longest[MIN_VENDOR_RUN_CHARS]
+
     def has_run(self, minimum: int) -> bool:
-        """Whether one run of token characters is at least ``minimum`` long (the runs of
-        :data:`MIN_VENDOR_RUN_CHARS` are listed only when the text has no long run)."""
-        if self.runs(_LONG_RUN_CHARS):
-            return self._longest[_LONG_RUN_CHARS] >= minimum
-        if minimum >= _LONG_RUN_CHARS:
-            return False
-        self.runs(MIN_VENDOR_RUN_CHARS)
-        return self._longest[MIN_VENDOR_RUN_CHARS] >= minimum
+        """Whether one run of token characters is at least ``minimum`` long."""
+        return self.longest_run() >= minimum
 
     def in_runs(
         self,

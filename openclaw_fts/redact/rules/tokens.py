@@ -25,7 +25,7 @@ from ..judges import (
     MIN_VENDOR_RUN_CHARS,
     _by_first_character,
 )
-from ..scan import _PLAIN, MAX_RUNS_SEARCHED_ALONE, Scan
+from ..scan import _PLAIN, MAX_RUNS_SEARCHED_ALONE, MIN_CHARS_SEARCHED_AT_WORDS, Scan
 
 # Vendor-prefixed tokens and whole-pattern tokens: the data is redact.data (each rule with
 # its sample). The prefix must start a word: it is not preceded by a letter, digit or ``_``
@@ -214,8 +214,16 @@ def tokens(scan: Scan) -> None:
     text = scan.text
     spans = scan.spans
     budget = scan.budget
-    # (a line with no run that long: no generator is built)
-    vendor = vendor_matches(scan) if scan.has_run(MIN_VENDOR_RUN_CHARS) else ()
+    longest = scan.longest_run()
+    short = len(text) < MIN_CHARS_SEARCHED_AT_WORDS
+    # (a line with no run that long: no generator is built; a short text: all its runs)
+    vendor = (
+        ()
+        if longest < MIN_VENDOR_RUN_CHARS
+        else scan.in_runs(_VENDOR_RE)
+        if short
+        else vendor_matches(scan)
+    )
     for offset, m in vendor:
         budget -= 1
         start = m.start() + offset
@@ -235,16 +243,15 @@ def tokens(scan: Scan) -> None:
             continue  # a Fernet shape inside a base64 blob or a data URL
         spans.append((start, m.end() + offset, _PLAIN))
     budget = scan.budget
-    present: dict[str, bool] = {}  # (two rules may share an anchor: the text is read once)
     for anchor, pattern, in_runs, anchor_at in _TOKEN_RULES:
-        if in_runs and not scan.has_run(in_runs):
+        if in_runs > longest:
             continue  # (a short text has no run long enough: no generator is built)
+        if anchor and (short or in_runs < _LONG_RUN_CHARS) and anchor not in text:
+            continue  # (a long text: its long runs are searched for the anchor, not the text)
         if in_runs >= _LONG_RUN_CHARS:
             # (an anchor is looked for in the long runs only, where the pattern is tried: a
             # 10 MB message, the anchored patterns ~0.1 s -> ~0.03 s)
             found = scan.in_runs(pattern, in_runs, anchor, anchor_at)
-        elif anchor and not present.setdefault(anchor, anchor in text):
-            continue
         elif anchor_at >= 0:  # (the shorter runs are never joined: see vendor_matches)
             found = ((0, m) for m in scan.matches_at(pattern, (anchor,), anchor_at))
         else:
@@ -258,7 +265,7 @@ def tokens(scan: Scan) -> None:
     budget = scan.budget
     telegram = (
         scan.in_runs(_TELEGRAM_RE, MIN_TELEGRAM_BOT_CHARS)
-        if scan.has_run(MIN_TELEGRAM_BOT_CHARS)
+        if longest >= MIN_TELEGRAM_BOT_CHARS
         else ()
     )
     for offset, m in telegram:
