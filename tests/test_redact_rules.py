@@ -357,6 +357,7 @@ def test_the_anchored_finders_find_what_their_patterns_find() -> None:
     ``finditer`` over the whole text, in order: on every string of the upstream redaction
     vectors and on texts made of those words, the rules' samples and runs of token
     characters."""
+    from openclaw_fts.redact import scan as scan_module
     from openclaw_fts.redact.judges import _SHORT_PASSWORD_FLAGS
     from openclaw_fts.redact.rules import comparisons, flags, headers, tokens
     from openclaw_fts.redact.scan import Scan
@@ -368,7 +369,14 @@ def test_the_anchored_finders_find_what_their_patterns_find() -> None:
         for s in _strings(json.loads((folder / name).read_text(encoding="utf-8"))["vectors"])
     ]
     rng = random.Random(41)
-    texts += ["".join(rng.choices(_ANCHORED_PIECES, k=rng.randint(1, 60))) for _ in range(3000)]
+    short = ["".join(rng.choices(_ANCHORED_PIECES, k=rng.randint(1, 60))) for _ in range(3000)]
+    # long texts too: a text of MIN_CHARS_SEARCHED_AT_WORDS or more is searched from its words,
+    # one of MIN_CHARS_LISTING_LONG_RUNS_APART or more lists its long runs apart
+    texts += short + ["\n".join(short[i : i + 100]) for i in range(0, len(short), 100)]
+    texts += ["\n".join(texts[i : i + 60]) for i in range(0, len(texts) - len(short), 60)]
+    texts += ["\n".join(rng.choices(short, k=2000)) for _ in range(4)]
+    assert sum(len(t) >= scan_module.MIN_CHARS_SEARCHED_AT_WORDS for t in texts) >= 50
+    assert sum(len(t) >= scan_module.MIN_CHARS_LISTING_LONG_RUNS_APART for t in texts) >= 4
 
     def seen(matches: Iterable[re.Match[str]]) -> list[tuple[int, int]]:
         return [m.span() for m in matches]
