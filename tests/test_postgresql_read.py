@@ -291,28 +291,37 @@ def test_sqlite_and_postgresql_rank_alike(pg_server: PgServer, tmp_path: Path) -
 def test_custom_plans_for_the_search_transaction_only_on_a_host_engine(db: Engine) -> None:
     """psycopg prepares a statement from its 5th run; the ranked statement must keep being
     planned with its parameters (bench/pg_narrow.py). On an engine the host made, the setting
-    must not outlive the search's transaction."""
+    must not outlive the search's transaction; nor must ``jit = off`` (no JIT compilation for a
+    search's statements), a server's setting a host may rely on."""
     host = create_engine(db.url)
     try:
         with host.connect() as conn:
+            jit = conn.exec_driver_sql("SHOW jit").scalar()
+            conn.exec_driver_sql("SET jit = on")  # the server's default, whatever this one's
+            conn.commit()
             for _ in range(8):  # past psycopg's prepare threshold: same answers
                 assert ids(
                     PostgresSearch().ranked_hits(conn, TREE, build_request("deploy"), exact=False)
                 ) == ["m2", "m1", "c1"]
             assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"
+            assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
             conn.rollback()
             assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+            assert conn.exec_driver_sql("SHOW jit").scalar() == "on"
+            conn.exec_driver_sql(f"SET jit = {jit}")
+            conn.commit()
     finally:
         host.dispose()
 
 
 def test_custom_plans_for_the_whole_session_on_an_engine_the_plugin_made(db: Engine) -> None:
-    """On an engine of ``make_engine`` every connection has custom plans from the start, so a
-    search sends no ``set_config`` of its own, in any transaction."""
+    """On an engine of ``make_engine`` every connection has custom plans (and no JIT) from the
+    start, so a search sends no ``set_config`` of its own, in any transaction."""
     statements: list[str] = []
     with db.connect() as conn:
         event.listen(conn, "before_cursor_execute", lambda *a: statements.append(str(a[2])))
         assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"
+        assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
         for _ in range(8):
             found = PostgresSearch().ranked_hits(conn, TREE, build_request("deploy"), exact=False)
             assert ids(found) == ["m2", "m1", "c1"]
@@ -407,6 +416,7 @@ def test_a_search_sets_the_custom_plan_mode_once(pg_server: PgServer) -> None:
             assert ids(r.ranked_hits(conn, TREE, build_request("deploy"), exact=True)) == ["e1"]
             assert sum("plan_cache_mode" in s for s in statements) == 1
             assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_custom_plan"
+            assert conn.exec_driver_sql("SHOW jit").scalar() == "off"  # in the same statement
             conn.rollback()
             statements.clear()
             assert ids(r.ranked_hits(conn, TREE, build_request("deploy"), exact=True)) == ["e1"]

@@ -1380,9 +1380,86 @@ def test_a_narrow_caller_is_searched_from_its_rows_while_they_are_few(
         assert all(" UNION ALL " in statement for statement, _ in ran[:6])
         assert _plans_run(engine, ran) == ["rows"] * 3 + ["gin"] * 4
         return
+    # The last, an agent caller's, carries its two plans (test below).
     assert [" UNION ALL " in statement for statement, _ in ran] == [
-        True, False, False, False, True, False, False,
+        True, False, False, False, True, False, True,
     ]  # fmt: skip
     # The fourth search still reads the rows one by one (a stale answer picks the plan, not
-    # the rows); the fifth asks again and is answered from the GIN index.
+    # the rows); the fifth asks again and is answered from the GIN index; the agent caller's
+    # word is not tracked: from the GIN index too.
     assert _plans_run(engine, ran) == ["rows", "rows", "rows", "rows", "gin", "gin", "gin"]
+
+
+#: The words of :func:`_narrow_corpus` an agent caller's test tracks.
+AGENT_TRACKED = ["beacon", "lantern", "report"]
+
+
+def test_an_agent_caller_gets_the_planners_rows_from_its_rows_and_from_the_match_set(
+    store: TranscriptStore, db_engine: str, engine: Engine, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """On the flat layout an ``agent`` caller's exact statement reads its sessions' rows one by
+    one when every word its matches must hold is tracked and its sessions hold few events,
+    the GIN match set once when a word is not tracked, else the planner's join of the index to
+    the visible sessions (``read._agent_plans``); each answers what that join alone answers
+    (the statement before: ``ROW_SCAN_VISIBILITIES`` without ``agent``), with a pending session
+    among them and without, with ranking, ties, filters, the query language and misses. On
+    the partitioned layout the planner's join stays."""
+    if db_engine == "sqlite":
+        pytest.skip("PostgreSQL chooses between plans for an agent caller")
+    from sqlalchemy import event, text
+
+    from openclaw_fts.index.postgresql import read
+    from openclaw_fts.index.postgresql.backend import PostgresqlBackend
+    from openclaw_fts.index.postgresql.impact import promote
+
+    _narrow_corpus(store, tmp_path)
+    caller = Caller(OWN, visibility="agent")
+    # The exact statement every time (a tracked word's impact list would answer first).
+    monkeypatch.setattr(PostgresqlBackend, "IMPACT_LISTS", False)
+    ran: list[tuple[str, Any]] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, params: Any, *args: Any) -> None:
+        if "ts_rank" in statement:
+            ran.append((statement, params))
+
+    def answers() -> list[Any]:
+        ran.clear()
+        event.listen(store.engine, "before_cursor_execute", seen)
+        try:
+            return _narrow_answers(store, caller)
+        finally:
+            event.remove(store.engine, "before_cursor_execute", seen)
+
+    def planners() -> list[Any]:
+        monkeypatch.setattr(read, "ROW_SCAN_VISIBILITIES", ("self", "tree"))
+        try:
+            return answers()
+        finally:
+            monkeypatch.setattr(read, "ROW_SCAN_VISIBILITIES", ("self", "tree", "agent"))
+
+    def plans() -> set[str]:
+        if db_engine == PARTITIONED:
+            assert not any(" UNION ALL " in statement for statement, _ in ran)
+            return {"rows", "gin"}
+        return set(_plans_run(engine, ran))
+
+    untracked = answers()
+    assert "gin" in plans()  # "lantern" and the rest: not tracked, the match set once
+    assert untracked == planners()
+    assert ids(untracked[0]) and "indexing" in untracked[0]  # the pending child
+    with store.engine.begin() as conn:  # a word of 3 messages is frequent here
+        conn.execute(text("ANALYZE"))
+        promote(conn, 3)
+        tracked = {str(w) for (w,) in conn.execute(text("SELECT term FROM message_impact_terms"))}
+    assert set(AGENT_TRACKED) <= tracked
+    for pending in (True, False):
+        found = answers()
+        assert "rows" in plans()  # every required word tracked: its rows one by one
+        monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", -1)  # too many: the planner's join
+        many = answers()
+        monkeypatch.setattr(read, "NARROW_SCAN_EVENTS", read.NARROW_SCAN_EVENTS)
+        monkeypatch.undo()
+        monkeypatch.setattr(PostgresqlBackend, "IMPACT_LISTS", False)
+        assert found == many == planners() == (untracked if pending else found)
+        assert ("indexing" in found[0]) is pending
+        store.reconcile()

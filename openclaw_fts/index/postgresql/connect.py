@@ -3,11 +3,11 @@
 
 Invariant: a pooled connection the server closed is never handed out (tested on checkout:
 without a round trip on psycopg 3, :func:`_alive_or_discard`; with the pool's pre-ping on any
-other driver); every connection of an engine the plugin made on psycopg 3 has custom plans for
-its whole session (set once, outside any transaction), unless it reaches its server through a
-transaction pooler (:mod:`.pooling`); a read that must see one snapshot runs under REPEATABLE
-READ, or in autocommit when it is one statement. An asyncpg URL opens psycopg 3 on the same
-server.
+other driver); every connection of an engine the plugin made on psycopg 3 has custom plans
+(and no JIT) for its whole session (set once, outside any transaction), unless it reaches its
+server through a transaction pooler (:mod:`.pooling`); a read that must see one snapshot runs
+under REPEATABLE READ, or in autocommit when it is one statement. An asyncpg URL opens psycopg
+3 on the same server.
 """
 
 from __future__ import annotations
@@ -35,8 +35,13 @@ ASYNCPG = "asyncpg"
 ASYNCPG_ONLY_PARAMS = ("prepared_statement_cache_size",)
 #: asyncpg's ``ssl=<mode>`` is libpq's ``sslmode=<mode>`` for these modes.
 LIBPQ_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
-#: What each new connection of an engine the plugin made runs once.
-_SESSION_SETTINGS = "SET plan_cache_mode = force_custom_plan"
+#: What each new connection of an engine the plugin made runs once: custom plans, and no JIT
+#: compilation (:data:`.read.NO_JIT`: a search is one statement in autocommit, with no
+#: transaction to set it in), for the connection's whole session.
+_SESSION_SETTINGS = (
+    "SELECT set_config('plan_cache_mode', 'force_custom_plan', false), "
+    "set_config('jit', 'off', false)"
+)
 #: libpq's ``CONNECTION_OK`` (``PQstatus``).
 _CONNECTION_OK = 0
 
@@ -114,8 +119,9 @@ class PostgresqlConnections(DefaultConnections):
         return url
 
     def own_engine(self, engine: Engine) -> None:
-        """On psycopg 3: custom plans for each connection's whole session (set once when it
-        connects, instead of in every search's transaction: :data:`.read.FORCE_CUSTOM_PLAN`),
+        """On psycopg 3: custom plans and no JIT for each connection's whole session (set once
+        when it connects, instead of in every search's transaction:
+        :data:`.read.FORCE_CUSTOM_PLAN`),
         and a checkout that discards a connection the server has closed without a round trip
         (:func:`_alive_or_discard`)."""
         if engine.dialect.driver != PSYCOPG:

@@ -18,7 +18,9 @@ same conditions: its sessions' rows tested one by one while those sessions hold 
 :data:`NARROW_SCAN_EVENTS` events, else the GIN match set joined to them -- the same rows either
 way, ranked and ordered by the same outer ORDER BY. The statement carries both, a one-time
 filter running one, or only the one the engine last learnt the caller's sessions pick
-(:func:`_few_rows_hint`: it chooses a plan, never the rows).
+(:func:`_few_rows_hint`: it chooses a plan, never the rows). An ``agent`` caller's statement on
+the flat layout carries three such branches (:func:`_agent_plans`), one-time filters on its
+sessions' events and on whether the query's words are tracked choosing one.
 The words suggested when nothing is found are proved AND counted (the count orders them) with
 the visibility predicate in the counting statement, never over the whole index: sessions the
 caller cannot see decide neither which words are suggested nor their order (for a narrow
@@ -42,7 +44,7 @@ from ...redact.engine import MASK_ELLIPSIS
 from ...rows import Hit, SearchRequest
 from ...spelling import is_word_like, messages_holding, note_examined, one_edit
 from ..hits import hit_texts, user_filters
-from ..impact import fast_path_word, trackable
+from ..impact import TERMS_TABLE, fast_path_word, trackable
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..visibility_sql import visible
@@ -54,13 +56,21 @@ from .query import render
 if TYPE_CHECKING:
     from ...caller import Caller
 
+#: No JIT compilation for a search's statements: one whose cost estimate passed
+#: ``jit_above_cost`` (an ``agent`` caller's search of a word no visible row holds, at 1m
+#: messages under load: 184,074) spent 7 ms compiling, and none of the plugin's search
+#: statements runs long enough to gain it back (bench/NOTES.md). Set with
+#: :data:`FORCE_CUSTOM_PLAN`, for the transaction, and for the whole session of a connection
+#: of an engine the plugin made (``connect.py``).
+NO_JIT = "set_config('jit', 'off', true)"
 #: Set for the search's transaction before the statements that take the caller's parameters
 #: (the visibility probe and the ranked statement): psycopg prepares a statement from its 5th
 #: execution on a connection, and PostgreSQL may then switch to a generic plan, in which
 #: ``to_tsquery(cfg, $1)`` is not a constant and the visible-sessions path is not chosen
 #: (measured: a narrow search of a common word took 14-25 ms instead of about 1 ms at 10k
-#: hidden sessions; docs/postgresql.md). ``is_local``: it ends with the transaction.
-FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
+#: hidden sessions; docs/postgresql.md). ``is_local``: it ends with the transaction. With it,
+#: :data:`NO_JIT`.
+FORCE_CUSTOM_PLAN = f"SELECT set_config('plan_cache_mode', 'force_custom_plan', true), {NO_JIT}"
 #: A narrow caller (``self``, ``tree``) whose visible sessions hold at most this many events
 #: (``last_seq + 1``, summed: an upper bound of their index rows) is searched from its sessions'
 #: rows, each tested with ``@@`` (a nested loop over the ``session_id`` index that the planner
@@ -69,6 +79,14 @@ FORCE_CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', t
 #: every wider caller gets). 10,000 rows read that way took 6-22 ms of execution at 1m messages,
 #: where the GIN plan took 1 ms for a rare word and up to 180 ms for a common one (bench/NOTES.md).
 NARROW_SCAN_EVENTS = 10_000
+#: The visibilities whose callers' rows may be read from their sessions one by one: the narrow
+#: ones (while they hold at most :data:`NARROW_SCAN_EVENTS` events), and ``agent`` on the flat
+#: layout (:func:`_row_scans`; when, :func:`_agent_plans`). For an ``agent`` caller the
+#: planner's plan was a nested loop over the agent's sessions, each a ``BitmapAnd`` of the
+#: ``session_id`` index with the word's WHOLE posting list, decoded once per session (7 ms
+#: each for a word of 11,931 messages: 1.0-1.6 s for 200 sessions under load,
+#: bench/NOTES.md). A caller who sees other agents' sessions (``all``) is left to the planner.
+ROW_SCAN_VISIBILITIES = ("self", "tree", "agent")
 #: ``ts_rank`` normalisation: divide by 1 + the logarithm of the document length (a long message
 #: that mentions a word once ranks below a short one, as with bm25's length normalisation).
 RANK_NORMALIZATION = 1
@@ -91,7 +109,7 @@ WORD_COUNT_CAP = 1000
 #: the snapshot (the key of the pending memo) and whether this transaction has written, in one
 #: round trip.
 _BEGIN_SEARCH_SQL = (
-    "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), "
+    f"SELECT set_config('plan_cache_mode', 'force_custom_plan', true), {NO_JIT}, "
     "pg_current_snapshot()::text, pg_current_xact_id_if_assigned()"
 )
 #: Where a pooled connection records that its session has ``plan_cache_mode`` set (every
@@ -221,6 +239,16 @@ def _required_words(compiled: CompiledQuery) -> list[str]:
     return sorted(words)
 
 
+def _row_scans(caller: Caller, agents: list[str] | None) -> bool:
+    """Whether ``caller``'s rows may be read from its sessions one by one
+    (:data:`ROW_SCAN_VISIBILITIES`); ``agents``: the partitions a search on the partitioned
+    layout reads, where an ``agent`` caller's GIN index holds its partition's agents only
+    (the planner's join took 0.7-15 ms there at 1m messages, its rows one by one 3.3-6.8)."""
+    if caller.is_narrow:
+        return True
+    return caller.effective_visibility in ROW_SCAN_VISIBILITIES and agents is None
+
+
 def _visible_sql(caller: Caller, session_key: str | None) -> tuple[str, dict[str, Any]]:
     pred = visible(caller, "s", dialect=DIALECT)
     params: dict[str, Any] = dict(pred.params)
@@ -273,6 +301,71 @@ def _few_events_sql(where: str) -> str:
     return (
         "SELECT coalesce(sum(greatest(s.last_seq + 1, 0)), 0) <= :narrow_events "
         f"FROM openclaw_sessions AS s WHERE {where}"
+    )
+
+
+def _agent_plans(
+    req: SearchRequest,
+    where: str,
+    agents: list[str] | None,
+    params: dict[str, Any],
+    head: str,
+    pending: str,
+    lateral: str,
+    filters: str,
+) -> str:
+    """An ``agent`` caller's rows (:data:`ROW_SCAN_VISIBILITIES`), unordered: branches behind
+    one-time filters, one of which runs, each the match, ``where`` (visibility) and ``filters``
+    (``AND …``) over its own rows: ``lateral`` (its sessions' rows one by one), the GIN match
+    set read ONCE (an ``OFFSET 0`` subquery) joined to the sessions, or the planner's join of
+    the index to the sessions (``head``: the statement's select list up to ``FROM``;
+    ``pending``: its join to the index state, or empty). Only the planner's branch has its
+    match estimated (``@@`` with the query): the other two are fixed by their shape, and each
+    estimate reads the column's most common lexemes at planning (:func:`_recent_sql`); so an
+    absent identifier's search plans in about the time it did with the planner's join alone.
+    When every match must hold some words that can be tracked (:func:`_required_words`): the
+    rows one by one while the caller's sessions hold at most :data:`NARROW_SCAN_EVENTS` events
+    and every such word is tracked (in :data:`~..impact.TERMS_TABLE`: it was in at least
+    ``FREQUENT_TERM_MIN_DOCS`` messages; reading 10,000 events took 3-13 ms at 1m messages,
+    whatever the word); the match set once when one is not (a word in few messages: 0.7-3 ms);
+    else the planner's join. A query without such a word (an OR, a prefix) keeps the narrow
+    callers' rule: its rows one by one while they are few, else the planner's join. The
+    planner's join alone was a nested loop over the agent's sessions, each a ``BitmapAnd`` of
+    the ``session_id`` index with the query's whole GIN posting list, decoded once per session
+    (47-108 ms for a word of 4,000-9,000 messages, 1.0-1.6 s for one of 11,931 under load, at
+    1m messages and 200 sessions: bench/NOTES.md). A tracked word's ``docs`` is no bound to
+    choose by: it is its count when it was tracked (7,982 for a word in 803,195 messages at
+    1m)."""
+    assert req.compiled is not None
+    params["narrow_events"] = NARROW_SCAN_EVENTS
+    few = f"({_few_events_sql(where)})"
+    match = f"mi.{TSVECTOR_COLUMN} @@ {_TSQUERY} AND {where} {filters}"
+    walked = f"{_WALKED_MATCH} AND {where} {filters}"
+
+    def joined(rows: str) -> str:
+        return (
+            f"{head}{rows} AS mi JOIN openclaw_sessions AS s ON s.session_id = mi.session_id "
+            f"{pending}WHERE "
+        )
+
+    required = _required_words(req.compiled)
+    if not required:
+        return f"{lateral}{few} AND {walked} UNION ALL {joined(CONTENT_TABLE)}NOT {few} AND {match}"
+    params.update(tracked_words=required, tracked_count=len(required))
+    tracked = (
+        f"(SELECT count(*) = :tracked_count FROM {TERMS_TABLE} AS tt "
+        "WHERE tt.term = ANY(CAST(:tracked_words AS text[])))"
+    )
+    scope = "" if agents is None else f" AND {agent_scope_sql('x', agents)[0]}"
+    # The match set's rows all match: their conditions are the rest.
+    once = joined(
+        f"(SELECT x.* FROM {CONTENT_TABLE} AS x WHERE x.{TSVECTOR_COLUMN} @@ "
+        f"(SELECT {_TSQUERY}){scope} OFFSET 0)"
+    )
+    return (
+        f"{lateral}{tracked} AND {few} AND {walked} UNION ALL "
+        f"{once}NOT {tracked} AND {where} {filters} "
+        f"UNION ALL {joined(CONTENT_TABLE)}{tracked} AND NOT {few} AND {match}"
     )
 
 
@@ -374,20 +467,20 @@ def hits_sql(
     recent: RecentPlan = "exact",
     floor: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The ranked statement and its parameters (``req.compiled`` must render). ``agents``: on
-    the partitioned layout (:mod:`.partition`), every agent whose sessions the caller can see;
-    only their partitions are read. ``unordered``: every visible match, without ORDER BY or
-    LIMIT (what :func:`session_hits_sql` groups). ``extra``: one more ``AND …`` condition on
-    the rows (``mi``) and their sessions (``s``), before ranking. ``few`` (a narrow caller):
-    whether its sessions hold at most :data:`NARROW_SCAN_EVENTS` events, when known
-    (:func:`_few_rows_hint`): only that branch is written; None writes both, the statement
-    choosing. The rows are the same either way. ``recent``: a wide caller's plan for the
-    ``recent`` order (:data:`RecentPlan`; ignored otherwise). ``floor``: for the ``newest``
-    plans, the time the newest rows are at or after (:meth:`PostgresSearch._recent_floor`);
-    None reads it from the time index in the statement. Any value gives the same rows: a
-    returned row is never older than it, and every match older than it is older than them
-    all; it bounds the rows read (a match the newest rows lack is found by the second
-    statement)."""
+    """The ranked statement and its parameters (``req.compiled`` must render). ``agents``: on the
+    partitioned layout (:mod:`.partition`), every agent whose sessions the caller can see; only
+    their partitions are read. ``unordered``: every visible match, without ORDER BY or LIMIT
+    (what :func:`session_hits_sql` groups). ``extra``: one more ``AND …`` condition on the rows
+    (``mi``) and their sessions (``s``), before ranking. ``few`` (a narrow caller; an ``agent``
+    caller's statement always chooses, :func:`_agent_plans`): whether its sessions hold at most
+    :data:`NARROW_SCAN_EVENTS` events, when known (:func:`_few_rows_hint`): only that branch is
+    written; None writes both, the statement choosing. The rows are the same either way.
+    ``recent``: a wide caller's plan for the ``recent`` order (:data:`RecentPlan`; ignored
+    otherwise). ``floor``: for the ``newest`` plans, the time the newest rows are at or after
+    (:meth:`PostgresSearch._recent_floor`); None reads it from the time index in the statement.
+    Any value gives the same rows: a returned row is never older than it, and every match older
+    than it is older than them all; it bounds the rows read (a match the newest rows lack is
+    found by the second statement)."""
     assert req.compiled is not None
     tsquery = render(req.compiled)
     assert tsquery is not None
@@ -416,19 +509,23 @@ def hits_sql(
         )
 
     wide = wide_over("openclaw_sessions")
-    if not caller.is_narrow:
+    walks = req.order == "recent" and req.session_key is None and recent != "exact"
+    if not _row_scans(caller, agents) or walks:
         order = _order_by(req, rows="mi.", keys="s.")
         if unordered:
             return f"{wide}{match}", params
-        if req.order == "recent" and req.session_key is None and recent != "exact":
+        if walks:
             return _recent_sql(req, recent, floor, wide_over, where, filters, params)
         return f"{wide}{match} ORDER BY {order} LIMIT :lim", params
-    # A narrow caller: its sessions' rows one by one when they are few (see NARROW_SCAN_EVENTS).
+    # A narrow or agent caller: its sessions' rows one by one when they are few (see
+    # NARROW_SCAN_EVENTS, ROW_SCAN_VISIBILITIES).
     lateral = (
         f"{head}openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(agents)}) AS mi "
         f"{pending}WHERE "
     )
-    if few is None:
+    if not caller.is_narrow:  # an agent caller: the statement always chooses
+        both = _agent_plans(req, where, agents, params, head, pending, lateral, filters)
+    elif few is None:
         params["narrow_events"] = NARROW_SCAN_EVENTS
         gate = f"({_few_events_sql(where)})"
         both = f"{lateral}{gate} AND {match} UNION ALL {wide}NOT {gate} AND {match}"
@@ -769,7 +866,7 @@ class PostgresSearch:
         ``plan_cache_mode`` for the transaction in the same round trip."""
         _one_snapshot(conn)
         where, params = _visible_sql(caller, session_key)
-        _, snapshot, wrote = conn.execute(text(_BEGIN_SEARCH_SQL)).one()
+        _, _, snapshot, wrote = conn.execute(text(_BEGIN_SEARCH_SQL)).one()
         keep_for_transaction(conn, _CUSTOM_PLAN_TXN, True)
         key = (where, tuple(sorted(params.items(), key=lambda kv: kv[0])))
         memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
