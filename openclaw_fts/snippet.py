@@ -122,11 +122,29 @@ def _best_cluster(occurrences: list[tuple[int, int, int]], window: int) -> tuple
     """The token span ``[first, end)`` of the occurrences in the earliest window of ``window``
     tokens (starting at an occurrence) that holds the most distinct terms.
 
+    With one term whose first occurrence fits a window, the window at that occurrence (the
+    first that holds every term); otherwise :func:`_most_terms_first`.
+    """
+    everything = len({index for _, _, index in occurrences})
+    if everything == 1 and occurrences[0][1] - occurrences[0][0] <= window:
+        best_first = occurrences[0][0]
+    else:
+        best_first = _most_terms_first(occurrences, window, everything)
+    end = max(
+        (e for s, e, _ in occurrences if best_first <= s and e <= best_first + window),
+        default=best_first + 1,
+    )
+    return best_first, end
+
+
+def _most_terms_first(occurrences: list[tuple[int, int, int]], window: int, everything: int) -> int:
+    """The first token of the earliest window (starting at an occurrence) that holds the most
+    of the ``everything`` distinct terms.
+
     A sliding window over the occurrences (sorted by first token): an occurrence counts for the
     window starting at ``f`` while ``end - window <= f <= first``; O(k log k) for k occurrences.
     """
     n = len(occurrences)
-    everything = len({index for _, _, index in occurrences})
     by_end = sorted(range(n), key=lambda k: occurrences[k][1])
     active = [False] * n
     counts: dict[int, int] = {}
@@ -152,11 +170,7 @@ def _best_cluster(occurrences: list[tuple[int, int, int]], window: int) -> tuple
             best_count, best_first = len(counts), first
             if best_count == everything:
                 break
-    end = max(
-        (e for s, e, _ in occurrences if best_first <= s and e <= best_first + window),
-        default=best_first + 1,
-    )
-    return best_first, end
+    return best_first
 
 
 def _words(starts: Sequence[int], ends: Sequence[int]) -> list[int]:
@@ -385,14 +399,36 @@ def _latin1_span(
     The whole text decides (no prefix first: it costs no token list)."""
     if not tokens.count:
         return None
+    live = [(index, term) for index, term in enumerate(terms) if term.tokens]
+    if len(live) == 1 and len(live[0][1].tokens) <= window:
+        # One term: the window starts at its first occurrence (_best_cluster) and ends with
+        # the last occurrence that fits in it; those occurrences are the hit.
+        term = live[0][1]
+        found = tokens.find(term.tokens, term.prefix)
+        if not found:
+            return _latin1_start(tokens, window)
+        size = len(term.tokens)
+        firsts = tokens.indexes([s for s, _ in found])
+        first = firsts[0]
+        last = bisect.bisect_right(firsts, first + window - size) - 1
+        hit_start, hit_end = found[0][0], found[last][1]
+        return _latin1_window(
+            tokens,
+            first,
+            firsts[last] + size,
+            first,
+            hit_start,
+            hit_start,
+            hit_end,
+            window,
+            max_chars,
+        )
     spans: list[tuple[int, int, int, int]] = []  # start, end, tokens, term index
-    for index, term in enumerate(terms):
-        if term.tokens:
-            size = len(term.tokens)
-            spans.extend((s, e, size, index) for s, e in tokens.find(term.tokens, term.prefix))
+    for index, term in live:
+        size = len(term.tokens)
+        spans.extend((s, e, size, index) for s, e in tokens.find(term.tokens, term.prefix))
     if not spans:
-        first = tokens.next_start(tokens.pos)
-        return first, tokens.end_of(first, min(tokens.count, window) - 1)
+        return _latin1_start(tokens, window)
     spans.sort()
     firsts = tokens.indexes([s for s, _, _, _ in spans])
     occurrences: list[tuple[int, int, int]] = []
@@ -403,19 +439,52 @@ def _latin1_span(
         start_at[f] = s
         end_at[f + size] = e
     first, end = _best_cluster(sorted(set(occurrences)), window)
+    hit = [(f, e) for f, e, _ in occurrences if first <= f and e - 1 < end]
+    hit_lo, hit_hi = min(hit)[0], max(e for _, e in hit)
+    return _latin1_window(
+        tokens,
+        first,
+        end,
+        hit_lo,
+        start_at[first],
+        start_at[hit_lo],
+        end_at[hit_hi],
+        window,
+        max_chars,
+    )
+
+
+def _latin1_start(tokens: Latin1Tokens, window: int) -> tuple[int, int]:
+    """The characters of the text's first ``window`` tokens (no term occurs)."""
+    first = tokens.next_start(tokens.pos)
+    return first, tokens.end_of(first, min(tokens.count, window) - 1)
+
+
+def _latin1_window(
+    tokens: Latin1Tokens,
+    first: int,
+    end: int,
+    hit_lo: int,
+    first_start: int,
+    hit_start: int,
+    hit_end: int,
+    window: int,
+    max_chars: int,
+) -> tuple[int, int]:
+    """The characters of :func:`_window`'s window around the best cluster ``[first, end)``
+    (tokens; ``first_start`` its first character) whose hit starts with token ``hit_lo`` at
+    character ``hit_start`` and ends at character ``hit_end``."""
     slack = window - (end - first)
     start = min(max(0, first - slack // 2), max(0, tokens.count - window))
     start = min(start, first)
     stop = min(tokens.count, start + window)
-    hit = [(f, e) for f, e, _ in occurrences if first <= f and e - 1 < end]
-    hit_lo, hit_hi = min(f for f, _ in hit), max(e for _, e in hit)
-    lo = tokens.start_of(start_at[first], start - first)
-    hi = tokens.end_of(start_at[first], stop - 1 - first)
+    lo = tokens.start_of(first_start, start - first)
+    hi = tokens.end_of(first_start, stop - 1 - first)
     # Keep the hit inside the character cut: give up context before it when the words are long
     # (_window drops whole tokens while the hit's end is more than the budget past their start).
     budget = max_chars - len(ELLIPSIS + " ") - SNIPPET_EDGE_CHARS
-    least = end_at[hit_hi] - budget  # the first start that keeps the hit within the budget
+    least = hit_end - budget  # the first start that keeps the hit within the budget
     if start < hit_lo and lo < least:
         later = tokens.next_start(least)
-        lo = start_at[hit_lo] if later < 0 or later >= start_at[hit_lo] else later
+        lo = hit_start if later < 0 or later >= hit_start else later
     return lo, hi

@@ -25,6 +25,9 @@ Invariants:
   dropping and snippet windows (a difference can cost a rare match or pick a less good window,
   never produce an FTS5 error), and a narrow caller's suggestions on SQLite, only for text
   :func:`mirror_is_exact` vouches for (:data:`MIRROR_EXACT_RANGES`, measured against FTS5).
+* :func:`latin1_tokens` holds a Latin-1 text's tokens as two byte strings of one byte per
+  character (folded forms, token marks): the tokens, folded forms and offsets of
+  :func:`scan_tokens`, counted and searched without a Python object per token.
 """
 
 from __future__ import annotations
@@ -387,22 +390,25 @@ _LATIN1_FOLDED, _LATIN1_MARKS, _LATIN1_UNFIT = _latin1_tables()
 _LATIN1_UNFIT_RE = re.compile(b"[" + re.escape(_LATIN1_UNFIT) + b"]") if _LATIN1_UNFIT else None
 
 
+# The three patterns below alternate runs of marks and of spaces: each greedy run ends where
+# the other byte begins, so a match never backtracks (linear; Python 3.10 has no possessive
+# quantifier).
 @functools.lru_cache(maxsize=LATIN1_PATTERN_CACHE)
 def _skip_forward(count: int) -> re.Pattern[bytes]:
     """From a token's first mark: ``count`` tokens and the separators after each."""
-    return re.compile(b"(?:a++ ++){%d}" % count)
+    return re.compile(b"(?:a+ +){%d}" % count)
 
 
 @functools.lru_cache(maxsize=LATIN1_PATTERN_CACHE)
 def _through_forward(count: int) -> re.Pattern[bytes]:
     """From a token's first mark: it and ``count`` more tokens, to the last one's end."""
-    return re.compile(b"a++(?: ++a++){%d}" % count)
+    return re.compile(b"a+(?: +a+){%d}" % count)
 
 
 @functools.lru_cache(maxsize=LATIN1_PATTERN_CACHE)
 def _skip_backward(count: int) -> re.Pattern[bytes]:
     """In the reversed marks, from just before a token: ``count`` separators and tokens."""
-    return re.compile(b"(?: ++a++){%d}" % count)
+    return re.compile(b"(?: +a+){%d}" % count)
 
 
 @functools.lru_cache(maxsize=LATIN1_PATTERN_CACHE)
@@ -464,7 +470,8 @@ class Latin1Tokens:
         previous = 0
         for start in starts:
             at = start - self.pos
-            # " a" at marks[q] is a token starting at character q; count those before ``at``.
+            # " a" at marks[q] is a token starting at character q: count those before ``at``
+            # from the previous start on (that one included).
             index += self.marks.count(b" a", previous, at + 1)
             out.append(index)
             previous = at
@@ -478,8 +485,10 @@ class Latin1Tokens:
     def start_of(self, anchor: int, count: int) -> int:
         """The start of the token ``count`` tokens after (``count`` < 0: before) the token
         that starts at ``anchor``."""
+        if not count:
+            return anchor
         at = anchor - self.pos
-        if count >= 0:
+        if count > 0:
             match = _skip_forward(count).match(self.marks, at + 1)
             assert match is not None
             return match.end() - 1 + self.pos
