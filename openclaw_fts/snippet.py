@@ -31,7 +31,16 @@ from collections.abc import Sequence
 import regex  # type: ignore[import-untyped,unused-ignore]  # no stubs in the venv
 
 from .query import Term
-from .tokens import clean_text, indexes_of, is_token_char, scan_tokens, utf16_fit, utf16_len
+from .tokens import (
+    Latin1Tokens,
+    clean_text,
+    indexes_of,
+    is_token_char,
+    latin1_tokens,
+    scan_tokens,
+    utf16_fit,
+    utf16_len,
+)
 
 #: Tokens in a snippet window (OpenClaw: "about 48 tokens").
 SNIPPET_WINDOW_TOKENS = 48
@@ -113,11 +122,29 @@ def _best_cluster(occurrences: list[tuple[int, int, int]], window: int) -> tuple
     """The token span ``[first, end)`` of the occurrences in the earliest window of ``window``
     tokens (starting at an occurrence) that holds the most distinct terms.
 
+    With one term whose first occurrence fits a window, the window at that occurrence (the
+    first that holds every term); otherwise :func:`_most_terms_first`.
+    """
+    everything = len({index for _, _, index in occurrences})
+    if everything == 1 and occurrences[0][1] - occurrences[0][0] <= window:
+        best_first = occurrences[0][0]
+    else:
+        best_first = _most_terms_first(occurrences, window, everything)
+    end = max(
+        (e for s, e, _ in occurrences if best_first <= s and e <= best_first + window),
+        default=best_first + 1,
+    )
+    return best_first, end
+
+
+def _most_terms_first(occurrences: list[tuple[int, int, int]], window: int, everything: int) -> int:
+    """The first token of the earliest window (starting at an occurrence) that holds the most
+    of the ``everything`` distinct terms.
+
     A sliding window over the occurrences (sorted by first token): an occurrence counts for the
     window starting at ``f`` while ``end - window <= f <= first``; O(k log k) for k occurrences.
     """
     n = len(occurrences)
-    everything = len({index for _, _, index in occurrences})
     by_end = sorted(range(n), key=lambda k: occurrences[k][1])
     active = [False] * n
     counts: dict[int, int] = {}
@@ -143,11 +170,7 @@ def _best_cluster(occurrences: list[tuple[int, int, int]], window: int) -> tuple
             best_count, best_first = len(counts), first
             if best_count == everything:
                 break
-    end = max(
-        (e for s, e, _ in occurrences if best_first <= s and e <= best_first + window),
-        default=best_first + 1,
-    )
-    return best_first, end
+    return best_first
 
 
 def _words(starts: Sequence[int], ends: Sequence[int]) -> list[int]:
@@ -320,6 +343,36 @@ def make_snippet(
         return text
     lo, hi = _scan_region(text, terms)
     window = max(1, window_tokens)
+    tokens = latin1_tokens(text, lo, hi)
+    if tokens is not None:
+        span = _latin1_span(tokens, terms, window, max_chars)
+    else:
+        span = _scanned_span(text, lo, hi, terms, window, max_chars)
+    if span is not None:
+        start, end = _with_edges(text, *span)
+    else:  # nothing but punctuation and symbols: show the start of the region
+        first = _NON_SPACE_RE.search(text, lo, hi)
+        start = lo if first is None else first.start()
+        start, end = _with_edges(text, start, min(hi, start + SNIPPET_WINDOW_MAX_CHARS))
+    before = _NON_SPACE_RE.search(text, 0, start) is not None
+    after = _NON_SPACE_RE.search(text, end) is not None
+    raw = text[start:end]
+    if len(raw) > SNIPPET_WINDOW_MAX_CHARS:
+        raw, after = cut_graphemes(raw, SNIPPET_WINDOW_MAX_CHARS), True
+    # Whitespace runs collapsed to one space, none at the ends: str.split's whitespace is
+    # exactly re's \s (every code point checked), without a replacement per run.
+    body = " ".join(raw.split())
+    snippet = (ELLIPSIS + " " if before else "") + body + (" " + ELLIPSIS if after else "")
+    if len(snippet) <= max_chars and utf16_len(snippet) <= max_chars:
+        return snippet
+    return cut_graphemes(snippet, max_chars).rstrip() + ELLIPSIS
+
+
+def _scanned_span(
+    text: str, lo: int, hi: int, terms: Sequence[Term], window: int, max_chars: int
+) -> tuple[int, int] | None:
+    """The characters ``[start, end)`` of the window's tokens, from the tokens of
+    ``text[lo:hi]`` (:func:`_window`); None when there is no token."""
     found: tuple[int, int] | None = None
     # Most windows are settled by the text's first SNIPPET_PREFIX_CHARS: tokenize those first.
     space = _SPACE_RUN_RE.search(text, lo + SNIPPET_PREFIX_CHARS, hi)
@@ -331,20 +384,107 @@ def make_snippet(
         starts, ends, norms = scan_tokens(text, lo, hi)
         if norms:
             found = _window(starts, ends, norms, terms, window, max_chars)
-    if found is not None:
-        s, e = found
-        start, end = _with_edges(text, starts[s], ends[e - 1])
-    else:  # nothing but punctuation and symbols: show the start of the region
-        first = _NON_SPACE_RE.search(text, lo, hi)
-        start = lo if first is None else first.start()
-        start, end = _with_edges(text, start, min(hi, start + SNIPPET_WINDOW_MAX_CHARS))
-    before = _NON_SPACE_RE.search(text, 0, start) is not None
-    after = _NON_SPACE_RE.search(text, end) is not None
-    raw = text[start:end]
-    if len(raw) > SNIPPET_WINDOW_MAX_CHARS:
-        raw, after = cut_graphemes(raw, SNIPPET_WINDOW_MAX_CHARS), True
-    body = _SPACE_RUN_RE.sub(" ", raw).strip()
-    snippet = (ELLIPSIS + " " if before else "") + body + (" " + ELLIPSIS if after else "")
-    if len(snippet) <= max_chars and utf16_len(snippet) <= max_chars:
-        return snippet
-    return cut_graphemes(snippet, max_chars).rstrip() + ELLIPSIS
+    if found is None:
+        return None
+    s, e = found
+    return starts[s], ends[e - 1]
+
+
+def _latin1_span(
+    tokens: Latin1Tokens, terms: Sequence[Term], window: int, max_chars: int
+) -> tuple[int, int] | None:
+    """:func:`_scanned_span` for a Latin-1 text, where every token is a word of its own: the
+    same window (:func:`_window`'s steps, in token indexes), from the terms' occurrences
+    found and counted in C, and only the characters of its first and last tokens looked up.
+    The whole text decides (no prefix first: it costs no token list)."""
+    if not tokens.count:
+        return None
+    live = [(index, term) for index, term in enumerate(terms) if term.tokens]
+    if len(live) == 1 and len(live[0][1].tokens) <= window:
+        # One term: the window starts at its first occurrence (_best_cluster) and ends with
+        # the last occurrence that fits in it; those occurrences are the hit.
+        term = live[0][1]
+        found = tokens.find(term.tokens, term.prefix)
+        if not found:
+            return _latin1_start(tokens, window)
+        size = len(term.tokens)
+        firsts = tokens.indexes([s for s, _ in found])
+        first = firsts[0]
+        last = bisect.bisect_right(firsts, first + window - size) - 1
+        hit_start, hit_end = found[0][0], found[last][1]
+        return _latin1_window(
+            tokens,
+            first,
+            firsts[last] + size,
+            first,
+            hit_start,
+            hit_start,
+            hit_end,
+            window,
+            max_chars,
+        )
+    spans: list[tuple[int, int, int, int]] = []  # start, end, tokens, term index
+    for index, term in live:
+        size = len(term.tokens)
+        spans.extend((s, e, size, index) for s, e in tokens.find(term.tokens, term.prefix))
+    if not spans:
+        return _latin1_start(tokens, window)
+    spans.sort()
+    firsts = tokens.indexes([s for s, _, _, _ in spans])
+    occurrences: list[tuple[int, int, int]] = []
+    start_at: dict[int, int] = {}  # a token index -> its first character
+    end_at: dict[int, int] = {}  # a token index -> the character after the token before it
+    for f, (s, e, size, index) in zip(firsts, spans, strict=True):
+        occurrences.append((f, f + size, index))
+        start_at[f] = s
+        end_at[f + size] = e
+    first, end = _best_cluster(sorted(set(occurrences)), window)
+    hit = [(f, e) for f, e, _ in occurrences if first <= f and e - 1 < end]
+    hit_lo, hit_hi = min(hit)[0], max(e for _, e in hit)
+    return _latin1_window(
+        tokens,
+        first,
+        end,
+        hit_lo,
+        start_at[first],
+        start_at[hit_lo],
+        end_at[hit_hi],
+        window,
+        max_chars,
+    )
+
+
+def _latin1_start(tokens: Latin1Tokens, window: int) -> tuple[int, int]:
+    """The characters of the text's first ``window`` tokens (no term occurs)."""
+    first = tokens.next_start(tokens.pos)
+    return first, tokens.end_of(first, min(tokens.count, window) - 1)
+
+
+def _latin1_window(
+    tokens: Latin1Tokens,
+    first: int,
+    end: int,
+    hit_lo: int,
+    first_start: int,
+    hit_start: int,
+    hit_end: int,
+    window: int,
+    max_chars: int,
+) -> tuple[int, int]:
+    """The characters of :func:`_window`'s window around the best cluster ``[first, end)``
+    (tokens; ``first_start`` its first character) whose hit starts with token ``hit_lo`` at
+    character ``hit_start`` and ends at character ``hit_end``."""
+    slack = window - (end - first)
+    start = min(max(0, first - slack // 2), max(0, tokens.count - window))
+    start = min(start, first)
+    stop = min(tokens.count, start + window)
+    lo = tokens.start_of(first_start, start - first)
+    hi = tokens.end_of(first_start, stop - 1 - first)
+    # Keep the hit inside the character cut: give up context before it when the words are long
+    # (_window drops whole tokens while the hit's end is more than the budget past their start).
+    budget = max_chars - len(ELLIPSIS + " ") - SNIPPET_EDGE_CHARS
+    least = hit_end - budget  # the first start that keeps the hit within the budget
+    if start < hit_lo and lo < least:
+        later = tokens.next_start(least)
+        lo = hit_start if later < 0 or later >= hit_start else later
+    return lo, hi

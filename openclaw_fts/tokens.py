@@ -25,6 +25,9 @@ Invariants:
   dropping and snippet windows (a difference can cost a rare match or pick a less good window,
   never produce an FTS5 error), and a narrow caller's suggestions on SQLite, only for text
   :func:`mirror_is_exact` vouches for (:data:`MIRROR_EXACT_RANGES`, measured against FTS5).
+* :func:`latin1_tokens` holds a Latin-1 text's tokens as two byte strings of one byte per
+  character (folded forms, token marks): the tokens, folded forms and offsets of
+  :func:`scan_tokens`, counted and searched without a Python object per token.
 """
 
 from __future__ import annotations
@@ -353,6 +356,168 @@ def _split_tokens(parts: list[str], pos: int) -> tuple[list[int], list[int], lis
     whole tokens (``[separator, token, separator, ..., separator]``), offsets from ``pos``."""
     offsets = list(itertools.accumulate(map(len, parts), initial=pos))
     return offsets[1:-2:2], offsets[2::2], parts[1::2]
+
+
+#: Bound of the caches of :class:`Latin1Tokens`' compiled patterns (per skip count, per term).
+LATIN1_PATTERN_CACHE = 256
+
+_SEPARATOR_BYTE = ord(" ")
+_TOKEN_MARK = ord("a")
+
+
+def _latin1_tables() -> tuple[bytes, bytes, bytes]:
+    """For each Latin-1 byte: its folded form when it is a token character (as
+    :func:`scan_tokens` and :func:`fold` see it), else a space; ``a`` for a token character,
+    else a space; and the token characters whose folded form is not one Latin-1 character
+    (``µ`` folds to Greek ``μ``), which the tables cannot hold."""
+    folded = bytearray([_SEPARATOR_BYTE]) * 256
+    marks = bytearray([_SEPARATOR_BYTE]) * 256
+    unfit = bytearray()
+    for code in range(256):
+        ch = chr(code)
+        if _LATIN_TOKEN_RE.fullmatch(ch) is None:
+            continue
+        norm = fold(ch)
+        if len(norm) != 1 or ord(norm) > 0xFF or _LATIN_TOKEN_RE.fullmatch(norm) is None:
+            unfit.append(code)
+            continue
+        folded[code] = ord(norm)
+        marks[code] = _TOKEN_MARK
+    return bytes(folded), bytes(marks), bytes(unfit)
+
+
+_LATIN1_FOLDED, _LATIN1_MARKS, _LATIN1_UNFIT = _latin1_tables()
+_LATIN1_UNFIT_RE = re.compile(b"[" + re.escape(_LATIN1_UNFIT) + b"]") if _LATIN1_UNFIT else None
+
+
+# The three patterns below alternate runs of marks and of spaces: each greedy run ends where
+# the other byte begins, so a match never backtracks (linear; Python 3.10 has no possessive
+# quantifier).
+@functools.lru_cache(maxsize=LATIN1_PATTERN_CACHE)
+def _skip_forward(count: int) -> re.Pattern[bytes]:
+    """From a token's first mark: ``count`` tokens and the separators after each."""
+    return re.compile(b"(?:a+ +){%d}" % count)
+
+
+@functools.lru_cache(maxsize=LATIN1_PATTERN_CACHE)
+def _through_forward(count: int) -> re.Pattern[bytes]:
+    """From a token's first mark: it and ``count`` more tokens, to the last one's end."""
+    return re.compile(b"a+(?: +a+){%d}" % count)
+
+
+@functools.lru_cache(maxsize=LATIN1_PATTERN_CACHE)
+def _skip_backward(count: int) -> re.Pattern[bytes]:
+    """In the reversed marks, from just before a token: ``count`` separators and tokens."""
+    return re.compile(b"(?: +a+){%d}" % count)
+
+
+@functools.lru_cache(maxsize=LATIN1_PATTERN_CACHE)
+def _sequence_pattern(tokens: tuple[str, ...], prefix: bool) -> re.Pattern[bytes] | None:
+    """A separator and then the folded ``tokens`` in a row (the last one a prefix of its token
+    when ``prefix``) in :attr:`Latin1Tokens.folded`; None when no token sequence there can be
+    them (a character beyond Latin-1, a space, an empty token other than a last prefix)."""
+    try:
+        encoded = [token.encode("latin-1") for token in tokens]
+    except UnicodeEncodeError:
+        return None
+    *heads, last = encoded
+    if any(b" " in token for token in encoded) or not all(heads):
+        return None
+    if prefix:
+        tail = re.escape(last) + (b"[^ ]*" if last else b"[^ ]+")
+    elif last:
+        tail = re.escape(last) + b"(?= )"
+    else:
+        return None
+    return re.compile(b" (" + b"".join(re.escape(head) + b" +" for head in heads) + tail + b")")
+
+
+class Latin1Tokens:
+    """The tokens of a Latin-1 text (:func:`latin1_tokens`) as two byte strings of one byte per
+    character, searched and counted in C without a Python object per token: ``folded``, each
+    token character folded as :func:`fold` does and every other character a space (a space
+    added at both ends), and ``marks``, ``a`` for a token character and a space for the others
+    (a space added in front). Offsets are the text's characters, from ``pos``; the tokens are
+    exactly :func:`scan_tokens`'s (a token is a run of token characters: none is CJK)."""
+
+    __slots__ = ("_reversed", "count", "folded", "marks", "pos")
+
+    def __init__(self, raw: bytes, pos: int) -> None:
+        self.pos = pos
+        self.folded = b" " + raw.translate(_LATIN1_FOLDED) + b" "
+        self.marks = b" " + raw.translate(_LATIN1_MARKS)
+        self.count = self.marks.count(b" a")
+        self._reversed: bytes | None = None
+
+    def find(self, tokens: tuple[str, ...], prefix: bool) -> list[tuple[int, int]]:
+        """``(start, end)`` of every run of consecutive tokens whose folded forms are
+        ``tokens`` (the last one only starting with its own when ``prefix``), in order."""
+        pattern = _sequence_pattern(tokens, prefix)
+        found: list[tuple[int, int]] = []
+        if pattern is None:
+            return found
+        at = 0
+        shift = self.pos - 1  # folded[i] is the character pos + i - 1
+        while (match := pattern.search(self.folded, at)) is not None:
+            found.append((match.start(1) + shift, match.end(1) + shift))
+            at = match.start(1)
+        return found
+
+    def indexes(self, starts: list[int]) -> list[int]:
+        """The token index of each of ``starts`` (tokens' starts, in order)."""
+        out: list[int] = []
+        index = 0
+        previous = 0
+        for start in starts:
+            at = start - self.pos
+            # " a" at marks[q] is a token starting at character q: count those before ``at``
+            # from the previous start on (that one included).
+            index += self.marks.count(b" a", previous, at + 1)
+            out.append(index)
+            previous = at
+        return out
+
+    def next_start(self, start: int) -> int:
+        """The start of the first token at or after ``start`` (-1 when none)."""
+        at = self.marks.find(b" a", max(0, start - self.pos))
+        return at if at < 0 else at + self.pos
+
+    def start_of(self, anchor: int, count: int) -> int:
+        """The start of the token ``count`` tokens after (``count`` < 0: before) the token
+        that starts at ``anchor``."""
+        if not count:
+            return anchor
+        at = anchor - self.pos
+        if count > 0:
+            match = _skip_forward(count).match(self.marks, at + 1)
+            assert match is not None
+            return match.end() - 1 + self.pos
+        if self._reversed is None:
+            self._reversed = self.marks[::-1]
+        size = len(self.marks)
+        match = _skip_backward(-count).match(self._reversed, size - 1 - at)
+        assert match is not None
+        return size - 1 - match.end() + self.pos
+
+    def end_of(self, anchor: int, count: int) -> int:
+        """The end of the token ``count`` (>= 0) tokens after the token that starts at
+        ``anchor``."""
+        match = _through_forward(count).match(self.marks, anchor - self.pos + 1)
+        assert match is not None
+        return match.end() - 1 + self.pos
+
+
+def latin1_tokens(text: str, pos: int = 0, endpos: int | None = None) -> Latin1Tokens | None:
+    """The tokens of ``text[pos:endpos]`` as :class:`Latin1Tokens`, or None when a character
+    there is beyond Latin-1 or folds beyond it (``µ``)."""
+    end = len(text) if endpos is None else min(endpos, len(text))
+    try:
+        raw = text[pos:end].encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+    if _LATIN1_UNFIT_RE is not None and _LATIN1_UNFIT_RE.search(raw) is not None:
+        return None
+    return Latin1Tokens(raw, pos)
 
 
 #: Ranges of code points where the mirror and FTS5 (SQLite's Unicode 6.1 tables) agree on every

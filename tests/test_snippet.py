@@ -293,3 +293,75 @@ def test_a_long_message_gets_the_snippet_of_its_whole_text(
     quick = make_snippet(text, terms(query), window_tokens=window)
     monkeypatch.setattr(snippet, "SNIPPET_PREFIX_CHARS", len(text) + 1)
     assert quick == make_snippet(text, terms(query), window_tokens=window)
+
+
+_LATIN1_WORDS = st.sampled_from(
+    [
+        *WORDS,
+        "Alpha",
+        "BETA",
+        "café",
+        "naïve",
+        "ÉCOLE",
+        "straße",
+        "x2",
+        "²",
+        "Øre",
+        "--verbose",
+        "(see",
+        "deploy.",
+        "node.js",
+        "«",
+        "¿",
+        "\xa0",
+        "\n",
+        "  ",
+        "a" * 40,
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(_LATIN1_WORDS, min_size=40, max_size=400),
+    query=st.sampled_from(
+        [
+            "alpha",
+            "beta",
+            "cafe",
+            "naive",
+            "ecole",
+            "strasse",
+            "x2",
+            "alpha beta",
+            '"beta gamma"',
+            "alp*",
+            "alpha OR zeta",
+            '"alpha alpha"',
+            "kappa*",
+            "明天",
+            "µs",
+            "nothing",
+        ]
+    ),
+    window=st.sampled_from([1, 2, 5, 48]),
+    max_chars=st.sampled_from([40, 300]),
+)
+def test_a_latin1_snippet_is_the_one_the_token_scan_gives(
+    words: list[str], query: str, window: int, max_chars: int
+) -> None:
+    """Latin-1 text takes the byte-string path (snippet.latin1_tokens); the snippet is the
+    one the scan of every token gives (and a phrase longer than the window fails alike)."""
+    text = " ".join(words)
+    assert snippet.latin1_tokens(text) is not None
+
+    def outcome() -> str:
+        try:
+            return make_snippet(text, terms(query), window_tokens=window, max_chars=max_chars)
+        except ValueError as error:
+            return f"ValueError: {error}"
+
+    fast = outcome()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(snippet, "latin1_tokens", lambda *_: None)
+        assert outcome() == fast

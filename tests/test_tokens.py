@@ -24,6 +24,7 @@ from openclaw_fts.tokens import (
     is_cjk,
     is_token_char,
     iter_tokens,
+    latin1_tokens,
     mirror_is_exact,
     scan_tokens,
     tokenize,
@@ -313,6 +314,59 @@ def test_the_latin_fast_path_gives_the_exact_tokens(text: str) -> None:
             assert list(zip(starts, ends, norms, strict=True)) == [
                 tuple(token) for token in iter_tokens(text, pos, end)
             ]
+
+
+_LATIN1_ALPHABET = st.one_of(
+    st.characters(max_codepoint=0xFF),
+    st.sampled_from([" ", " ", "alpha", "Beta", "ALPHA", "café", "ß", "²", "ª", "µ", "--", "Ǆ"]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.lists(_LATIN1_ALPHABET, max_size=60).map("".join), pos=st.integers(0, 6))
+def test_latin1_tokens_are_the_scanned_tokens(text: str, pos: int) -> None:
+    """The byte-string form of a Latin-1 text's tokens counts, finds and steps through
+    exactly the tokens (and folded forms) scan_tokens gives."""
+    end = max(pos, len(text) - 1)
+    tokens = latin1_tokens(text, pos, end)
+    part = text[pos:end]
+    if any(
+        ord(ch) > 0xFF or fold(ch) != fold(ch).encode("latin-1", "replace").decode("latin-1")
+        for ch in part
+    ):
+        assert tokens is None
+        return
+    assert tokens is not None
+    starts, ends, norms = scan_tokens(text, pos, end)
+    assert tokens.count == len(norms)
+    assert tokens.indexes(starts) == list(range(len(starts)))
+    for at in range(pos, end + 2):
+        assert tokens.next_start(at) == next((s for s in starts if s >= at), -1)
+    for i in range(len(starts)):
+        assert tokens.start_of(starts[0], i) == starts[i]
+        assert tokens.start_of(starts[-1], i - len(starts) + 1) == starts[i]
+        assert tokens.end_of(starts[i], 0) == ends[i]
+        assert tokens.end_of(starts[0], i) == ends[i]
+    for i in range(len(norms)):
+        for size, prefix in ((1, False), (2, False), (3, False), (1, True), (2, True)):
+            wanted = tuple(norms[i : i + size])
+            if prefix:
+                wanted = (*wanted[:-1], wanted[-1][:2])
+            expected = [
+                (starts[j], ends[j + len(wanted) - 1])
+                for j in range(len(norms) - len(wanted) + 1)
+                if tuple(norms[j : j + len(wanted) - 1]) == wanted[:-1]
+                and (
+                    norms[j + len(wanted) - 1].startswith(wanted[-1])
+                    if prefix
+                    else norms[j + len(wanted) - 1] == wanted[-1]
+                )
+            ]
+            assert tokens.find(wanted, prefix) == expected
+    assert tokens.find(("alpha beta",), False) == []
+    assert tokens.find(("",), False) == []
+    assert tokens.find(("",), True) == list(zip(starts, ends, strict=True))
+    assert tokens.find(("\u03bc",), True) == []
 
 
 def test_every_latin_character_tokenizes_as_fts5_does(fts: sqlite3.Connection) -> None:
