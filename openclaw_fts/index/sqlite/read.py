@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ...caller import Caller
+from ...query import CompiledQuery
 from ...redact.engine import MASK_ELLIPSIS
 from ...rows import (
     INDEX_VERSION,
@@ -92,6 +93,9 @@ NARROW_SCAN_CHARS = 262_144
 #: few (:func:`_few_own_rows`) and the words read from them (:func:`_own_words`).
 _FEW_ROWS_MEMO = "openclaw_fts_sqlite_few_rows"
 _OWN_WORDS_MEMO = "openclaw_fts_sqlite_own_words"
+#: Where it remembers, for one transaction, the words a narrow caller's filtered search proved
+#: found (:func:`_keep_found_words`).
+_FOUND_WORDS_MEMO = "openclaw_fts_sqlite_found_words"
 
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
 #: at the limit are all in hand (equal scores are common: short messages of equal length): first
@@ -274,6 +278,54 @@ def _own_words(
         memo.setdefault(key, None)  # a body the mirror may misread, or too much text
         keep_for_transaction(conn, _OWN_WORDS_MEMO, memo)
     return memo[key]
+
+
+def _found_key(conn: Connection, caller: Caller) -> tuple[Any, ...]:
+    """What :func:`_keep_found_words` keeps a narrow caller's words by in one transaction: its
+    visibility, and the connection's own ``total_changes`` (a write in the transaction makes
+    them be proved again)."""
+    where, params = _visible_sql(caller, None)
+    changes = getattr(conn.connection.driver_connection, "total_changes", None)
+    return predicate_key(where, params), changes
+
+
+def _query_words(compiled: CompiledQuery) -> set[str]:
+    """The words every message matching ``compiled`` holds as words of its body: the tokens of
+    each AND group of one term (a prefix term's last token left out: only its start is held).
+    None (an empty set) when a character of the expression is one the mirror may tokenize
+    otherwise than FTS5 (:func:`~openclaw_fts.tokens.mirror_is_exact`): the terms' tokens are the
+    mirror's."""
+    if not mirror_is_exact(compiled.match):
+        return set()
+    words: set[str] = set()
+    for group in compiled.groups:
+        if len(group) == 1:
+            term = group[0]
+            words.update(term.tokens[:-1] if term.prefix else term.tokens)
+    return words
+
+
+def _keep_found_words(conn: Connection, caller: Caller, compiled: CompiledQuery | None) -> None:
+    """Keep for this transaction the words of ``compiled`` (:func:`_query_words`) as found by
+    the narrow ``caller``: its ranked statement matched a message of its visible sessions that
+    the search's filters then left out. That row is of a session exactly indexed (the search
+    joins the pending filter, or knows none of the sessions it may return is pending), so each
+    word is proved as :meth:`SqliteSearch._prove` would prove it, whichever ``exact`` the
+    suggestions ask with; :meth:`SqliteSearch.visible_words` answers them without a statement."""
+    if compiled is None:
+        return
+    words = _query_words(compiled)
+    if not words:
+        return
+    memo: dict[Any, set[str]] = kept_for_transaction(conn, _FOUND_WORDS_MEMO) or {}
+    memo.setdefault(_found_key(conn, caller), set()).update(words)
+    keep_for_transaction(conn, _FOUND_WORDS_MEMO, memo)
+
+
+def _kept_found_words(conn: Connection, caller: Caller) -> set[str]:
+    """The words :func:`_keep_found_words` kept for ``caller`` in this transaction."""
+    memo: dict[Any, set[str]] | None = kept_for_transaction(conn, _FOUND_WORDS_MEMO)
+    return memo.get(_found_key(conn, caller), set()) if memo else set()
 
 
 def _is_one_token(word: str) -> bool:
@@ -533,8 +585,10 @@ class SqliteSearch:
     GLOBAL_PENDING_PROBE = True
     #: Whether a one-word search of a wide caller walks the word's impact list when it has one
     #: (:mod:`.impact`), a wide caller's search ordered ``recent`` walks the matches newest
-    #: first (:func:`_newest_hits`), and a wide caller's time window bounds its matches' ids;
-    #: off, every search takes the exact path (what the bench and the tests compare them with).
+    #: first (:func:`_newest_hits`), a wide caller's time window bounds its matches' ids, and a
+    #: narrow caller's filtered search proves its words found by a row that fails the filters
+    #: (:func:`_keep_found_words`); off, every search takes the exact path (what the bench and
+    #: the tests compare them with).
     IMPACT_LISTS = True
 
     def any_pending(self, conn: Connection) -> bool:
@@ -639,11 +693,27 @@ class SqliteSearch:
             low, high = _window_ids(conn, req)
             if impact.EMPTY_WINDOW in (low, high):
                 return []  # no index row is in the window
-        sql, params = self._hits_sql(caller, req, exact=exact, pred=pred, low=low, high=high)
+        filtered = req.role is not None or req.since is not None or req.until is not None
+        judged = self.IMPACT_LISTS and caller.is_narrow and filtered
+        sql, params = self._hits_sql(
+            caller, req, exact=exact, pred=pred, low=low, high=high, judged=judged
+        )
         # The DBAPI cursor (sqlite3 takes the same :name parameters): SQLAlchemy's statement
         # handling cost ~0.3 ms a search, a third of a narrow search's SQL time.
         cur = cursor(conn)
-        rows = cur.execute(sql, params).fetchall()
+        if judged:
+            # the rows that pass the filters come first (:meth:`_hits_sql`); one that fails
+            # ends them, and proves the query's words found if none passed
+            rows: list[Any] = []
+            for row in cur.execute(sql, params):
+                if not row[8]:
+                    if not rows:
+                        _keep_found_words(conn, caller, req.compiled)
+                    break
+                rows.append(row[:8])
+            cur.close()  # the statement may be left unfinished
+        else:
+            rows = cur.execute(sql, params).fetchall()
         if not caller.is_narrow:
             if req.order == "recent" and rows:
                 # the statement left the score out (:meth:`_hits_sql`): the rows returned only
@@ -689,13 +759,18 @@ class SqliteSearch:
         unordered: bool = False,
         low: int | None = None,
         high: int | None = None,
+        judged: bool = False,
     ) -> tuple[str, dict[str, Any]]:
         """The ranked statement; ``exact`` (no session is pending in this snapshot) drops the
         per-row pending filter, which then holds for every row. ``unordered``: every visible
         match, without ORDER BY or LIMIT (what :meth:`session_hits` groups). ``low`` /
         ``high``: bounds of the ids of every row the time window keeps (:func:`_window_ids`),
         given to FTS5 with the MATCH, so that only the matches inside them are joined and
-        scored (the IDF is the whole index's whatever the range)."""
+        scored (the IDF is the whole index's whatever the range). ``judged`` (a narrow caller's
+        statement with ``role`` / ``since`` / ``until``): the filters are judged per row
+        instead of in the WHERE, a ninth column, ``passed``, first in the order, the text
+        marked for the rows that pass only (:meth:`ranked_hits` reads the rows up to the
+        first that fails, which proves the query's words found: :func:`_keep_found_words`)."""
         where, params = _visible_sql(caller, req.session_key, pred)
         assert req.compiled is not None
         params.update(q=req.compiled.match, v=INDEX_VERSION, lim=req.limit + 1)
@@ -717,12 +792,22 @@ class SqliteSearch:
         # mi.id last: two incarnations of one session key may hold the same message id.
         order = "mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
         limit = "LIMIT :lim"
+        passed = ""
         if caller.is_narrow:
             # Every visible match, unranked (ranked by narrow_score): no bm25(), so no walk
             # of the query terms' doclists over every session.
             score = f"highlight({FTS_TABLE}, 0, char(1), char(2))"
             if req.order == "relevance":
                 order = limit = ""
+            if judged and filters and not unordered:
+                # The filters judged per row, the rows that pass first: a row that fails
+                # them still proves the query's words found, which a search that finds
+                # nothing would otherwise ask one statement per word (each reading the
+                # words' and the sessions' doclists again).
+                passed = f"CASE WHEN 1 {filters} THEN 1 ELSE 0 END"
+                score = f"CASE WHEN 1 {filters} THEN {score} END"
+                order = f"passed DESC, {order}" if order else "passed DESC"
+                filters = ""
         elif req.order == "relevance":
             order = f"rank, {order}"
         elif not unordered:
@@ -735,7 +820,7 @@ class SqliteSearch:
         pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
         sql = (
             f"SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
-            f"s.session_key, {score} AS rank "
+            f"s.session_key, {score} AS rank{', ' + passed + ' AS passed' if passed else ''} "
             f"FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
             f"ON mi.id = {FTS_TABLE}.rowid "
             f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
@@ -921,6 +1006,16 @@ class SqliteSearch:
                 conn, caller, words, prefix=prefix, want=want, exact=exact, unmasked=True
             )
             return [(word, 0) for word in bare]
+        found = _kept_found_words(conn, caller) if caller.is_narrow and not prefix else set()
+        rest = [w for w in words if w not in found]
+        if found and len(rest) < len(words):
+            # words a filtered search of this transaction proved found: the rest asked below
+            more = (
+                {w for w, _ in self.visible_words(conn, caller, rest, want=len(rest), exact=exact)}
+                if rest
+                else set()
+            )
+            return [(w, 0) for w in words if w in found or w in more][:want]
         if caller.is_narrow and all(
             len(w) >= NEAR_PREFIX_CHARS and _is_one_token(w) for w in words
         ):
