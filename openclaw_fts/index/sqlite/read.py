@@ -125,6 +125,12 @@ SCOPED_RANK_ALL_SHARE = 64
 #: (:func:`_newest_hits`) and reads at most this many before the exact statement decides (a
 #: caller who sees few of the matches, or filters that keep few).
 RECENT_WALK_ROWS = 4096
+#: A wide caller's query with a time window and more matches than this (of any session) has
+#: the window's id bounds read when the connection does not keep them (:func:`_window_ids`):
+#: the read (an aggregate over the window's entries of the time index, ~0.2 ms for 7 days at
+#: 100k messages) costs about what joining and scoring a few hundred matches does, so a rarer
+#: query is not bounded then (a rare word's windowed search: 0.21 ms, 0.42 ms with the read).
+WINDOW_BOUND_MIN_MATCHES = 256
 #: A query with at most this many matches (of any session) ordered ``recent`` takes the exact
 #: statement: the walk's proof reads the time index over the span its newest matches cover,
 #: which for a rare word is most of the index (measured at 100k: a word of ~40 matches cost
@@ -518,7 +524,9 @@ def _bm25_of(cur: Any, match: str, ids: set[int]) -> dict[int, float]:
     }
 
 
-def _window_ids(conn: Connection, req: SearchRequest) -> tuple[int | None, int | None]:
+def _window_ids(
+    conn: Connection, req: SearchRequest, *, kept_only: bool = False
+) -> tuple[int | None, int | None] | None:
     """The id bounds (:func:`.impact.id_bound`) of the request's ``since`` and ``until``,
     remembered per DBAPI connection until the database changes (``PRAGMA data_version`` and
     the connection's own ``total_changes``, as :meth:`SqliteSearch.any_pending` keys its
@@ -526,7 +534,8 @@ def _window_ids(conn: Connection, req: SearchRequest) -> tuple[int | None, int |
     (~0.5 ms for 7 days at 100k messages), about what the bounded walk itself costs. A bound
     read for an earlier ``since`` (a later ``until``) holds for this one too, the window being
     inside that window: a relative span (``7d``) counted from a later clock reuses the one
-    read a moment before, a little looser."""
+    read a moment before, a little looser. ``kept_only``: None unless every bound needed is
+    kept already (nothing read)."""
     if req.since is None and req.until is None:
         return None, None
     cur = cursor(conn)
@@ -549,6 +558,8 @@ def _window_ids(conn: Connection, req: SearchRequest) -> tuple[int | None, int |
         if wider:
             found.append(memo[(since, max(wider) if since else min(wider))])
             continue
+        if kept_only:
+            return None
         bound = impact.id_bound(cur, at, since=since)
         if len(memo) >= WINDOW_MEMO_SIZE:
             memo.clear()
@@ -647,7 +658,7 @@ class SqliteSearch:
             # a window's id bounds for a word with a list only (one that has none takes the
             # exact path: no bound to pay for)
             tracked = impact.is_tracked(cursor(conn), word)
-            low, high = _window_ids(conn, req) if tracked else (None, None)
+            low, high = (_window_ids(conn, req) if tracked else None) or (None, None)
             top = impact.top_hits(
                 cursor(conn),
                 word,
@@ -689,8 +700,12 @@ class SqliteSearch:
         if self.IMPACT_LISTS and not caller.is_narrow and (req.since, req.until) != (None, None):
             # The window's id bounds, for FTS5 to skip the matches outside them before any
             # is joined or scored (a prefix of ~6,000 matches with 7 days of 60: 5.3 ms
-            # scored whole, 1.5 ms bounded, measured at 100k: bench/NOTES.md).
-            low, high = _window_ids(conn, req)
+            # scored whole, 1.5 ms bounded, measured at 100k: bench/NOTES.md); read only
+            # for a query of more than WINDOW_BOUND_MIN_MATCHES matches unless kept.
+            bounds = _window_ids(conn, req, kept_only=True)
+            if bounds is None and not self._at_most(conn, req, WINDOW_BOUND_MIN_MATCHES):
+                bounds = _window_ids(conn, req)
+            low, high = bounds or (None, None)
             if impact.EMPTY_WINDOW in (low, high):
                 return []  # no index row is in the window
         filtered = req.role is not None or req.since is not None or req.until is not None
