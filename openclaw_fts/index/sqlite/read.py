@@ -3,7 +3,8 @@
 
 Invariant: hidden sessions never consume the limit and never appear. Either visibility, the
 pending filter and every user filter are in the same statement as the full-text MATCH, before
-ranking and LIMIT (narrow callers: every visible match is fetched and ranked here), or — no
+ranking and LIMIT (narrow callers: every visible match is fetched and ranked here, the user
+filters judged per row with the rows that pass them first, read until one fails), or — no
 filter but visibility and ``role``, nothing pending — FTS5 ranks alone and the top rows are
 judged by the visibility and the role, the statement deciding whenever those rows cannot prove
 the answer; or — one
@@ -16,7 +17,9 @@ statement with the visibility in it: for a narrow caller with few messages, the 
 reads its messages' words (the words, their counts and their order come from those messages
 alone); for another narrow caller, statements over its sessions' tokens in the MATCH, which
 count (order) its near words too; a wider caller's keep FTS5's vocabulary order, of every
-session (:meth:`SqliteSearch.near_words` says why).
+session (:meth:`SqliteSearch.near_words` says why). Whether a query word is found at all is
+proved the same way, or, for a narrow caller, by a row of its ranked statement that the user
+filters left out (a visible, exactly indexed match: :func:`_keep_found_words`).
 """
 
 from __future__ import annotations
