@@ -301,9 +301,9 @@ def _found_key(conn: Connection, caller: Caller) -> tuple[Any, ...]:
 def _query_words(compiled: CompiledQuery) -> set[str]:
     """The words every message matching ``compiled`` holds as words of its body: the tokens of
     each AND group of one term (a prefix term's last token left out: only its start is held).
-    None (an empty set) when a character of the expression is one the mirror may tokenize
-    otherwise than FTS5 (:func:`~openclaw_fts.tokens.mirror_is_exact`): the terms' tokens are the
-    mirror's."""
+    Empty when a character of the expression is one the mirror may tokenize
+    otherwise than FTS5 (:func:`~openclaw_fts.tokens.mirror_is_exact`): the terms' tokens are
+    the mirror's."""
     if not mirror_is_exact(compiled.match):
         return set()
     words: set[str] = set()
@@ -1018,7 +1018,9 @@ class SqliteSearch:
         them already: a statement stopping at a word's first visible message costs less than
         reading and tokenizing every message of the caller that holds the word's first
         letters, one read per word (bench/NOTES.md, "Filters on the fast paths"), and a word
-        that is not found is read by its near words anyway."""
+        that is not found is read by its near words anyway. A narrow caller's words that a
+        filtered search of this transaction proved found (:func:`_keep_found_words`: a match
+        of its sessions the filters left out) need no statement."""
         if unmasked:
             bare = self._prove(
                 conn, caller, words, prefix=prefix, want=want, exact=exact, unmasked=True
@@ -1029,7 +1031,12 @@ class SqliteSearch:
         if found and len(rest) < len(words):
             # words a filtered search of this transaction proved found: the rest asked below
             more = (
-                {w for w, _ in self.visible_words(conn, caller, rest, want=len(rest), exact=exact)}
+                {
+                    w
+                    for w, _ in self.visible_words(
+                        conn, caller, rest, want=len(rest), exact=exact, counted=counted
+                    )
+                }
                 if rest
                 else set()
             )
