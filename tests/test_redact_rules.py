@@ -21,6 +21,7 @@ from openclaw_fts.redact import (
     redact_text,
 )
 from openclaw_fts.redact import data as rules
+from openclaw_fts.redact.rules.tokens import _shortest
 
 #: Characters of a masked-away middle that count as a leak (docs/redaction.md).
 LEAK_WINDOW_CHARS = 8
@@ -299,3 +300,115 @@ def test_the_run_bounded_finders_find_what_their_patterns_find() -> None:
         assert seen(opaque.public_name_tails(low)) == seen(
             opaque._PUBLIC_NAME_TAIL_RE.finditer(low)
         ), text
+
+
+#: Pieces of the texts the anchored finders are checked on: every pattern rule's sample and
+#: anchor, the header and operator words in several cases (one with a dotless ``ı``), the
+#: characters around them, and runs of token characters (more than a few: the joined runs).
+_ANCHORED_PIECES = (
+    *(rule.sample for rule in rules.PATTERN_TOKENS),
+    *(rule.anchor for rule in rules.PATTERN_TOKENS if rule.anchor),
+    "Authorization: Bearer ",
+    "AUTHORIZATION=",
+    "authorızation: ",
+    "\\nauthorization: Basic ",
+    "x-Authorization: ",
+    "bearer ",
+    "BEARER\t",
+    "earer ",
+    "q7vXk2LmP9sT4wYz8RbN3cFh",
+    "3f9a0c4d" * 4,
+    "==",
+    "!=",
+    "===",
+    " -p",
+    "\t-a",
+    "-P",
+    "A",
+    "_",
+    "-",
+    ".",
+    " ",
+    "\n",
+    "'",
+    "!",
+    ":",
+    "~",
+    "\u0130",
+    "\u212a",
+    *(rule.sample for rule in rules.VENDOR_TOKENS),
+    # the shortest tokens, alone in their run (a run shorter than a long run)
+    *(f" {rule.sample[: _shortest(rule)]} " for rule in rules.VENDOR_TOKENS),
+    "sk-",
+    "xoxb-",
+    "LTAI",
+    "glft-",
+    "q7vXk2LmP9sT4",
+    "task-sk-ab12cd34ef56gh78",
+)
+
+
+def test_the_anchored_finders_find_what_their_patterns_find() -> None:
+    """The finders that try a pattern only where a word stands at a fixed place in its
+    matches (:func:`openclaw_fts.redact.scan.matches_at`: the anchored pattern rules, in the
+    runs or the text; ``Authorization``, a bare ``Bearer``, ``==``/``!=``), the vendor rule's
+    (the long runs joined, the shorter ones from the heads of the short tokens) and the
+    password flags' start matched from its ``-`` give the matches of their pattern's
+    ``finditer`` over the whole text, in order: on every string of the upstream redaction
+    vectors and on texts made of those words, the rules' samples and runs of token
+    characters."""
+    from openclaw_fts.redact import scan as scan_module
+    from openclaw_fts.redact.judges import _SHORT_PASSWORD_FLAGS
+    from openclaw_fts.redact.rules import comparisons, flags, headers, tokens
+    from openclaw_fts.redact.scan import Scan
+
+    folder = Path(__file__).parent / "fixtures" / "redaction_upstream"
+    texts = [
+        s
+        for name in ("openclaw.json", "gitleaks.json", "detect_secrets.json")
+        for s in _strings(json.loads((folder / name).read_text(encoding="utf-8"))["vectors"])
+    ]
+    rng = random.Random(41)
+    short = ["".join(rng.choices(_ANCHORED_PIECES, k=rng.randint(1, 60))) for _ in range(3000)]
+    # long texts too: a text of MIN_CHARS_SEARCHED_AT_WORDS or more is searched from its words,
+    # one of MIN_CHARS_LISTING_LONG_RUNS_APART or more lists its long runs apart
+    texts += short + ["\n".join(short[i : i + 100]) for i in range(0, len(short), 100)]
+    texts += ["\n".join(texts[i : i + 60]) for i in range(0, len(texts) - len(short), 60)]
+    texts += ["\n".join(rng.choices(short, k=2000)) for _ in range(4)]
+    assert sum(len(t) >= scan_module.MIN_CHARS_SEARCHED_AT_WORDS for t in texts) >= 50
+    assert sum(len(t) >= scan_module.MIN_CHARS_LISTING_LONG_RUNS_APART for t in texts) >= 4
+
+    def seen(matches: Iterable[re.Match[str]]) -> list[tuple[int, int]]:
+        return [m.span() for m in matches]
+
+    # (the regex the flags rule had: a blank first)
+    flag_start = re.compile(
+        "[ \t]-[" + "".join(sorted({f[-1] for f in _SHORT_PASSWORD_FLAGS})) + "]"
+    )
+    for text in texts:
+        scan = Scan(text)
+        for anchor, pattern, in_runs, anchor_at in tokens._TOKEN_RULES:
+            if anchor_at < 0:
+                continue
+            expected = seen(pattern.finditer(text))
+            if in_runs:
+                got = [(m.start() + at, m.end() + at) for at, m in scan.in_runs(pattern, in_runs)]
+                anchored = scan.in_runs(pattern, in_runs, anchor, anchor_at)
+                assert [(m.start() + at, m.end() + at) for at, m in anchored] == expected, text
+                assert got == expected, text
+            else:
+                assert seen(scan.matches_at(pattern, (anchor,), anchor_at)) == expected, text
+        vendor = [(m.start() + at, m.end() + at) for at, m in tokens.vendor_matches(scan)]
+        assert vendor == seen(tokens._VENDOR_RE.finditer(text)), text
+        assert seen(
+            scan.matches_at(headers._AUTHORIZATION_RE, (headers._AUTHORIZATION_WORD,), 1, True)
+        ) == seen(headers._AUTHORIZATION_RE.finditer(text)), text
+        assert seen(
+            scan.matches_at(headers._BARE_BEARER_RE, (headers._BEARER_WORD,), 1, True)
+        ) == seen(headers._BARE_BEARER_RE.finditer(text)), text
+        assert seen(scan.matches_at(comparisons._COMPARISON_RE, comparisons._OPERATORS, 0)) == seen(
+            comparisons._COMPARISON_RE.finditer(text)
+        ), text
+        assert [m.start() - 1 for m in flags._PASSWORD_FLAG_START_RE.finditer(text)] == [
+            m.start() for m in flag_start.finditer(text)
+        ], text

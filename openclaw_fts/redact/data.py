@@ -54,9 +54,13 @@ class PatternToken:
     #: that cannot start with a literal would otherwise be tried at every position).
     anchor: str = ""
     #: When > 0: every match lies inside one run of token characters (letters, digits and
-    #: ``_-./+=@~:``) at least this long, so the pattern runs on those runs only (linear in
-    #: the runs, not a regex pass over the whole text: a 10 MB message is scanned once).
+    #: ``_-./+=@~:``) at least this long: a text without such a run is skipped, and when it
+    #: is a long run (20+), the pattern runs on the long runs only (linear in the runs, not a
+    #: regex pass over the whole text).
     in_runs: int = 0
+    #: When >= 0: every match holds :attr:`anchor` this many characters after its start, so
+    #: the pattern is tried only there (found with ``str.find``), not at every position.
+    anchor_at: int = -1
 
 
 @dataclass(frozen=True)
@@ -592,6 +596,8 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         rf"\.{_T}{{{MIN_JWT_SEGMENT_CHARS},}}(?:\.{_T}*){{1,{MAX_JWT_EXTRA_SEGMENTS}}})",
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXNhbXBsZQ",
         anchor="eyJ",
+        anchor_at=0,
+        in_runs=15,
     ),
     # a JWT with no signature (``alg: none``, or cut before it): header and payload both JSON
     PatternToken(
@@ -599,7 +605,9 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         rf"(?P<value>eyJ(?<!{_T}eyJ){_T}{{{MIN_JWT_SEGMENT_CHARS},}}"
         rf"\.eyJ{_T}{{{MIN_JWT_SEGMENT_CHARS},}})",
         "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0",
-        anchor=".eyJ",
+        anchor="eyJ",
+        anchor_at=0,
+        in_runs=17,
     ),
     # AWS key ids of the other principal kinds (IAM user, role, group …), 4 + 16 characters
     PatternToken(
@@ -630,6 +638,8 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"api\.softlayer\.com/soap/v3(?:\.1)?/(?P<value>[a-z0-9]{64})",
         "https://api.softlayer.com/soap/v3/" + "3f9a0c4d" * 8,
         anchor="softlayer",
+        anchor_at=4,
+        in_runs=64,
     ),
     PatternToken(
         "sendgrid",
@@ -637,6 +647,8 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         rf"\.{_T}{{{MIN_SENDGRID_PART_CHARS},}})",
         "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",
         anchor="SG.",
+        anchor_at=0,
+        in_runs=35,
     ),
     PatternToken(
         "aws-access-key-id",
@@ -644,6 +656,8 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?![A-Za-z0-9])",
         "AKIAQ3EGRPN7XKZL2M4T",
         anchor="IA",
+        anchor_at=2,
+        in_runs=20,
     ),
     # Airtable personal access token: ``pat`` + 14 characters, ``.``, 64 hex.
     PatternToken(
@@ -651,6 +665,8 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>pat(?<![A-Za-z0-9_]pat)[A-Za-z0-9]{14}\.[a-f0-9]{64})",
         "patQ3egRPn7XkZl2M." + "3f9a0c4d" * 8,
         anchor="pat",
+        anchor_at=0,
+        in_runs=82,
     ),
     # Salesforce session id / access token: org id ``00D…``, ``!``, the session part.
     PatternToken(
@@ -658,6 +674,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>00D(?<![A-Za-z0-9_]00D)[A-Za-z0-9]{12,15}![A-Za-z0-9._]{20,})",
         "00D5g000004ABCD!AQ8AQHx9yJ2kLmNoPqRsTuVwXyZ0123456789abcdefghij",
         anchor="00D",
+        anchor_at=0,
     ),
     # Azure AD client secret: 3 characters, a digit, ``Q~``, 31-34 characters.
     PatternToken(
@@ -666,6 +683,8 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?![A-Za-z0-9_~.\-])",
         "abc8Q~Zx9yW8vU7tS6rQ5pO4nM3lK2jI1hG0fE",
         anchor="Q~",
+        anchor_at=4,
+        in_runs=37,
     ),
     # Mailchimp API key: 32 hex, ``-us``, the data centre number.
     PatternToken(
@@ -673,6 +692,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>(?<![A-Za-z0-9_\-])[0-9a-f]{32}-us[0-9]{1,2})(?![A-Za-z0-9_\-])",
         "3f9a0c4d" * 4 + "-us21",
         anchor="-us",
+        anchor_at=32,
         in_runs=36,
     ),
     # HashiCorp Vault legacy service and batch tokens: ``s.``/``b.`` + 24 mixed-case characters.
@@ -690,6 +710,8 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5})",
         "A3-ASWWYB-798JRY-LJVD4-23DC2-86TVM-H43EB",
         anchor="A3-",
+        anchor_at=0,
+        in_runs=39,
     ),
     # Harness personal/service-account tokens: ``pat.``/``sat.`` + id . hex . secret.
     PatternToken(
@@ -698,6 +720,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"\.[A-Za-z0-9]{20})",
         "pat.aB3cD4eF5gH6jK7mN8pQ9r.3f9a0c4d3f9a0c4d3f9a0c4d.aB3cD4eF5gH6jK7mN8pQ",
         anchor="at.",
+        anchor_at=1,
         in_runs=72,
     ),
     # Terraform Cloud / Atlas: 14 characters, ``.atlasv1.``, 60-70 characters.
@@ -706,6 +729,8 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>(?<![A-Za-z0-9])[a-zA-Z0-9]{14}\.atlasv1\.[A-Za-z0-9\-_=]{60,70})",
         "aB3cD4eF5gH6jK.atlasv1." + "aB3cD4eF5gH6jK7mN8pQ9r" * 3,
         anchor=".atlasv1.",
+        anchor_at=14,
+        in_runs=83,
     ),
     # ClickUp personal token: ``pk_``, the user id, ``_``, 32 upper-case letters and digits
     # (``pk_live_…`` is Stripe's publishable key, public: not this shape).
@@ -714,6 +739,8 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>pk_(?<![A-Za-z0-9_]pk_)[0-9]{1,12}_[A-Z0-9]{32})(?![A-Za-z0-9_])",
         "pk_12345678_Q3EGRPN7XKZL2M4TB8CD5EF6GH9JK2LM",
         anchor="pk_",
+        anchor_at=0,
+        in_runs=37,
     ),
     # Fly.io: ``FlyV1 fm…`` (the only prefix with a blank, so a pattern rather than a prefix:
     # every vendor prefix and body is one run of token characters, which the scan relies on).
@@ -722,6 +749,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>FlyV1 fm(?<![A-Za-z0-9_]FlyV1 fm)[A-Za-z0-9+/=_\-]{20,})",
         "FlyV1 fmaB3cD4eF5gH6jK7mN8pQ9rS2",
         anchor="FlyV1 fm",
+        anchor_at=0,
     ),
     # Ansible Vault: the hex lines after the ``$ANSIBLE_VAULT`` header.
     PatternToken(
@@ -730,6 +758,7 @@ PATTERN_TOKENS: Final[tuple[PatternToken, ...]] = (
         r"(?P<value>(?:[ \t]*\r?\n[ \t]*[0-9a-f]{16,120}){1,4096})",
         "$ANSIBLE_VAULT;1.1;AES256\n" + "3f9a0c4d" * 10 + "\n" + "6b2e7f18" * 10,
         anchor="$ANSIBLE_VAULT",
+        anchor_at=0,
     ),
 )
 

@@ -72,9 +72,8 @@ class Rule:
 
     name: str
     prefilter: re.Pattern[str]
-    #: Given the text, the text in lower case, and a function returning the text reversed
-    #: (made once per text and shared by every rule reading names backwards).
-    find: Callable[[str, str, Callable[[], str]], Iterator[Span]]
+    #: Given the text and the text in lower case (made once per text and shared).
+    find: Callable[[str, str], Iterator[Span]]
     #: The prefilter (and :attr:`words`) run on the lower-cased text (the finder gets both).
     on_lowered: bool = False
     #: The finder finds nothing in a text holding none of these words: tested before the
@@ -258,16 +257,15 @@ def _is_value(value: str, quoted: bool, kind: str, name: str) -> bool:
     return _IDENTIFIER_RE.fullmatch(value) is None and not value.isdigit()
 
 
-#: A run of :data:`_NAME_CHARS`; matched on the reversed text too (the start of the name
-#: ending at a keyword).
+#: A run of :data:`_NAME_CHARS`; matched on the characters before a keyword reversed too (the
+#: start of the name ending there: at most :data:`MAX_NAME_CHARS` of them, reversed on their
+#: own, not the whole text).
 _NAME_RUN_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
-def _named_values(text: str, low: str, reverse: Callable[[], str]) -> Iterator[Span]:
+def _named_values(text: str, low: str) -> Iterator[Span]:
     last_name_end = -1
     budget = MAX_CANDIDATES_PER_RULE + len(text) // CHARS_PER_EXTRA_CANDIDATE
-    reversed_text = ""  # asked for on first use
-    size = len(text)
     for m in _KEYWORD_RE.finditer(low):
         start, end = m.start(), m.end()
         if start < last_name_end:
@@ -279,11 +277,9 @@ def _named_values(text: str, low: str, reverse: Callable[[], str]) -> Iterator[S
         floor = max(0, start - MAX_NAME_CHARS)
         if start > floor and text[start - 1] in _NAME_CHARS:
             # the name's start: its characters read backwards, in one C-level match
-            if not reversed_text:
-                reversed_text = reverse()
-            back = _NAME_RUN_RE.match(reversed_text, size - start, size - floor)
+            back = _NAME_RUN_RE.match(text[floor:start][::-1])
             if back is not None:
-                start -= back.end() - back.start()
+                start -= back.end()
         tail = _NAME_RUN_RE.match(text, m.start())
         end = tail.end() if tail is not None else m.start()
         if end - start > MAX_NAME_CHARS or start == floor > 0 or text.endswith("://", 0, start):
@@ -324,7 +320,7 @@ _MAP_LINE_RE: Final = re.compile(
 )
 
 
-def _manifest_secrets(text: str, low: str, _reverse: Callable[[], str]) -> Iterator[Span]:
+def _manifest_secrets(text: str, low: str) -> Iterator[Span]:
     if _SECRET_KIND_RE.search(text) is None:
         return
     map_indent = -1  # indentation of the ``data:`` line we are under, -1: none
@@ -366,7 +362,7 @@ _BUNDLER_RE: Final = re.compile(
 )
 
 
-def _bundler_credentials(text: str, low: str, _reverse: Callable[[], str]) -> Iterator[Span]:
+def _bundler_credentials(text: str, low: str) -> Iterator[Span]:
     for m in _BUNDLER_RE.finditer(text):
         if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
             continue
@@ -395,7 +391,7 @@ def _random_user(user: str) -> bool:
     )
 
 
-def _basic_auth_users(text: str, low: str, _reverse: Callable[[], str]) -> Iterator[Span]:
+def _basic_auth_users(text: str, low: str) -> Iterator[Span]:
     if "://" in text:
         for m in _URL_USERINFO_RE.finditer(text):
             if _random_user(m.group("user")):

@@ -313,6 +313,16 @@ _INVISIBLE_CHARS: Final = (
 _REVERSED_NAME_RE: Final = re.compile(rf"[{_NAME_CHARS}]{{1,{MAX_NAME_CHARS}}}(?![{_NAME_CHARS}])")
 
 
+def start_of_name(text: str, name_end: int) -> int:
+    """Where the name ending at ``name_end`` starts: the run of name characters ending there,
+    if it is 1 to :data:`MAX_NAME_CHARS` long, else -1. :data:`_REVERSED_NAME_RE` reads at
+    most :data:`MAX_NAME_CHARS` + 1 characters back, so it is matched on those characters
+    reversed, not on the whole text reversed (a 10 MB message: one 40 MB copy and ~0.02 s
+    less)."""
+    run = _REVERSED_NAME_RE.match(text[max(0, name_end - MAX_NAME_CHARS - 1) : name_end][::-1])
+    return -1 if run is None else name_end - run.end()
+
+
 # Cheap test (``str.__contains__``) before looking for command words: a blank, a dash, then
 # one of the password flags of :data:`rules.CLI_PASSWORD_COMMANDS`.
 _SHORT_PASSWORD_FLAGS: Final = tuple(
@@ -390,16 +400,22 @@ MIN_VENDOR_RUN_CHARS: Final = min(
 
 # (the lookbehind: tried only where a run starts, not again at each character of a short word)
 _RUN_RE: Final = re.compile(f"(?<![{_RUN_CLASS}])[{_RUN_CLASS}]{{{MIN_VENDOR_RUN_CHARS},}}")
+
+
 #: The same runs, listed by ``finditer`` (group 1; the last match may have none): each match
 #: first takes, possessively, every character up to the next run of
 #: :data:`MIN_VENDOR_RUN_CHARS` (the shorter runs whole, a word at a time), where
 #: :data:`_RUN_RE` tries its lookbehind at every position (the runs of a 10 MB message:
 #: ~0.2 s instead of ~0.3 s). At the text's end it takes the rest, so no position is retried.
-_RUNS_RE: Final = re.compile(
-    f"[^{_RUN_CLASS}]*+(?:[{_RUN_CLASS}]{{1,{MIN_VENDOR_RUN_CHARS - 1}}}+[^{_RUN_CLASS}]++)*+"
-    f"(?:([{_RUN_CLASS}]{{{MIN_VENDOR_RUN_CHARS},}})"
-    f"|[{_RUN_CLASS}]{{0,{MIN_VENDOR_RUN_CHARS - 1}}}+\\Z)"
-)
+def _runs_regex(minimum: int) -> re.Pattern[str]:
+    return re.compile(
+        f"[^{_RUN_CLASS}]*+(?:[{_RUN_CLASS}]{{1,{minimum - 1}}}+[^{_RUN_CLASS}]++)*+"
+        f"(?:([{_RUN_CLASS}]{{{minimum},}})"
+        f"|[{_RUN_CLASS}]{{0,{minimum - 1}}}+\\Z)"
+    )
+
+
+_RUNS_RE: Final = _runs_regex(MIN_VENDOR_RUN_CHARS)
 
 
 # --------------------------------------------------------------------------- opaque tokens
@@ -547,6 +563,12 @@ _PUBLIC_HASH_PREFIXES: Final = tuple(
 # A run of token characters long enough for a nameless token (opaque, AWS secret, Discord bot
 # token, quoted literal, prose key): without one, those rules cannot match.
 _LONG_RUN_CHARS: Final = min(MIN_RANDOM_LITERAL_CHARS, MIN_OPAQUE_TOKEN_CHARS)
+
+
+#: The long runs alone, listed as :data:`_RUNS_RE` lists the runs (the shorter runs are taken
+#: whole between them: a 10 MB message's 46,000 long runs in ~0.05 s, its 205,000 runs of
+#: :data:`MIN_VENDOR_RUN_CHARS` in ~0.09 s).
+_LONG_RUNS_RE: Final = _runs_regex(_LONG_RUN_CHARS)
 
 
 #: Characters in order this long (``abcd``, ``6789``) mark an alphabet written out; a random

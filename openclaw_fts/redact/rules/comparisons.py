@@ -24,6 +24,10 @@ MAX_COMPARED_LITERAL_CHARS: Final = 256
 _COMPARISON_RE: Final = re.compile(r"(?:==|!=)=?")
 
 
+#: How every match of :data:`_COMPARISON_RE` starts.
+_OPERATORS: Final = ("==", "!=")
+
+
 # A word of a sensitive name (:func:`is_sensitive_name` decides), looked for near ``==``.
 _COMPARED_HINT_RE: Final = re.compile(r"key|token|secret|pass|pwd|auth|cred|jwt|cookie|sig")
 
@@ -50,7 +54,11 @@ def comparisons(scan: Scan) -> None:
     """A quoted literal compared with a sensitive name, either side of ``==``/``!=``."""
     text = scan.text
     lowered = scan.lowered()
-    for m in scan.within_budget(_COMPARISON_RE.finditer(text)):
+    # (tried only where ``==`` or ``!=`` starts, found with ``str.find``: the regex begins
+    # with an alternation, which the engine tries at every position; a 10 MB message:
+    # ~0.024 s -> ~0.01 s)
+    found = scan.matches_at(_COMPARISON_RE, _OPERATORS, 0)
+    for m in scan.within_budget(found):
         near = lowered[max(0, m.start() - MAX_NAME_CHARS) : m.end() + MAX_NAME_CHARS]
         if _COMPARED_HINT_RE.search(near) is None:
             continue  # no sensitive word on either side: most ``==`` in code

@@ -57,8 +57,10 @@ _PASSWORD_COMMAND_RE: Final = re.compile(
 
 
 #: A blank then one of those flags: where a password command's flag may start (one pass).
+#: Matched from its ``-`` (the blank is behind it): the engine skips ahead to a literal, where
+#: a blank first (a class) is tried at every position (a 10 MB message: ~0.035 s -> ~0.005 s).
 _PASSWORD_FLAG_START_RE: Final = re.compile(
-    "[ \t]-[" + "".join(sorted({f[-1] for f in _SHORT_PASSWORD_FLAGS})) + "]"
+    "-(?<=[ \t]-)[" + "".join(sorted({f[-1] for f in _SHORT_PASSWORD_FLAGS})) + "]"
 )
 
 
@@ -180,7 +182,7 @@ def password_command_words(scan: Scan) -> Iterator[re.Match[str]]:
     window_end = -1
     window_start = 0
     for flag in _PASSWORD_FLAG_START_RE.finditer(text):
-        flag_pos = flag.start()
+        flag_pos = flag.start() - 1  # (the blank before the ``-``)
         line_start = text.rfind("\n", max(0, flag_pos - MAX_COMMAND_CHARS), flag_pos) + 1
         start = max(line_start, flag_pos - MAX_COMMAND_CHARS)
         if start <= window_end:

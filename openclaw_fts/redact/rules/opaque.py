@@ -25,7 +25,6 @@ from ..judges import (
     _HEX_RE,
     _NAME_WORD_RE,
     _PUBLIC_HASH_PREFIXES,
-    _REVERSED_NAME_RE,
     _UUID_RE,
     MAX_RANDOM_LITERAL_CHARS,
     MIN_OPAQUE_TOKEN_CHARS,
@@ -34,6 +33,7 @@ from ..judges import (
     _mean_piece_chars,
     is_opaque_token,
     looks_random,
+    start_of_name,
 )
 from ..scan import _PLAIN, Scan
 
@@ -279,26 +279,19 @@ def opaque(scan: Scan) -> None:
 def public_values(scan: Scan) -> None:
     """The values of names that hold ids or pagination tokens, never secrets."""
     text = scan.text
-    size = len(text)
-    reversed_text = ""
     budget = scan.budget
     scan.public = public = []
     for m in public_name_tails(scan.lowered()):
         budget -= 1
         if budget < 0:
             return  # nothing is masked less for it: the ranges only spare values
-        if not reversed_text:
-            reversed_text = scan.reversed()
         name_end = m.start("sep")
         while name_end > 0 and text[name_end - 1] in " \t\"'\\":
             name_end -= 1
-        run = _REVERSED_NAME_RE.match(reversed_text, size - name_end)
-        if run is None:
+        start = start_of_name(text, name_end)
+        if start < 0:
             continue
-        words = [
-            w.lower()
-            for w in _NAME_WORD_RE.findall(text[name_end - run.end() + run.start() : name_end])
-        ]
+        words = [w.lower() for w in _NAME_WORD_RE.findall(text[start:name_end])]
         if not words:
             continue
         last, previous = words[-1], (words[-2] if len(words) > 1 else "")
