@@ -328,16 +328,11 @@ def test_a_filter_the_list_cannot_answer_takes_the_exact_path(
     assert walks == []
 
 
-def test_a_window_written_out_of_time_order_walks_the_list_with_every_row_of_it(
-    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
-) -> None:
-    """SQLite bounds the ids a walk may keep by the window's rows (``impact.id_bound``), so
-    rows whose ids do not follow their times must stay in: a session written after the
-    others but older (an import: its rows are in every ``until`` window, with the highest
-    ids), and one written last whose first message opens a ``since`` window that the other
-    sessions' last messages, with lower ids, are in too. Each window answers as the exact
-    path does, with the bound and without it (a window wider than it allows); a window that
-    holds no row answers nothing."""
+def _out_of_time_order(corpus: TranscriptStore) -> int:
+    """Two sessions whose row ids do not follow their times: ``old``, written last but older
+    than every other (its rows are in every ``until`` window, with the highest ids), and
+    ``late``, written after it, whose first message opens a ``since`` window (the time
+    returned) that the other sessions' last messages, with lower ids, are in too."""
     corpus.create_session("old", "agent:main:old", agent_id="main")
     old = chain([_text(9, i) for i in range(300)], prefix="old")
     for event in old:
@@ -349,12 +344,31 @@ def test_a_window_written_out_of_time_order_walks_the_list_with_every_row_of_it(
     for n, event in enumerate(late):
         event["timestamp"] = opens + n * 1000
     corpus.append_many("late", late)
-    windows: tuple[dict[str, Any], ...] = (
+    return opens
+
+
+def _windows(opens: int) -> tuple[dict[str, Any], ...]:
+    """The windows :func:`_out_of_time_order`'s rows are searched with."""
+    return (
         {"since": opens},
         {"until": T0 + 150_000},
         {"since": opens, "until": opens + 200_000},
         {"role": "user", "until": T0 + 150_000},
     )
+
+
+def test_a_window_written_out_of_time_order_walks_the_list_with_every_row_of_it(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]
+) -> None:
+    """SQLite bounds the ids a walk may keep by the window's rows (``impact.id_bound``), so
+    rows whose ids do not follow their times must stay in: a session written after the
+    others but older (an import: its rows are in every ``until`` window, with the highest
+    ids), and one written last whose first message opens a ``since`` window that the other
+    sessions' last messages, with lower ids, are in too. Each window answers as the exact
+    path does, with the bound and without it (a window wider than it allows); a window that
+    holds no row answers nothing."""
+    opens = _out_of_time_order(corpus)
+    windows = _windows(opens)
     for bound in (sqlite_impact.WINDOW_BOUND_ROWS, 0):
         monkeypatch.setattr(sqlite_impact, "WINDOW_BOUND_ROWS", bound)
         # a connection keeps the bounds it read until the database changes: read them again
@@ -378,6 +392,40 @@ def test_a_window_written_out_of_time_order_walks_the_list_with_every_row_of_it(
             nothing = _both_paths(corpus, monkeypatch, caller, "alpha", since=opens + 10**9)
             assert nothing == ([], [])
         assert len(walks) - before == len(CALLERS)
+
+
+def test_a_window_bounds_the_exact_statement_by_its_ids_with_every_row_of_it(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wide caller's query without a list (a prefix, two words, a phrase, an OR, a word too
+    rare to be tracked) takes the exact statement; with a time window SQLite gives FTS5 the
+    window's id bounds (``impact.id_bound``) beside the MATCH, so that only the matches inside
+    them are joined and scored. Over rows whose ids do not follow their times, each window
+    answers as the statement without the bound does (hits, order, scores), with the bound
+    and without it (a window wider than it allows); a window that holds no row answers
+    nothing."""
+    windows = (*_windows(_out_of_time_order(corpus)), {"role": "assistant", "since": T0})
+    queries = ("alph*", "alpha beta", '"alpha beta"', "alpha OR w3", "w3", "alpha w3")
+    found = 0
+    for bound in (sqlite_impact.WINDOW_BOUND_ROWS, 0):
+        monkeypatch.setattr(sqlite_impact, "WINDOW_BOUND_ROWS", bound)
+        # a connection keeps the bounds it read until the database changes: read them again
+        monkeypatch.setattr(sqlite_read, "_WINDOW_MEMO", f"exact bounds read with {bound}")
+        for caller in CALLERS.values():
+            for query in queries:
+                for window in windows:
+                    for order in ("relevance", "recent"):
+                        fast, exact = _both_paths(
+                            corpus, monkeypatch, caller, query, order=order, **window
+                        )
+                        assert fast == exact, (caller.visibility, query, window, order)
+                        found += bool(exact)
+                        _passes(corpus, caller, query, window)
+    assert found >= len(CALLERS) * len(queries) * 2 * 2  # most windows hold hits
+    for caller in CALLERS.values():
+        for query in queries:
+            nothing = _both_paths(corpus, monkeypatch, caller, query, since=T0 + 10**10)
+            assert nothing == ([], [])
 
 
 def test_a_windows_id_bounds_are_read_again_once_the_index_changed(

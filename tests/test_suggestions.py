@@ -17,6 +17,7 @@ from test_cli import loads, ok, run
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptEvent, TranscriptStore, spelling, tools
 from openclaw_fts.cli import EXIT_NO_MATCH
+from openclaw_fts.index import base
 
 pytestmark = pytest.mark.both_engines
 
@@ -117,6 +118,59 @@ def test_a_filtered_search_proves_its_words_within_what_the_caller_may_search(
         assert said(tree, "quokka deploymnt") == "No matches. Did you mean: deployment?"
         assert said(EVERYONE, "quokka deploymnt") == "No matches. Did you mean: deployment?"
         assert said(MAIN, "zeppelin borrow") == ""  # incognito: found by no caller
+
+
+def test_a_narrow_callers_filtered_search_proves_only_the_words_its_rows_hold(
+    store: TranscriptStore, host: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``self`` or ``tree`` caller's filtered search that finds nothing: on SQLite a message
+    of its sessions that matched but failed the filters proves the words every match holds
+    (each word of an AND, no alternative of an OR) without a statement per word; never a
+    message of a session search hides (pending), whose words are not proved by it. The
+    warnings and results are those of the statements per word (the fast paths off), and a
+    word that is only an alternative, or found only in the hidden session, still gets its
+    near words."""
+    store.create_session("s-main", "agent:main:main")
+    lines = ["please borrow the deployment notes", "a zebro here", "the walrus sleeps"]
+    store.append_many("s-main", chain(lines, prefix="s-main-"))
+    store.create_session("s-stale", "agent:main:main")
+    store.append_many("s-stale", chain(["zebra crossing"], prefix="s-stale-"))
+    rewritten = chain(["narwhal crossing"], prefix="s-stale-")[0]
+    with host.begin() as db:  # the reconciler re-indexes it: hidden until then
+        db.execute(
+            update(TranscriptEvent), [{"session_id": "s-stale", "seq": 0, "event": rewritten}]
+        )
+    tree = Caller("agent:main:main", visibility="tree")
+    queries = {
+        '"borrow the deployment" notes': "",
+        "borrow OR deploymnt": "No matches. Did you mean: deployment?",
+        "deploymnt OR borrow": "No matches. Did you mean: deployment?",
+        "zebra": "No matches. Did you mean: zebro?",  # only in the hidden session
+        "zebra OR borrow": "No matches. Did you mean: zebro?",
+        "deployment zebar": "",
+        "notes walrsu": "No matches. Did you mean: walrus?",
+    }
+    backend = type(base.backend_for(store.engine.dialect.name))
+    for caller in (SELF, tree):
+        for query, said in queries.items():
+            for args in ({"role": "assistant"}, {"since": "2000-01-01", "until": "2000-01-02"}):
+                both = []
+                for fast in (True, False):
+                    monkeypatch.setattr(backend, "IMPACT_LISTS", fast)
+                    out = check_search_output(
+                        tools.sessions_search(store, caller, {"query": query, **args})
+                    )
+                    both.append(out)
+                    assert out["results"] == [] and out.get("indexing") is True
+                    # the warning also says the index is catching up (the hidden session)
+                    warned = str(out.get("warning", ""))
+                    assert ("Did you mean" in warned) == bool(said) and said in warned, (
+                        caller.visibility,
+                        query,
+                        args,
+                        fast,
+                    )
+                assert both[0] == both[1]
 
 
 def test_never_a_word_the_caller_cannot_search(populated: TranscriptStore) -> None:

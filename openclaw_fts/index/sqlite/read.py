@@ -3,7 +3,8 @@
 
 Invariant: hidden sessions never consume the limit and never appear. Either visibility, the
 pending filter and every user filter are in the same statement as the full-text MATCH, before
-ranking and LIMIT (narrow callers: every visible match is fetched and ranked here), or — no
+ranking and LIMIT (narrow callers: every visible match is fetched and ranked here, the user
+filters judged per row with the rows that pass them first, read until one fails), or — no
 filter but visibility and ``role``, nothing pending — FTS5 ranks alone and the top rows are
 judged by the visibility and the role, the statement deciding whenever those rows cannot prove
 the answer; or — one
@@ -16,7 +17,9 @@ statement with the visibility in it: for a narrow caller with few messages, the 
 reads its messages' words (the words, their counts and their order come from those messages
 alone); for another narrow caller, statements over its sessions' tokens in the MATCH, which
 count (order) its near words too; a wider caller's keep FTS5's vocabulary order, of every
-session (:meth:`SqliteSearch.near_words` says why).
+session (:meth:`SqliteSearch.near_words` says why). Whether a query word is found at all is
+proved the same way, or, for a narrow caller, by a row of its ranked statement that the user
+filters left out (a visible, exactly indexed match: :func:`_keep_found_words`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ...caller import Caller
+from ...query import CompiledQuery
 from ...redact.engine import MASK_ELLIPSIS
 from ...rows import (
     INDEX_VERSION,
@@ -92,6 +96,9 @@ NARROW_SCAN_CHARS = 262_144
 #: few (:func:`_few_own_rows`) and the words read from them (:func:`_own_words`).
 _FEW_ROWS_MEMO = "openclaw_fts_sqlite_few_rows"
 _OWN_WORDS_MEMO = "openclaw_fts_sqlite_own_words"
+#: Where it remembers, for one transaction, the words a narrow caller's filtered search proved
+#: found (:func:`_keep_found_words`).
+_FOUND_WORDS_MEMO = "openclaw_fts_sqlite_found_words"
 
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
 #: at the limit are all in hand (equal scores are common: short messages of equal length): first
@@ -121,6 +128,12 @@ SCOPED_RANK_ALL_SHARE = 64
 #: (:func:`_newest_hits`) and reads at most this many before the exact statement decides (a
 #: caller who sees few of the matches, or filters that keep few).
 RECENT_WALK_ROWS = 4096
+#: A wide caller's query with a time window and more matches than this (of any session) has
+#: the window's id bounds read when the connection does not keep them (:func:`_window_ids`):
+#: the read (an aggregate over the window's entries of the time index, ~0.2 ms for 7 days at
+#: 100k messages) costs about what joining and scoring a few hundred matches does, so a rarer
+#: query is not bounded then (a rare word's windowed search: 0.21 ms, 0.42 ms with the read).
+WINDOW_BOUND_MIN_MATCHES = 256
 #: A query with at most this many matches (of any session) ordered ``recent`` takes the exact
 #: statement: the walk's proof reads the time index over the span its newest matches cover,
 #: which for a rare word is most of the index (measured at 100k: a word of ~40 matches cost
@@ -274,6 +287,54 @@ def _own_words(
         memo.setdefault(key, None)  # a body the mirror may misread, or too much text
         keep_for_transaction(conn, _OWN_WORDS_MEMO, memo)
     return memo[key]
+
+
+def _found_key(conn: Connection, caller: Caller) -> tuple[Any, ...]:
+    """What :func:`_keep_found_words` keeps a narrow caller's words by in one transaction: its
+    visibility, and the connection's own ``total_changes`` (a write in the transaction makes
+    them be proved again)."""
+    where, params = _visible_sql(caller, None)
+    changes = getattr(conn.connection.driver_connection, "total_changes", None)
+    return predicate_key(where, params), changes
+
+
+def _query_words(compiled: CompiledQuery) -> set[str]:
+    """The words every message matching ``compiled`` holds as words of its body: the tokens of
+    each AND group of one term (a prefix term's last token left out: only its start is held).
+    Empty when a character of the expression is one the mirror may tokenize
+    otherwise than FTS5 (:func:`~openclaw_fts.tokens.mirror_is_exact`): the terms' tokens are
+    the mirror's."""
+    if not mirror_is_exact(compiled.match):
+        return set()
+    words: set[str] = set()
+    for group in compiled.groups:
+        if len(group) == 1:
+            term = group[0]
+            words.update(term.tokens[:-1] if term.prefix else term.tokens)
+    return words
+
+
+def _keep_found_words(conn: Connection, caller: Caller, compiled: CompiledQuery | None) -> None:
+    """Keep for this transaction the words of ``compiled`` (:func:`_query_words`) as found by
+    the narrow ``caller``: its ranked statement matched a message of its visible sessions that
+    the search's filters then left out. That row is of a session exactly indexed (the search
+    joins the pending filter, or knows none of the sessions it may return is pending), so each
+    word is proved as :meth:`SqliteSearch._prove` would prove it, whichever ``exact`` the
+    suggestions ask with; :meth:`SqliteSearch.visible_words` answers them without a statement."""
+    if compiled is None:
+        return
+    words = _query_words(compiled)
+    if not words:
+        return
+    memo: dict[Any, set[str]] = kept_for_transaction(conn, _FOUND_WORDS_MEMO) or {}
+    memo.setdefault(_found_key(conn, caller), set()).update(words)
+    keep_for_transaction(conn, _FOUND_WORDS_MEMO, memo)
+
+
+def _kept_found_words(conn: Connection, caller: Caller) -> set[str]:
+    """The words :func:`_keep_found_words` kept for ``caller`` in this transaction."""
+    memo: dict[Any, set[str]] | None = kept_for_transaction(conn, _FOUND_WORDS_MEMO)
+    return memo.get(_found_key(conn, caller), set()) if memo else set()
 
 
 def _is_one_token(word: str) -> bool:
@@ -466,7 +527,9 @@ def _bm25_of(cur: Any, match: str, ids: set[int]) -> dict[int, float]:
     }
 
 
-def _window_ids(conn: Connection, req: SearchRequest) -> tuple[int | None, int | None]:
+def _window_ids(
+    conn: Connection, req: SearchRequest, *, kept_only: bool = False
+) -> tuple[int | None, int | None] | None:
     """The id bounds (:func:`.impact.id_bound`) of the request's ``since`` and ``until``,
     remembered per DBAPI connection until the database changes (``PRAGMA data_version`` and
     the connection's own ``total_changes``, as :meth:`SqliteSearch.any_pending` keys its
@@ -474,7 +537,8 @@ def _window_ids(conn: Connection, req: SearchRequest) -> tuple[int | None, int |
     (~0.5 ms for 7 days at 100k messages), about what the bounded walk itself costs. A bound
     read for an earlier ``since`` (a later ``until``) holds for this one too, the window being
     inside that window: a relative span (``7d``) counted from a later clock reuses the one
-    read a moment before, a little looser."""
+    read a moment before, a little looser. ``kept_only``: None unless every bound needed is
+    kept already (nothing read)."""
     if req.since is None and req.until is None:
         return None, None
     cur = cursor(conn)
@@ -497,6 +561,8 @@ def _window_ids(conn: Connection, req: SearchRequest) -> tuple[int | None, int |
         if wider:
             found.append(memo[(since, max(wider) if since else min(wider))])
             continue
+        if kept_only:
+            return None
         bound = impact.id_bound(cur, at, since=since)
         if len(memo) >= WINDOW_MEMO_SIZE:
             memo.clear()
@@ -532,8 +598,10 @@ class SqliteSearch:
     #: Remembered per connection until the database changes.
     GLOBAL_PENDING_PROBE = True
     #: Whether a one-word search of a wide caller walks the word's impact list when it has one
-    #: (:mod:`.impact`), and a wide caller's search ordered ``recent`` walks the matches newest
-    #: first (:func:`_newest_hits`); off, every search takes the exact path (what the bench and
+    #: (:mod:`.impact`), a wide caller's search ordered ``recent`` walks the matches newest
+    #: first (:func:`_newest_hits`), a wide caller's time window bounds its matches' ids, and a
+    #: narrow caller's filtered search proves its words found by a row that fails the filters
+    #: (:func:`_keep_found_words`); off, every search takes the exact path (what the bench and
     #: the tests compare them with).
     IMPACT_LISTS = True
 
@@ -593,7 +661,7 @@ class SqliteSearch:
             # a window's id bounds for a word with a list only (one that has none takes the
             # exact path: no bound to pay for)
             tracked = impact.is_tracked(cursor(conn), word)
-            low, high = _window_ids(conn, req) if tracked else (None, None)
+            low, high = (_window_ids(conn, req) if tracked else None) or (None, None)
             top = impact.top_hits(
                 cursor(conn),
                 word,
@@ -631,11 +699,39 @@ class SqliteSearch:
             newest = _newest_hits(conn, caller, req, pred, exact=exact)
             if newest is not None:
                 return newest
-        sql, params = self._hits_sql(caller, req, exact=exact, pred=pred)
+        low = high = None
+        if self.IMPACT_LISTS and not caller.is_narrow and (req.since, req.until) != (None, None):
+            # The window's id bounds, for FTS5 to skip the matches outside them before any
+            # is joined or scored (a prefix of ~6,000 matches with 7 days of 60: 5.3 ms
+            # scored whole, 1.5 ms bounded, measured at 100k: bench/NOTES.md); read only
+            # for a query of more than WINDOW_BOUND_MIN_MATCHES matches unless kept.
+            bounds = _window_ids(conn, req, kept_only=True)
+            if bounds is None and not self._at_most(conn, req, WINDOW_BOUND_MIN_MATCHES):
+                bounds = _window_ids(conn, req)
+            low, high = bounds or (None, None)
+            if impact.EMPTY_WINDOW in (low, high):
+                return []  # no index row is in the window
+        filtered = req.role is not None or req.since is not None or req.until is not None
+        judged = self.IMPACT_LISTS and caller.is_narrow and filtered
+        sql, params = self._hits_sql(
+            caller, req, exact=exact, pred=pred, low=low, high=high, judged=judged
+        )
         # The DBAPI cursor (sqlite3 takes the same :name parameters): SQLAlchemy's statement
         # handling cost ~0.3 ms a search, a third of a narrow search's SQL time.
         cur = cursor(conn)
-        rows = cur.execute(sql, params).fetchall()
+        if judged:
+            # the rows that pass the filters come first (:meth:`_hits_sql`); one that fails
+            # ends them, and proves the query's words found if none passed
+            rows: list[Any] = []
+            for row in cur.execute(sql, params):
+                if not row[8]:
+                    if not rows:
+                        _keep_found_words(conn, caller, req.compiled)
+                    break
+                rows.append(row[:8])
+            cur.close()  # the statement may be left unfinished
+        else:
+            rows = cur.execute(sql, params).fetchall()
         if not caller.is_narrow:
             if req.order == "recent" and rows:
                 # the statement left the score out (:meth:`_hits_sql`): the rows returned only
@@ -679,13 +775,30 @@ class SqliteSearch:
         exact: bool,
         pred: Predicate | None = None,
         unordered: bool = False,
+        low: int | None = None,
+        high: int | None = None,
+        judged: bool = False,
     ) -> tuple[str, dict[str, Any]]:
         """The ranked statement; ``exact`` (no session is pending in this snapshot) drops the
         per-row pending filter, which then holds for every row. ``unordered``: every visible
-        match, without ORDER BY or LIMIT (what :meth:`session_hits` groups)."""
+        match, without ORDER BY or LIMIT (what :meth:`session_hits` groups). ``low`` /
+        ``high``: bounds of the ids of every row the time window keeps (:func:`_window_ids`),
+        given to FTS5 with the MATCH, so that only the matches inside them are joined and
+        scored (the IDF is the whole index's whatever the range). ``judged`` (a narrow caller's
+        statement with ``role`` / ``since`` / ``until``): the filters are judged per row
+        instead of in the WHERE, a ninth column, ``passed``, first in the order, the text
+        marked for the rows that pass only (:meth:`ranked_hits` reads the rows up to the
+        first that fails, which proves the query's words found: :func:`_keep_found_words`)."""
         where, params = _visible_sql(caller, req.session_key, pred)
         assert req.compiled is not None
         params.update(q=req.compiled.match, v=INDEX_VERSION, lim=req.limit + 1)
+        bounds = ""
+        if low is not None:
+            bounds += f"AND {FTS_TABLE}.rowid >= :low "
+            params["low"] = low
+        if high is not None:
+            bounds += f"AND {FTS_TABLE}.rowid <= :high "
+            params["high"] = high
         match = ":q"
         if caller.is_narrow:
             # FTS5 intersects the text doclist with the visible sessions' tokens, so ranking
@@ -697,12 +810,22 @@ class SqliteSearch:
         # mi.id last: two incarnations of one session key may hold the same message id.
         order = "mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
         limit = "LIMIT :lim"
+        passed = ""
         if caller.is_narrow:
             # Every visible match, unranked (ranked by narrow_score): no bm25(), so no walk
             # of the query terms' doclists over every session.
             score = f"highlight({FTS_TABLE}, 0, char(1), char(2))"
             if req.order == "relevance":
                 order = limit = ""
+            if judged and filters and not unordered:
+                # The filters judged per row, the rows that pass first: a row that fails
+                # them still proves the query's words found, which a search that finds
+                # nothing would otherwise ask one statement per word (each reading the
+                # words' and the sessions' doclists again).
+                passed = f"CASE WHEN 1 {filters} THEN 1 ELSE 0 END"
+                score = f"CASE WHEN 1 {filters} THEN {score} END"
+                order = f"passed DESC, {order}" if order else "passed DESC"
+                filters = ""
         elif req.order == "relevance":
             order = f"rank, {order}"
         elif not unordered:
@@ -715,11 +838,11 @@ class SqliteSearch:
         pending = "" if exact else f"CROSS JOIN openclaw_index_state AS st ON {EXACT_JOIN} "
         sql = (
             f"SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
-            f"s.session_key, {score} AS rank "
+            f"s.session_key, {score} AS rank{', ' + passed + ' AS passed' if passed else ''} "
             f"FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
             f"ON mi.id = {FTS_TABLE}.rowid "
             f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
-            f"WHERE {FTS_TABLE} MATCH {match} AND {where} "
+            f"WHERE {FTS_TABLE} MATCH {match} {bounds}AND {where} "
             f"{filters} {'ORDER BY ' + order if order else ''} {limit}"
         )
         return sql, params
@@ -895,12 +1018,29 @@ class SqliteSearch:
         them already: a statement stopping at a word's first visible message costs less than
         reading and tokenizing every message of the caller that holds the word's first
         letters, one read per word (bench/NOTES.md, "Filters on the fast paths"), and a word
-        that is not found is read by its near words anyway."""
+        that is not found is read by its near words anyway. A narrow caller's words that a
+        filtered search of this transaction proved found (:func:`_keep_found_words`: a match
+        of its sessions the filters left out) need no statement."""
         if unmasked:
             bare = self._prove(
                 conn, caller, words, prefix=prefix, want=want, exact=exact, unmasked=True
             )
             return [(word, 0) for word in bare]
+        found = _kept_found_words(conn, caller) if caller.is_narrow and not prefix else set()
+        rest = [w for w in words if w not in found]
+        if found and len(rest) < len(words):
+            # words a filtered search of this transaction proved found: the rest asked below
+            more = (
+                {
+                    w
+                    for w, _ in self.visible_words(
+                        conn, caller, rest, want=len(rest), exact=exact, counted=counted
+                    )
+                }
+                if rest
+                else set()
+            )
+            return [(w, 0) for w in words if w in found or w in more][:want]
         if caller.is_narrow and all(
             len(w) >= NEAR_PREFIX_CHARS and _is_one_token(w) for w in words
         ):
