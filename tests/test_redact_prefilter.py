@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from upstream_vectors import json_strings
 
 from openclaw_fts.redact import DEFAULT_REDACTOR, Redactor
 
@@ -21,20 +22,10 @@ ALL_RULES = Redactor([r"(?!)"])
 FIXTURES = Path(__file__).parent / "fixtures" / "redaction_upstream"
 
 
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
 def _upstream_texts() -> list[str]:
     texts: list[str] = []
     for path in sorted(FIXTURES.glob("*.json")):
-        texts.extend(_strings(json.loads(path.read_text(encoding="utf-8"))))
+        texts.extend(json_strings(json.loads(path.read_text(encoding="utf-8"))))
     return texts
 
 

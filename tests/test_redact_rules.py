@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from upstream_vectors import json_strings
 
 from openclaw_fts.redact import (
     KEEP_END_CHARS,
@@ -217,17 +218,6 @@ def test_lock_file_checksums_of_real_files_are_never_masked() -> None:
             assert redact_text(line) == line, line
 
 
-def _strings(value: object) -> list[str]:
-    """Every string inside a JSON value."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
 #: Pieces the generated texts are made of: secrets' words and the names of public values, the
 #: separators and quotes around them, runs long enough to be values, and the two characters
 #: whose lower case holds a token character while they are none.
@@ -277,7 +267,7 @@ def test_the_run_bounded_finders_find_what_their_patterns_find() -> None:
     texts = [
         s
         for name in ("openclaw.json", "gitleaks.json", "detect_secrets.json")
-        for s in _strings(json.loads((folder / name).read_text(encoding="utf-8"))["vectors"])
+        for s in json_strings(json.loads((folder / name).read_text(encoding="utf-8"))["vectors"])
     ]
     rng = random.Random(20261207)
     texts += ["".join(rng.choices(_RUN_BOUNDED_PIECES, k=rng.randint(1, 40))) for _ in range(3000)]
@@ -366,7 +356,7 @@ def test_the_anchored_finders_find_what_their_patterns_find() -> None:
     texts = [
         s
         for name in ("openclaw.json", "gitleaks.json", "detect_secrets.json")
-        for s in _strings(json.loads((folder / name).read_text(encoding="utf-8"))["vectors"])
+        for s in json_strings(json.loads((folder / name).read_text(encoding="utf-8"))["vectors"])
     ]
     rng = random.Random(41)
     short = ["".join(rng.choices(_ANCHORED_PIECES, k=rng.randint(1, 60))) for _ in range(3000)]

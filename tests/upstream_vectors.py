@@ -91,6 +91,17 @@ class Case:
         )
 
 
+def json_strings(value: object) -> list[str]:
+    """Every string inside a JSON value (the vectors' inputs, expectations and notes alike)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in json_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in json_strings(v)]
+    return []
+
+
 def load(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
     return data
