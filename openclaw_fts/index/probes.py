@@ -59,6 +59,12 @@ class RevisionProbes(Protocol):
         of words)."""
         ...
 
+    def lists_timed(self, conn: Connection) -> bool:
+        """On a database at revision 0012 by its tables, triggers, functions and indexes:
+        whether it also has what revision 0013 adds (the impact lists' rows carry their index
+        row's time)."""
+        ...
+
 
 @runtime_checkable
 class BackfillProbes(RevisionProbes, Protocol):

@@ -552,6 +552,7 @@ def folded_sql(
     few: bool | None = None,
     recent: RecentPlan = "exact",
     floor: int | None = None,
+    timed: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """A whole search in ONE statement: the snapshot it reads (the key of the pending memo),
     whether a session the caller may see (keyed ``req.session_key`` when given) is pending,
@@ -572,7 +573,8 @@ def folded_sql(
     a one-time filter would save that round trip in the rare case, but planning it doubles
     the planning time of every walk: 1.1 against 0.5-0.7 ms at 100k, measured with
     ``EXPLAIN ANALYZE``.) Without ``walk``, ``listed`` is FALSE. ``recent``, ``floor``:
-    :func:`hits_sql`'s."""
+    :func:`hits_sql`'s. ``timed``: the list rows carry their time (:func:`.impact.timed`), so
+    the walk drops the rows outside a ``since`` / ``until`` window before the join."""
     assert word is not None or not walk
     where, visibility = _visible_sql(caller, req.session_key)
     params: dict[str, Any] = {
@@ -614,7 +616,8 @@ def folded_sql(
         return sql, params
     params.update(visibility)
     filters = user_filters(req, params)
-    rows = impact.walk_sql(where, "", f"{_CLEAN_UNLESS_NONE_PENDING} {filters}".rstrip())
+    listed = impact.list_filters(req.since, req.until, params) if timed else ""
+    rows = impact.walk_sql(where, "", f"{_CLEAN_UNLESS_NONE_PENDING} {filters}".rstrip(), listed)
     sql = (
         f"{head}, w AS MATERIALIZED ({rows}) SELECT p.snapshot, p.wrote, p.pending, "
         f"(SELECT count(*) FROM w) >= :impact_rows AS listed, {tracked}, {asked}, r.* FROM p "
@@ -949,7 +952,9 @@ class PostgresSearch:
             return conn.execute(_statement(sql), params).all()
         tracked = self._tracked_words(conn)
         if word in tracked:
-            sql, params = folded_sql(caller, req, memo=memo, word=word, walk=True)
+            sql, params = folded_sql(
+                caller, req, memo=memo, word=word, walk=True, timed=impact.timed(conn)
+            )
             rows = conn.execute(_statement(sql), params).all()
             if rows[0][3]:
                 return rows
@@ -1070,6 +1075,7 @@ class PostgresSearch:
             scope = f" AND {scope_sql}"
             params.update(scope_params)
         filters = user_filters(req, params)
+        listed = impact.list_filters(req.since, req.until, params) if impact.timed(conn) else ""
         condition = "" if exact else f" AND {EXACT_SESSION}"
         return impact.top_rows(
             conn,
@@ -1079,6 +1085,7 @@ class PostgresSearch:
             params,
             condition=f"{condition} {filters}".rstrip(),
             scope=scope,
+            listed=listed,
         )
 
     def session_hits(
