@@ -616,6 +616,60 @@ def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_fin
         assert set(recent_rests) == {"exact"}
 
 
+def test_a_query_of_few_matches_ordered_recent_judges_its_newest_matches_first(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite: a wide caller's query of at most ``RECENT_MIN_MATCHES`` matches ordered
+    ``recent`` reads its matches once and judges the visibility of the newest first
+    (``_few_newest``), judging every match when those cannot prove the page (too few visible,
+    or the last of them as old as a row left out: the corpus's sessions hold messages at the
+    same times). Hits, order and scores are the exact path's for every caller, query and
+    filter, with the bound raised so that every query without a list takes this path, and
+    with the judged rows as they are and as few as can be (one per row wanted), so that both
+    the judged rows and every match answer."""
+    if corpus.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's statement for queries of few matches")
+    answered: list[int] = []
+    every: list[int] = []
+    few, all_matches = sqlite_read._few_newest, sqlite_read._every_match_newest
+
+    def counted_few(*args: Any) -> Any:
+        found = few(*args)
+        answered.extend([1] if found is not None else [])
+        return found
+
+    def counted_every(*args: Any) -> Any:
+        every.append(1)
+        return all_matches(*args)
+
+    monkeypatch.setattr(sqlite_read, "_few_newest", counted_few)
+    monkeypatch.setattr(sqlite_read, "_every_match_newest", counted_every)
+    # a session the `agent` caller cannot see, newest of all: its rows are judged first
+    corpus.create_session("late", "agent:ops:late", agent_id="ops")
+    late = chain([_text(6, i) for i in range(3 * LIMIT)], prefix="late")
+    for event in late:
+        event["timestamp"] = event["timestamp"] + PER_SESSION * 1000
+    corpus.append_many("late", late)
+    queries = [q for q in RECENT_QUERIES if q not in WORDS] + ["w5 w7", '"w3 w10"']
+    with monkeypatch.context() as bounds:
+        bounds.setattr(sqlite_read, "RECENT_MIN_MATCHES", 10**6)
+        for judged in (sqlite_read.RECENT_FEW_ROWS, 1):
+            bounds.setattr(sqlite_read, "RECENT_FEW_ROWS", judged)
+            answered.clear()
+            every.clear()
+            for caller in CALLERS.values():
+                for query in queries:
+                    for extra in ({}, *FILTERS):
+                        fast, exact = _both_paths(
+                            corpus, monkeypatch, caller, query, order="recent", **extra
+                        )
+                        assert fast == exact, (caller.visibility, query, extra, judged)
+            assert answered  # the path answered
+            assert len(every) < len(answered)  # the judged rows proved some pages alone
+            if judged == 1:
+                assert every  # and some pages needed every match
+
+
 def test_two_tracked_words_the_newest_rows_lack_are_found_in_one_statement(
     corpus: TranscriptStore,
     monkeypatch: pytest.MonkeyPatch,
