@@ -670,6 +670,60 @@ def test_a_query_of_few_matches_ordered_recent_judges_its_newest_matches_first(
                 assert every  # and some pages needed every match
 
 
+def test_a_tracked_word_ordered_recent_reads_the_newest_rows_in_time_first(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, newest_walks: list[int]
+) -> None:
+    """SQLite: a tracked word's search ordered ``recent`` reads the newest rows in time (as
+    many as should hold ``RECENT_TIME_MARGIN`` times the rows wanted) and their matches in one
+    statement (``_newest_in_time``), and walks the matches by row id only when those rows
+    cannot fill the page. The hits and order are the exact path's, the scores the list's, for
+    every caller and filter, with the margin as it is, so small that the page is rarely
+    filled (the walk answers), and so large that every row is read; an ``until`` window goes
+    to the walk. Row ids do not follow time in this corpus (sessions interleaved, and an old
+    session written last), nor are times unique."""
+    if corpus.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's recent order of a tracked word")
+    filled: list[int] = []
+    walked: list[int] = []
+    in_time, walk = sqlite_read._newest_in_time, sqlite_read._walked
+
+    def counted_in_time(*args: Any) -> Any:
+        found = in_time(*args)
+        filled.extend([1] if found is not None else [])
+        return found
+
+    def counted_walk(*args: Any) -> Any:
+        walked.append(1)
+        return walk(*args)
+
+    monkeypatch.setattr(sqlite_read, "_newest_in_time", counted_in_time)
+    monkeypatch.setattr(sqlite_read, "_walked", counted_walk)
+    corpus.create_session("old", "agent:ops:old", agent_id="ops")
+    old = chain([_text(9, i) for i in range(40)], prefix="old")
+    for event in old:
+        event["timestamp"] = event["timestamp"] + (PER_SESSION - 30) * 1000 + 500
+    corpus.append_many("old", old)
+    for margin in (sqlite_read.RECENT_TIME_MARGIN, 0, 10**6):
+        monkeypatch.setattr(sqlite_read, "RECENT_TIME_MARGIN", margin)
+        filled.clear()
+        walked.clear()
+        for caller in CALLERS.values():
+            for word in WORDS:
+                for extra in ({}, *FILTERS, {"since": T0 + 10**9}):
+                    before = len(newest_walks)
+                    fast, exact = _both_paths(
+                        corpus, monkeypatch, caller, word, order="recent", **extra
+                    )
+                    where = (margin, caller.visibility, word, extra)
+                    assert [h[:2] for h in fast] == [h[:2] for h in exact], where
+                    if exact:
+                        assert len(newest_walks) == before + 1, where
+                        _check_newest_scores(corpus, monkeypatch, word, fast, exact)
+        # the newest rows filled pages unless none were read; the walk answered the others
+        assert filled if margin else not filled, margin
+        assert walked, margin  # `until`, and pages that no rows fill
+
+
 def test_two_tracked_words_the_newest_rows_lack_are_found_in_one_statement(
     corpus: TranscriptStore,
     monkeypatch: pytest.MonkeyPatch,
