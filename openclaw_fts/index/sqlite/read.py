@@ -157,10 +157,12 @@ RECENT_STRAYS = 4096
 RECENT_FEW_ROWS = 4
 #: A tracked word's search ordered ``recent`` first reads the newest rows in time that should
 #: hold this many times the rows wanted (:func:`_newest_in_time`), by the word's share of the
-#: rows when it became tracked; a page they cannot fill is walked (:func:`_walked`). Measured
-#: at 100k (the bench's common and very common words, ``all`` caller, statements alone):
-#: 0.25-0.32 ms walked, 0.13-0.16 ms read in time with a margin of 1.5-3, 0.27-0.29 with 10
-#: (the time index and the doclist are read over the span of those rows' ids).
+#: rows when it became tracked (at most :data:`RECENT_WALK_ROWS` rows: the count of a word
+#: tracked in a smaller index is that of a rarer word); a page they cannot fill is walked
+#: (:func:`_walked`). Measured at 100k (the bench's common and very common words, ``all``
+#: caller, statements alone): 0.25-0.32 ms walked, 0.13-0.16 ms read in time with a margin of
+#: 1.5-3, 0.27-0.29 ms with 10 (the time index and the doclist are read over the span of
+#: those rows' ids).
 RECENT_TIME_MARGIN = 2
 #: The ids of every match of ``:q``, as a ``{matches}`` subquery.
 _MATCH_IDS = f"SELECT rowid AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q"
@@ -493,7 +495,7 @@ def _newest_hits(
         # needed) and the highest row id (at least the number of rows)
         docs, highest = tracked
         judged = math.ceil(want * RECENT_TIME_MARGIN * (highest or 0) / max(docs, 1))
-        rows = _newest_in_time(cur, select, params, judged)
+        rows = _newest_in_time(cur, select, params, min(judged, RECENT_WALK_ROWS))
     if rows is None:
         rows = _walked(cur, select, params)
     if rows is None:
