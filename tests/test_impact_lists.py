@@ -78,6 +78,19 @@ def _both_paths(
     return fast, exact
 
 
+def _make_pending(store: TranscriptStore, session_id: str) -> None:
+    """The session indexed under an older version: pending, its rows left out of every
+    search until reconciled (each ranking statement then carries the pending filter)."""
+    from openclaw_fts.rows import INDEX_VERSION
+
+    with store.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE openclaw_index_state SET index_version = :old WHERE session_id = :s"),
+            {"old": INDEX_VERSION - 1, "s": session_id},
+        )
+    assert store.search(CALLERS["all"], "alpha").get("indexing") is True
+
+
 def _same_hits(store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]) -> None:
     before = len(walks)
     for caller in CALLERS.values():
@@ -668,6 +681,18 @@ def test_a_query_of_few_matches_ordered_recent_judges_its_newest_matches_first(
             assert len(every) < len(answered)  # the judged rows proved some pages alone
             if judged == 1:
                 assert every  # and some pages needed every match
+        # a pending session's rows are left out by the judging statements too
+        _make_pending(corpus, "s4")
+        answered.clear()
+        for caller in CALLERS.values():
+            for query in queries:
+                for extra in ({}, {"role": "user"}):
+                    fast, exact = _both_paths(
+                        corpus, monkeypatch, caller, query, order="recent", **extra
+                    )
+                    assert fast == exact, (caller.visibility, query, extra, "pending")
+                    assert all(h[0] != "s4" for h in fast)
+        assert answered
 
 
 def test_a_tracked_word_ordered_recent_reads_the_newest_rows_in_time_first(
@@ -722,6 +747,19 @@ def test_a_tracked_word_ordered_recent_reads_the_newest_rows_in_time_first(
         # the newest rows filled pages unless none were read; the walk answered the others
         assert filled if margin else not filled, margin
         assert walked, margin  # `until`, and pages that no rows fill
+    # a pending session's rows are left out by the statement too
+    monkeypatch.setattr(sqlite_read, "RECENT_TIME_MARGIN", 2)
+    _make_pending(corpus, "s4")
+    filled.clear()
+    for caller in CALLERS.values():
+        for word in WORDS:
+            for extra in ({}, {"role": "user"}):
+                fast, exact = _both_paths(
+                    corpus, monkeypatch, caller, word, order="recent", **extra
+                )
+                assert [h[:2] for h in fast] == [h[:2] for h in exact], (caller, word, extra)
+                assert exact and all(h[0] != "s4" for h in fast)
+    assert filled
 
 
 def test_two_tracked_words_the_newest_rows_lack_are_found_in_one_statement(
