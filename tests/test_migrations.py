@@ -52,6 +52,8 @@ from openclaw_fts.check import check
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
 from openclaw_fts.index import postgresql as pg
+from openclaw_fts.index.pending import PENDING_TABLE
+from openclaw_fts.index.postgresql.pending_marks import FUNCTION_NAMES, VERSION_INDEX
 from openclaw_fts.models import IMPACT_TABLES, INDEX_TABLES, TIME_INDEX, TRANSCRIPT_TABLES
 
 pytestmark = [
@@ -63,7 +65,7 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0012_impact_promotion_bounded"
+HEAD_REVISION = "0014_pending_sessions"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
@@ -78,12 +80,17 @@ FTS_TABLES = {
 }
 #: The tables an engine's full-text index adds to :data:`PLUGIN_TABLES` (PostgreSQL's is a
 #: column and an index of ``message_index``).
-SEARCH_TABLES = {"sqlite": FTS_TABLES, "postgresql": set()}
+SEARCH_TABLES = {"sqlite": FTS_TABLES, "postgresql": {PENDING_TABLE}}
 #: What autogenerate would report without ``include_name`` on a database at head, besides the
 #: version table: the search objects the models do not declare.
 UNFILTERED_DIFF = {
     "sqlite": {("remove_table", name) for name in FTS_TABLES},
-    "postgresql": {("remove_index", pg.GIN_INDEX), ("remove_column", pg.TSVECTOR_COLUMN)},
+    "postgresql": {
+        ("remove_index", pg.GIN_INDEX),
+        ("remove_column", pg.TSVECTOR_COLUMN),
+        ("remove_table", PENDING_TABLE),
+        ("remove_index", VERSION_INDEX),
+    },
 }
 #: PostgreSQL's plpgsql trigger functions (SQLite's triggers carry their bodies inline).
 PG_FUNCTIONS = {
@@ -96,6 +103,7 @@ PG_FUNCTIONS = {
     "openclaw_fts_impact_guard",
     "openclaw_fts_impact_due",
     "openclaw_fts_impact_candidates",
+    *FUNCTION_NAMES,
 }
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
@@ -718,7 +726,7 @@ def test_a_role_that_cannot_create_unaccent_gets_an_error_naming_it(pg_url: str)
             with admin.connect() as conn:  # a superuser installs it once
                 conn.exec_driver_sql("CREATE EXTENSION unaccent")
             migrate.upgrade(app)
-            assert tables(app) == PLUGIN_TABLES | {VERSION_TABLE}
+            assert tables(app) == PLUGIN_TABLES | {VERSION_TABLE, PENDING_TABLE}
             assert pg_search_objects(app)["config"] == 1
         finally:
             app.dispose()
