@@ -943,6 +943,58 @@ def test_0012_bounds_the_promotion_and_downgrade_restores_0011(engine: Engine) -
     assert check(engine).ok
 
 
+def pending_marks(engine: Engine) -> set[str] | None:
+    """The sessions revision 0014's table marks pending (None: no table, as on SQLite)."""
+    with engine.connect() as conn:
+        if (
+            engine.dialect.name != "postgresql"
+            or not conn.execute(
+                text("SELECT to_regclass(:t) IS NOT NULL"), {"t": PENDING_TABLE}
+            ).scalar()
+        ):
+            return None
+        return {r[0] for r in conn.execute(text(f"SELECT session_id FROM {PENDING_TABLE}"))}
+
+
+def test_0014_marks_the_pending_sessions_and_downgrade_restores_0012(engine: Engine) -> None:
+    """0014 adds the pending marks on PostgreSQL (nothing on SQLite): a database at 0012 with
+    exact and pending sessions gets its pending ones marked by the upgrade, and searches answer
+    the same (``indexing`` included); downgrade to 0012 drops the table (a host's version table
+    that hides the plugin's revisions is read from the catalogue: 0012 without it, the head
+    with it; on SQLite the two are one schema, read as the head)."""
+    postgresql = engine.dialect.name == "postgresql"
+    migrate.upgrade(engine)
+    for sid in ("s1", "s2", "s3"):
+        add_message(engine, sid, f"{sid}m", f"lantern {sid}")
+    with TranscriptStore(engine, background=False) as store:
+        store.reconcile()
+    migrate.downgrade(engine, migrate.BOUNDED_REVISION)
+    assert migrate.current_revisions(engine) == (migrate.BOUNDED_REVISION,)
+    assert pending_marks(engine) is None
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM transcript_events WHERE session_id = 's2'"))
+        conn.execute(text("DELETE FROM openclaw_index_state WHERE session_id = 's3'"))
+    with TranscriptStore(engine, upgrade=False, background=False) as store:
+        before = store.search(CALLER, "lantern")
+    assert before.get("indexing") is True
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    hidden = migrate.BOUNDED_REVISION if postgresql else HEAD_REVISION
+    assert migrate.host_revisions(engine) == (hidden,)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE alembic_version"))
+    migrate.upgrade(engine)
+    assert migrate.current_revisions(engine) == (HEAD_REVISION,)
+    assert pending_marks(engine) == ({"s2", "s3"} if postgresql else None)
+    with TranscriptStore(engine, background=False) as store:
+        assert store.search(CALLER, "lantern") == before
+        store.reconcile()
+        assert not store.search(CALLER, "lantern").get("indexing")
+    assert pending_marks(engine) == (set() if postgresql else None)
+    assert check(engine).ok
+
+
 def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(engine: Engine) -> None:
     """A host revision that depends on 0005 hides it from the host's ``alembic_version``:
     every table present is the head (0007 added the impact lists' tables; 0008 changes none:

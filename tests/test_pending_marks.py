@@ -244,3 +244,32 @@ def test_revision_0014_froze_the_ddl_it_runs() -> None:
     assert old.TRIGGERS == pending_marks.TRIGGERS
     assert old.FUNCTION_NAMES == pending_marks.FUNCTION_NAMES
     assert (old.TABLE, old.VERSION_INDEX) == (PENDING_TABLE, pending_marks.VERSION_INDEX)
+
+
+def test_a_mark_is_not_cleared_while_a_write_that_keeps_it_pending_is_in_flight(
+    store: TranscriptStore, engine: Engine
+) -> None:
+    """A marked session made exact by one transaction (its state) while another, not yet
+    committed, raises its ``last_seq`` (a raw event insert): the first cannot lock the
+    session's row, so it leaves the mark, and after both commit the session is pending and
+    marked (clearing it would have lost the mark: the second saw it and wrote none)."""
+    store.create_session("s1", "agent:main:main")
+    store.append_many("s1", chain(["lantern one", "lantern two"], prefix="s1"))
+    raw(engine, "UPDATE openclaw_index_state SET needs_rebuild = TRUE")
+    assert marks(engine) == {"s1"}
+    event = msg("r1", "raw lantern", parent="s11")
+    with engine.connect() as writer, engine.connect() as indexer:
+        writer.execute(
+            text(
+                "INSERT INTO transcript_events (session_id, seq, event_id, parent_id, type, "
+                "role, event) VALUES ('s1', 2, 'r1', 's11', 'message', 'user', :e)"
+            ),
+            {"e": json.dumps(event)},
+        )  # last_seq 2, not committed: the session's row is locked
+        indexer.execute(text("UPDATE openclaw_index_state SET needs_rebuild = FALSE"))
+        indexer.commit()  # exact as it saw it (last_seq 1): the mark stays all the same
+        assert marks(engine) == {"s1"}
+        writer.commit()
+    settled(store, engine, {"s1"})  # behind: last_seq 2, indexed 1
+    store.reconcile()
+    settled(store, engine, set())

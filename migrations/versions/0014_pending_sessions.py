@@ -68,13 +68,10 @@ CLEAR_FUNCTION = (
 
 MARK_SESSIONS_FUNCTION = (
     "CREATE OR REPLACE FUNCTION openclaw_fts_mark_sessions() RETURNS trigger LANGUAGE plpgsql"
-    " AS $$ DECLARE touched text[]; BEGIN INSERT INTO openclaw_pending_sessions (session_id) "
-    "SELECT s.session_id FROM openclaw_fts_new_sessions AS s LEFT JOIN openclaw_index_state A"
-    "S st ON st.session_id = s.session_id WHERE st.id IS NULL OR st.needs_rebuild = TRUE OR s"
-    "t.indexed_seq < s.last_seq ON CONFLICT (session_id) DO NOTHING; SELECT array_agg(pq.sess"
-    "ion_id) INTO touched FROM openclaw_pending_sessions AS pq JOIN openclaw_fts_new_sessions"
-    " AS n ON n.session_id = pq.session_id; IF touched IS NOT NULL THEN PERFORM openclaw_fts_"
-    "clear_marks(touched); END IF; RETURN NULL; END $$"
+    " AS $$ BEGIN INSERT INTO openclaw_pending_sessions (session_id) SELECT s.session_id FROM"
+    " openclaw_fts_new_sessions AS s LEFT JOIN openclaw_index_state AS st ON st.session_id = "
+    "s.session_id WHERE st.id IS NULL OR st.needs_rebuild = TRUE OR st.indexed_seq < s.last_s"
+    "eq ON CONFLICT (session_id) DO NOTHING; RETURN NULL; END $$"
 )
 
 MARK_STATES_FUNCTION = (

@@ -7,21 +7,24 @@ Invariant: at every commit, every session for which :data:`~..pending.STATE_PEND
 has a row in the table, whoever wrote (the plugin, a host's raw SQL, a migration); a row may
 outlive its session's pendingness (the readers test each marked session with
 :data:`~..pending.PENDING_CONDITION`, so a stale row costs a probe's row, never an answer).
+
 How: every statement that inserts or updates sessions or index states marks, at its end
 (statement triggers over the transition tables), each session it touched that is pending as
 this transaction sees it. A concurrent writer of the other table's row cannot make pending a
 session this one saw exact (a session falls behind only when ``last_seq`` rises past
 ``indexed_seq``, and the writer that raises it sees that), and ``needs_rebuild``, a missing
-state and a deleted state are pending whoever looks. The same statement then clears the marks
-of its sessions that are exact, under READ COMMITTED only and only for sessions whose
-``openclaw_sessions`` row and state it holds or can lock at once (``FOR SHARE SKIP LOCKED``:
-a writer of either holds it until it commits), reading them in the next statement (a snapshot
-taken after the locks): a mark is never cleared while a write that could make its session
-pending is in flight, and no writer waits for a mark (a mark left so goes with the session's
-next write). Deleting a session deletes its mark; deleting a state (or truncating the states)
-marks its session. The version part of the definition is this code's constant: the readers
-test it through :data:`VERSION_INDEX`. An append that leaves its session exact writes no mark
-(its statement raises ``last_seq`` and ``indexed_seq`` together; the triggers only read).
+state and a deleted state are pending whoever looks. A statement that writes index states
+then clears the marks of its sessions that are exact, under READ COMMITTED only, and only for
+sessions whose ``openclaw_sessions`` row it holds or can lock at once (``FOR SHARE SKIP
+LOCKED``: a writer of ``last_seq`` holds it until it commits; the states are its own rows),
+reading them in the next statement (a snapshot taken after the lock): a mark is never
+cleared while a write that could make its session pending is in flight, and no writer waits
+for a mark (a mark left so goes with the session's next write of its state; the share lock
+holds a writer of that session's row until the clearing transaction commits). Deleting a
+session deletes its mark; deleting a state (or truncating the states) marks its session.
+The version part of the definition is this code's constant: the readers test it through
+:data:`VERSION_INDEX`. An append that leaves its session exact writes no mark (its
+statement raises ``last_seq`` and ``indexed_seq`` together; the triggers only read).
 The DDL here is what revision 0014 creates (it keeps a frozen copy; a test compares them).
 """
 
@@ -85,14 +88,21 @@ CLEAR_FUNCTION = (
 )
 
 
-def _mark_function(name: str, changed: str, rows: str) -> str:
+def _mark_function(name: str, changed: str, rows: str, *, clear: bool) -> str:
     """A statement trigger's function over the transition table ``changed``: mark the
-    sessions ``rows`` (a FROM clause over ``s`` and ``st``) finds pending, then clear the
-    marks of the others (:data:`CLEAR_FUNCTION`)."""
+    sessions ``rows`` (a FROM clause over ``s`` and ``st``) finds pending; with ``clear``,
+    then clear the marks of the others (:data:`CLEAR_FUNCTION`: only a statement that wrote
+    the states holds their rows already, so it takes no lock a writer of states waits for).
+    """
+    mark = f"{_INSERT}SELECT s.session_id FROM {rows} WHERE {STATE_PENDING}{_DONE}"
+    if not clear:
+        return (
+            f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            f"BEGIN {mark}RETURN NULL; END $$"
+        )
     return (
         f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-        f"DECLARE touched text[]; BEGIN {_INSERT}SELECT s.session_id FROM {rows} "
-        f"WHERE {STATE_PENDING}{_DONE}"
+        f"DECLARE touched text[]; BEGIN {mark}"
         f"SELECT array_agg(pq.session_id) INTO touched FROM {PENDING_TABLE} AS pq "
         f"JOIN {changed} AS n ON n.session_id = pq.session_id; "
         f"IF touched IS NOT NULL THEN PERFORM {CLEAR}(touched); END IF; RETURN NULL; END $$"
@@ -106,12 +116,14 @@ FUNCTIONS = (
         MARK_SESSIONS,
         NEW_SESSIONS,
         f"{NEW_SESSIONS} AS s LEFT JOIN openclaw_index_state AS st ON st.session_id = s.session_id",
+        clear=False,
     ),
     # states inserted or updated
     _mark_function(
         MARK_STATES,
         NEW_STATES,
         f"{NEW_STATES} AS st JOIN openclaw_sessions AS s ON s.session_id = st.session_id",
+        clear=True,
     ),
     # states deleted: their sessions are pending
     f"CREATE OR REPLACE FUNCTION {MARK_STATELESS}() RETURNS trigger LANGUAGE plpgsql AS $$ "
