@@ -1284,6 +1284,10 @@ class PostgresSearch:
             f"CROSS JOIN LATERAL to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, {operand}) "
             "AS q(q) ORDER BY c.n"
         )
+        if index_only:
+            # Only the candidates counted above 0 come back: most of a long word's thousand
+            # candidates are in no row, and a row each cost the client more than the lookups.
+            sql = f"SELECT f.* FROM ({sql}) AS f(w, hits) WHERE f.hits > 0"
         found = (
             _without_seqscan(conn, sql, params)
             if index_only
