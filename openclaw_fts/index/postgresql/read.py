@@ -1218,6 +1218,7 @@ class PostgresSearch:
         heads = {w[:NEAR_PREFIX_CHARS] for w in plain}
         if (
             not unmasked
+            and not index_only  # near_words asked _own_lexemes already: None
             and len(heads) == 1
             and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain)
         ):
@@ -1277,12 +1278,18 @@ class PostgresSearch:
                 f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ q.q AND {where}"
             )
         operand = "c.w || ':*'" if prefix else "c.w"
-        # The tsquery once per word (a function in FROM), not once per row tested.
+        # The tsquery once per word (a function in FROM), not once per row tested. Near
+        # words' candidates are their own lexemes (_one_edit_candidates): cast, not parsed
+        # through the configuration's dictionaries, a thousand times for a long word.
+        query = (
+            "(SELECT CAST(quote_literal(c.w) AS tsquery))"
+            if index_only and not prefix
+            else f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, {operand})"
+        )
         sql = (
             f"{visible_sessions}SELECT c.w, (SELECT count(*) FROM (SELECT 1 FROM {rows} "
             "LIMIT :cap) AS k) FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) "
-            f"CROSS JOIN LATERAL to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, {operand}) "
-            "AS q(q) ORDER BY c.n"
+            f"CROSS JOIN LATERAL {query} AS q(q) ORDER BY c.n"
         )
         if index_only:
             # Only the candidates counted above 0 come back: most of a long word's thousand
