@@ -401,27 +401,3 @@ def test_a_search_one_frequent_word_answers_from_its_list_is_one_round_trip(
             PostgresSearch.IMPACT_LISTS = True
     finally:
         store.close()
-
-
-def test_a_wide_callers_near_words_are_counted_by_one_statement(
-    pg_store: TranscriptStore, tmp_path: Path
-) -> None:
-    """A wide caller's search that finds nothing: its word's one-edit candidates are counted
-    among the visible messages by ONE statement (each candidate a GIN lookup, planned
-    without sequential scans, the visible sessions read once for all of them), in the
-    suggestions' one REPEATABLE READ transaction; no statement of its own first asks which
-    candidates the index holds. A candidate no visible row holds is not suggested."""
-    pg_store.create_session("rt-dark", "agent:main:private", incognito=True)
-    pg_store.append_many("rt-dark", chain(["puffik in the dark"], prefix="d"))
-    trace = Trace(pg_store, tmp_path / "trace")
-    assert pg_store.search(WIDE, "puffin")["results"]
-    mark = trace.mark()
-    missed = pg_store.search(WIDE, "puffim")
-    assert missed["results"] == [] and missed["warning"] == "No matches. Did you mean: puffin?"
-    parsed = PARSE.findall(trace.text(mark))
-    near = [p for p in parsed if "WITH vis AS MATERIALIZED" in p and "enable_seqscan" in p]
-    assert len(near) == 1, parsed  # (the prefix form's count is another: "puffim*")
-    assert not any("LIMIT 1) AS hit" in p for p in parsed), parsed
-    trips = trace.round_trips(mark)
-    begin = [n for n, t in enumerate(trips) if "BEGIN ISOLATION LEVEL REPEATABLE READ" in t]
-    assert len(begin) == 1 and "ROLLBACK" in trips[-1], trips

@@ -826,27 +826,6 @@ def _own_lexemes(
     return memo[key]
 
 
-def _without_seqscan(conn: Connection, sql: str, params: dict[str, Any]) -> list[Any]:
-    """The rows of ``sql`` planned without sequential scans. Inside a LATERAL the lexeme of
-    each word is an outer reference, estimated at the default selectivity: a LIMIT then may
-    look cheaper as a sequential scan, which for a lexeme no row holds reads the whole table,
-    per word (measured 22 s for 480 candidates at 15k rows). The setting goes back in the same
-    statement (one round trip less): a statement is planned before it runs, so its rows keep
-    the plan made without sequential scans, and the reset (the outer side of the LEFT JOIN,
-    one row) runs before them. Called inside a transaction (``set_config`` is local to it)."""
-    previous = conn.execute(
-        text("SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)")
-    ).one()[0]
-    rows = conn.execute(
-        text(
-            "SELECT p.* FROM (SELECT set_config('enable_seqscan', :enable_seqscan, true)) "
-            f"AS reset(v) LEFT JOIN LATERAL ({sql}) AS p ON true"
-        ),
-        {**params, "enable_seqscan": previous},
-    ).all()
-    return [r for r in rows if r[0] is not None]
-
-
 def _most_first(counted: Sequence[tuple[str, int]], want: int) -> list[tuple[str, int]]:
     """The ``want`` words of ``counted`` held by the most messages (ties: the word)."""
     return sorted(counted, key=lambda wc: (-wc[1], wc[0]))[:want]
@@ -1128,12 +1107,12 @@ class PostgresSearch:
         """See the Reader protocol. PostgreSQL keeps no vocabulary of the index (``ts_stat``
         reads every row), so the candidates are the words ONE edit away
         (:func:`~openclaw_fts.spelling.one_edit`) that keep the token's first
-        :data:`NEAR_PREFIX_CHARS` letters, as on SQLite. One statement
-        (:meth:`visible_words`, ``index_only``) counts each among the messages the caller may
-        see: one GIN lookup per candidate (a LATERAL per candidate, so the planner sees one
-        lexeme at a time; an OR of hundreds of lexemes is estimated to match most rows and
-        read by a sequential scan -- measured 1.3 s at 15k rows), which for a candidate no
-        row holds finds nothing at once. A narrow caller whose sessions hold at most
+        :data:`NEAR_PREFIX_CHARS` letters, as on SQLite. A first statement keeps those that
+        are lexemes of the index at all: one GIN lookup each (a LATERAL probe per candidate,
+        so the planner sees one lexeme at a time; an OR of hundreds of lexemes is estimated
+        to match most rows and read by a sequential scan -- measured 1.3 s at 15k rows);
+        the few found are then proved visible, and counted among the messages the caller may
+        see, by :meth:`visible_words`. A narrow caller whose sessions hold at most
         :data:`NARROW_SCAN_EVENTS` events takes instead the lexemes of its own rows that
         share the token's head and are one edit away (:func:`_own_lexemes`: one statement,
         shared with :meth:`visible_words` for the same word), counted there (a GIN lookup
@@ -1173,12 +1152,35 @@ class PostgresSearch:
         note_examined("postgresql one-edit probes", token, len(candidates))
         if not candidates:
             return []
-        # Every candidate counted by ONE statement (visible_words, index lookups only): a
-        # candidate no row holds costs a GIN lookup that finds nothing, one the index holds
-        # is counted among the visible messages. Asking first which candidates the index
-        # holds at all (a LIMIT 1 probe each) built each present one's whole GIN bitmap
-        # once more, in a statement and a round trip of its own (bench/NOTES.md).
-        return self.visible_words(conn, caller, candidates, want=want, exact=exact, index_only=True)
+        # Inside the LATERAL the lexeme is an outer reference, estimated at the default
+        # selectivity: a LIMIT 1 then looks cheaper as a sequential scan, which for a lexeme
+        # no row holds reads the whole table, per candidate (measured 22 s for 480 candidates
+        # at 15k rows). Index lookups only, for this statement.
+        previous = conn.execute(
+            text(
+                "SELECT current_setting('enable_seqscan'), "
+                "set_config('enable_seqscan', 'off', true)"
+            )
+        ).one()[0]
+        # The setting goes back in the same statement (one round trip less): a statement is
+        # planned before it runs, so the probes keep the plan made without sequential scans,
+        # and the reset (the outer side of the LEFT JOIN, one row) runs before them.
+        present = [
+            str(r[0])
+            for r in conn.execute(
+                text(
+                    "SELECT p.w FROM (SELECT set_config('enable_seqscan', :v, true)) AS reset(v) "
+                    "LEFT JOIN LATERAL (SELECT c.w, c.n FROM unnest(CAST(:words AS text[])) "
+                    "WITH ORDINALITY AS c(w, n) "
+                    f"CROSS JOIN LATERAL (SELECT 1 FROM {CONTENT_TABLE} AS x "
+                    f"WHERE x.{TSVECTOR_COLUMN} @@ CAST(quote_literal(c.w) AS tsquery) "
+                    "LIMIT 1) AS hit) AS p ON true ORDER BY p.n"
+                ),
+                {"words": candidates, "v": previous},
+            )
+            if r[0] is not None
+        ]
+        return self.visible_words(conn, caller, present, want=want, exact=exact)
 
     def visible_words(
         self,
@@ -1191,16 +1193,12 @@ class PostgresSearch:
         exact: bool = False,
         unmasked: bool = False,
         counted: bool = True,
-        index_only: bool = False,
     ) -> list[tuple[str, int]]:
         """See the Reader protocol. One statement counts, for each word, the messages the
         caller may see that hold it, up to :data:`WORD_COUNT_CAP` (the visibility predicate
         inside the count; a word counted 0 is not visible): the count both proves the word
-        and orders the words. ``index_only`` (:meth:`near_words`' hundreds of candidates,
-        most of which no row holds): the statement is planned without sequential scans,
-        as the candidates' probes were (:func:`_without_seqscan`). No vocabulary table: a word
-        no message holds costs one index lookup. A narrow caller whose sessions hold at most
-        :data:`NARROW_SCAN_EVENTS` events
+        and orders the words. No vocabulary table: a word no message holds costs one index
+        lookup. A narrow caller whose sessions hold at most :data:`NARROW_SCAN_EVENTS` events
         (:func:`_few_caller_rows`) has its sessions' rows tested one by one (no GIN probe,
         whose bitmap is the word's whole posting list); any other caller's count is the
         word's GIN matches joined to their sessions until :data:`WORD_COUNT_CAP` visible ones
@@ -1218,7 +1216,6 @@ class PostgresSearch:
         heads = {w[:NEAR_PREFIX_CHARS] for w in plain}
         if (
             not unmasked
-            and not index_only  # near_words asked _own_lexemes already: None
             and len(heads) == 1
             and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain)
         ):
@@ -1250,27 +1247,10 @@ class PostgresSearch:
         if unmasked:
             where = f"{where} AND strpos(mi.body, :ellipsis) = 0"
             params["ellipsis"] = MASK_ELLIPSIS
-        visible_sessions = ""
-        # index_only: hundreds of candidates, each tested against every row of the caller's
-        # sessions, would cost what those rows times the candidates do; their GIN lookups
-        # (below) cost what the few present ones' matches do.
-        if not index_only and _few_caller_rows(conn, caller):
+        if _few_caller_rows(conn, caller):
             rows = (
                 f"openclaw_sessions AS s CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
                 f"WHERE {where} AND mi.{TSVECTOR_COLUMN} @@ q.q"
-            )
-        elif params["cap"] > 1:
-            # Counted: the visible sessions once for every word (a hash the count of each
-            # word's matches probes), not each match joined to its session and judged by the
-            # predicate again (measured at 100k events, ``all``, six near words of ``hiq``:
-            # 16.8 -> 10.9 ms; bench/NOTES.md).
-            visible_sessions = (
-                "WITH vis AS MATERIALIZED "
-                f"(SELECT s.session_id FROM openclaw_sessions AS s WHERE {where}) "
-            )
-            rows = (
-                f"{CONTENT_TABLE} AS mi WHERE mi.{TSVECTOR_COLUMN} @@ q.q "
-                "AND mi.session_id IN (SELECT v.session_id FROM vis AS v)"
             )
         else:
             rows = (
@@ -1278,28 +1258,16 @@ class PostgresSearch:
                 f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ q.q AND {where}"
             )
         operand = "c.w || ':*'" if prefix else "c.w"
-        # The tsquery once per word (a function in FROM), not once per row tested. Near
-        # words' candidates are their own lexemes (_one_edit_candidates): cast, not parsed
-        # through the configuration's dictionaries, a thousand times for a long word.
-        query = (
-            "(SELECT CAST(quote_literal(c.w) AS tsquery))"
-            if index_only and not prefix
-            else f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, {operand})"
-        )
-        sql = (
-            f"{visible_sessions}SELECT c.w, (SELECT count(*) FROM (SELECT 1 FROM {rows} "
-            "LIMIT :cap) AS k) FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) "
-            f"CROSS JOIN LATERAL {query} AS q(q) ORDER BY c.n"
-        )
-        if index_only:
-            # Only the candidates counted above 0 come back: most of a long word's thousand
-            # candidates are in no row, and a row each cost the client more than the lookups.
-            sql = f"SELECT f.* FROM ({sql}) AS f(w, hits) WHERE f.hits > 0"
-        found = (
-            _without_seqscan(conn, sql, params)
-            if index_only
-            else conn.execute(text(sql), params).all()
-        )
+        # The tsquery once per word (a function in FROM), not once per row tested.
+        found = conn.execute(
+            text(
+                f"SELECT c.w, (SELECT count(*) FROM (SELECT 1 FROM {rows} LIMIT :cap) AS k) "
+                "FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS c(w, n) CROSS JOIN "
+                f"LATERAL to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, {operand}) AS q(q) "
+                "ORDER BY c.n"
+            ),
+            params,
+        ).all()
         proved = [(str(r[0]), int(r[1])) for r in found if r[1]]
         if unmasked or not counted:
             return [(w, 0) for w, _ in proved[:want]]
