@@ -74,6 +74,10 @@ SELF_PROMOTING_REVISION = "0010_impact_own_counts"
 #: That revision, adding the index; the head after it changes no table (functions on
 #: PostgreSQL, nothing on SQLite: a promotion's bound).
 TIME_ORDER_REVISION = "0011_index_rows_by_time"
+#: The revision after it, which changes no table the ORM models (functions on PostgreSQL); the
+#: one after it adds the pending marks (revision 0014: a table and triggers on PostgreSQL,
+#: nothing on SQLite).
+BOUNDED_REVISION = "0012_impact_promotion_bounded"
 
 
 @functools.lru_cache(maxsize=1)
@@ -196,8 +200,9 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
     every model present means :data:`IMPACT_REVISION` (0007 added the impact lists' tables),
     :data:`LAST_SEQ_REVISION`, :data:`GUARD_REVISION`, :data:`SELF_PROMOTING_REVISION`,
-    :data:`TIME_ORDER_REVISION` or the head, which change no table: they change triggers and
-    functions on PostgreSQL, read there to tell them apart, and do nothing on SQLite, but for
+    :data:`TIME_ORDER_REVISION`, :data:`BOUNDED_REVISION` or the head, which change no table
+    the ORM models: they change triggers and functions on PostgreSQL (the head adds its pending
+    marks' table there), read there to tell them apart, and do nothing on SQLite, but for
     0011's index on the index rows' time, read on both; every model but those means
     :data:`TABLES_REVISION` or :data:`STATISTICS_REVISION`, which changes no table either: it
     sets a statistics target on PostgreSQL, read there likewise."""
@@ -226,6 +231,8 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
             return (SELF_PROMOTING_REVISION,)
         if not probes_of(bind).promotion_bounded(bind):
             return (TIME_ORDER_REVISION,)
+        if not probes_of(bind).pending_marked(bind):
+            return (BOUNDED_REVISION,)
         return tuple(sorted(head_revisions()))
     if present == set(metadata.tables) - set(IMPACT_TABLES):
         if not probes_of(bind).tables_at_head(bind):
