@@ -55,9 +55,10 @@ from ..hits import hit_texts, user_filters
 from ..impact import FREQUENT_TERM_MIN_DOCS, TERMS_TABLE, fast_path_word, single_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
+from ..suggest import MAX_FRAGMENT_CHARS
 from ..visibility_sql import Predicate, visible
 from . import impact
-from .fts import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
+from .fts import BM25_WEIGHTS, CONTENT_TABLE, CREATE_VOCAB, FTS_TABLE, VOCAB_TABLE, cursor
 
 #: The characters :func:`_just_below` and :func:`_without_tracked` bound term ranges with: no
 #: term of the index holds either (the tokenizer keeps letters and digits).
@@ -70,11 +71,6 @@ _PENDING_MEMO = "openclaw_fts_any_pending"
 #: (:func:`_window_ids`), at most :data:`WINDOW_MEMO_SIZE` of them.
 _WINDOW_MEMO = "openclaw_fts_sqlite_window_ids"
 WINDOW_MEMO_SIZE = 64
-
-#: The index's vocabulary: an ``fts5vocab`` table over ``message_fts`` (``col``: one row per
-#: term and column, with its document count). TEMP: created per connection on first use, never
-#: written to the database file (a read-only database can have it).
-VOCAB_TABLE = "temp.openclaw_fts_vocab"
 
 #: Near words share this many first letters with the misspelt word: the vocabulary is read
 #: over that range of terms only (a slip in the first two letters is not corrected).
@@ -102,6 +98,11 @@ _OWN_WORDS_MEMO = "openclaw_fts_sqlite_own_words"
 #: Where it remembers, for one transaction, the words a narrow caller's filtered search proved
 #: found (:func:`_keep_found_words`).
 _FOUND_WORDS_MEMO = "openclaw_fts_sqlite_found_words"
+#: Where it remembers, for one transaction, the near words of a wide caller that the statement
+#: proving them visible also found in a visible message without any credential mask
+#: (:meth:`SqliteSearch._prove`, ``bare``): :meth:`SqliteSearch.visible_words` answers
+#: ``unmasked`` for them without a statement each.
+_BARE_WORDS_MEMO = "openclaw_fts_sqlite_bare_words"
 
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
 #: at the limit are all in hand (equal scores are common: short messages of equal length): first
@@ -358,6 +359,29 @@ def _kept_found_words(conn: Connection, caller: Caller) -> set[str]:
     """The words :func:`_keep_found_words` kept for ``caller`` in this transaction."""
     memo: dict[Any, set[str]] | None = kept_for_transaction(conn, _FOUND_WORDS_MEMO)
     return memo.get(_found_key(conn, caller), set()) if memo else set()
+
+
+def _bare_key(conn: Connection, caller: Caller, exact: bool) -> tuple[Any, ...]:
+    """What :func:`_keep_bare_words` keeps words by in one transaction: the statements'
+    predicate (visibility and, unless ``exact``, the pending filter) and the connection's own
+    ``total_changes`` (a write in the transaction makes them be proved again)."""
+    where, params = _searchable_sql(caller, exact)
+    changes = getattr(conn.connection.driver_connection, "total_changes", None)
+    return predicate_key(where, params), changes
+
+
+def _keep_bare_words(conn: Connection, caller: Caller, exact: bool, words: set[str]) -> None:
+    """Keep for this transaction ``words`` as held by a visible message without any mask."""
+    memo: dict[Any, set[str]] = kept_for_transaction(conn, _BARE_WORDS_MEMO) or {}
+    memo.setdefault(_bare_key(conn, caller, exact), set()).update(words)
+    keep_for_transaction(conn, _BARE_WORDS_MEMO, memo)
+
+
+def _kept_bare_words(conn: Connection, caller: Caller, exact: bool) -> set[str]:
+    """The words :func:`_keep_bare_words` kept for ``caller`` (and ``exact``) in this
+    transaction."""
+    memo: dict[Any, set[str]] | None = kept_for_transaction(conn, _BARE_WORDS_MEMO)
+    return memo.get(_bare_key(conn, caller, exact), set()) if memo else set()
 
 
 def _is_one_token(word: str) -> bool:
@@ -1050,10 +1074,7 @@ class SqliteSearch:
         if own is not None:
             return _nearest_own(own, token, max_distance=max_distance, want=want)
         cur = cursor(conn)
-        cur.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_TABLE} "
-            f"USING fts5vocab(main, '{FTS_TABLE}', 'col')"
-        )
+        cur.execute(CREATE_VOCAB)  # made with the connection's settings: nothing to do
         # The terms of each near head first, then the rest of the range in order, and no more
         # than MAX_NEAR_CANDIDATES in all (UNION ALL runs its parts in turn and stops at the
         # LIMIT). No length bound in SQL: fts5vocab would read every term of the range and
@@ -1094,7 +1115,9 @@ class SqliteSearch:
             # that finds nothing 0.3-2.5 ms more at 100k events (bench/NOTES.md).
             ranked = [(term, doc) for _, term, doc in sorted(near, key=lambda n: (n[0], -n[2]))]
             candidates = [t for t, _ in ranked]
-            proved = self._prove(conn, caller, candidates, prefix=False, want=want, exact=exact)
+            proved = self._prove(
+                conn, caller, candidates, prefix=False, want=want, exact=exact, bare=True
+            )
             docs = dict(ranked)
             return [(term, docs[term]) for term in proved]
         by_distance: dict[int, list[tuple[str, int]]] = {}
@@ -1157,9 +1180,15 @@ class SqliteSearch:
         filtered search of this transaction proved found (:func:`_keep_found_words`: a match
         of its sessions the filters left out) need no statement."""
         if unmasked:
-            bare = self._prove(
-                conn, caller, words, prefix=prefix, want=want, exact=exact, unmasked=True
-            )
+            kept = set() if prefix else _kept_bare_words(conn, caller, exact)
+            bare: list[str] = []
+            for word in words:  # in order, until want: a kept word needs no statement
+                if len(bare) >= want:
+                    break
+                if word in kept or self._prove(
+                    conn, caller, [word], prefix=prefix, want=1, exact=exact, unmasked=True
+                ):
+                    bare.append(word)
             return [(word, 0) for word in bare]
         found = _kept_found_words(conn, caller) if caller.is_narrow and not prefix else set()
         rest = [w for w in words if w not in found]
@@ -1201,12 +1230,20 @@ class SqliteSearch:
         want: int,
         exact: bool,
         unmasked: bool = False,
+        bare: bool = False,
     ) -> list[str]:
         """The first ``want`` of ``words`` that match a message the caller may search: one
         statement each, the MATCH joined to the visibility predicate, stopping at the first
-        visible row (``unmasked``: the first whose body holds no credential mask)."""
+        visible row (``unmasked``: the first whose body holds no credential mask). ``bare``
+        (a wide caller's near words): the statement that proves a word of at most
+        :data:`~..suggest.MAX_FRAGMENT_CHARS` letters visible also looks, once it is, for a
+        visible message holding it without any mask, and the words it finds are kept for
+        the transaction (:func:`_kept_bare_words`): the suggestions ask exactly that of them
+        next (:func:`~..suggest.said_outside_masks`), which cost a statement each (measured:
+        bench/NOTES.md)."""
         where, params = _searchable_sql(caller, exact)
         cur = cursor(conn)
+        bare = bare and not caller.is_narrow and not prefix and not unmasked
         if unmasked:
             params["ellipsis"] = MASK_ELLIPSIS
             match = _scoped_match(":m", where) if caller.is_narrow else ":m"
@@ -1225,18 +1262,36 @@ class SqliteSearch:
                 f"WHERE {FTS_TABLE} MATCH {_scoped_match(':m', where)})"
             )
         else:
-            sql = (
-                f"SELECT EXISTS (SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
+            rows = (
+                f"SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
                 f"ON mi.id = {FTS_TABLE}.rowid CROSS JOIN openclaw_sessions AS s "
-                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where})"
+                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where}"
             )
+            sql = f"SELECT EXISTS ({rows})"
+            # 2: also held by a visible message without any mask, looked for only once the
+            # word is proved visible (CASE evaluates its branches lazily).
+            bare_sql = (
+                f"SELECT CASE WHEN EXISTS ({rows}) THEN "
+                f"1 + EXISTS ({rows} AND instr(mi.body, :ellipsis) = 0) ELSE 0 END"
+            )
+        if bare:
+            params["ellipsis"] = MASK_ELLIPSIS
+            if not conn.in_transaction():
+                conn.begin()  # the engine's BEGIN (engine.py): the words are kept for it
         proved: list[str] = []
+        found_bare: set[str] = set()
         for word in words:
             if len(proved) >= want:
                 break
             params["m"] = _match_word(word, prefix)
-            if cur.execute(sql, params).fetchone()[0]:
+            short = bare and len(word) <= MAX_FRAGMENT_CHARS
+            held = int(cur.execute(bare_sql if short else sql, params).fetchone()[0])
+            if held:
                 proved.append(word)
+            if held == 2:
+                found_bare.add(word)
+        if found_bare:
+            _keep_bare_words(conn, caller, exact, found_bare)
         return proved
 
     @staticmethod
