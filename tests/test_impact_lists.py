@@ -78,6 +78,19 @@ def _both_paths(
     return fast, exact
 
 
+def _make_pending(store: TranscriptStore, session_id: str) -> None:
+    """The session indexed under an older version: pending, its rows left out of every
+    search until reconciled (each ranking statement then carries the pending filter)."""
+    from openclaw_fts.rows import INDEX_VERSION
+
+    with store.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE openclaw_index_state SET index_version = :old WHERE session_id = :s"),
+            {"old": INDEX_VERSION - 1, "s": session_id},
+        )
+    assert store.search(CALLERS["all"], "alpha").get("indexing") is True
+
+
 def _same_hits(store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int]) -> None:
     before = len(walks)
     for caller in CALLERS.values():
@@ -614,6 +627,139 @@ def test_recent_order_walks_the_newest_matches_and_finds_what_the_exact_path_fin
         # and so was each second statement, after newest rows that held too few matches (a
         # query of several tracked words reads every match in its first statement instead)
         assert set(recent_rests) == {"exact"}
+
+
+def test_a_query_of_few_matches_ordered_recent_judges_its_newest_matches_first(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite: a wide caller's query of at most ``RECENT_MIN_MATCHES`` matches ordered
+    ``recent`` reads its matches once and judges the visibility of the newest first
+    (``_few_newest``), judging every match when those cannot prove the page (too few visible,
+    or the last of them as old as a row left out: the corpus's sessions hold messages at the
+    same times). Hits, order and scores are the exact path's for every caller, query and
+    filter, with the bound raised so that every query without a list takes this path, and
+    with the judged rows as they are and as few as can be (one per row wanted), so that both
+    the judged rows and every match answer."""
+    if corpus.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's statement for queries of few matches")
+    answered: list[int] = []
+    every: list[int] = []
+    few, all_matches = sqlite_read._few_newest, sqlite_read._every_match_newest
+
+    def counted_few(*args: Any) -> Any:
+        found = few(*args)
+        answered.extend([1] if found is not None else [])
+        return found
+
+    def counted_every(*args: Any) -> Any:
+        every.append(1)
+        return all_matches(*args)
+
+    monkeypatch.setattr(sqlite_read, "_few_newest", counted_few)
+    monkeypatch.setattr(sqlite_read, "_every_match_newest", counted_every)
+    # a session the `agent` caller cannot see, newest of all: its rows are judged first
+    corpus.create_session("late", "agent:ops:late", agent_id="ops")
+    late = chain([_text(6, i) for i in range(3 * LIMIT)], prefix="late")
+    for event in late:
+        event["timestamp"] = event["timestamp"] + PER_SESSION * 1000
+    corpus.append_many("late", late)
+    queries = [q for q in RECENT_QUERIES if q not in WORDS] + ["w5 w7", '"w3 w10"']
+    with monkeypatch.context() as bounds:
+        bounds.setattr(sqlite_read, "RECENT_MIN_MATCHES", 10**6)
+        for judged in (sqlite_read.RECENT_FEW_ROWS, 1):
+            bounds.setattr(sqlite_read, "RECENT_FEW_ROWS", judged)
+            answered.clear()
+            every.clear()
+            for caller in CALLERS.values():
+                for query in queries:
+                    for extra in ({}, *FILTERS):
+                        fast, exact = _both_paths(
+                            corpus, monkeypatch, caller, query, order="recent", **extra
+                        )
+                        assert fast == exact, (caller.visibility, query, extra, judged)
+            assert answered  # the path answered
+            assert len(every) < len(answered)  # the judged rows proved some pages alone
+            if judged == 1:
+                assert every  # and some pages needed every match
+        # a pending session's rows are left out by the judging statements too
+        _make_pending(corpus, "s4")
+        answered.clear()
+        for caller in CALLERS.values():
+            for query in queries:
+                for extra in ({}, {"role": "user"}):
+                    fast, exact = _both_paths(
+                        corpus, monkeypatch, caller, query, order="recent", **extra
+                    )
+                    assert fast == exact, (caller.visibility, query, extra, "pending")
+                    assert all(h[0] != "s4" for h in fast)
+        assert answered
+
+
+def test_a_tracked_word_ordered_recent_reads_the_newest_rows_in_time_first(
+    corpus: TranscriptStore, monkeypatch: pytest.MonkeyPatch, newest_walks: list[int]
+) -> None:
+    """SQLite: a tracked word's search ordered ``recent`` reads the newest rows in time (as
+    many as should hold ``RECENT_TIME_MARGIN`` times the rows wanted) and their matches in one
+    statement (``_newest_in_time``), and walks the matches by row id only when those rows
+    cannot fill the page. The hits and order are the exact path's, the scores the list's, for
+    every caller and filter, with the margin as it is, so small that the page is rarely
+    filled (the walk answers), and so large that every row is read; an ``until`` window goes
+    to the walk. Row ids do not follow time in this corpus (sessions interleaved, and an old
+    session written last), nor are times unique."""
+    if corpus.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's recent order of a tracked word")
+    filled: list[int] = []
+    walked: list[int] = []
+    in_time, walk = sqlite_read._newest_in_time, sqlite_read._walked
+
+    def counted_in_time(*args: Any) -> Any:
+        found = in_time(*args)
+        filled.extend([1] if found is not None else [])
+        return found
+
+    def counted_walk(*args: Any) -> Any:
+        walked.append(1)
+        return walk(*args)
+
+    monkeypatch.setattr(sqlite_read, "_newest_in_time", counted_in_time)
+    monkeypatch.setattr(sqlite_read, "_walked", counted_walk)
+    corpus.create_session("old", "agent:ops:old", agent_id="ops")
+    old = chain([_text(9, i) for i in range(40)], prefix="old")
+    for event in old:
+        event["timestamp"] = event["timestamp"] + (PER_SESSION - 30) * 1000 + 500
+    corpus.append_many("old", old)
+    for margin in (sqlite_read.RECENT_TIME_MARGIN, 0, 10**6):
+        monkeypatch.setattr(sqlite_read, "RECENT_TIME_MARGIN", margin)
+        filled.clear()
+        walked.clear()
+        for caller in CALLERS.values():
+            for word in WORDS:
+                for extra in ({}, *FILTERS, {"since": T0 + 10**9}):
+                    before = len(newest_walks)
+                    fast, exact = _both_paths(
+                        corpus, monkeypatch, caller, word, order="recent", **extra
+                    )
+                    where = (margin, caller.visibility, word, extra)
+                    assert [h[:2] for h in fast] == [h[:2] for h in exact], where
+                    if exact:
+                        assert len(newest_walks) == before + 1, where
+                        _check_newest_scores(corpus, monkeypatch, word, fast, exact)
+        # the newest rows filled pages unless none were read; the walk answered the others
+        assert filled if margin else not filled, margin
+        assert walked, margin  # `until`, and pages that no rows fill
+    # a pending session's rows are left out by the statement too
+    monkeypatch.setattr(sqlite_read, "RECENT_TIME_MARGIN", 2)
+    _make_pending(corpus, "s4")
+    filled.clear()
+    for caller in CALLERS.values():
+        for word in WORDS:
+            for extra in ({}, {"role": "user"}):
+                fast, exact = _both_paths(
+                    corpus, monkeypatch, caller, word, order="recent", **extra
+                )
+                assert [h[:2] for h in fast] == [h[:2] for h in exact], (caller, word, extra)
+                assert exact and all(h[0] != "s4" for h in fast)
+    assert filled
 
 
 def test_two_tracked_words_the_newest_rows_lack_are_found_in_one_statement(

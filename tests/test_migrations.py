@@ -52,6 +52,8 @@ from openclaw_fts.check import check
 from openclaw_fts.engine import make_engine
 from openclaw_fts.errors import UnsupportedDatabaseError
 from openclaw_fts.index import postgresql as pg
+from openclaw_fts.index.pending import PENDING_TABLE
+from openclaw_fts.index.postgresql.pending_marks import FUNCTION_NAMES, VERSION_INDEX
 from openclaw_fts.models import IMPACT_TABLES, INDEX_TABLES, TIME_INDEX, TRANSCRIPT_TABLES
 
 pytestmark = [
@@ -63,7 +65,7 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0013_impact_row_time"
+HEAD_REVISION = "0014_pending_sessions"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
@@ -78,16 +80,18 @@ FTS_TABLES = {
 }
 #: The tables an engine's full-text index adds to :data:`PLUGIN_TABLES` (PostgreSQL's is a
 #: column and an index of ``message_index``).
-SEARCH_TABLES = {"sqlite": FTS_TABLES, "postgresql": set()}
+SEARCH_TABLES = {"sqlite": FTS_TABLES, "postgresql": {PENDING_TABLE}}
 #: What autogenerate would report without ``include_name`` on a database at head, besides the
-#: version table: the search objects the models do not declare (and, on PostgreSQL, the
-#: impact-list rows' time: revision 0013).
+#: version table: the search objects the models do not declare (on PostgreSQL also the
+#: impact-list rows' time, revision 0013, and the pending marks, 0014).
 UNFILTERED_DIFF = {
     "sqlite": {("remove_table", name) for name in FTS_TABLES},
     "postgresql": {
         ("remove_index", pg.GIN_INDEX),
         ("remove_column", pg.TSVECTOR_COLUMN),
         ("remove_column", pg.impact.ROW_TIME_COLUMN),
+        ("remove_table", PENDING_TABLE),
+        ("remove_index", VERSION_INDEX),
     },
 }
 #: PostgreSQL's plpgsql trigger functions (SQLite's triggers carry their bodies inline).
@@ -101,6 +105,7 @@ PG_FUNCTIONS = {
     "openclaw_fts_impact_guard",
     "openclaw_fts_impact_due",
     "openclaw_fts_impact_candidates",
+    *FUNCTION_NAMES,
 }
 SESSIONS = 500
 EVENTS_PER_SESSION = 100
@@ -723,7 +728,7 @@ def test_a_role_that_cannot_create_unaccent_gets_an_error_naming_it(pg_url: str)
             with admin.connect() as conn:  # a superuser installs it once
                 conn.exec_driver_sql("CREATE EXTENSION unaccent")
             migrate.upgrade(app)
-            assert tables(app) == PLUGIN_TABLES | {VERSION_TABLE}
+            assert tables(app) == PLUGIN_TABLES | {VERSION_TABLE, PENDING_TABLE}
             assert pg_search_objects(app)["config"] == 1
         finally:
             app.dispose()
@@ -937,6 +942,58 @@ def test_0012_bounds_the_promotion_and_downgrade_restores_0011(engine: Engine) -
         store.optimize()
         found = store.search(CALLER, "lantern")["results"]
         assert sorted(r["messageId"] for r in found) == ["m1", "m2"]
+    assert check(engine).ok
+
+
+def pending_marks(engine: Engine) -> set[str] | None:
+    """The sessions revision 0014's table marks pending (None: no table, as on SQLite)."""
+    with engine.connect() as conn:
+        if (
+            engine.dialect.name != "postgresql"
+            or not conn.execute(
+                text("SELECT to_regclass(:t) IS NOT NULL"), {"t": PENDING_TABLE}
+            ).scalar()
+        ):
+            return None
+        return {r[0] for r in conn.execute(text(f"SELECT session_id FROM {PENDING_TABLE}"))}
+
+
+def test_0014_marks_the_pending_sessions_and_downgrade_restores_0012(engine: Engine) -> None:
+    """0014 adds the pending marks on PostgreSQL (nothing on SQLite): a database at 0012 with
+    exact and pending sessions gets its pending ones marked by the upgrade, and searches answer
+    the same (``indexing`` included); downgrade to 0012 drops the table (a host's version table
+    that hides the plugin's revisions is read from the catalogue: 0012 without it, the head
+    with it; on SQLite the two are one schema, read as the head)."""
+    postgresql = engine.dialect.name == "postgresql"
+    migrate.upgrade(engine)
+    for sid in ("s1", "s2", "s3"):
+        add_message(engine, sid, f"{sid}m", f"lantern {sid}")
+    with TranscriptStore(engine, background=False) as store:
+        store.reconcile()
+    migrate.downgrade(engine, migrate.BOUNDED_REVISION)
+    assert migrate.current_revisions(engine) == (migrate.BOUNDED_REVISION,)
+    assert pending_marks(engine) is None
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM transcript_events WHERE session_id = 's2'"))
+        conn.execute(text("DELETE FROM openclaw_index_state WHERE session_id = 's3'"))
+    with TranscriptStore(engine, upgrade=False, background=False) as store:
+        before = store.search(CALLER, "lantern")
+    assert before.get("indexing") is True
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    hidden = migrate.BOUNDED_REVISION if postgresql else HEAD_REVISION
+    assert migrate.host_revisions(engine) == (hidden,)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE alembic_version"))
+    migrate.upgrade(engine)
+    assert migrate.current_revisions(engine) == (HEAD_REVISION,)
+    assert pending_marks(engine) == ({"s2", "s3"} if postgresql else None)
+    with TranscriptStore(engine, background=False) as store:
+        assert store.search(CALLER, "lantern") == before
+        store.reconcile()
+        assert not store.search(CALLER, "lantern").get("indexing")
+    assert pending_marks(engine) == (set() if postgresql else None)
     assert check(engine).ok
 
 

@@ -31,7 +31,7 @@ from openclaw_fts.check import check
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_2 = "0002_index"
 REVISION_4 = "0004_host_guest"
-HEAD = "0013_impact_row_time"
+HEAD = "0014_pending_sessions"
 OLD_NAMES = {"sessions", "branches", "index_state"}
 NEW_NAMES = {"openclaw_sessions", "openclaw_branches", "openclaw_index_state"}
 

@@ -506,3 +506,49 @@ def test_a_tracked_words_neighbours_in_the_vocabulary_are_still_near_words(
     assert after["deployz"] == ["deploy", "deploys", "deplo"]
     assert after["deplox"][:2] == ["deploy", "deplo"]
     assert "deploy" in after["deplyo"]
+
+
+def test_the_vocabulary_table_is_made_with_the_connection_not_by_a_search(
+    populated: TranscriptStore, db_engine: str
+) -> None:
+    """SQLite: the TEMP ``fts5vocab`` table a search that finds nothing reads is made when the
+    connection gets the plugin's settings, outside any transaction. Made by the search, the
+    search's ROLLBACK dropped it again, and every search that found nothing changed the
+    connection's TEMP schema twice (each statement after it prepared again)."""
+    if db_engine != "sqlite":
+        pytest.skip("fts5vocab is SQLite's")
+    with populated.engine.connect() as conn:
+        temp = conn.exec_driver_sql("SELECT name FROM temp.sqlite_master").scalars().all()
+    assert "openclaw_fts_vocab" in temp
+    assert warning(populated, EVERYONE, "borow") == "No matches. Did you mean: borrow?"
+    with populated.engine.connect() as conn:
+        temp = conn.exec_driver_sql("SELECT name FROM temp.sqlite_master").scalars().all()
+    assert "openclaw_fts_vocab" in temp
+
+
+def test_a_wide_callers_near_word_is_proved_visible_and_unmasked_by_one_statement(
+    store: TranscriptStore, db_engine: str
+) -> None:
+    """SQLite, a wide caller: the statement that proves a short near word visible also finds
+    it in a visible message without a credential mask, so the mask check that follows runs
+    no statement of its own; a near word that only a masked message holds is still asked
+    (and, held only inside the mask, not suggested)."""
+    if db_engine != "sqlite":
+        pytest.skip("the statements are SQLite's")
+    from sqlalchemy import event
+
+    store.create_session("s-main", "agent:main:main")
+    texts = ["walnut bread", "a walrus tusk", "key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"]
+    store.append_many("s-main", chain(texts, prefix="s-main-"))
+    statements: list[str] = []
+
+    @event.listens_for(store.engine, "checkout")
+    def _trace(dbapi: object, record: object, proxy: object) -> None:
+        dbapi.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+
+    assert store.suggest(EVERYONE, "walrut") == ["walnut", "walrus"]  # 1 each: term order
+    masked = [s for s in statements if "instr(mi.body" in s]
+    assert len(masked) == 2 and all("CASE WHEN EXISTS" in s for s in masked), masked
+    statements.clear()
+    assert store.suggest(EVERYONE, "proq") == []  # "pro" only inside the mask (sk-pro…)
+    assert any("instr(mi.body" in s and "CASE" not in s for s in statements)

@@ -65,6 +65,11 @@ class RevisionProbes(Protocol):
         row's time)."""
         ...
 
+    def pending_marked(self, conn: Connection) -> bool:
+        """On a database at revision 0013 by its tables, triggers, functions and indexes:
+        whether it also has what revision 0014 adds (the pending marks)."""
+        ...
+
 
 @runtime_checkable
 class BackfillProbes(RevisionProbes, Protocol):

@@ -1,8 +1,9 @@
 """PostgreSQL's revision probes (:class:`~openclaw_fts.index.probes.RevisionProbes`): revisions
 0006, 0008, 0009, 0010 and 0012 change no table, only a statistics target, a trigger and
-functions, 0011 adds an index and 0013 a column the models do not declare (the impact lists'
-rows' time), read here from the catalogue; the ``tsvector`` column and its GIN index, and that
-column, are the engine's own.
+functions, 0011 adds an index, 0013 a column the models do not declare (the impact lists'
+rows' time) and 0014 the pending marks (a table the ORM does not model, its triggers and an
+index), read here from the catalogue; the ``tsvector`` column and its GIN index, that column,
+the pending marks' table and the index state's version index are the engine's own.
 
 Invariant: every probe only reads the system catalogue. Revision 0007's backfill runs its own
 SQL function here, so these probes have no ``track_frequent`` (the one probe that writes).
@@ -14,7 +15,8 @@ from sqlalchemy import Connection, text
 
 from ...models import TIME_INDEX
 from ..impact import IMPACT_TABLE
-from . import impact
+from ..pending import PENDING_TABLE
+from . import impact, pending_marks
 from .names import CONTENT_TABLE, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET, is_search_object
 from .partition import PARTITIONED_TABLE
 
@@ -24,8 +26,13 @@ class PostgresqlProbes:
 
     def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
         """The generated ``tsvector`` column and its GIN index; the impact lists' rows' time
-        (revision 0013: PostgreSQL's walk reads it, SQLite's lists have none)."""
+        (revision 0013: PostgreSQL's walk reads it, SQLite's lists have none); the pending
+        marks' table and the index state's version index (revision 0014)."""
         if type_ == "column" and table == IMPACT_TABLE and name == impact.ROW_TIME_COLUMN:
+            return True
+        if type_ == "table" and name == PENDING_TABLE:
+            return True
+        if type_ == "index" and name == pending_marks.VERSION_INDEX:
             return True
         return is_search_object(type_, name, table)
 
@@ -64,6 +71,10 @@ class PostgresqlProbes:
     def lists_timed(self, conn: Connection) -> bool:
         """Revision 0013 added the impact lists' rows' time (``pg_attribute``)."""
         return impact.has_row_time(conn)
+
+    def pending_marked(self, conn: Connection) -> bool:
+        """Revision 0014 added the pending marks' table."""
+        return pending_marks.marked(conn)
 
 
 #: The trigger that raises ``last_seq`` on raw event inserts, and its ``pg_trigger.tgtype``

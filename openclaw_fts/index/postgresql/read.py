@@ -51,6 +51,7 @@ from ..visibility_sql import visible
 from . import impact
 from .names import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
 from .partition import agent_scope_sql, is_partitioned, visible_agents
+from .pending_marks import has_marks
 from .query import render
 
 if TYPE_CHECKING:
@@ -552,15 +553,16 @@ def folded_sql(
     few: bool | None = None,
     recent: RecentPlan = "exact",
     floor: int | None = None,
+    marked: bool = False,
     timed: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """A whole search in ONE statement: the snapshot it reads (the key of the pending memo),
     whether a session the caller may see (keyed ``req.session_key`` when given) is pending,
     and :func:`with_bodies_sql`'s rows, filtered by pending only when something is. The
-    probe reads every visible session, so it runs only when ``memo`` (a snapshot and its
-    answer) is not this statement's snapshot, or this transaction has written. At least one
-    row: ``snapshot, wrote, pending, listed, tracked, few`` then the hit's columns (NULL when
-    nothing matched), in result order. ``few``: :func:`hits_sql`'s; when it is None for a
+    probe runs only when ``memo`` (a snapshot and its answer) is not this statement's
+    snapshot, or this transaction has written (unmarked, it reads every visible session). At
+    least one row: ``snapshot, wrote, pending, listed, tracked, few`` then the hit's columns
+    (NULL when nothing matched), in result order. ``few``: :func:`hits_sql`'s; when it is None for a
     narrow caller, the ``few`` column answers it (for :func:`_few_rows_hint`), else NULL.
 
     ``word``: the query's one word when an impact list could answer it
@@ -573,15 +575,18 @@ def folded_sql(
     a one-time filter would save that round trip in the rare case, but planning it doubles
     the planning time of every walk: 1.1 against 0.5-0.7 ms at 100k, measured with
     ``EXPLAIN ANALYZE``.) Without ``walk``, ``listed`` is FALSE. ``recent``, ``floor``:
-    :func:`hits_sql`'s. ``timed``: the list rows carry their time (:func:`.impact.timed`), so
-    the walk drops the rows outside a ``since`` / ``until`` window before the join."""
+    :func:`hits_sql`'s. ``marked``: the database keeps the pending marks (revision 0014), so
+    the probe reads the marked sessions, not every visible one
+    (:func:`~..pending.pending_probe_sql`). ``timed``: the list rows carry their time
+    (:func:`.impact.timed`), so the walk drops the rows outside a ``since`` / ``until``
+    window before the join."""
     assert word is not None or not walk
     where, visibility = _visible_sql(caller, req.session_key)
     params: dict[str, Any] = {
         "memo_snapshot": None if memo is None else memo[0],
         "memo_pending": bool(memo and memo[1]),
     }
-    probe = pending_probe_sql(where)
+    probe = pending_probe_sql(where, marked=marked)
     order = _order_by(req, rows="r.", keys="r.")
     head = (
         "WITH p AS MATERIALIZED (SELECT pg_current_snapshot()::text AS snapshot, "
@@ -852,8 +857,9 @@ class PostgresSearch:
     instance per process, shared by threads: what it remembers lives on the pooled connection,
     never on the instance)."""
 
-    #: No: any commit anywhere changes the snapshot its memo is keyed by, and the probe reads
-    #: every session (docs/postgresql.md); search asks ``pending_visible`` only.
+    #: No: any commit anywhere changes the snapshot its memo is keyed by, and before revision
+    #: 0014 the probe read every session (docs/postgresql.md); search asks
+    #: ``pending_visible`` only.
     GLOBAL_PENDING_PROBE = False
     #: Whether a one-word search of a wide caller walks the word's impact list when it has one
     #: (:mod:`.impact`); off, every search takes the exact path.
@@ -863,22 +869,23 @@ class PostgresSearch:
         """Remembered per DBAPI connection for one snapshot: ``pg_current_snapshot()`` (xmin,
         xmax, in-progress ids) is PostgreSQL's ``PRAGMA data_version`` -- two equal snapshots
         see exactly the same committed rows. Not remembered once this transaction has written
-        (its own rows are not in the key). Recomputed, the probe reads every session (see
-        docs/postgresql.md for what it costs)."""
+        (its own rows are not in the key). Recomputed, the probe reads the marked sessions
+        (revision 0014), else every session (docs/postgresql.md)."""
         key, wrote = conn.execute(text(_SNAPSHOT_SQL)).one()
         memo = conn.connection.info.get(_PENDING_MEMO)
         if wrote is None and memo is not None and memo[0] == key:
             return bool(memo[1])
-        found = bool(conn.execute(text(pending_probe_sql())).scalar())
+        found = bool(conn.execute(text(pending_probe_sql(marked=has_marks(conn)))).scalar())
         if wrote is None:
             conn.connection.info[_PENDING_MEMO] = (key, found)
         return found
 
     def pending_visible(self, conn: Connection, caller: Caller, session_key: str | None) -> bool:
         """Remembered per pooled connection for one snapshot, like :meth:`any_pending`, per
-        (visibility predicate, parameters): the probe reads every session the caller may see
-        (about 3 µs each; 6 ms for a wide caller at 2,000 sessions, docs/postgresql.md), so a
-        read-mostly server answers it once per commit instead of once per search. Sets
+        (visibility predicate, parameters). Since revision 0014 the probe reads the marked
+        sessions (usually none) and the states at another version through their index;
+        before, every session the caller may see (about 3 µs each: 59 ms for a wide caller at
+        20,000 sessions, docs/postgresql.md), which the memo kept to once per commit. Sets
         ``plan_cache_mode`` for the transaction in the same round trip."""
         _one_snapshot(conn)
         where, params = _visible_sql(caller, session_key)
@@ -888,7 +895,8 @@ class PostgresSearch:
         memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
         if wrote is None and memo is not None and memo[0] == snapshot and key in memo[1]:
             return memo[1][key]
-        found = bool(conn.execute(text(pending_probe_sql(where)), params).scalar())
+        probe = pending_probe_sql(where, marked=has_marks(conn))
+        found = bool(conn.execute(text(probe), params).scalar())
         if wrote is None:  # this transaction's own rows are not in the snapshot's key
             if memo is None or memo[0] != snapshot or len(memo[1]) >= PENDING_MEMO_ENTRIES:
                 memo = (snapshot, {})
@@ -951,29 +959,38 @@ class PostgresSearch:
         first's snapshot as the memo: the probe runs again only if a commit came in
         between). Either way the rows are exact: a list answers only with enough rows."""
         word = fast_path_word(req) if self.IMPACT_LISTS and not caller.is_narrow else None
+        marked = has_marks(conn)
         if word is None:
             recent = self._recent_plan(conn, caller, req)
             floor = self._recent_floor(conn, recent)
-            sql, params = folded_sql(caller, req, memo=memo, few=few, recent=recent, floor=floor)
+            sql, params = folded_sql(
+                caller, req, memo=memo, few=few, recent=recent, floor=floor, marked=marked
+            )
             rows = conn.execute(_statement(sql), params).all()
             rest = recent_rest(recent, sum(r[6] is not None for r in rows), req.limit)
             if rest is None:
                 return rows
             if rows[0][1] is None:
                 memo = (str(rows[0][0]), bool(rows[0][2]))
-            sql, params = folded_sql(caller, req, memo=memo, few=few, recent=rest)
+            sql, params = folded_sql(caller, req, memo=memo, few=few, recent=rest, marked=marked)
             return conn.execute(_statement(sql), params).all()
         tracked = self._tracked_words(conn)
         if word in tracked:
             sql, params = folded_sql(
-                caller, req, memo=memo, word=word, walk=True, timed=impact.timed(conn)
+                caller,
+                req,
+                memo=memo,
+                word=word,
+                walk=True,
+                marked=marked,
+                timed=impact.timed(conn),
             )
             rows = conn.execute(_statement(sql), params).all()
             if rows[0][3]:
                 return rows
             if rows[0][1] is None:
                 memo = (str(rows[0][0]), bool(rows[0][2]))
-        sql, params = folded_sql(caller, req, memo=memo, word=word)
+        sql, params = folded_sql(caller, req, memo=memo, word=word, marked=marked)
         rows = conn.execute(_statement(sql), params).all()
         if rows[0][4]:
             tracked.add(word)

@@ -4,7 +4,8 @@ when they run; this module says what runs), as :class:`SqliteConnections`, the
 :class:`~..base.Connections` of ``SqliteBackend``.
 
 Invariant: a connection given :func:`apply_settings` has ``foreign_keys=ON`` (cascades keep
-the index exact), the busy timeout, and — file databases that can be written, unless the host
+the index exact), the busy timeout, the index's TEMP vocabulary table (``fts.CREATE_VOCAB``,
+made outside any transaction), and — file databases that can be written, unless the host
 opted out — WAL with ``synchronous=NORMAL`` (``FULL`` when the store asked for
 ``durability="full"``: :data:`SYNCHRONOUS`); :func:`begin` starts a deferred transaction unless
 asked for ``BEGIN IMMEDIATE``; :func:`take_write_lock` takes the write lock without writing; a
@@ -28,7 +29,7 @@ from sqlalchemy.pool import StaticPool
 
 from ..base import READ_ONLY, WRITE
 from ..connections import DefaultConnections
-from .fts import cursor
+from .fts import CREATE_VOCAB, cursor
 
 #: WAL file size kept after checkpoints (bytes).
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
@@ -66,6 +67,11 @@ def apply_settings(
                     cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
             cursor.execute(f"PRAGMA synchronous={synchronous}")
+        # The index's vocabulary (TEMP), made here, outside any transaction: made by a search,
+        # its ROLLBACK would drop it again, and the TEMP schema change would have every
+        # statement of the connection prepared again (fts.CREATE_VOCAB says what it cost).
+        with contextlib.suppress(sqlite3.OperationalError):
+            cursor.execute(CREATE_VOCAB)
     finally:
         cursor.close()
 

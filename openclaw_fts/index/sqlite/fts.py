@@ -24,6 +24,20 @@ T = TypeVar("T")
 FTS_TABLE = "message_fts"
 CONTENT_TABLE = "message_index"
 DELETE_TRIGGER = "message_index_fts_delete"
+#: The index's vocabulary: an ``fts5vocab`` table over ``message_fts`` (``col``: one row per
+#: term and column, with its document count), read by a search that finds nothing for its near
+#: words. TEMP: never written to the database file (a read-only database can have it).
+VOCAB_TABLE = "temp.openclaw_fts_vocab"
+#: Made when a connection gets the plugin's settings, outside any transaction
+#: (:func:`~.connect.apply_settings`): made inside a search's read transaction, which ends in a
+#: ROLLBACK, it was made again by every search that found nothing, and each time the TEMP
+#: schema changed twice, so every statement the connection ran next was prepared again
+#: (measured at 100k events, ``all`` caller: a miss 2.1 -> 1.3 ms, a hit right after one 1.4 ->
+#: 0.7 ms; bench/NOTES.md). The statements that read it still make it if it is missing (a
+#: connection the plugin's settings never reached).
+CREATE_VOCAB = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_TABLE} USING fts5vocab(main, '{FTS_TABLE}', 'col')"
+)
 #: unicode61 folds case and (with 2) diacritics of every script: `cafe` finds `Café`.
 TOKENIZER = "unicode61 remove_diacritics 2"
 #: FTS5 shadow tables (autogenerate must ignore them).

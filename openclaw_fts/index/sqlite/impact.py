@@ -542,24 +542,19 @@ def list_ranks(cur: sqlite3.Cursor, word: str, ids: Sequence[int]) -> dict[int, 
     if not is_tracked(cur, word):
         return None
     wanted = set(ids)
-    chunk = json.dumps(sorted(wanted))
-    found: dict[int, tuple[int, int]] = {
-        int(row_id): (int(tf), int(doc_len))
-        for row_id, tf, doc_len in cur.execute(
-            f"SELECT row_id, tf, doc_len FROM {IMPACT_TABLE} "
-            "WHERE row_id IN (SELECT value FROM json_each(?)) AND term = ?",
-            (chunk, word),
-        )
-    }
-    rest = sorted(wanted - found.keys())
-    if rest:
-        lens = _doc_lens(cur, rest)
-        for row_id, body in cur.execute(
-            f"SELECT id, body FROM {CONTENT_TABLE} WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(rest),),
-        ):
-            if int(row_id) in lens:
-                found[int(row_id)] = (occurrences(str(body), word), lens[int(row_id)])
+    # one statement: each row's list row, or its body and FTS5 size record when it has none
+    found: dict[int, tuple[int, int]] = {}
+    for row_id, tf, doc_len, body, size in cur.execute(
+        f"SELECT j.value, t.tf, t.doc_len, mi.body, d.sz FROM json_each(?) AS j "
+        f"LEFT JOIN {IMPACT_TABLE} AS t ON t.row_id = j.value AND t.term = ? "
+        f"LEFT JOIN {CONTENT_TABLE} AS mi ON t.row_id IS NULL AND mi.id = j.value "
+        f"LEFT JOIN {DOCSIZE_TABLE} AS d ON t.row_id IS NULL AND d.id = j.value",
+        (json.dumps(sorted(wanted)), word),
+    ):
+        if tf is not None:
+            found[int(row_id)] = (int(tf), int(doc_len))
+        elif body is not None and size is not None:
+            found[int(row_id)] = (occurrences(str(body), word), _size_sum(bytes(size)))
     if len(found) < len(wanted):
         return None
     average = avg_len(cur)

@@ -10,7 +10,9 @@ judged by the visibility and the role, the statement deciding whenever those row
 the answer; or — one
 frequent word, a wide caller, ranked by relevance, no ``sessionKey`` — the word's impact list
 is walked with visibility, the pending filter and the ``role`` / ``since`` / ``until`` filters
-in the walking statement (:mod:`.impact`). Every statement
+in the walking statement (:mod:`.impact`); or — a wide caller's search ordered ``recent`` — the
+newest matches are judged first and the page is proved from them, or every match is judged
+(:func:`_newest_hits`, :func:`_few_newest`). Every statement
 runs on the DBAPI cursor of the caller's transaction (:func:`cursor`), so all of one search reads
 one snapshot. Nothing here writes. A word suggested when nothing is found is proved visible by a
 statement with the visibility in it: for a narrow caller with few messages, the statement that
@@ -24,6 +26,7 @@ filters left out (a visible, exactly indexed match: :func:`_keep_found_words`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,9 +55,10 @@ from ..hits import hit_texts, user_filters
 from ..impact import FREQUENT_TERM_MIN_DOCS, TERMS_TABLE, fast_path_word, single_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
+from ..suggest import MAX_FRAGMENT_CHARS
 from ..visibility_sql import Predicate, visible
 from . import impact
-from .fts import BM25_WEIGHTS, CONTENT_TABLE, FTS_TABLE, cursor
+from .fts import BM25_WEIGHTS, CONTENT_TABLE, CREATE_VOCAB, FTS_TABLE, VOCAB_TABLE, cursor
 
 #: The characters :func:`_just_below` and :func:`_without_tracked` bound term ranges with: no
 #: term of the index holds either (the tokenizer keeps letters and digits).
@@ -67,11 +71,6 @@ _PENDING_MEMO = "openclaw_fts_any_pending"
 #: (:func:`_window_ids`), at most :data:`WINDOW_MEMO_SIZE` of them.
 _WINDOW_MEMO = "openclaw_fts_sqlite_window_ids"
 WINDOW_MEMO_SIZE = 64
-
-#: The index's vocabulary: an ``fts5vocab`` table over ``message_fts`` (``col``: one row per
-#: term and column, with its document count). TEMP: created per connection on first use, never
-#: written to the database file (a read-only database can have it).
-VOCAB_TABLE = "temp.openclaw_fts_vocab"
 
 #: Near words share this many first letters with the misspelt word: the vocabulary is read
 #: over that range of terms only (a slip in the first two letters is not corrected).
@@ -99,6 +98,11 @@ _OWN_WORDS_MEMO = "openclaw_fts_sqlite_own_words"
 #: Where it remembers, for one transaction, the words a narrow caller's filtered search proved
 #: found (:func:`_keep_found_words`).
 _FOUND_WORDS_MEMO = "openclaw_fts_sqlite_found_words"
+#: Where it remembers, for one transaction, the near words of a wide caller that the statement
+#: proving them visible also found in a visible message without any credential mask
+#: (:meth:`SqliteSearch._prove`, ``bare``): :meth:`SqliteSearch.visible_words` answers
+#: ``unmasked`` for them without a statement each.
+_BARE_WORDS_MEMO = "openclaw_fts_sqlite_bare_words"
 
 #: Rows beyond ``limit + 1`` the score-only ranking fetches, so that the rows tied on the score
 #: at the limit are all in hand (equal scores are common: short messages of equal length): first
@@ -134,10 +138,11 @@ RECENT_WALK_ROWS = 4096
 #: 100k messages) costs about what joining and scoring a few hundred matches does, so a rarer
 #: query is not bounded then (a rare word's windowed search: 0.21 ms, 0.42 ms with the read).
 WINDOW_BOUND_MIN_MATCHES = 256
-#: A query with at most this many matches (of any session) ordered ``recent`` takes the exact
-#: statement: the walk's proof reads the time index over the span its newest matches cover,
-#: which for a rare word is most of the index (measured at 100k: a word of ~40 matches cost
-#: 2 ms walked against 0.7 ms exact); bm25 over a few hundred matches costs less.
+#: A query with at most this many matches (of any session) ordered ``recent`` has every match's
+#: time read (:func:`_few_newest`), not walked: the walk's proof reads the time index over the
+#: span its newest matches cover, which for a rare word is most of the index (measured at
+#: 100k: a word of ~40 matches cost 2 ms walked against 0.7 ms exact); bm25 over a few
+#: hundred matches costs less.
 RECENT_MIN_MATCHES = 512
 #: Index rows at least as new as the walk's last kept row but with a lower id (written out of
 #: time order: sessions interleaved in time, an import of old sessions after new ones, a
@@ -145,6 +150,25 @@ RECENT_MIN_MATCHES = 512
 #: The bench corpus at 100k has ~600 such rows behind the newest matches of a common word
 #: (sessions written in batches, their messages interleaved in time).
 RECENT_STRAYS = 4096
+#: A query of at most :data:`RECENT_MIN_MATCHES` matches ordered ``recent``: the newest this
+#: many matches per row wanted (that pass the filters over index rows) are judged by the
+#: visibility first (:func:`_few_newest`), not every match. Measured at 100k (five phrases
+#: and mid words, ~250-480 matches, ``all`` caller): 0.85-0.93 ms judging every match, 0.62 ms
+#: judging the newest 44 (the time of every match is read either way).
+RECENT_FEW_ROWS = 4
+#: A tracked word's search ordered ``recent`` first reads the newest rows in time that should
+#: hold this many times the rows wanted (:func:`_newest_in_time`), by the word's share of the
+#: rows when it became tracked (at most :data:`RECENT_WALK_ROWS` rows: the count of a word
+#: tracked in a smaller index is that of a rarer word); a page they cannot fill is walked
+#: (:func:`_walked`). Measured at 100k (the bench's common and very common words, ``all``
+#: caller, statements alone): 0.25-0.32 ms walked, 0.13-0.16 ms read in time with a margin of
+#: 1.5-3, 0.27-0.29 ms with 10 (the time index and the doclist are read over the span of
+#: those rows' ids).
+RECENT_TIME_MARGIN = 2
+#: The ids of every match of ``:q``, as a ``{matches}`` subquery.
+_MATCH_IDS = f"SELECT rowid AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q"
+#: The ``recent`` order of :func:`_newest_hits`' statement (the exact statement's).
+_RECENT_ORDER = "ORDER BY mi.timestamp_ms DESC, s.session_key, mi.event_id, mi.id"
 
 # Ranking of the narrow callers (``tree`` / ``self``; docs/tools.md, "score"): per message, from
 # that message alone. bm25() would compute each term's IDF by walking the term's doclist over
@@ -337,6 +361,29 @@ def _kept_found_words(conn: Connection, caller: Caller) -> set[str]:
     return memo.get(_found_key(conn, caller), set()) if memo else set()
 
 
+def _bare_key(conn: Connection, caller: Caller, exact: bool) -> tuple[Any, ...]:
+    """What :func:`_keep_bare_words` keeps words by in one transaction: the statements'
+    predicate (visibility and, unless ``exact``, the pending filter) and the connection's own
+    ``total_changes`` (a write in the transaction makes them be proved again)."""
+    where, params = _searchable_sql(caller, exact)
+    changes = getattr(conn.connection.driver_connection, "total_changes", None)
+    return predicate_key(where, params), changes
+
+
+def _keep_bare_words(conn: Connection, caller: Caller, exact: bool, words: set[str]) -> None:
+    """Keep for this transaction ``words`` as held by a visible message without any mask."""
+    memo: dict[Any, set[str]] = kept_for_transaction(conn, _BARE_WORDS_MEMO) or {}
+    memo.setdefault(_bare_key(conn, caller, exact), set()).update(words)
+    keep_for_transaction(conn, _BARE_WORDS_MEMO, memo)
+
+
+def _kept_bare_words(conn: Connection, caller: Caller, exact: bool) -> set[str]:
+    """The words :func:`_keep_bare_words` kept for ``caller`` (and ``exact``) in this
+    transaction."""
+    memo: dict[Any, set[str]] | None = kept_for_transaction(conn, _BARE_WORDS_MEMO)
+    return memo.get(_bare_key(conn, caller, exact), set()) if memo else set()
+
+
 def _is_one_token(word: str) -> bool:
     """Whether ``word`` is one folded token of the index (what a MATCH of it looks up)."""
     return scan_tokens(word)[2] == [word]
@@ -421,8 +468,10 @@ def _newest_hits(
     conn: Connection, caller: Caller, req: SearchRequest, pred: Predicate, *, exact: bool
 ) -> list[Hit] | None:
     """The ``limit + 1`` newest visible matches of a wide caller's search ordered ``recent``
-    (the exact statement's rows and order), without joining, scoring and sorting every match:
-    FTS5's matches are walked newest row id first, each joined to its index row and session
+    (the exact statement's rows and order), without joining, scoring and sorting every match.
+    A tracked word's are first read from the newest rows in time (:func:`_newest_in_time`:
+    one statement, exact when those rows fill the page). Else FTS5's matches are walked
+    newest row id first (:func:`_walked`), each joined to its index row and session
     for visibility and the filters, until ``limit + 1`` pass. Row ids are not time (an import
     of old sessions after new ones, a rebuilt session), so the walk is proved: every match it
     did not read has a lower id than the last one it kept, so only an index row at least as
@@ -431,20 +480,22 @@ def _newest_hits(
     and times only, no row read) and, at most :data:`RECENT_STRAYS` of them, matched (one
     read of the doclist over their ids' range), judged like the walk's rows and merged in.
     None (the exact statement decides) when the walk reads :data:`RECENT_WALK_ROWS` matches
-    without enough passing, or there are more strays. The scores are read for the rows returned
+    without enough passing, or there are more strays. A query of few matches is not walked:
+    :func:`_few_newest` reads every match's time. The scores are read for the rows returned
     only: for one tracked word, the word's list's (:func:`.impact.list_ranks`: bm25 without
     its IDF, as the same search by relevance scores them); else bm25's."""
     assert req.compiled is not None
     cur = cursor(conn)
-    fewer = f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT 1 OFFSET ?"
     # one tracked word: frequent (no probe needed) and scored from its list, without bm25
     word = single_word(req.compiled)
-    tracked = word is not None and impact.is_tracked(cur, word)
-    if (
-        not tracked
-        and cur.execute(fewer, (req.compiled.match, RECENT_MIN_MATCHES)).fetchone() is None
-    ):
-        return None  # few matches: the exact statement scores them all for less
+    tracked = (
+        cur.execute(
+            f"SELECT docs, (SELECT max(id) FROM {CONTENT_TABLE}) FROM {TERMS_TABLE} WHERE term = ?",
+            (word,),
+        ).fetchone()
+        if word is not None
+        else None
+    )
     want = req.limit + 1
     where, params = _visible_sql(caller, None, pred)
     filters = user_filters(req, params)
@@ -457,57 +508,165 @@ def _newest_hits(
         f"CROSS JOIN openclaw_sessions AS s ON s.session_id = mi.session_id {pending}"
         f"WHERE {where} {filters}"
     )
-    walk = (
-        f"SELECT rowid AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
-        "ORDER BY rowid DESC LIMIT :cap"
-    )
-    rows = cur.execute(select.format(matches=walk) + " LIMIT :want", params).fetchall()
-    if len(rows) < want:
-        beyond = cur.execute(fewer, (req.compiled.match, RECENT_WALK_ROWS)).fetchone()
-        if beyond is not None:
-            return None  # the cap, not the match set, ended the walk
-    else:
-        last_kept = min(r[0] for r in rows)
-        boundary = sorted(rows, key=_newest_first)[want - 1]
-        # How many they are (up to one past the cap: a rare word's walk reaches far back,
-        # behind tens of thousands) and the lowest id, counted in the time index (ids only;
-        # `+mi.id`: the time range drives, the ids below the last kept row are most rows).
-        # Reading the ids into Python (~900 a common word at 100k) cost more than the rest.
-        strays, first = cur.execute(
-            f"SELECT count(*), min(id) FROM (SELECT +mi.id AS id FROM {CONTENT_TABLE} AS mi "
-            "WHERE mi.timestamp_ms >= :t AND +mi.id < :last LIMIT :n)",
-            {"t": boundary[5], "last": last_kept, "n": RECENT_STRAYS + 1},
-        ).fetchone()
-        if strays > RECENT_STRAYS:
-            return None
-        if strays:
-            # The newest `want` of them in result order that match (one read of the doclist
-            # over their id range, as a set SQLite builds once) and pass, read newest first
-            # from the time index: the time index gives the order's first key, so only the
-            # rows of the times reached are read and sorted, where joining every matching
-            # one (~300 a very common word at 100k) cost more than the walk. Only those can
-            # rank among the `want` kept.
-            newest = (
-                f"SELECT +ti.id AS id, ti.timestamp_ms AS ts FROM {CONTENT_TABLE} AS ti "
-                "WHERE ti.timestamp_ms >= :t AND +ti.id < :last"
-            )
-            rows += cur.execute(
-                select.format(matches=newest)
-                + f" AND +f.id IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
-                "AND rowid >= :first AND rowid < :last) "
-                "ORDER BY f.ts DESC, s.session_key, mi.event_id, mi.id LIMIT :want",
-                {**params, "first": first, "last": last_kept, "t": boundary[5]},
-            ).fetchall()
+    if tracked is None:
+        few = _few_newest(cur, req.compiled.match, select, filters, params)
+        if few is not None:
+            return few  # few matches: every one judged and sorted, as the exact statement
+    rows = None
+    if tracked is not None and req.until is None:
+        # the newest rows in time that should hold enough of the word's messages, by its
+        # share of the rows when it became tracked (a share that grows: more rows than
+        # needed) and the highest row id (at least the number of rows)
+        docs, highest = tracked
+        judged = math.ceil(want * RECENT_TIME_MARGIN * (highest or 0) / max(docs, 1))
+        rows = _newest_in_time(cur, select, params, min(judged, RECENT_WALK_ROWS))
+    if rows is None:
+        rows = _walked(cur, select, params)
+    if rows is None:
+        return None
     rows = sorted(rows, key=_newest_first)[:want]
     if not rows:
         return []
     kept = {r[0] for r in rows}
     # one tracked word: the rows ranked as its list ranks them (what the same search by
     # relevance shows), without bm25's IDF and so without reading the word's whole doclist
-    score = impact.list_ranks(cur, word, sorted(kept)) if tracked and word is not None else None
+    score = (
+        impact.list_ranks(cur, word, sorted(kept))
+        if tracked is not None and word is not None
+        else None
+    )
     if score is None:
         score = _bm25_of(cur, req.compiled.match, kept)
     return [(*r, score[r[0]]) for r in rows]
+
+
+def _walked(cur: Any, select: str, params: dict[str, Any]) -> list[Any] | None:
+    """:func:`_newest_hits`' walk: FTS5's matches newest row id first, judged until ``want``
+    pass, then the rows at least as new as the last kept one with a lower id (the strays)
+    matched, judged and merged in; the rows in no order, None when the walk or the strays
+    reach their caps (the exact statement decides)."""
+    want = params["want"]
+    walk = (
+        f"SELECT rowid AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
+        "ORDER BY rowid DESC LIMIT :cap"
+    )
+    rows: list[Any] = cur.execute(select.format(matches=walk) + " LIMIT :want", params).fetchall()
+    if len(rows) < want:
+        beyond = cur.execute(
+            f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT 1 OFFSET ?",
+            (params["q"], RECENT_WALK_ROWS),
+        ).fetchone()
+        if beyond is not None:
+            return None  # the cap, not the match set, ended the walk
+        return rows
+    last_kept = min(r[0] for r in rows)
+    boundary = sorted(rows, key=_newest_first)[want - 1]
+    # How many they are (up to one past the cap: a rare word's walk reaches far back,
+    # behind tens of thousands) and the lowest id, counted in the time index (ids only;
+    # `+mi.id`: the time range drives, the ids below the last kept row are most rows).
+    # Reading the ids into Python (~900 a common word at 100k) cost more than the rest.
+    strays, first = cur.execute(
+        f"SELECT count(*), min(id) FROM (SELECT +mi.id AS id FROM {CONTENT_TABLE} AS mi "
+        "WHERE mi.timestamp_ms >= :t AND +mi.id < :last LIMIT :n)",
+        {"t": boundary[5], "last": last_kept, "n": RECENT_STRAYS + 1},
+    ).fetchone()
+    if strays > RECENT_STRAYS:
+        return None
+    if strays:
+        # The newest `want` of them in result order that match (one read of the doclist
+        # over their id range, as a set SQLite builds once) and pass, read newest first
+        # from the time index: the time index gives the order's first key, so only the
+        # rows of the times reached are read and sorted, where joining every matching
+        # one (~300 a very common word at 100k) cost more than the walk. Only those can
+        # rank among the `want` kept.
+        newest = (
+            f"SELECT +ti.id AS id, ti.timestamp_ms AS ts FROM {CONTENT_TABLE} AS ti "
+            "WHERE ti.timestamp_ms >= :t AND +ti.id < :last"
+        )
+        rows += cur.execute(
+            select.format(matches=newest)
+            + f" AND +f.id IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q "
+            "AND rowid >= :first AND rowid < :last) "
+            "ORDER BY f.ts DESC, s.session_key, mi.event_id, mi.id LIMIT :want",
+            {**params, "first": first, "last": last_kept, "t": boundary[5]},
+        ).fetchall()
+    return rows
+
+
+def _newest_in_time(cur: Any, select: str, params: dict[str, Any], judged: int) -> list[Any] | None:
+    """The ``want`` newest matches that pass ``select``, read from the time index newest
+    first, when the newest ``judged`` rows in time (and every row as new as the last of them)
+    hold that many; else None. Exact: every row at least as new as the edge (the row after
+    the ``judged`` newest) is read, and its id is at least their lowest id, over which the
+    word's doclist is read (one read, as a set SQLite builds once); every other row is older
+    than all of them. One statement for the walk, the strays' count and the strays' read of
+    :func:`_walked`, whose two reads of the doclist cost most of it."""
+    edge = (
+        f"coalesce((SELECT timestamp_ms FROM {CONTENT_TABLE} "
+        "ORDER BY timestamp_ms DESC LIMIT 1 OFFSET :judged), "
+        f"(SELECT min(timestamp_ms) FROM {CONTENT_TABLE}))"
+    )
+    newest = (
+        f"SELECT +ti.id AS id, ti.timestamp_ms AS ts FROM {CONTENT_TABLE} AS ti "
+        f"WHERE ti.timestamp_ms >= {edge}"
+    )
+    rows: list[Any] = cur.execute(
+        select.format(matches=newest)
+        + f" AND +f.id IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :q AND rowid "
+        f">= (SELECT min(+id) FROM {CONTENT_TABLE} WHERE timestamp_ms >= {edge})) "
+        "ORDER BY f.ts DESC, s.session_key, mi.event_id, mi.id LIMIT :want",
+        {**params, "judged": judged},
+    ).fetchall()
+    return rows if len(rows) == params["want"] else None
+
+
+def _few_newest(
+    cur: Any, match: str, select: str, filters: str, params: dict[str, Any]
+) -> list[Hit] | None:
+    """The exact statement's rows (and bm25: :func:`_bm25_of`) of a search ordered ``recent``
+    whose query has at most :data:`RECENT_MIN_MATCHES` matches (of any session), else None
+    (the walk answers). One read of the matches (up to one past the bound, materialised)
+    serves the count and the rows, where a probe of the count and then the exact statement
+    evaluated the query twice. The matches' times are read (every one joined to its index
+    row) and the newest :data:`RECENT_FEW_ROWS` per row wanted that pass ``filters`` are
+    judged by the visibility (their sessions joined): the ``want`` best of those are the
+    answer when the last of them is newer than every row left out (each is as old as the
+    oldest judged row or older); else the statement that judges every match decides.
+    ``select``: :func:`_newest_hits`' statement of the visible rows that pass the filters
+    over a ``{matches}`` subquery of ids; ``filters`` the filters over ``mi`` alone."""
+    want = params["want"]
+    rows = cur.execute(
+        f"WITH m AS MATERIALIZED (SELECT rowid AS id FROM {FTS_TABLE} "
+        f"WHERE {FTS_TABLE} MATCH :q LIMIT :few), "
+        "t AS MATERIALIZED (SELECT mi.id AS id, mi.timestamp_ms AS ts FROM m "
+        f"CROSS JOIN {CONTENT_TABLE} AS mi ON mi.id = m.id "
+        f"WHERE (SELECT count(*) FROM m) < :few {filters} "
+        "ORDER BY mi.timestamp_ms DESC LIMIT :judged) "
+        f"SELECT * FROM ({select.format(matches='SELECT id FROM t')} {_RECENT_ORDER} LIMIT :want) "
+        "UNION ALL SELECT NULL, (SELECT count(*) FROM m), count(*), NULL, NULL, min(ts), NULL "
+        "FROM t",
+        {**params, "few": RECENT_MIN_MATCHES + 1, "judged": RECENT_FEW_ROWS * want},
+    ).fetchall()
+    # the counts' row (no index row has a NULL id), wherever UNION ALL put it
+    _, matches, judged, _, _, oldest, _ = next(r for r in rows if r[0] is None)
+    if matches > RECENT_MIN_MATCHES:
+        return None
+    found = sorted((r for r in rows if r[0] is not None), key=_newest_first)
+    if judged == RECENT_FEW_ROWS * want and (len(found) < want or found[-1][5] <= oldest):
+        found = _every_match_newest(cur, select, params)  # rows left out may rank among these
+    if not found:
+        return []
+    score = _bm25_of(cur, match, {r[0] for r in found})
+    return [(*r, score[r[0]]) for r in found]
+
+
+def _every_match_newest(cur: Any, select: str, params: dict[str, Any]) -> list[Any]:
+    """:func:`_few_newest`' rows when the newest matches it judged cannot prove them: every
+    match judged and sorted (the query read again), the exact statement's rows."""
+    rows: list[Any] = cur.execute(
+        f"{select.format(matches=_MATCH_IDS)} {_RECENT_ORDER} LIMIT :want", params
+    ).fetchall()
+    return rows
 
 
 def _bm25_of(cur: Any, match: str, ids: set[int]) -> dict[int, float]:
@@ -915,10 +1074,7 @@ class SqliteSearch:
         if own is not None:
             return _nearest_own(own, token, max_distance=max_distance, want=want)
         cur = cursor(conn)
-        cur.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_TABLE} "
-            f"USING fts5vocab(main, '{FTS_TABLE}', 'col')"
-        )
+        cur.execute(CREATE_VOCAB)  # made with the connection's settings: nothing to do
         # The terms of each near head first, then the rest of the range in order, and no more
         # than MAX_NEAR_CANDIDATES in all (UNION ALL runs its parts in turn and stops at the
         # LIMIT). No length bound in SQL: fts5vocab would read every term of the range and
@@ -959,7 +1115,9 @@ class SqliteSearch:
             # that finds nothing 0.3-2.5 ms more at 100k events (bench/NOTES.md).
             ranked = [(term, doc) for _, term, doc in sorted(near, key=lambda n: (n[0], -n[2]))]
             candidates = [t for t, _ in ranked]
-            proved = self._prove(conn, caller, candidates, prefix=False, want=want, exact=exact)
+            proved = self._prove(
+                conn, caller, candidates, prefix=False, want=want, exact=exact, bare=True
+            )
             docs = dict(ranked)
             return [(term, docs[term]) for term in proved]
         by_distance: dict[int, list[tuple[str, int]]] = {}
@@ -1022,9 +1180,15 @@ class SqliteSearch:
         filtered search of this transaction proved found (:func:`_keep_found_words`: a match
         of its sessions the filters left out) need no statement."""
         if unmasked:
-            bare = self._prove(
-                conn, caller, words, prefix=prefix, want=want, exact=exact, unmasked=True
-            )
+            kept = set() if prefix else _kept_bare_words(conn, caller, exact)
+            bare: list[str] = []
+            for word in words:  # in order, until want: a kept word needs no statement
+                if len(bare) >= want:
+                    break
+                if word in kept or self._prove(
+                    conn, caller, [word], prefix=prefix, want=1, exact=exact, unmasked=True
+                ):
+                    bare.append(word)
             return [(word, 0) for word in bare]
         found = _kept_found_words(conn, caller) if caller.is_narrow and not prefix else set()
         rest = [w for w in words if w not in found]
@@ -1066,12 +1230,20 @@ class SqliteSearch:
         want: int,
         exact: bool,
         unmasked: bool = False,
+        bare: bool = False,
     ) -> list[str]:
         """The first ``want`` of ``words`` that match a message the caller may search: one
         statement each, the MATCH joined to the visibility predicate, stopping at the first
-        visible row (``unmasked``: the first whose body holds no credential mask)."""
+        visible row (``unmasked``: the first whose body holds no credential mask). ``bare``
+        (a wide caller's near words): the statement that proves a word of at most
+        :data:`~..suggest.MAX_FRAGMENT_CHARS` letters visible also looks, once it is, for a
+        visible message holding it without any mask, and the words it finds are kept for
+        the transaction (:func:`_kept_bare_words`): the suggestions ask exactly that of them
+        next (:func:`~..suggest.said_outside_masks`), which cost a statement each (measured:
+        bench/NOTES.md)."""
         where, params = _searchable_sql(caller, exact)
         cur = cursor(conn)
+        bare = bare and not caller.is_narrow and not prefix and not unmasked
         if unmasked:
             params["ellipsis"] = MASK_ELLIPSIS
             match = _scoped_match(":m", where) if caller.is_narrow else ":m"
@@ -1090,18 +1262,36 @@ class SqliteSearch:
                 f"WHERE {FTS_TABLE} MATCH {_scoped_match(':m', where)})"
             )
         else:
-            sql = (
-                f"SELECT EXISTS (SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
+            rows = (
+                f"SELECT 1 FROM {FTS_TABLE} CROSS JOIN {CONTENT_TABLE} AS mi "
                 f"ON mi.id = {FTS_TABLE}.rowid CROSS JOIN openclaw_sessions AS s "
-                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where})"
+                f"ON s.session_id = mi.session_id WHERE {FTS_TABLE} MATCH :m AND {where}"
             )
+            sql = f"SELECT EXISTS ({rows})"
+            # 2: also held by a visible message without any mask, looked for only once the
+            # word is proved visible (CASE evaluates its branches lazily).
+            bare_sql = (
+                f"SELECT CASE WHEN EXISTS ({rows}) THEN "
+                f"1 + EXISTS ({rows} AND instr(mi.body, :ellipsis) = 0) ELSE 0 END"
+            )
+        if bare:
+            params["ellipsis"] = MASK_ELLIPSIS
+            if not conn.in_transaction():
+                conn.begin()  # the engine's BEGIN (engine.py): the words are kept for it
         proved: list[str] = []
+        found_bare: set[str] = set()
         for word in words:
             if len(proved) >= want:
                 break
             params["m"] = _match_word(word, prefix)
-            if cur.execute(sql, params).fetchone()[0]:
+            short = bare and len(word) <= MAX_FRAGMENT_CHARS
+            held = int(cur.execute(bare_sql if short else sql, params).fetchone()[0])
+            if held:
                 proved.append(word)
+            if held == 2:
+                found_bare.add(word)
+        if found_bare:
+            _keep_bare_words(conn, caller, exact, found_bare)
         return proved
 
     @staticmethod
