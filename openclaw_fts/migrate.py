@@ -71,13 +71,15 @@ GUARD_REVISION = "0009_impact_promotion_lock"
 #: The revision after it, which changes no table either (functions on PostgreSQL); the one
 #: after it adds an index (revision 0011: the index rows' time order).
 SELF_PROMOTING_REVISION = "0010_impact_own_counts"
-#: That revision, adding the index; the head after it changes no table (functions on
+#: That revision, adding the index; the one after it changes no table (functions on
 #: PostgreSQL, nothing on SQLite: a promotion's bound).
 TIME_ORDER_REVISION = "0011_index_rows_by_time"
-#: The revision after it, which changes no table the ORM models (functions on PostgreSQL); the
-#: one after it adds the pending marks (revision 0014: a table and triggers on PostgreSQL,
-#: nothing on SQLite).
+#: That revision; the one after it adds a column the models do not declare on PostgreSQL
+#: (the impact lists' rows' time: revision 0013), nothing on SQLite.
 BOUNDED_REVISION = "0012_impact_promotion_bounded"
+#: That revision; the head after it adds the pending marks (revision 0014: a table and
+#: triggers on PostgreSQL, nothing on SQLite).
+ROW_TIME_REVISION = "0013_impact_row_time"
 
 
 @functools.lru_cache(maxsize=1)
@@ -200,10 +202,12 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
     every model present means :data:`IMPACT_REVISION` (0007 added the impact lists' tables),
     :data:`LAST_SEQ_REVISION`, :data:`GUARD_REVISION`, :data:`SELF_PROMOTING_REVISION`,
-    :data:`TIME_ORDER_REVISION`, :data:`BOUNDED_REVISION` or the head, which change no table
-    the ORM models: they change triggers and functions on PostgreSQL (the head adds its pending
-    marks' table there), read there to tell them apart, and do nothing on SQLite, but for
-    0011's index on the index rows' time, read on both; every model but those means
+    :data:`TIME_ORDER_REVISION`, :data:`BOUNDED_REVISION`, :data:`ROW_TIME_REVISION` or the
+    head, which change no table
+    of the models: they change triggers and functions on PostgreSQL (0013 adds a column there
+    the models do not declare, the head its pending marks' table), read there to tell them
+    apart, and do nothing on SQLite, but for 0011's index on the index rows' time, read on
+    both; every model but those means
     :data:`TABLES_REVISION` or :data:`STATISTICS_REVISION`, which changes no table either: it
     sets a statistics target on PostgreSQL, read there likewise."""
     if isinstance(bind, Engine):
@@ -231,8 +235,10 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
             return (SELF_PROMOTING_REVISION,)
         if not probes_of(bind).promotion_bounded(bind):
             return (TIME_ORDER_REVISION,)
-        if not probes_of(bind).pending_marked(bind):
+        if not probes_of(bind).lists_timed(bind):
             return (BOUNDED_REVISION,)
+        if not probes_of(bind).pending_marked(bind):
+            return (ROW_TIME_REVISION,)
         return tuple(sorted(head_revisions()))
     if present == set(metadata.tables) - set(IMPACT_TABLES):
         if not probes_of(bind).tables_at_head(bind):

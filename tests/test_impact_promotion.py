@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from conftest import PARTITIONED
-from factories import chain, msg, transcript_file
+from factories import T0, chain, msg, transcript_file
 from pgserver import PgServer
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session, sessionmaker
@@ -184,13 +184,117 @@ def test_optimize_finds_and_rebuilds_a_drifted_list(
     with store.engine.begin() as conn:  # an extra row too: a message that does not hold it
         conn.execute(
             text(
-                "INSERT INTO message_impact (row_id, term, impact, tf, doc_len) "
-                "SELECT id, 'zebra', 1, 1, 1 FROM message_index "
+                "INSERT INTO message_impact (row_id, term, impact, tf, doc_len, timestamp_ms) "
+                "SELECT id, 'zebra', 1, 1, 1, timestamp_ms FROM message_index "
                 "WHERE NOT body_tsv @@ 'zebra'::tsquery LIMIT 1"
             )
         )
     store.optimize()
     lists_answer_exactly(store, monkeypatch, ["zebra"])
+
+
+# -- the list rows' time (revision 0013) -----------------------------------------------------
+
+#: Windows over :func:`_timed_corpus`'s sessions (message ``i`` at ``T0 + i`` seconds, even
+#: ``i`` the user's), each holding more than ``LIMIT`` of their messages: the list answers.
+#: The first two have an edge on one of the best messages (21 and 49: the word four times,
+#: no filler), which each must keep.
+WINDOWS: tuple[dict[str, Any], ...] = (
+    {"since": T0 + 21_000},
+    {"until": T0 + 49_000},
+    {"since": T0 + 5_000, "until": T0 + 45_000},
+    {"role": "user", "since": T0 + 10_000},
+    {"role": "assistant", "until": T0 + 40_000},
+)
+#: Messages of each session of :func:`_timed_corpus`.
+TIMED_MESSAGES = 60
+
+
+def _timed_corpus(store: TranscriptStore, key: str, agent: str = "main") -> None:
+    """A session of :data:`TIMED_MESSAGES` messages holding "zebra" once to four times."""
+    store.create_session(key, f"agent:{agent}:{key}", agent_id=agent)
+    texts = [
+        ("zebra " * (1 + i % 4)) + " ".join(["filler"] * (i % 7)) for i in range(TIMED_MESSAGES)
+    ]
+    store.append_many(key, chain(texts, prefix=key))
+
+
+def _untimed_list_rows(engine: Engine) -> int:
+    """List rows whose time is not their index row's (or that have no index row)."""
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                text(
+                    "SELECT count(*) FROM message_impact AS i LEFT JOIN message_index AS mi "
+                    "ON mi.id = i.row_id WHERE mi.timestamp_ms IS DISTINCT FROM i.timestamp_ms"
+                )
+            ).scalar_one()
+        )
+
+
+def windows_answer_exactly(
+    store: TranscriptStore, monkeypatch: pytest.MonkeyPatch, walks: list[int], caller: Caller
+) -> None:
+    """Every list row has its index row's time, ``check`` is clean, and each of
+    :data:`WINDOWS` is answered by the list (one walk), as the exact path answers it."""
+    assert _untimed_list_rows(store.engine) == 0
+    lists_answer_exactly(store, monkeypatch, ["zebra"])
+    for window in WINDOWS:
+        before = len(walks)
+        monkeypatch.setattr(PostgresqlBackend, "IMPACT_LISTS", True)
+        fast = store.search(caller, "zebra", limit=LIMIT, **window)["results"]
+        monkeypatch.setattr(PostgresqlBackend, "IMPACT_LISTS", False)
+        exact = store.search(caller, "zebra", limit=LIMIT, **window)["results"]
+        monkeypatch.setattr(PostgresqlBackend, "IMPACT_LISTS", True)
+        assert fast == exact, window
+        assert len(exact) == LIMIT, window
+        assert len(walks) - before == 1, window
+        edges = {window.get("since"), window.get("until")}
+        assert not {T0 + 21_000, T0 + 49_000} & edges or edges & {h["timestamp"] for h in fast}
+        for hit in fast:
+            assert window.get("since", hit["timestamp"]) <= hit["timestamp"]
+            assert hit["timestamp"] <= window.get("until", hit["timestamp"])
+            assert hit["role"] == window.get("role", hit["role"])
+
+
+@pytest.mark.parametrize("db_engine", LAYOUTS)
+def test_list_rows_keep_their_index_rows_time_however_they_are_written(
+    store: TranscriptStore,
+    host: sessionmaker[Session],
+    monkeypatch: pytest.MonkeyPatch,
+    walks: list[int],
+) -> None:
+    """A walk with a window drops the list rows outside it by the list row's own time
+    (revision 0013), so every way a list row is written must give it its index row's time:
+    the promotion, the insert trigger, a rebuild of a drifted list and, on the partitioned
+    layout, a change of agent (its rows move partition and their list rows are written
+    again). After each, ``all`` and ``agent`` callers' windowed searches are answered by the
+    list exactly as the exact path answers them; a list row given another time is drift."""
+    agent = Caller("agent:main:me", visibility="agent")
+    _timed_corpus(store, "z")
+    assert promote(store.engine) >= 1  # the promotion's rows
+    for caller in (CALLER, agent):
+        windows_answer_exactly(store, monkeypatch, walks, caller)
+    _timed_corpus(store, "y")  # the insert trigger's rows
+    for caller in (CALLER, agent):
+        windows_answer_exactly(store, monkeypatch, walks, caller)
+    with store.engine.begin() as conn:  # behind the plugin's back
+        conn.execute(
+            text(
+                "UPDATE message_impact SET timestamp_ms = timestamp_ms + 1 WHERE term = 'zebra' "
+                "AND row_id = (SELECT min(row_id) FROM message_impact WHERE term = 'zebra')"
+            )
+        )
+    report = check(store.engine)
+    assert report.impact_drift == {"zebra": {"missing": 1, "extra": 1}}
+    assert store.reconcile()["ran"]  # the rebuild's rows
+    windows_answer_exactly(store, monkeypatch, walks, CALLER)
+    with host.begin() as db:  # a change of agent: on the partitioned layout, rows move
+        session = db.get(AgentSession, "y")
+        assert session is not None
+        session.agent_id = "ops"
+    for caller in (CALLER, agent):
+        windows_answer_exactly(store, monkeypatch, walks, caller)
 
 
 # -- faults: every write path, promotions, SIGKILLs and an immediate restart -----------------

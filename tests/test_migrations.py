@@ -82,12 +82,14 @@ FTS_TABLES = {
 #: column and an index of ``message_index``).
 SEARCH_TABLES = {"sqlite": FTS_TABLES, "postgresql": {PENDING_TABLE}}
 #: What autogenerate would report without ``include_name`` on a database at head, besides the
-#: version table: the search objects the models do not declare.
+#: version table: the search objects the models do not declare (on PostgreSQL also the
+#: impact-list rows' time, revision 0013, and the pending marks, 0014).
 UNFILTERED_DIFF = {
     "sqlite": {("remove_table", name) for name in FTS_TABLES},
     "postgresql": {
         ("remove_index", pg.GIN_INDEX),
         ("remove_column", pg.TSVECTOR_COLUMN),
+        ("remove_column", pg.impact.ROW_TIME_COLUMN),
         ("remove_table", PENDING_TABLE),
         ("remove_index", VERSION_INDEX),
     },
@@ -993,6 +995,113 @@ def test_0014_marks_the_pending_sessions_and_downgrade_restores_0012(engine: Eng
         assert not store.search(CALLER, "lantern").get("indexing")
     assert pending_marks(engine) == (set() if postgresql else None)
     assert check(engine).ok
+
+
+def list_rows(engine: Engine) -> list[tuple[Any, ...]]:
+    """Every impact-list row (with its time from revision 0013 on PostgreSQL, when it has it),
+    and whether each list row's time is its index row's."""
+    timed = engine.dialect.name == "postgresql" and pg_row_time(engine)
+    time = ", i.timestamp_ms, i.timestamp_ms = mi.timestamp_ms" if timed else ""
+    with engine.connect() as conn:
+        return [
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    f"SELECT i.row_id, i.term, i.impact{time} FROM message_impact AS i "
+                    "JOIN message_index AS mi ON mi.id = i.row_id ORDER BY i.term, i.row_id"
+                )
+            )
+        ]
+
+
+def pg_row_time(engine: Engine) -> bool:
+    """Whether ``message_impact`` has revision 0013's column."""
+    return any(c["name"] == "timestamp_ms" for c in inspect(engine).get_columns("message_impact"))
+
+
+#: ``since`` windows of :func:`test_0013_gives_the_list_rows_their_time_and_downgrade_drops_it`'s
+#: messages (message ``n`` at ``T0 + n`` ms).
+WINDOWS_0013 = (0, 5, 17, 30)
+
+
+def test_0013_gives_the_list_rows_their_time_and_downgrade_drops_it(engine: Engine) -> None:
+    """0013 adds the impact-list rows' time on PostgreSQL (nothing on SQLite): an upgrade of a
+    database holding lists fills it with each row's index row's time, on the flat layout and
+    on the partitioned one; downgrade to 0012 drops it and keeps every list row; a host's
+    version table that hides the plugin's revisions is read from it (0012 without it, the head
+    with it); windowed searches answer the same at either revision, and lists written after
+    the upgrade (a new message, a change of agent on the partitioned layout) carry the time."""
+    postgresql = engine.dialect.name == "postgresql"
+    migrate.upgrade(engine)
+    t0 = 1_700_000_000_000
+    with TranscriptStore(engine, background=False) as store:
+        store.create_session("s1", "agent:main:main")
+        for n in range(40):
+            event = {"type": "message", "id": f"m{n}", "timestamp": t0 + n}
+            words = "lantern " * (1 + n % 3) + "filler " * (n % 5)
+            store.append("s1", {**event, "message": {"role": "user", "content": words}})
+        if postgresql:
+            with engine.begin() as conn:  # a word of 8 messages is frequent here
+                pg.impact.promote(conn, 8)
+        else:
+            from openclaw_fts.index.sqlite import impact as sqlite_impact
+            from openclaw_fts.index.sqlite.fts import cursor
+
+            with engine.begin() as conn:
+                sqlite_impact.promote(cursor(conn), 8)
+
+    def windows() -> list[Any]:
+        with TranscriptStore(engine, upgrade=False, background=False) as store:
+            return [store.search(CALLER, "lantern", since=t0 + w)["results"] for w in WINDOWS_0013]
+
+    listed = list_rows(engine)
+    assert listed and (not postgresql or all(r[4] for r in listed))
+    found = windows()
+    assert all(found)
+    migrate.downgrade(engine, migrate.BOUNDED_REVISION)
+    if postgresql:  # a pooled connection remembers that the list rows had their time
+        engine.dispose()
+    assert migrate.current_revisions(engine) == (migrate.BOUNDED_REVISION,)
+    if postgresql:
+        assert not pg_row_time(engine)
+    assert [r[:3] for r in list_rows(engine)] == [r[:3] for r in listed]
+    assert windows() == found
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    hidden = migrate.BOUNDED_REVISION if postgresql else HEAD_REVISION
+    assert migrate.host_revisions(engine) == (hidden,)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE alembic_version"))
+    if postgresql:  # 0012's partitioned layout (its change-of-agent function: 0009's)
+        with engine.begin() as conn:
+            pg.partition.partition_by_agent(conn, 4)
+            conn.execute(text(revision_module("0013_impact_row_time").MOVE_FUNCTION_0012))
+        engine.dispose()
+    migrate.upgrade(engine)
+    assert migrate.current_revisions(engine) == (HEAD_REVISION,)
+    assert list_rows(engine) == listed
+    assert windows() == found
+    assert check(engine).ok
+    with TranscriptStore(engine, background=False) as store:
+        event = {"type": "message", "id": "m40", "timestamp": t0 + 40, "parentId": "m39"}
+        store.append("s1", {**event, "message": {"role": "user", "content": "lantern " * 4}})
+    if postgresql:
+        with engine.begin() as conn:  # the partitioned layout moves the rows, relisted
+            conn.execute(text("UPDATE openclaw_sessions SET agent_id = 'ops'"))
+    added = list_rows(engine)
+    assert len(added) > len(listed) and (not postgresql or all(r[4] for r in added))
+    assert check(engine).ok
+
+
+def revision_module(name: str) -> Any:
+    """A revision's module, loaded from its file (its frozen DDL)."""
+    path = Path(migrate.version_location()) / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"openclaw_fts_revision_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_a_host_version_table_hiding_the_plugin_is_read_from_the_schema(engine: Engine) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import check_search_output
 from factories import chain, msg
-from sqlalchemy import update
+from sqlalchemy import event, update
 from sqlalchemy.orm import Session, sessionmaker
 from test_cli import loads, ok, run
 
@@ -171,6 +171,42 @@ def test_a_narrow_callers_filtered_search_proves_only_the_words_its_rows_hold(
                         fast,
                     )
                 assert both[0] == both[1]
+
+
+def test_a_narrow_callers_found_words_are_proved_without_reading_its_lexemes(
+    store: TranscriptStore, db_engine: str
+) -> None:
+    """PostgreSQL: a ``self`` or ``tree`` caller's search that a filter empties asks whether
+    its words are found; a found word is proved by its first visible message, not by reading
+    every lexeme of the caller's rows that starts with its first letters (what near words
+    read, and still read for a misspelt word, with the same answer)."""
+    if not db_engine.startswith("postgresql"):
+        pytest.skip("PostgreSQL's statements")
+    store.create_session("s-main", "agent:main:main")
+    lines = ["please borrow the deployment notes", "the walrus sleeps", "borrowed time"]
+    store.append_many("s-main", chain(lines, prefix="s-main-"))
+    ran: list[str] = []
+
+    def seen(*args: object) -> None:
+        ran.append(str(args[2]))
+
+    window = {"since": "2000-01-01", "until": "2000-01-02"}
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        for caller in (SELF, Caller("agent:main:main", visibility="tree")):
+            for query, said in (("borrow", ""), ("borrow walrus", ""), ("borow", "borrow")):
+                del ran[:]
+                out = check_search_output(
+                    tools.sessions_search(store, caller, {"query": query, **window})
+                )
+                assert out["results"] == []
+                assert (said in str(out.get("warning", ""))) and (
+                    ("Did you mean" in str(out.get("warning", ""))) == bool(said)
+                ), (caller.visibility, query)
+                read = any("tsvector_to_array" in statement for statement in ran)
+                assert read == bool(said), (caller.visibility, query)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
 
 
 def test_never_a_word_the_caller_cannot_search(populated: TranscriptStore) -> None:

@@ -19,7 +19,7 @@ rows). SQLite: nothing (its one probe is memoised by ``PRAGMA data_version``).
 Downgrade drops the triggers, their functions, the table and the index.
 
 Revision ID: 0014_pending_sessions
-Revises: 0012_impact_promotion_bounded
+Revises: 0013_impact_row_time
 Create Date: 2026-12-07
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 from alembic import op
 
 revision: str = "0014_pending_sessions"
-down_revision: str | None = "0012_impact_promotion_bounded"
+down_revision: str | None = "0013_impact_row_time"
 branch_labels: tuple[str, ...] | None = None
 depends_on: str | None = None
 

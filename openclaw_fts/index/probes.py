@@ -59,8 +59,14 @@ class RevisionProbes(Protocol):
         of words)."""
         ...
 
-    def pending_marked(self, conn: Connection) -> bool:
+    def lists_timed(self, conn: Connection) -> bool:
         """On a database at revision 0012 by its tables, triggers, functions and indexes:
+        whether it also has what revision 0013 adds (the impact lists' rows carry their index
+        row's time)."""
+        ...
+
+    def pending_marked(self, conn: Connection) -> bool:
+        """On a database at revision 0013 by its tables, triggers, functions and indexes:
         whether it also has what revision 0014 adds (the pending marks)."""
         ...
 

@@ -2,9 +2,11 @@
 
 Invariant: every tracked word's list holds exactly the index rows whose ``body_tsv`` has the
 word as a lexeme and whose impact reaches the word's ``min_impact``, each with ``impact =
-ts_rank(body_tsv, word, 1)``, the very score the exact
-path ranks by (a one-lexeme query's ``ts_rank`` depends on the row alone), so a list's order
-IS the exact order. The rows are written by an ``AFTER INSERT`` statement trigger on the index
+ts_rank(body_tsv, word, 1)``, the very score the exact path ranks by (a one-lexeme query's
+``ts_rank`` depends on the row alone), so a list's order IS the exact order, and with its index
+row's ``timestamp_ms`` (:data:`ROW_TIME_COLUMN`, revision 0013; an index row's time never
+changes), so a walk with a time window drops the list rows outside it before it joins them to
+their index rows. The rows are written by an ``AFTER INSERT`` statement trigger on the index
 rows (:data:`INSERT_TRIGGER`, from the rows' transition table, in the inserting statement's
 transaction, whatever inserted them) and removed with their index row (the foreign key's
 cascade on the flat layout; a row trigger, :data:`DELETE_TRIGGER`, on the partitioned one);
@@ -16,7 +18,7 @@ to the threshold — no scan of the index, and no ``ANALYZE`` needed (before 001
 the planner's statistics only, which exist after one: a host that wrote and searched at once,
 without ``optimize``, had no lists; those statistics still add candidates when there are any).
 Tracked words are plain ASCII letters and digits, which are their own ``tsquery`` text. The
-DDL here is what revisions 0007, 0009, 0010 and 0012 create (they keep frozen copies).
+DDL here is what revisions 0007, 0009, 0010, 0012 and 0013 create (they keep frozen copies).
 
 Why that holds under concurrency (revision 0009). A promotion reads the index rows that are
 committed; a writer's trigger joins the words that are tracked in ITS snapshot. Left alone, a
@@ -90,6 +92,9 @@ INSERT_FUNCTION = "openclaw_fts_impact_insert"
 INSERT_TRIGGER = "message_index_impact_insert"
 DELETE_FUNCTION = "openclaw_fts_impact_delete"
 DELETE_TRIGGER = "message_index_impact_delete"
+#: The list rows' copy of their index row's time (revision 0013): a walk with a ``since`` /
+#: ``until`` drops the rows outside the window before joining them to their index rows.
+ROW_TIME_COLUMN = "timestamp_ms"
 PROMOTE_FUNCTION = "openclaw_fts_impact_promote"
 #: The foreign key of the flat layout (rows follow their index row).
 ROW_FOREIGN_KEY = "fk_message_impact_row_id"
@@ -136,8 +141,9 @@ def relist_session_sql(table: str) -> str:
     ``table``, those it lacks only (a change of agent moves the rows between partitions,
     and the partitioned layout's delete trigger removed their list rows on the way)."""
     return (
-        f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
-        "SELECT x.id, x.term, x.impact, x.tf, x.doc_len FROM (SELECT n.id, t.term, t.min_impact, "
+        f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len, {ROW_TIME_COLUMN}) "
+        "SELECT x.id, x.term, x.impact, x.tf, x.doc_len, x.timestamp_ms FROM "
+        "(SELECT n.id, t.term, t.min_impact, n.timestamp_ms, "
         f"ts_rank(n.{TSVECTOR_COLUMN}, t.term::tsquery, 1) AS impact, "
         f"coalesce(array_length(u.positions, 1), 1) AS tf, length(n.{TSVECTOR_COLUMN}) AS doc_len "
         f"FROM {table} AS n CROSS JOIN LATERAL unnest(n.{TSVECTOR_COLUMN}) AS u "
@@ -212,8 +218,9 @@ _CANDIDATES = f"SELECT x.cand FROM {CANDIDATES_FUNCTION}(min_docs) AS x(cand)"
 CREATE_INSERT_FUNCTION = (
     f"CREATE OR REPLACE FUNCTION {INSERT_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
     f"BEGIN {_GUARD}"
-    f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
-    "SELECT x.id, x.term, x.impact, x.tf, x.doc_len FROM (SELECT n.id, t.term, t.min_impact, "
+    f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len, {ROW_TIME_COLUMN}) "
+    "SELECT x.id, x.term, x.impact, x.tf, x.doc_len, x.timestamp_ms FROM "
+    "(SELECT n.id, t.term, t.min_impact, n.timestamp_ms, "
     f"ts_rank(n.{TSVECTOR_COLUMN}, t.term::tsquery, 1) AS impact, "
     f"coalesce(array_length(u.positions, 1), 1) AS tf, length(n.{TSVECTOR_COLUMN}) AS doc_len "
     f"FROM {_NEW_ROWS} AS n CROSS JOIN LATERAL unnest(n.{TSVECTOR_COLUMN}) AS u "
@@ -266,8 +273,9 @@ CREATE_PROMOTE_FUNCTION = (
     f"SELECT coalesce((SELECT r FROM (SELECT ts_rank({TSVECTOR_COLUMN}, w::tsquery, 1) AS r "
     f"FROM {CONTENT_TABLE} WHERE {TSVECTOR_COLUMN} @@ w::tsquery ORDER BY 1 DESC "
     f"OFFSET greatest({LIST_MIN_ROWS}, n / {LIST_DIVISOR}) - 1 LIMIT 1) AS z), 0) INTO cut; "
-    f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
-    "SELECT x.id, w, x.impact, x.tf, x.doc_len FROM (SELECT mi.id, "
+    f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len, {ROW_TIME_COLUMN}) "
+    "SELECT x.id, w, x.impact, x.tf, x.doc_len, x.timestamp_ms FROM "
+    "(SELECT mi.id, mi.timestamp_ms, "
     f"ts_rank(mi.{TSVECTOR_COLUMN}, w::tsquery, 1) AS impact, "
     f"coalesce(array_length(u.positions, 1), 1) AS tf, length(mi.{TSVECTOR_COLUMN}) AS doc_len "
     f"FROM {CONTENT_TABLE} AS mi CROSS JOIN LATERAL unnest(mi.{TSVECTOR_COLUMN}) AS u "
@@ -416,8 +424,9 @@ def _lock_exclusive(conn: Connection) -> bool:
 def _fill(words: str) -> str:
     """The list rows of the tracked words that ``words`` selects (a condition on ``t``)."""
     return (
-        f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len) "
-        "SELECT x.id, x.term, x.impact, x.tf, x.doc_len FROM (SELECT mi.id, t.term, "
+        f"INSERT INTO {IMPACT_TABLE} (row_id, term, impact, tf, doc_len, {ROW_TIME_COLUMN}) "
+        "SELECT x.id, x.term, x.impact, x.tf, x.doc_len, x.timestamp_ms FROM "
+        "(SELECT mi.id, t.term, mi.timestamp_ms, "
         f"t.min_impact, ts_rank(mi.{TSVECTOR_COLUMN}, t.term::tsquery, 1) AS impact, "
         "coalesce(array_length(u.positions, 1), 1) AS tf, "
         f"length(mi.{TSVECTOR_COLUMN}) AS doc_len FROM {TERMS_TABLE} AS t "
@@ -485,12 +494,18 @@ def repair(conn: Connection, *, verify: bool) -> list[str]:
 
 def drift(conn: Connection) -> dict[str, dict[str, int]]:
     """Each tracked word whose list differs from the rows whose ``tsvector`` holds it with an
-    impact reaching its ``min_impact``."""
+    impact reaching its ``min_impact`` (a list row whose time is not its index row's counts
+    as one missing and one extra: revision 0013)."""
+    timed = has_row_time(conn)
     should = (
-        f"SELECT mi.id FROM {CONTENT_TABLE} AS mi WHERE mi.{TSVECTOR_COLUMN} @@ t.term::tsquery "
+        f"SELECT mi.id{', mi.timestamp_ms' if timed else ''} FROM {CONTENT_TABLE} AS mi "
+        f"WHERE mi.{TSVECTOR_COLUMN} @@ t.term::tsquery "
         f"AND ts_rank(mi.{TSVECTOR_COLUMN}, t.term::tsquery, 1) >= t.min_impact"
     )
-    has = f"SELECT i.row_id FROM {IMPACT_TABLE} AS i WHERE i.term = t.term"
+    has = (
+        f"SELECT i.row_id{f', i.{ROW_TIME_COLUMN}' if timed else ''} FROM {IMPACT_TABLE} AS i "
+        "WHERE i.term = t.term"
+    )
     rows = conn.execute(
         text(
             f"SELECT t.term, (SELECT count(*) FROM ({should} EXCEPT {has}) AS m), "
@@ -513,28 +528,89 @@ TRACKED_SQL = (
 )
 
 
-def walk_sql(where: str, scope: str, condition: str = "") -> str:
+def walk_sql(where: str, scope: str, condition: str = "", listed: str = "") -> str:
     """The walk of a word's list (none while it is untrusted: the exact path answers): its
-    first :data:`WALK_CAP_ROWS` rows in descending impact,
-    joined to their index rows and sessions, the first ``:impact_rows`` that satisfy ``where``
-    (the visibility over ``s``), ``scope`` and ``condition`` (each ``''`` or ``' AND …'``),
-    with their bodies. ``WITH TIES`` at both cuts: the rows tied on the impact at a cut come
-    along, so the exact path's tie-break (newest, session key, message id, row id) can order
-    them. Rows in descending impact only: the planner reads the list's index backwards through
-    nested loops and stops at the limit (a sort on the exact path's whole key would read every
-    row of the walk first). ``rank`` is the impact as ``ts_rank`` returns it (a ``real``; the
-    column holds it widened), so a score is the exact path's to the last digit."""
+    first :data:`WALK_CAP_ROWS` rows in descending impact, joined to their index rows and
+    sessions, the first ``:impact_rows`` that satisfy ``where`` (the visibility over ``s``),
+    ``scope`` and ``condition`` (each ``''`` or ``' AND …'``), with their bodies. ``listed``
+    (``''`` or ``' AND …'``, :func:`list_filters`): conditions on the list rows' own columns
+    (alias ``c``), applied to the capped rows before the join (a list row has its index row's
+    time, so the rows returned and the rows read are the same, and a window that keeps 1 list
+    row in 10 no longer joins the 9 others to their index rows to drop them). ``WITH TIES``
+    at both cuts: the rows tied on the impact at a cut come along, so the exact path's
+    tie-break (newest, session key, message id, row id) can order them. Rows in descending
+    impact only: the planner reads the list's index backwards through nested loops and stops
+    at the limit (a sort on the exact path's whole key would read every row of the walk
+    first). ``rank`` is the impact as ``ts_rank`` returns it (a ``real``; the column holds it
+    widened), so a score is the exact path's to the last digit."""
+    walked = (
+        f"SELECT row_id, impact{', ' + ROW_TIME_COLUMN if listed else ''} FROM {IMPACT_TABLE} "
+        f"WHERE term = :impact_word AND EXISTS (SELECT 1 FROM {TERMS_TABLE} AS tw "
+        "WHERE tw.term = :impact_word AND tw.avg_len >= 0) "
+        "ORDER BY impact DESC FETCH FIRST :impact_cap ROWS WITH TIES"
+    )
+    if listed:
+        # Inside CASE the planner cannot estimate the window (1 list row in 10 for 7 days at
+        # 100k): with the estimate it sorted the whole list instead of reading its index in
+        # order until enough rows pass (very common words: 1.7-2.4 ms of execution against
+        # 0.26 ms; EXPLAIN ANALYZE on the 100k bench store, median of 7).
+        walked = (
+            f"SELECT c.row_id, c.impact FROM ({walked}) AS c "
+            f"WHERE CASE WHEN TRUE{listed} THEN TRUE ELSE FALSE END"
+        )
     return (
         "SELECT mi.id, mi.session_id, mi.seq, mi.event_id, mi.role, mi.timestamp_ms, "
         "s.session_key, -CAST(i.impact AS real) AS rank, mi.body "
-        f"FROM (SELECT row_id, impact FROM {IMPACT_TABLE} WHERE term = :impact_word "
-        f"AND EXISTS (SELECT 1 FROM {TERMS_TABLE} AS tw WHERE tw.term = :impact_word "
-        "AND tw.avg_len >= 0) "
-        "ORDER BY impact DESC FETCH FIRST :impact_cap ROWS WITH TIES) AS i "
+        f"FROM ({walked}) AS i "
         f"JOIN {CONTENT_TABLE} AS mi ON mi.id = i.row_id "
         "JOIN openclaw_sessions AS s ON s.session_id = mi.session_id "
         f"WHERE {where}{scope}{condition} "
         "ORDER BY i.impact DESC FETCH FIRST :impact_rows ROWS WITH TIES"
+    )
+
+
+def list_filters(since: int | None, until: int | None, params: dict[str, Any]) -> str:
+    """A search's time window as :func:`walk_sql`'s ``listed`` conditions on the list rows'
+    :data:`ROW_TIME_COLUMN` (the same ``:since`` / ``:until`` parameters as the conditions on
+    the index rows, ``hits.user_filters``; their values added to ``params``)."""
+    filters = []
+    if since is not None:
+        filters.append(f" AND c.{ROW_TIME_COLUMN} >= :since")
+        params["since"] = since
+    if until is not None:
+        filters.append(f" AND c.{ROW_TIME_COLUMN} <= :until")
+        params["until"] = until
+    return "".join(filters)
+
+
+#: Where a pooled DBAPI connection remembers whether its list rows carry their time.
+_TIMED_MEMO = "openclaw_fts_pg_impact_timed"
+
+
+def timed(conn: Connection) -> bool:
+    """Whether the list rows carry their index row's time (revision 0013's
+    :data:`ROW_TIME_COLUMN`), read once per pooled connection: a connection that learnt it
+    before an upgrade walks without the window (the same rows, the join drops them); one that
+    learnt it before a downgrade below 0013 fails its windowed walks until the pool is renewed
+    (downgrade with the plugin's processes stopped, as for :mod:`.partition`'s layout)."""
+    info = conn.connection.info
+    found = info.get(_TIMED_MEMO)
+    if found is None:
+        found = has_row_time(conn)
+        info[_TIMED_MEMO] = found
+    return bool(found)
+
+
+def has_row_time(conn: Connection) -> bool:
+    """Whether ``message_impact`` has :data:`ROW_TIME_COLUMN` now (no memo: the revision probe)."""
+    return bool(
+        conn.execute(
+            text(
+                "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(:t) "
+                "AND attname = :c AND attnum > 0 AND NOT attisdropped)"
+            ),
+            {"t": IMPACT_TABLE, "c": ROW_TIME_COLUMN},
+        ).scalar()
     )
 
 
@@ -558,14 +634,16 @@ def top_rows(
     *,
     condition: str,
     scope: str,
+    listed: str = "",
 ) -> list[Any] | None:
     """The first ``want`` visible rows of ``word``'s list in the exact path's order, with
     their bodies, in one statement; None when the list's first :data:`WALK_CAP_ROWS` rows
     hold fewer than ``want`` visible ones (or the word is not tracked: its list is empty).
     ``where``/``scope``: the visibility over sessions ``s`` and index rows ``mi``;
-    ``condition``: the pending condition ('' when nothing visible is pending)."""
+    ``condition``: the pending condition ('' when nothing visible is pending); ``listed``:
+    :func:`walk_sql`'s."""
     bound = {**params, **walk_params(word, want)}
-    rows = list(conn.execute(text(walk_sql(where, scope, condition)), bound).all())
+    rows = list(conn.execute(text(walk_sql(where, scope, condition, listed)), bound).all())
     if len(rows) < want:
         return None
     rows.sort(key=exact_order)

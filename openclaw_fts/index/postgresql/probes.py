@@ -1,8 +1,9 @@
 """PostgreSQL's revision probes (:class:`~openclaw_fts.index.probes.RevisionProbes`): revisions
 0006, 0008, 0009, 0010 and 0012 change no table, only a statistics target, a trigger and
-functions, 0011 adds an index and 0014 the pending marks (a table the ORM does not model, its
-triggers and an index), read here from the catalogue; the ``tsvector`` column and its GIN
-index, the pending marks' table and the index state's version index are the engine's own.
+functions, 0011 adds an index, 0013 a column the models do not declare (the impact lists'
+rows' time) and 0014 the pending marks (a table the ORM does not model, its triggers and an
+index), read here from the catalogue; the ``tsvector`` column and its GIN index, that column,
+the pending marks' table and the index state's version index are the engine's own.
 
 Invariant: every probe only reads the system catalogue. Revision 0007's backfill runs its own
 SQL function here, so these probes have no ``track_frequent`` (the one probe that writes).
@@ -13,6 +14,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, text
 
 from ...models import TIME_INDEX
+from ..impact import IMPACT_TABLE
 from ..pending import PENDING_TABLE
 from . import impact, pending_marks
 from .names import CONTENT_TABLE, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET, is_search_object
@@ -23,8 +25,11 @@ class PostgresqlProbes:
     """What PostgreSQL's catalogue says about the plugin's revisions."""
 
     def unmodelled(self, type_: str, name: str, table: str | None) -> bool:
-        """The generated ``tsvector`` column and its GIN index, the pending marks' table and
-        the index state's version index (revision 0014)."""
+        """The generated ``tsvector`` column and its GIN index; the impact lists' rows' time
+        (revision 0013: PostgreSQL's walk reads it, SQLite's lists have none); the pending
+        marks' table and the index state's version index (revision 0014)."""
+        if type_ == "column" and table == IMPACT_TABLE and name == impact.ROW_TIME_COLUMN:
+            return True
         if type_ == "table" and name == PENDING_TABLE:
             return True
         if type_ == "index" and name == pending_marks.VERSION_INDEX:
@@ -62,6 +67,10 @@ class PostgresqlProbes:
         """Revision 0012 made the promotion function take a bound on the words it tracks
         (``pg_proc``: its two-argument form)."""
         return impact.bounded(conn)
+
+    def lists_timed(self, conn: Connection) -> bool:
+        """Revision 0013 added the impact lists' rows' time (``pg_attribute``)."""
+        return impact.has_row_time(conn)
 
     def pending_marked(self, conn: Connection) -> bool:
         """Revision 0014 added the pending marks' table."""

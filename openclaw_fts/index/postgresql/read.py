@@ -554,6 +554,7 @@ def folded_sql(
     recent: RecentPlan = "exact",
     floor: int | None = None,
     marked: bool = False,
+    timed: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """A whole search in ONE statement: the snapshot it reads (the key of the pending memo),
     whether a session the caller may see (keyed ``req.session_key`` when given) is pending,
@@ -576,7 +577,9 @@ def folded_sql(
     ``EXPLAIN ANALYZE``.) Without ``walk``, ``listed`` is FALSE. ``recent``, ``floor``:
     :func:`hits_sql`'s. ``marked``: the database keeps the pending marks (revision 0014), so
     the probe reads the marked sessions, not every visible one
-    (:func:`~..pending.pending_probe_sql`)."""
+    (:func:`~..pending.pending_probe_sql`). ``timed``: the list rows carry their time
+    (:func:`.impact.timed`), so the walk drops the rows outside a ``since`` / ``until``
+    window before the join."""
     assert word is not None or not walk
     where, visibility = _visible_sql(caller, req.session_key)
     params: dict[str, Any] = {
@@ -618,7 +621,8 @@ def folded_sql(
         return sql, params
     params.update(visibility)
     filters = user_filters(req, params)
-    rows = impact.walk_sql(where, "", f"{_CLEAN_UNLESS_NONE_PENDING} {filters}".rstrip())
+    listed = impact.list_filters(req.since, req.until, params) if timed else ""
+    rows = impact.walk_sql(where, "", f"{_CLEAN_UNLESS_NONE_PENDING} {filters}".rstrip(), listed)
     sql = (
         f"{head}, w AS MATERIALIZED ({rows}) SELECT p.snapshot, p.wrote, p.pending, "
         f"(SELECT count(*) FROM w) >= :impact_rows AS listed, {tracked}, {asked}, r.* FROM p "
@@ -771,6 +775,19 @@ def _prefix_query(head: str) -> str:
     """The ``tsquery`` text of lexemes starting with ``head``, quoted (``'pl':*``): what
     ``starts_with(lexeme, head)`` tests, lexeme by lexeme."""
     return "'" + head.replace("\\", "\\\\").replace("'", "''") + "':*"
+
+
+def _own_lexemes_read(conn: Connection, caller: Caller, head: str, exact: bool) -> bool:
+    """Whether :func:`_own_lexemes` read ``head``'s lexemes in this transaction already. Only
+    whether the words of a query are found (``visible_words(counted=False)``, a search that
+    found nothing asks it first) reads them otherwise: a search that a ``role`` or a time
+    window emptied holds found words, whose first visible row answers (the statement stops
+    there), and reading every lexeme starting with the head from every row of the caller
+    cost 2-3× that search at 100k (``tree`` / ``self`` common words, 7 days: the cell's p95);
+    a misspelt word's near words read them next, as before."""
+    where, params = _visible_sql(caller, None)
+    memo: dict[Any, list[frozenset[str]]] = kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
+    return (predicate_key(where, params), head, exact) in memo
 
 
 def _own_lexemes(
@@ -959,7 +976,15 @@ class PostgresSearch:
             return conn.execute(_statement(sql), params).all()
         tracked = self._tracked_words(conn)
         if word in tracked:
-            sql, params = folded_sql(caller, req, memo=memo, word=word, walk=True, marked=marked)
+            sql, params = folded_sql(
+                caller,
+                req,
+                memo=memo,
+                word=word,
+                walk=True,
+                marked=marked,
+                timed=impact.timed(conn),
+            )
             rows = conn.execute(_statement(sql), params).all()
             if rows[0][3]:
                 return rows
@@ -1080,6 +1105,7 @@ class PostgresSearch:
             scope = f" AND {scope_sql}"
             params.update(scope_params)
         filters = user_filters(req, params)
+        listed = impact.list_filters(req.since, req.until, params) if impact.timed(conn) else ""
         condition = "" if exact else f" AND {EXACT_SESSION}"
         return impact.top_rows(
             conn,
@@ -1089,6 +1115,7 @@ class PostgresSearch:
             params,
             condition=f"{condition} {filters}".rstrip(),
             scope=scope,
+            listed=listed,
         )
 
     def session_hits(
@@ -1228,6 +1255,7 @@ class PostgresSearch:
             not unmasked
             and len(heads) == 1
             and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain)
+            and (counted or prefix or _own_lexemes_read(conn, caller, next(iter(heads)), exact))
         ):
             # The same counts from the caller's rows' lexemes (:func:`_own_lexemes`), which
             # the suggestions for this word read once for all their questions.

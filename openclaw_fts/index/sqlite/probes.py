@@ -3,7 +3,7 @@ that change only PostgreSQL objects do nothing here, and FTS5's tables are its o
 
 Invariant: every probe but :meth:`SqliteProbes.track_frequent` (revision 0007's backfill,
 which writes the impact lists) reads only ``sqlite_master``: SQLite's revisions 0005–0010 are
-told apart by their tables alone, 0011 by its index; 0012 and 0014 do nothing here.
+told apart by their tables alone, 0011 by its index; 0012, 0013 and 0014 do nothing here.
 """
 
 from __future__ import annotations
@@ -54,7 +54,11 @@ class SqliteProbes:
         """Revision 0012 does nothing on SQLite: a database with 0011 has it."""
         return True
 
+    def lists_timed(self, conn: Connection) -> bool:
+        """Revision 0013 does nothing on SQLite: a database with 0012 has it."""
+        return True
+
     def pending_marked(self, conn: Connection) -> bool:
         """Revision 0014 does nothing on SQLite (its one pending probe is memoised by
-        ``PRAGMA data_version``): a database with 0012 has it."""
+        ``PRAGMA data_version``): a database with 0013 has it."""
         return True
