@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,8 @@ from factories import chain, msg, transcript_file
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-import openclaw_fts
 from openclaw_fts import Caller, TranscriptEvent, TranscriptStore, migrate
 from openclaw_fts.alembic import VERSION_TABLE
-from openclaw_fts.engine import make_engine
 from openclaw_fts.index.pending import PENDING_TABLE, STATE_PENDING, pending_probe_sql
 from openclaw_fts.index.postgresql import pending_marks
 
@@ -35,17 +32,6 @@ ALL = Caller("agent:main:main", visibility="all")
 def db_engine(request: pytest.FixtureRequest) -> str:
     """Both PostgreSQL layouts (the marks are on sessions and states, alike in both)."""
     return str(request.param)
-
-
-@pytest.fixture
-def host(db_url: str, store: TranscriptStore) -> Iterator[sessionmaker[Session]]:
-    engine = make_engine(db_url)
-    factory = sessionmaker(engine)
-    openclaw_fts.install(factory)
-    try:
-        yield factory
-    finally:
-        engine.dispose()
 
 
 def marks(engine: Engine) -> set[str]:
