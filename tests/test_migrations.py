@@ -346,6 +346,20 @@ def populate_revision_1(engine: Engine) -> None:
 # -- upgrade -----------------------------------------------------------------------------------
 
 
+def revisions_under_host_table(engine: Engine) -> tuple[str, ...]:
+    """``migrate.host_revisions`` read while the host's own version table (``alembic_version``,
+    holding only the host's revision, as Alembic records heads) hides the plugin's; the table
+    is dropped again after."""
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
+    try:
+        return migrate.host_revisions(engine)
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("DROP TABLE alembic_version"))
+
+
 def test_populated_revision_1_upgrades_fast_then_reconciles(engine: Engine, db_url: str) -> None:
     earlier_release_database(engine, REVISION_1)
     assert migrate.current_revisions(engine) == (REVISION_1,)
@@ -803,12 +817,7 @@ def test_0009_guards_the_impact_lists_and_downgrade_restores_0008(pg_engine: Eng
     migrate.upgrade(pg_engine)
     migrate.downgrade(pg_engine, migrate.LAST_SEQ_REVISION)
     add_message(pg_engine, "s1", "m1", "first")
-    with pg_engine.begin() as conn:
-        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
-        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
-    assert migrate.host_revisions(pg_engine) == (migrate.LAST_SEQ_REVISION,)
-    with pg_engine.begin() as conn:
-        conn.execute(text("DROP TABLE alembic_version"))
+    assert revisions_under_host_table(pg_engine) == (migrate.LAST_SEQ_REVISION,)
     migrate.upgrade(pg_engine)
     assert migrate.current_revisions(pg_engine) == (HEAD_REVISION,)
     add_message(pg_engine, "s1", "m2", "second")
@@ -826,12 +835,7 @@ def test_0010_promotes_from_the_plugins_own_counts_and_downgrade_restores_0009(
     migrate.downgrade(pg_engine, migrate.GUARD_REVISION)
     assert migrate.current_revisions(pg_engine) == (migrate.GUARD_REVISION,)
     add_message(pg_engine, "s1", "m1", "first")
-    with pg_engine.begin() as conn:
-        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
-        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
-    assert migrate.host_revisions(pg_engine) == (migrate.GUARD_REVISION,)
-    with pg_engine.begin() as conn:
-        conn.execute(text("DROP TABLE alembic_version"))
+    assert revisions_under_host_table(pg_engine) == (migrate.GUARD_REVISION,)
     migrate.upgrade(pg_engine)
     assert migrate.current_revisions(pg_engine) == (HEAD_REVISION,)
     add_message(pg_engine, "s1", "m2", "second")
@@ -925,13 +929,8 @@ def test_0012_bounds_the_promotion_and_downgrade_restores_0011(engine: Engine) -
         store.optimize()
         assert store.reconcile()["ran"]
         assert [r["messageId"] for r in store.search(CALLER, "lantern")["results"]] == ["m1"]
-    with engine.begin() as conn:
-        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
-        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
     hidden = migrate.TIME_ORDER_REVISION if postgresql else HEAD_REVISION
-    assert migrate.host_revisions(engine) == (hidden,)
-    with engine.begin() as conn:
-        conn.execute(text("DROP TABLE alembic_version"))
+    assert revisions_under_host_table(engine) == (hidden,)
     migrate.upgrade(engine)
     assert migrate.current_revisions(engine) == (HEAD_REVISION,)
     if postgresql:
@@ -979,13 +978,8 @@ def test_0014_marks_the_pending_sessions_and_downgrade_restores_0012(engine: Eng
     with TranscriptStore(engine, upgrade=False, background=False) as store:
         before = store.search(CALLER, "lantern")
     assert before.get("indexing") is True
-    with engine.begin() as conn:
-        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
-        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
     hidden = migrate.BOUNDED_REVISION if postgresql else HEAD_REVISION
-    assert migrate.host_revisions(engine) == (hidden,)
-    with engine.begin() as conn:
-        conn.execute(text("DROP TABLE alembic_version"))
+    assert revisions_under_host_table(engine) == (hidden,)
     migrate.upgrade(engine)
     assert migrate.current_revisions(engine) == (HEAD_REVISION,)
     assert pending_marks(engine) == ({"s2", "s3"} if postgresql else None)
@@ -1066,13 +1060,8 @@ def test_0013_gives_the_list_rows_their_time_and_downgrade_drops_it(engine: Engi
         assert not pg_row_time(engine)
     assert [r[:3] for r in list_rows(engine)] == [r[:3] for r in listed]
     assert windows() == found
-    with engine.begin() as conn:
-        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(64) PRIMARY KEY)"))
-        conn.execute(text("INSERT INTO alembic_version VALUES ('h002_chats')"))
     hidden = migrate.BOUNDED_REVISION if postgresql else HEAD_REVISION
-    assert migrate.host_revisions(engine) == (hidden,)
-    with engine.begin() as conn:
-        conn.execute(text("DROP TABLE alembic_version"))
+    assert revisions_under_host_table(engine) == (hidden,)
     if postgresql:  # 0012's partitioned layout (its change-of-agent function: 0009's)
         with engine.begin() as conn:
             pg.partition.partition_by_agent(conn, 4)
