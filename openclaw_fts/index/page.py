@@ -63,7 +63,15 @@ class PagedSearch:
         queries = []
         for req, page in zip(reqs, found, strict=True):
             if suggest and not page.hits:
-                words = suggestions(self, conn, caller, req.compiled, exact=words_exact)
+                unfiltered = (
+                    session_key is None
+                    and req.role is None
+                    and req.since is None
+                    and req.until is None
+                )
+                words = suggestions(
+                    self, conn, caller, req.compiled, exact=words_exact, unfiltered=unfiltered
+                )
                 page = QueryPage(page.hits, page.more, page.texts, page.session_hits, words)
             queries.append(page)
         return SearchPage(indexing=indexing, queries=queries)

@@ -133,6 +133,7 @@ def suggestions(
     compiled: CompiledQuery | None,
     *,
     exact: bool = False,
+    unfiltered: bool = False,
 ) -> list[str]:
     """For a query that found nothing: up to :data:`MAX_SUGGESTIONS` words one edit away
     from a query word that no visible message holds (most frequent first, see the module's
@@ -140,7 +141,8 @@ def suggestions(
     and that word's
     prefix form (``word*``) when visible words start with it. ``exact``: no session the caller
     may see is pending in this snapshot (a search that asked says so), and the statements
-    need not test it."""
+    need not test it. ``unfiltered``: the search that found nothing had no ``role``,
+    ``since``, ``until`` or ``sessionKey`` (it read every message the caller may see)."""
     if compiled is None:
         return []
     near: list[str] = []
@@ -153,6 +155,14 @@ def suggestions(
     # Only whether each is found (``counted=False``): the first visible message of each word
     # proves it, where counting them read up to a thousand (bench/NOTES.md, "Filters on the
     # fast paths").
+    # A query of one plain word that an unfiltered search did not find is not found: the
+    # search read what the question would (the same visible, exact messages), so it is not
+    # asked again (one statement, one round trip less for a misspelt word).
+    one_word = (
+        len(compiled.terms) == 1
+        and not compiled.terms[0].prefix
+        and len(compiled.terms[0].tokens) == 1
+    )
     found_words = (
         {
             w
@@ -160,7 +170,7 @@ def suggestions(
                 conn, caller, tokens, want=len(tokens), exact=exact, counted=False
             )
         }
-        if tokens
+        if tokens and not (unfiltered and one_word)
         else set()
     )
     for token in tokens:
