@@ -19,7 +19,6 @@ ordered ``recent``, whose rows are not the list's best).
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import sqlite3
@@ -171,14 +170,19 @@ def _fold_table() -> dict[int, str]:
 _FOLD_TABLE = _fold_table()
 
 
-@functools.lru_cache(maxsize=256)
-def _folding_into(word: str) -> re.Pattern[str]:
-    """The characters :data:`_FOLD_TABLE` folds to a letter of ``word`` or to nothing: a run
-    :func:`words` folds to ``word`` holds one of them, or is ``word`` itself."""
-    chars = {c for c, folded in _FOLD_TABLE.items() if folded == "" or folded in word}
-    if not chars:
-        return re.compile("(?!)")  # matches nothing
-    return re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(chars)) + "]")
+#: Every character :data:`_FOLD_TABLE` folds, as one character class compiled once:
+#: :func:`_folds_into` reads which of them a text holds. A class per word (the characters
+#: folding to its letters), compiled on a word's first search ordered ``recent``, cost that
+#: search 0.15-0.7 ms (sre's compiler in Python), most of the first search's excess over
+#: the next ones (bench/NOTES.md, "the first recent-first search of a word").
+_FOLDING = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_FOLD_TABLE)) + "]")
+
+
+def _folds_into(text: str, word: str) -> bool:
+    """Whether ``text`` holds a character that :data:`_FOLD_TABLE` folds to a letter of
+    ``word`` or to nothing: a run :func:`words` folds to ``word`` holds one of them, or is
+    ``word`` itself. (Each folds to one character or none, and ``"" in word`` holds.)"""
+    return any(_FOLD_TABLE[ord(char)] in word for char in set(_FOLDING.findall(text)))
 
 
 def occurrences(body: str, word: str) -> int:
@@ -189,7 +193,7 @@ def occurrences(body: str, word: str) -> int:
     :func:`words` drops keeps a character from :data:`_FOLDS_BELOW` on, so never equals the
     word)."""
     text = body.lower()
-    if not text.isascii() and _folding_into(word).search(text):
+    if not text.isascii() and _folds_into(text, word):
         text = text.translate(_FOLD_TABLE)
     count, at, end = 0, text.find(word), len(word)
     while at >= 0:
