@@ -35,7 +35,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from sqlalchemy import Connection, Engine, TextClause, text
 
@@ -777,21 +777,24 @@ def _prefix_query(head: str) -> str:
     return "'" + head.replace("\\", "\\\\").replace("'", "''") + "':*"
 
 
-def _own_lexemes_read(conn: Connection, caller: Caller, head: str, exact: bool) -> bool:
-    """Whether :func:`_own_lexemes` read ``head``'s lexemes in this transaction already. Only
-    whether the words of a query are found (``visible_words(counted=False)``, a search that
-    found nothing asks it first) reads them otherwise: a search that a ``role`` or a time
-    window emptied holds found words, whose first visible row answers (the statement stops
-    there), and reading every lexeme starting with the head from every row of the caller
-    cost 2-3× that search at 100k (``tree`` / ``self`` common words, 7 days: the cell's p95);
-    a misspelt word's near words read them next, as before."""
-    where, params = _visible_sql(caller, None)
-    memo: dict[Any, list[frozenset[str]]] = kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
-    return (predicate_key(where, params), head, exact) in memo
+class _OwnRows(NamedTuple):
+    """What :func:`_own_lexemes` read for one head: the lexemes starting with it of each of
+    the caller's rows that holds one (``rows``), and the same of those rows whose body holds
+    no credential mask (``bare``: no :data:`~openclaw_fts.redact.engine.MASK_ELLIPSIS`), what
+    :meth:`PostgresSearch.visible_words` asks of a row with ``unmasked``."""
+
+    rows: list[frozenset[str]]
+    bare: list[frozenset[str]]
 
 
 def _own_lexemes(
-    conn: Connection, caller: Caller, head: str, exact: bool
+    conn: Connection,
+    caller: Caller,
+    head: str,
+    exact: bool,
+    *,
+    only_kept: bool = False,
+    bare: bool = False,
 ) -> list[frozenset[str]] | None:
     """For a narrow caller with few rows (:func:`_few_caller_rows`): the lexemes starting with
     ``head`` of each of its visible rows that has one, in ONE statement over its sessions'
@@ -804,25 +807,39 @@ def _own_lexemes(
     same statement answers it first (the rows are read only if they are few). Called before
     :func:`_one_snapshot`: a search's suggestions answered here are this one statement after
     the search's, both in autocommit (no ``BEGIN``, no ``ROLLBACK``); "the transaction" of
-    the memo is then SQLAlchemy's bookkeeping one, which ends with the search's connection."""
+    the memo is then SQLAlchemy's bookkeeping one, which ends with the search's connection.
+    ``only_kept``: only what this transaction has read already (None when it has not).
+    ``bare``: only the rows whose body holds no credential mask (the same read keeps them
+    apart: whether a near word is said outside every mask is then answered without a
+    transaction of its own, :meth:`PostgresSearch.visible_words` with ``unmasked``)."""
     if not caller.is_narrow:
         return None
     where, params = _visible_sql(caller, None)
     visibility = predicate_key(where, params)
+    memo: dict[Any, _OwnRows] = kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
+    key = (visibility, head, exact)
+    if only_kept:
+        kept = memo.get(key)
+        return None if kept is None else kept.bare if bare else kept.rows
     few: dict[Any, bool] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
     if few.get(visibility) is False or (
         visibility not in few and _few_rows_hint(conn, caller, visibility) is False
     ):
         return None
-    memo: dict[Any, list[frozenset[str]]] = kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
-    key = (visibility, head, exact)
     if key not in memo:
-        params.update(head=head, head_prefix=_prefix_query(head), narrow_events=NARROW_SCAN_EVENTS)
+        params.update(
+            head=head,
+            head_prefix=_prefix_query(head),
+            narrow_events=NARROW_SCAN_EVENTS,
+            ellipsis=MASK_ELLIPSIS,
+        )
         rows = conn.execute(
             text(
                 f"WITH few(ok) AS MATERIALIZED ({_few_events_sql(where)}) "
-                "SELECT few.ok, own.lexemes FROM few LEFT JOIN LATERAL ("
-                "SELECT array_agg(l.lexeme) AS lexemes FROM openclaw_sessions AS s "
+                "SELECT few.ok, own.lexemes, own.bare FROM few LEFT JOIN LATERAL ("
+                # bare: the row's body holds no mask (the unmasked proof's strpos, per row)
+                "SELECT array_agg(l.lexeme) AS lexemes, "
+                "bool_and(strpos(mi.body, :ellipsis) = 0) AS bare FROM openclaw_sessions AS s "
                 f"CROSS JOIN LATERAL ({_session_rows_sql(None)}) AS mi "
                 # The lexemes alone (tsvector_to_array): unnest of the tsvector also builds
                 # each lexeme's positions and weights (1.8 against 1.1 ms for 127 rows). Rows
@@ -842,9 +859,10 @@ def _own_lexemes(
         keep_for_transaction(conn, _FEW_ROWS_MEMO, few)  # the statement began it
         if not few[visibility]:
             return None
-        memo[key] = [frozenset(r[1]) for r in rows if r[1] is not None]
+        held = [(frozenset(r[1]), bool(r[2])) for r in rows if r[1] is not None]
+        memo[key] = _OwnRows([x for x, _ in held], [x for x, bare_row in held if bare_row])
         keep_for_transaction(conn, _OWN_LEXEMES_MEMO, memo)
-    return memo[key]
+    return memo[key].bare if bare else memo[key].rows
 
 
 def _most_first(counted: Sequence[tuple[str, int]], want: int) -> list[tuple[str, int]]:
@@ -1245,31 +1263,43 @@ class PostgresSearch:
         mask, and only the first such message looked for (not counted). ``counted=False``:
         the same statement, only the first visible message of each word looked for (a
         search that found nothing asks it for every word of its query: counting a common
-        word's messages up to the cap, word by word, cost more than the search)."""
+        word's messages up to the cap, word by word, cost more than the search). A narrow
+        caller with few rows has the words of one head answered from its rows' lexemes
+        (:func:`_own_lexemes`): counted, or a prefix, read if need be; ``unmasked`` (from its
+        rows without a mask) and ``counted=False`` only when this transaction read them."""
         plain = [w for w in dict.fromkeys(words) if w.isalnum()]  # no tsquery syntax
         if not plain:
             return []
         _custom_plans(conn)
         heads = {w[:NEAR_PREFIX_CHARS] for w in plain}
-        if (
-            not unmasked
-            and len(heads) == 1
-            and all(_is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain)
-            and (counted or prefix or _own_lexemes_read(conn, caller, next(iter(heads)), exact))
-        ):
-            # The same counts from the caller's rows' lexemes (:func:`_own_lexemes`), which
-            # the suggestions for this word read once for all their questions.
-            own = {
-                w: held
-                for w in plain
-                if (held := _own_lexemes(conn, caller, w[:NEAR_PREFIX_CHARS], exact)) is not None
-            }
-            if len(own) == len(plain):
-                counts = {w: messages_holding(held, w, prefix=prefix) for w, held in own.items()}
-                if not counted:
-                    return [(w, 0) for w, n in counts.items() if n][:want]
-                capped = [(w, min(n, WORD_COUNT_CAP)) for w, n in counts.items() if n]
-                return _most_first(capped, want)
+        own_words = len(heads) == 1 and all(
+            _is_own_lexeme(w) and len(w) >= NEAR_PREFIX_CHARS for w in plain
+        )
+        # A narrow caller's words from its rows' lexemes (:func:`_own_lexemes`, one read the
+        # suggestions of a word share): ``unmasked``, from those of its rows without a mask,
+        # and whether the words are found (``counted=False``, not a prefix), only when this
+        # transaction read them already (before _one_snapshot, which would end it): a search
+        # that a filter emptied holds found words, whose first visible row answers, where
+        # reading every lexeme of the caller's rows starting with the head cost 2-3x that
+        # search at 100k (bench/NOTES.md).
+        held = (
+            _own_lexemes(
+                conn,
+                caller,
+                next(iter(heads)),
+                exact,
+                only_kept=unmasked or not (counted or prefix),
+                bare=unmasked,
+            )
+            if own_words
+            else None
+        )
+        if held is not None:
+            counts = {w: messages_holding(held, w, prefix=prefix) for w in plain}
+            if unmasked or not counted:
+                return [(w, 0) for w, n in counts.items() if n][:want]
+            capped = [(w, min(n, WORD_COUNT_CAP)) for w, n in counts.items() if n]
+            return _most_first(capped, want)
         if counted:
             # The counts of several words, and the statements after them, read one snapshot.
             # Whether the words of a query that found nothing are found is its suggestions'
