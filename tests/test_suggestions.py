@@ -600,3 +600,33 @@ def test_a_narrow_callers_mask_check_is_answered_by_the_read_of_its_rows(
 
         monkeypatch.setattr(postgresql_read, "NARROW_SCAN_EVENTS", -1)
     assert answers() == own
+
+
+def test_a_wide_callers_near_words_are_proved_unmasked_by_their_count(
+    store: TranscriptStore, db_engine: str
+) -> None:
+    """PostgreSQL, a wide caller: the statement that counts the near words also reads whether
+    the first row it counted of each holds no credential mask, so the mask check that follows
+    runs no statement of its own when it does; a near word whose first row is masked is still
+    asked (here a later row holds it without a mask: suggested)."""
+    if db_engine != "postgresql":
+        pytest.skip("the statements are PostgreSQL's (SQLite's: the test above)")
+    store.create_session("s-main", "agent:main:main")
+    texts = [
+        "the oboe tip: sk-obo1-abcdefghijklmnopqrstuvwxyz0123456789",
+        "walnut bread",
+        "a walrus tusk",
+        "an oboe solo",
+    ]
+    store.append_many("s-main", chain(texts, prefix="s-main-"))
+    statements: list[str] = []
+
+    @event.listens_for(store.engine, "before_cursor_execute")
+    def _trace(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    assert store.suggest(EVERYONE, "walrut") == ["walnut", "walrus"]
+    assert not any("strpos(mi.body" in s for s in statements), statements
+    statements.clear()
+    assert "oboe" in store.suggest(EVERYONE, "oboq")  # its first row is masked (sk-obo…)
+    assert any("strpos(mi.body" in s for s in statements), statements
