@@ -727,8 +727,9 @@ def _few_rows_plan(conn: Connection, caller: Caller, key: Any) -> tuple[bool | N
     (:func:`_few_rows_hint`'s answer; None: both, the statement choosing) and whether it asks
     again (its ``few`` column). Once the answer's uses are spent, the search keeps its branch
     and asks: a stale answer costs the plan of one more search, where the statement with both
-    branches cost every 65th search of a narrow caller ~0.6 ms of planning (a quarter to a
-    half of the search at 100k messages; bench/NOTES.md). With no answer, both branches, asked."""
+    branches cost every 65th search of a narrow caller ~0.5 ms (planning 1.0-1.15 ms against
+    0.6-0.7 at 100k messages, about 40% of the search; bench/NOTES.md). With no answer: both
+    branches, asked."""
     if not caller.is_narrow:
         return None, False
     with _FEW_ROWS_HINTS_LOCK:
