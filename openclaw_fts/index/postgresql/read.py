@@ -124,9 +124,11 @@ _FEW_ROWS_MEMO = "openclaw_fts_pg_few_rows"
 #: Uses of one answer of :func:`_few_rows_hint` (each search of the caller, and each of its
 #: suggestions' statements that asks) before a search asks again. The answer
 #: only picks which of two equivalent statements runs (the rows are the same, only the plan
-#: differs), so a stale one costs time, never a wrong result; asking runs the statement with
-#: both branches, whose planning costs ~0.6 ms more (measured at 100k messages: 1.4-1.6 ms
-#: against 0.8-0.9 ms, ``EXPLAIN ANALYZE``, bench/NOTES.md).
+#: differs), so a stale one costs time, never a wrong result. A search that asks again keeps
+#: the stale answer's branch and adds the question as a column (:func:`_few_rows_plan`):
+#: the statement with both branches, whose planning costs ~0.6 ms more (measured at 100k
+#: messages: 1.4-1.6 ms against 0.8-0.9 ms, ``EXPLAIN ANALYZE``, bench/NOTES.md), runs only
+#: while the engine has no answer at all.
 FEW_ROWS_HINT_USES = 64
 #: Most callers an engine keeps a hint for; a full table starts afresh.
 FEW_ROWS_HINT_ENTRIES = 1024
@@ -555,6 +557,7 @@ def folded_sql(
     word: str | None = None,
     walk: bool = False,
     few: bool | None = None,
+    ask: bool = False,
     recent: RecentPlan = "exact",
     floor: int | None = None,
     marked: bool = False,
@@ -567,7 +570,8 @@ def folded_sql(
     snapshot, or this transaction has written (unmarked, it reads every visible session). At
     least one row: ``snapshot, wrote, pending, listed, tracked, few`` then the hit's columns
     (NULL when nothing matched), in result order. ``few``: :func:`hits_sql`'s; when it is None for a
-    narrow caller, the ``few`` column answers it (for :func:`_few_rows_hint`), else NULL.
+    narrow caller, or ``ask``, the ``few`` column answers it (for :func:`_few_rows_hint`), else
+    NULL.
 
     ``word``: the query's one word when an impact list could answer it
     (:func:`~..impact.fast_path_word`); ``tracked`` says whether it has a list (FALSE without
@@ -601,7 +605,7 @@ def folded_sql(
     )
     tracked = "FALSE AS tracked"
     asked = "CAST(NULL AS boolean) AS few"
-    if caller.is_narrow and few is None:
+    if caller.is_narrow and (few is None or ask):
         asked = f"({_few_events_sql(where)}) AS few"
         params["narrow_events"] = NARROW_SCAN_EVENTS
     if word is not None:
@@ -709,8 +713,9 @@ def _few_rows_hint(conn: Connection, caller: Caller, key: Any) -> bool | None:
     whether its sessions held at most :data:`NARROW_SCAN_EVENTS` events when its engine last
     learnt it (from a search's ``few`` column or the suggestions' read), for
     :data:`FEW_ROWS_HINT_USES` uses; None when it has not learnt it or that many uses have
-    spent it (the next statement asks: :func:`folded_sql`'s ``few`` column). Across
-    transactions: the answer only picks the plan, never the rows."""
+    spent it (the statement that called asks; a search keeps the spent answer's branch and
+    asks in its ``few`` column: :func:`_few_rows_plan`). Across transactions: the answer only
+    picks the plan, never the rows."""
     if not caller.is_narrow:
         return None
     with _FEW_ROWS_HINTS_LOCK:
@@ -719,6 +724,24 @@ def _few_rows_hint(conn: Connection, caller: Caller, key: Any) -> bool | None:
             return None
         hint[1] -= 1
         return bool(hint[0])
+
+
+def _few_rows_plan(conn: Connection, caller: Caller, key: Any) -> tuple[bool | None, bool]:
+    """For a search's one statement (:func:`folded_sql`): which branch it carries
+    (:func:`_few_rows_hint`'s answer; None: both, the statement choosing) and whether it asks
+    again (its ``few`` column). Once the answer's uses are spent, the search keeps its branch
+    and asks: a stale answer costs the plan of one more search, where the statement with both
+    branches cost every 65th search of a narrow caller ~0.5 ms (planning 1.0-1.15 ms against
+    0.6-0.7 at 100k messages, about 40% of the search; bench/NOTES.md). With no answer: both
+    branches, asked."""
+    if not caller.is_narrow:
+        return None, False
+    with _FEW_ROWS_HINTS_LOCK:
+        hint = _FEW_ROWS_HINTS.get(conn.engine, {}).get(key)
+        if hint is None:
+            return None, True
+        hint[1] -= 1
+        return bool(hint[0]), hint[1] < 0
 
 
 def _keep_few_rows_hint(conn: Connection, key: Any, few: bool) -> None:
@@ -942,13 +965,14 @@ class PostgresSearch:
         memo: tuple[str, dict[Any, bool]] | None = conn.info.get(_PENDING_VISIBLE_MEMO)
         known = memo[1].get(key) if memo is not None else None
         visibility = predicate_key(where, params)
-        few = _few_rows_hint(conn, caller, visibility)
+        few, ask = _few_rows_plan(conn, caller, visibility)
         rows = self._folded_rows(
             conn,
             caller,
             req,
             memo=None if memo is None or known is None else (memo[0], known),
             few=few,
+            ask=ask,
         )
         snapshot, wrote, pending = rows[0][0], rows[0][1], bool(rows[0][2])
         if rows[0][5] is not None:
@@ -971,6 +995,7 @@ class PostgresSearch:
         *,
         memo: tuple[str, bool] | None,
         few: bool | None,
+        ask: bool = False,
     ) -> Sequence[Any]:
         """:func:`folded_sql`'s rows: from the query's word's impact list when it has one
         word, the caller is wide, the word is tracked and its list holds enough visible rows
@@ -986,7 +1011,14 @@ class PostgresSearch:
             recent = self._recent_plan(conn, caller, req)
             floor = self._recent_floor(conn, recent)
             sql, params = folded_sql(
-                caller, req, memo=memo, few=few, recent=recent, floor=floor, marked=marked
+                caller,
+                req,
+                memo=memo,
+                few=few,
+                ask=ask,
+                recent=recent,
+                floor=floor,
+                marked=marked,
             )
             rows = conn.execute(_statement(sql), params).all()
             rest = recent_rest(recent, sum(r[6] is not None for r in rows), req.limit)
