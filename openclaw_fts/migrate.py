@@ -6,7 +6,9 @@ connection, inside one transaction per call. The plugin's revision is read from 
 table (stand-alone use) or, when that is empty, from the host's ``alembic_version`` (a host that
 runs the plugin's revisions in its own history); a host-managed database is never migrated here
 — the host's ``alembic upgrade heads`` owns it — and reading the revision never writes
-(a hot standby at head opens without a write; one that is not is refused before any).
+(a hot standby at head opens without a write; one that is not is refused before any). After a
+migration run here, the pooled connections of this process read what the schema has again
+(``index.memo.schema_changes``): the migrating one at once, the others from its commit on.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .alembic import BRANCH_LABEL, VERSION_TABLE
 from .engine import write_engine
 from .errors import HostManagedSchemaError, UnsupportedDatabaseError
 from .index.base import Partitions, backend_of
+from .index.memo import schema_changes
 from .index.probes import probes_of
 
 if TYPE_CHECKING:
@@ -147,6 +150,7 @@ def _run(bind: Engine | Connection, action: str, revision: str) -> None:
         command.upgrade(cfg, revision)
     else:
         command.downgrade(cfg, revision)
+    schema_changes(bind)
 
 
 def _refuse_standby(conn: Connection, action: str) -> None:
@@ -290,7 +294,8 @@ def unpartition_by_agent(bind: Engine | Connection) -> int:
     """Undo :func:`partition_by_agent`: the index rows go back into the plain ``message_index``
     table, exactly as the plugin's revisions make it, in one transaction that keeps every row
     and id. Returns the rows moved. Needed before ``downgrade`` (which refuses the partitioned
-    layout); run it with no writer running, and reopen stores opened before it."""
+    layout); run it with no writer running, and reopen the stores other processes opened
+    before it (this process's read the layout again)."""
     if isinstance(bind, Engine):
         with write_engine(bind).begin() as conn:
             return unpartition_by_agent(conn)

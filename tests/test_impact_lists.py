@@ -253,8 +253,7 @@ def test_the_lists_survive_the_partitioned_layout_undone(
         pytest.skip("only the partitioned layout can be undone")
     engine = create_engine(db_url)
     migrate.unpartition_by_agent(engine)
-    engine.dispose()
-    corpus.engine.dispose()  # pooled connections remember the layout
+    engine.dispose()  # the store's pooled connections read the layout again by themselves
     short = ["alpha"] * 3
     corpus.append_many("s1", chain(short, start=PER_SESSION, parent=f"m{PER_SESSION - 1}"))
     _same_hits(corpus, monkeypatch, walks)

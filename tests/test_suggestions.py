@@ -552,3 +552,81 @@ def test_a_wide_callers_near_word_is_proved_visible_and_unmasked_by_one_statemen
     statements.clear()
     assert store.suggest(EVERYONE, "proq") == []  # "pro" only inside the mask (sk-pro…)
     assert any("instr(mi.body" in s and "CASE" not in s for s in statements)
+
+
+def test_a_narrow_callers_mask_check_is_answered_by_the_read_of_its_rows(
+    store: TranscriptStore, db_engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A narrow caller with few messages: the read of its rows that gave a word's near words
+    also says which of those rows hold no credential mask, so whether a short near word is
+    said outside every mask needs no statement of its own (SQLite: no ``instr`` proof per
+    word; PostgreSQL: no transaction, ``test_pg_round_trips``). A word only a masked message
+    holds is still judged by its ranked messages: inside the mask it is not suggested,
+    outside it (the same message) it is. The answers are those of the index path."""
+    store.create_session("s-main", "agent:main:main")
+    texts = [
+        "walnut bread",
+        "a walrus tusk",
+        "key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
+        "the oboe tip: sk-obo1-abcdefghijklmnopqrstuvwxyz0123456789",
+    ]
+    store.append_many("s-main", chain(texts, prefix="s-main-"))
+    store.create_session("s-other", "agent:ops:main")
+    store.append_many("s-other", chain(["the wallet of ops", "a pro plan"], prefix="s-other-"))
+    queries = ["walrut", "proq", "obq", "oboq", "wallrus"]
+
+    def answers() -> dict[tuple[str, str], list[str]]:
+        return {(c.visibility, q): store.suggest(c, q) for c in (SELF, MAIN) for q in queries}
+
+    statements: list[str] = []
+    if db_engine == "sqlite":
+
+        @event.listens_for(store.engine, "checkout")
+        def _trace(dbapi: object, record: object, proxy: object) -> None:
+            dbapi.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+
+    assert store.suggest(SELF, "walrut") == ["walnut", "walrus"]
+    if db_engine == "sqlite":
+        assert not any("instr(mi.body, " in s for s in statements), statements
+    assert store.suggest(SELF, "proq") == []  # "pro" only inside the mask (sk-pro…)
+    assert store.suggest(SELF, "oboq") == ["oboe"]
+    own = answers()
+    if db_engine == "sqlite":
+        from openclaw_fts.index.sqlite import read as sqlite_read
+
+        monkeypatch.setattr(sqlite_read, "NARROW_SCAN_ROWS", -1)
+    else:
+        from openclaw_fts.index.postgresql import read as postgresql_read
+
+        monkeypatch.setattr(postgresql_read, "NARROW_SCAN_EVENTS", -1)
+    assert answers() == own
+
+
+def test_a_wide_callers_near_words_are_proved_unmasked_by_their_count(
+    store: TranscriptStore, db_engine: str
+) -> None:
+    """PostgreSQL, a wide caller: the statement that counts the near words also reads whether
+    the first row it counted of each holds no credential mask, so the mask check that follows
+    runs no statement of its own when it does; a near word whose first row is masked is still
+    asked (here a later row holds it without a mask: suggested)."""
+    if db_engine != "postgresql":
+        pytest.skip("the statements are PostgreSQL's (SQLite's: the test above)")
+    store.create_session("s-main", "agent:main:main")
+    texts = [
+        "the oboe tip: sk-obo1-abcdefghijklmnopqrstuvwxyz0123456789",
+        "walnut bread",
+        "a walrus tusk",
+        "an oboe solo",
+    ]
+    store.append_many("s-main", chain(texts, prefix="s-main-"))
+    statements: list[str] = []
+
+    @event.listens_for(store.engine, "before_cursor_execute")
+    def _trace(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    assert store.suggest(EVERYONE, "walrut") == ["walnut", "walrus"]
+    assert not any("strpos(mi.body" in s for s in statements), statements
+    statements.clear()
+    assert "oboe" in store.suggest(EVERYONE, "oboq")  # its first row is masked (sk-obo…)
+    assert any("strpos(mi.body" in s for s in statements), statements

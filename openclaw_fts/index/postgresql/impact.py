@@ -86,6 +86,7 @@ from ..impact import (
     TERMS_TABLE,
     WALK_CAP_ROWS,
 )
+from ..memo import SchemaFeature
 from .names import CONTENT_TABLE, TSVECTOR_COLUMN
 
 INSERT_FUNCTION = "openclaw_fts_impact_insert"
@@ -583,35 +584,30 @@ def list_filters(since: int | None, until: int | None, params: dict[str, Any]) -
     return "".join(filters)
 
 
-#: Where a pooled DBAPI connection remembers whether its list rows carry their time.
-_TIMED_MEMO = "openclaw_fts_pg_impact_timed"
+#: Whether ``message_impact`` has :data:`ROW_TIME_COLUMN` (the catalogue only).
+TIMED_SQL = (
+    "EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = "
+    f"to_regclass('{IMPACT_TABLE}') AND attname = '{ROW_TIME_COLUMN}' "
+    "AND attnum > 0 AND NOT attisdropped)"
+)
+#: The list rows' time as one of the schema's features (:class:`~..memo.SchemaFeature`).
+TIMED = SchemaFeature("postgresql", "impact_row_time", TIMED_SQL)
 
 
 def timed(conn: Connection) -> bool:
     """Whether the list rows carry their index row's time (revision 0013's
-    :data:`ROW_TIME_COLUMN`), read once per pooled connection: a connection that learnt it
-    before an upgrade walks without the window (the same rows, the join drops them); one that
-    learnt it before a downgrade below 0013 fails its windowed walks until the pool is renewed
-    (downgrade with the plugin's processes stopped, as for :mod:`.partition`'s layout)."""
-    info = conn.connection.info
-    found = info.get(_TIMED_MEMO)
-    if found is None:
-        found = has_row_time(conn)
-        info[_TIMED_MEMO] = found
-    return bool(found)
+    :data:`ROW_TIME_COLUMN`), as the pooled connection remembers the schema (:data:`TIMED`:
+    read again after an upgrade or a downgrade through ``openclaw_fts.migrate``). After
+    another process's downgrade below 0013, the first windowed walk of a connection that
+    remembers it fails, and every connection reads the schema again (downgrade with the
+    plugin's processes stopped, as for :mod:`.partition`'s layout); one that learnt it before
+    another's upgrade walks without the window (the same rows, the join drops them)."""
+    return TIMED.present(conn)
 
 
 def has_row_time(conn: Connection) -> bool:
     """Whether ``message_impact`` has :data:`ROW_TIME_COLUMN` now (no memo: the revision probe)."""
-    return bool(
-        conn.execute(
-            text(
-                "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(:t) "
-                "AND attname = :c AND attnum > 0 AND NOT attisdropped)"
-            ),
-            {"t": IMPACT_TABLE, "c": ROW_TIME_COLUMN},
-        ).scalar()
-    )
+    return bool(conn.execute(text(f"SELECT {TIMED_SQL}")).scalar())
 
 
 def walk_params(word: str, want: int) -> dict[str, Any]:

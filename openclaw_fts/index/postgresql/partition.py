@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, text
 
 from ...models import TIME_INDEX
+from ..memo import SchemaFeature, schema_changes
 from ..visibility_sql import visible
 from . import impact
 from .names import GIN_INDEX, TSVECTOR_COLUMN, TSVECTOR_STATISTICS_TARGET
@@ -56,22 +57,19 @@ CREATE_MOVE_FUNCTION = (
     "WHERE agent_id = OLD.agent_id AND session_id = NEW.session_id; "
     f"{impact.relist_session_sql(PARTITIONED_TABLE)}RETURN NULL; END $$"
 )
-#: Where a pooled DBAPI connection remembers whether its database has the layout.
-_LAYOUT_MEMO = "openclaw_fts_pg_partitioned"
+#: Whether the database has the layout (the catalogue only).
+LAYOUT_SQL = f"to_regclass('{PARTITIONED_TABLE}') IS NOT NULL"
+#: The layout as one of the schema's features (:class:`~..memo.SchemaFeature`).
+LAYOUT = SchemaFeature("postgresql", "partitioned_layout", LAYOUT_SQL)
 
 
 def is_partitioned(conn: Connection) -> bool:
-    """Whether the database has the partitioned layout (read once per pooled connection: a
-    connection pooled before a conversion searches correctly, only without pruning; one pooled
-    before :func:`unpartition` finds out in :func:`visible_agents`)."""
-    info = conn.connection.info
-    found = info.get(_LAYOUT_MEMO)
-    if found is None:
-        found = conn.execute(
-            text("SELECT to_regclass(:t) IS NOT NULL"), {"t": PARTITIONED_TABLE}
-        ).scalar_one()
-        info[_LAYOUT_MEMO] = bool(found)
-    return bool(found)
+    """Whether the database has the partitioned layout, as the pooled connection remembers the
+    schema (:data:`LAYOUT`: read again after :func:`partition_by_agent` and
+    :func:`unpartition` in this process). After another process's conversion, a connection
+    pooled before it searches correctly, only without pruning; one pooled before another's
+    :func:`unpartition` finds out in :func:`visible_agents`."""
+    return LAYOUT.present(conn)
 
 
 def partition_by_agent(conn: Connection, partitions: int = DEFAULT_PARTITIONS) -> int:
@@ -82,7 +80,7 @@ def partition_by_agent(conn: Connection, partitions: int = DEFAULT_PARTITIONS) -
         raise ValueError("partitions must be an integer")
     if not 1 <= partitions <= MAX_PARTITIONS:
         raise ValueError(f"partitions must be between 1 and {MAX_PARTITIONS}")
-    if conn.execute(text("SELECT to_regclass(:t)"), {"t": PARTITIONED_TABLE}).scalar():
+    if has_layout(conn):
         raise ValueError(f"the database already has the partitioned layout ({PARTITIONED_TABLE})")
 
     def run(sql: str) -> None:
@@ -166,14 +164,13 @@ def partition_by_agent(conn: Connection, partitions: int = DEFAULT_PARTITIONS) -
     )
     impact.after_partitioning(conn, PARTITIONED_TABLE)
     run(f"ANALYZE {PARTITIONED_TABLE}")
+    schema_changes(conn)
     return int(moved or 0)
 
 
 def has_layout(conn: Connection) -> bool:
     """Whether the database has the partitioned layout now (no memo)."""
-    return bool(
-        conn.execute(text("SELECT to_regclass(:t) IS NOT NULL"), {"t": PARTITIONED_TABLE}).scalar()
-    )
+    return bool(conn.execute(text(f"SELECT {LAYOUT_SQL}")).scalar())
 
 
 def unpartition(conn: Connection) -> int:
@@ -230,6 +227,7 @@ def unpartition(conn: Connection) -> int:
     )
     impact.after_unpartitioning(conn)
     run(f"ANALYZE {VIEW}")
+    schema_changes(conn)
     return int(moved or 0)
 
 
@@ -279,7 +277,7 @@ def visible_agents(conn: Connection, caller: Caller) -> list[str] | None:
         {**pred.params, "layout_table": PARTITIONED_TABLE},
     ).one()
     if not layout:
-        conn.connection.info[_LAYOUT_MEMO] = False
+        LAYOUT.note(conn, False)
         return None
     agents = {str(a) for a in found}
     if own_agent and "\x00" not in caller.effective_agent_id:  # no stored agent holds a NUL

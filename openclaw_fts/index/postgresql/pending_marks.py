@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
+from ..memo import SchemaFeature
 from ..pending import PENDING_TABLE, STATE_PENDING
 
 #: ``openclaw_index_state.index_version``, indexed: a state written at another version is
@@ -247,24 +248,23 @@ FUNCTION_NAMES = (
     UNMARK_ALL,
 )
 
-#: Where a pooled DBAPI connection remembers whether its database keeps the marks.
-_MARKS_MEMO = "openclaw_fts_pg_pending_marks"
+#: Whether :data:`~..pending.PENDING_TABLE` exists (the catalogue only).
+MARKED_SQL = f"to_regclass('{PENDING_TABLE}') IS NOT NULL"
+#: The marks as one of the schema's features (:class:`~..memo.SchemaFeature`).
+MARKS = SchemaFeature("postgresql", "pending_marks", MARKED_SQL)
 
 
 def has_marks(conn: Connection) -> bool:
-    """Whether the database keeps :data:`~..pending.PENDING_TABLE` (revision 0014; read from
-    the catalogue once per pooled connection: a store opened with ``upgrade=False`` on an
-    older database probes every visible session, as before)."""
-    info = conn.connection.info
-    found = info.get(_MARKS_MEMO)
-    if found is None:
-        found = marked(conn)
-        info[_MARKS_MEMO] = found
-    return bool(found)
+    """Whether the database keeps :data:`~..pending.PENDING_TABLE` (revision 0014), as the
+    pooled connection remembers the schema (:data:`MARKS`: read again after an upgrade or a
+    downgrade through ``openclaw_fts.migrate``; a store opened with ``upgrade=False`` on an
+    older database probes every visible session, as before). After another process's
+    downgrade below 0014, the first pending probe of a connection that remembers the marks
+    fails, and every connection reads the schema again (downgrade with the plugin's processes
+    stopped)."""
+    return MARKS.present(conn)
 
 
 def marked(conn: Connection) -> bool:
-    """Whether :data:`~..pending.PENDING_TABLE` exists (the catalogue only)."""
-    return bool(
-        conn.execute(text("SELECT to_regclass(:t) IS NOT NULL"), {"t": PENDING_TABLE}).scalar()
-    )
+    """Whether :data:`~..pending.PENDING_TABLE` exists now (no memo: the revision probe)."""
+    return bool(conn.execute(text(f"SELECT {MARKED_SQL}")).scalar())

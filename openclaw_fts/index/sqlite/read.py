@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
 
@@ -260,8 +260,24 @@ def _few_own_rows(conn: Connection, caller: Caller, exact: bool) -> bool:
     return memo[key]
 
 
+class _OwnRows(NamedTuple):
+    """What :func:`_own_words` read for one head: the words starting with it of each message
+    that holds one (``rows``), and the same of those messages whose body holds no credential
+    mask (``bare``: no :data:`~openclaw_fts.redact.engine.MASK_ELLIPSIS`), what the
+    ``unmasked`` proof of :meth:`SqliteSearch._prove` asks of a message."""
+
+    rows: list[frozenset[str]]
+    bare: list[frozenset[str]]
+
+
 def _own_words(
-    conn: Connection, caller: Caller, head: str, exact: bool, *, only_kept: bool = False
+    conn: Connection,
+    caller: Caller,
+    head: str,
+    exact: bool,
+    *,
+    only_kept: bool = False,
+    bare: bool = False,
 ) -> list[frozenset[str]] | None:
     """For a narrow caller with few messages (:func:`_few_own_rows`): the words starting with
     ``head`` of each of its visible messages that holds one, kept for the transaction; None
@@ -278,12 +294,15 @@ def _own_words(
     each is answered from this one read, as the statements over the caller's sessions'
     tokens in the MATCH would answer it, without reading FTS5's vocabulary of every
     session. ``only_kept``: only what this transaction has read already (None when it has
-    not)."""
+    not). ``bare``: only the messages whose body holds no credential mask (the same read
+    keeps them apart: whether a near word is said outside every mask is then answered
+    without a statement, :meth:`SqliteSearch.visible_words` with ``unmasked``)."""
     if len(head) < NEAR_PREFIX_CHARS or any(map(is_cjk, head)) or not caller.is_narrow:
         return None
-    memo: dict[Any, list[frozenset[str]] | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
+    memo: dict[Any, _OwnRows | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
     if only_kept:
-        return memo.get((_own_visibility(conn, caller, exact)[0], head))
+        kept = memo.get((_own_visibility(conn, caller, exact)[0], head))
+        return None if kept is None else kept.bare if bare else kept.rows
     if not _few_own_rows(conn, caller, exact):
         return None
     visibility, where, params = _own_visibility(conn, caller, exact)
@@ -297,6 +316,7 @@ def _own_words(
             params,
         )
         rows: list[frozenset[str]] = []
+        without_masks: list[frozenset[str]] = []
         read = 0
         for (body,) in bodies:
             text = str(body)
@@ -306,11 +326,14 @@ def _own_words(
             words = frozenset(words_starting(text, head))
             if words:
                 rows.append(words)
+                if MASK_ELLIPSIS not in text:  # instr(mi.body, :ellipsis) = 0
+                    without_masks.append(words)
         else:
-            memo[key] = rows
+            memo[key] = _OwnRows(rows, without_masks)
         memo.setdefault(key, None)  # a body the mirror may misread, or too much text
         keep_for_transaction(conn, _OWN_WORDS_MEMO, memo)
-    return memo[key]
+    kept = memo[key]
+    return None if kept is None else kept.bare if bare else kept.rows
 
 
 def _found_key(conn: Connection, caller: Caller) -> tuple[Any, ...]:
@@ -1170,12 +1193,14 @@ class SqliteSearch:
         until ``want`` are (:meth:`_prove`); their counts are not read (0): the one caller,
         :mod:`openclaw_fts.suggest`, wants one word, which needs no order. A narrow caller
         with few messages has single-token words answered from its messages' words
-        (:func:`_own_words`, the read its near words share), unless ``unmasked`` (those
-        words do not say which message held them); with ``counted=False`` (whether the words
-        of a query that found nothing are found at all) only when this transaction has read
-        them already: a statement stopping at a word's first visible message costs less than
-        reading and tokenizing every message of the caller that holds the word's first
-        letters, one read per word (bench/NOTES.md, "Filters on the fast paths"), and a word
+        (:func:`_own_words`, the read its near words share; ``unmasked``: from the words of
+        those of its messages without a mask, when this transaction has read them: the
+        suggestions ask it of the near words that read gave); with ``counted=False``
+        (whether the words of a query that found nothing are found at all) only when this
+        transaction has read them already: a statement stopping at a word's first visible
+        message costs less than reading and tokenizing every message of the caller that
+        holds the word's first letters, one read per word (bench/NOTES.md, "Filters on the
+        fast paths"), and a word
         that is not found is read by its near words anyway. A narrow caller's words that a
         filtered search of this transaction proved found (:func:`_keep_found_words`: a match
         of its sessions the filters left out) need no statement."""
@@ -1185,9 +1210,22 @@ class SqliteSearch:
             for word in words:  # in order, until want: a kept word needs no statement
                 if len(bare) >= want:
                     break
-                if word in kept or self._prove(
-                    conn, caller, [word], prefix=prefix, want=1, exact=exact, unmasked=True
-                ):
+                own = (
+                    _own_words(
+                        conn, caller, word[:NEAR_PREFIX_CHARS], exact, only_kept=True, bare=True
+                    )
+                    if caller.is_narrow and len(word) >= NEAR_PREFIX_CHARS and _is_one_token(word)
+                    else None
+                )
+                if own is not None:  # the messages its near words were read from say it
+                    said = bool(messages_holding(own, word, prefix=prefix))
+                else:
+                    said = word in kept or bool(
+                        self._prove(
+                            conn, caller, [word], prefix=prefix, want=1, exact=exact, unmasked=True
+                        )
+                    )
+                if said:
                     bare.append(word)
             return [(word, 0) for word in bare]
         found = _kept_found_words(conn, caller) if caller.is_narrow and not prefix else set()
