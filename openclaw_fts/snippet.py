@@ -34,6 +34,7 @@ from .query import Term
 from .tokens import (
     Latin1Tokens,
     clean_text,
+    compile_steps,
     indexes_of,
     is_token_char,
     latin1_tokens,
@@ -44,6 +45,12 @@ from .tokens import (
 
 #: Tokens in a snippet window (OpenClaw: "about 48 tokens").
 SNIPPET_WINDOW_TOKENS = 48
+
+# The Latin-1 path's step patterns for every distance a window's edge can be from its hit
+# (:func:`_latin1_window`: less than the window), compiled now rather than one per distance
+# on the searches that first meet it (bench/NOTES.md, "the first recent-first search of a
+# word"). A caller's wider window compiles its further ones when met.
+compile_steps(SNIPPET_WINDOW_TOKENS)
 
 #: UTF-16 code units a snippet keeps before it is cut (and ``ELLIPSIS`` appended).
 SNIPPET_MAX_CHARS = 300

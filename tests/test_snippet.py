@@ -365,3 +365,35 @@ def test_a_latin1_snippet_is_the_one_the_token_scan_gives(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(snippet, "latin1_tokens", lambda *_: None)
         assert outcome() == fast
+
+
+def test_a_words_snippet_of_latin1_text_compiles_no_pattern(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A one-word query's snippets of long Latin-1 messages compile no regular expression,
+    whatever the word and wherever the window falls around the hit: the word is found without a
+    pattern of its own, and the window's step patterns were compiled when the snippet module
+    was imported (``tokens.compile_steps``); compiled on a search's first snippet that met
+    them, they made a word's first search ordered ``recent`` 2-3x its next ones."""
+    import re
+
+    compiled: list[object] = []
+    compile_pattern = re.compile
+
+    def counted(pattern: object, flags: int = 0) -> object:
+        compiled.append(pattern)
+        return compile_pattern(pattern, flags)  # type: ignore[call-overload]
+
+    words = ("qzxv", "ptaxn", "zz9")
+    texts = {
+        (word, before): " ".join([*(["lorem", "ipsúm"] * before), word.upper(), *["dolor"] * 90])
+        for word in words
+        for before in range(0, 60, 3)
+    }
+    queries = {word: terms(word) for word in words}
+    monkeypatch.setattr(re, "compile", counted)
+    shown = {key: make_snippet(text, queries[key[0]]) for key, text in texts.items()}
+    monkeypatch.setattr(re, "compile", compile_pattern)
+    assert compiled == []
+    assert all(word.upper() in shown[word, before] for word, before in texts)
+    assert shown["qzxv", 57].startswith(ELLIPSIS) and shown["qzxv", 0].startswith("QZXV")

@@ -19,7 +19,6 @@ ordered ``recent``, whose rows are not the list's best).
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import sqlite3
@@ -119,9 +118,14 @@ def _size_sum(blob: bytes) -> int:
 def avg_len(cur: sqlite3.Cursor) -> float:
     """The index's average row length in tokens (all columns), as bm25 computes it."""
     row = cur.execute(f"SELECT block FROM {DATA_TABLE} WHERE id = ?", (AVERAGES_ROWID,)).fetchone()
-    if row is None or not row[0]:
+    return _average(None if row is None else row[0])
+
+
+def _average(block: bytes | None) -> float:
+    """:func:`avg_len` from FTS5's totals record (None: the index has none)."""
+    if not block:
         return 1.0
-    values = _varints(bytes(row[0]))
+    values = _varints(bytes(block))
     rows, tokens = values[0], sum(values[1:])
     return tokens / rows if rows > 0 and tokens > 0 else 1.0
 
@@ -171,14 +175,19 @@ def _fold_table() -> dict[int, str]:
 _FOLD_TABLE = _fold_table()
 
 
-@functools.lru_cache(maxsize=256)
-def _folding_into(word: str) -> re.Pattern[str]:
-    """The characters :data:`_FOLD_TABLE` folds to a letter of ``word`` or to nothing: a run
-    :func:`words` folds to ``word`` holds one of them, or is ``word`` itself."""
-    chars = {c for c, folded in _FOLD_TABLE.items() if folded == "" or folded in word}
-    if not chars:
-        return re.compile("(?!)")  # matches nothing
-    return re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(chars)) + "]")
+#: Every character :data:`_FOLD_TABLE` folds, as one character class compiled once:
+#: :func:`_folds_into` reads which of them a text holds. A class per word (the characters
+#: folding to its letters), compiled on a word's first search ordered ``recent``, cost that
+#: search 0.15-0.7 ms (sre's compiler in Python), most of the first search's excess over
+#: the next ones (bench/NOTES.md, "the first recent-first search of a word").
+_FOLDING = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_FOLD_TABLE)) + "]")
+
+
+def _folds_into(text: str, word: str) -> bool:
+    """Whether ``text`` holds a character that :data:`_FOLD_TABLE` folds to a letter of
+    ``word`` or to nothing: a run :func:`words` folds to ``word`` holds one of them, or is
+    ``word`` itself. (Each folds to one character or none, and ``"" in word`` holds.)"""
+    return any(_FOLD_TABLE[ord(char)] in word for char in set(_FOLDING.findall(text)))
 
 
 def occurrences(body: str, word: str) -> int:
@@ -189,7 +198,7 @@ def occurrences(body: str, word: str) -> int:
     :func:`words` drops keeps a character from :data:`_FOLDS_BELOW` on, so never equals the
     word)."""
     text = body.lower()
-    if not text.isascii() and _folding_into(word).search(text):
+    if not text.isascii() and _folds_into(text, word):
         text = text.translate(_FOLD_TABLE)
     count, at, end = 0, text.find(word), len(word)
     while at >= 0:
@@ -530,7 +539,9 @@ def list_rank(tf: int, doc_len: int, average: float) -> float:
     return -bm25_factor(tf, doc_len, average)
 
 
-def list_ranks(cur: sqlite3.Cursor, word: str, ids: Sequence[int]) -> dict[int, float] | None:
+def list_ranks(
+    cur: sqlite3.Cursor, word: str, ids: Sequence[int], *, tracked: bool = False
+) -> dict[int, float] | None:
     """The rank :func:`top_hits` gives each of the index rows ``ids`` (rows that hold the word
     ``word``), or None when ``word`` is not tracked or a row has no FTS5 size record. A row the
     list holds is ranked from its list row; another one from what :func:`add_rows` would have
@@ -538,26 +549,32 @@ def list_ranks(cur: sqlite3.Cursor, word: str, ids: Sequence[int]) -> dict[int, 
     :func:`occurrences`; the length from FTS5's ``docsize`` record). No read of the word's
     doclist: bm25's IDF, which FTS5 computes by reading the whole doclist (3.3 ms for a word of
     64,530 rows at 100k), is what this spares a search ordered ``recent``
-    (:func:`~.read._newest_hits`)."""
-    if not is_tracked(cur, word):
+    (:func:`~.read._newest_hits`). ``tracked``: the caller read the word tracked in this
+    transaction (not asked again). One statement reads the rows and FTS5's totals (the
+    index's average length), where three did."""
+    if not tracked and not is_tracked(cur, word):
         return None
     wanted = set(ids)
-    # one statement: each row's list row, or its body and FTS5 size record when it has none
+    # each row's list row, or its body and FTS5 size record when it has none; then the totals
     found: dict[int, tuple[int, int]] = {}
+    totals: bytes | None = None
     for row_id, tf, doc_len, body, size in cur.execute(
         f"SELECT j.value, t.tf, t.doc_len, mi.body, d.sz FROM json_each(?) AS j "
         f"LEFT JOIN {IMPACT_TABLE} AS t ON t.row_id = j.value AND t.term = ? "
         f"LEFT JOIN {CONTENT_TABLE} AS mi ON t.row_id IS NULL AND mi.id = j.value "
-        f"LEFT JOIN {DOCSIZE_TABLE} AS d ON t.row_id IS NULL AND d.id = j.value",
-        (json.dumps(sorted(wanted)), word),
+        f"LEFT JOIN {DOCSIZE_TABLE} AS d ON t.row_id IS NULL AND d.id = j.value "
+        f"UNION ALL SELECT NULL, NULL, NULL, NULL, block FROM {DATA_TABLE} WHERE id = ?",
+        (json.dumps(sorted(wanted)), word, AVERAGES_ROWID),
     ):
-        if tf is not None:
+        if row_id is None:
+            totals = size
+        elif tf is not None:
             found[int(row_id)] = (int(tf), int(doc_len))
         elif body is not None and size is not None:
             found[int(row_id)] = (occurrences(str(body), word), _size_sum(bytes(size)))
     if len(found) < len(wanted):
         return None
-    average = avg_len(cur)
+    average = _average(totals)
     return {row_id: list_rank(tf, doc_len, average) for row_id, (tf, doc_len) in found.items()}
 
 

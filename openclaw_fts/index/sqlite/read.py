@@ -554,7 +554,7 @@ def _newest_hits(
     # one tracked word: the rows ranked as its list ranks them (what the same search by
     # relevance shows), without bm25's IDF and so without reading the word's whole doclist
     score = (
-        impact.list_ranks(cur, word, sorted(kept))
+        impact.list_ranks(cur, word, sorted(kept), tracked=True)
         if tracked is not None and word is not None
         else None
     )
