@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conftest import PARTITIONED
 from factories import chain, msg, transcript_file
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from openclaw_fts import Caller, TranscriptEvent, TranscriptStore, migrate
@@ -169,14 +169,8 @@ def test_revision_0014_marks_the_pending_sessions_of_an_existing_database(
         store.create_session(sid, f"agent:main:{sid}")
         store.append_many(sid, chain([f"lantern {sid}"], prefix=sid))
     if _partitioned(engine):  # refused downgrade: 0014's own statements, as it would run them
-        old = _revision_0014()
         with engine.begin() as conn:
-            for name, table, _ in old.TRIGGERS:
-                conn.execute(text(f"DROP TRIGGER {name} ON {table}"))
-            for name in old.FUNCTION_NAMES:
-                conn.execute(text(f"DROP FUNCTION {name}"))
-            conn.execute(text(f"DROP TABLE {old.TABLE}"))
-            conn.execute(text(f"DROP INDEX {old.VERSION_INDEX}"))
+            drop_0014_by_hand(conn)
             conn.execute(
                 text(f"UPDATE {VERSION_TABLE} SET version_num = :v"),
                 {"v": migrate.BOUNDED_REVISION},
@@ -207,6 +201,20 @@ def _partitioned(engine: Engine) -> bool:
     with engine.connect() as conn:
         found = conn.execute(text("SELECT to_regclass('message_index_by_agent')")).scalar()
     return found is not None
+
+
+def drop_0014_by_hand(conn: Connection) -> Any:
+    """Revision 0014's schema dropped by its own frozen statements, as its downgrade (or
+    another process) would drop it, without touching the version table; returns the
+    revision's script."""
+    old = _revision_0014()
+    for name, table, _ in old.TRIGGERS:
+        conn.execute(text(f"DROP TRIGGER {name} ON {table}"))
+    for name in old.FUNCTION_NAMES:
+        conn.execute(text(f"DROP FUNCTION {name}"))
+    conn.execute(text(f"DROP TABLE {old.TABLE}"))
+    conn.execute(text(f"DROP INDEX {old.VERSION_INDEX}"))
+    return old
 
 
 def _revision_0014() -> Any:

@@ -15,7 +15,7 @@ from conftest import PARTITIONED
 from factories import T0, chain
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.exc import ProgrammingError
-from test_pending_marks import _revision_0014
+from test_pending_marks import drop_0014_by_hand
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate
 from openclaw_fts.index.postgresql import impact, partition, pending_marks
@@ -194,14 +194,8 @@ def test_a_change_another_process_made_fails_one_search_then_is_read_again(
     _populate(store)
     _answers(store)
     held, _ = _remembered(store)
-    old = _revision_0014()
     with engine.begin() as conn:
-        for name, table, _ in old.TRIGGERS:
-            conn.execute(text(f"DROP TRIGGER {name} ON {table}"))
-        for name in old.FUNCTION_NAMES:
-            conn.execute(text(f"DROP FUNCTION {name}"))
-        conn.execute(text(f"DROP TABLE {old.TABLE}"))
-        conn.execute(text(f"DROP INDEX {old.VERSION_INDEX}"))
+        old = drop_0014_by_hand(conn)
     with pytest.raises(ProgrammingError, match=old.TABLE):
         store.search(ALL, "lantern")
     ids, after = _remembered(store)

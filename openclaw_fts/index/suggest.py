@@ -30,6 +30,8 @@ made its near words cost 100x a hit), each word examining at most
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sqlalchemy import Connection
 
 from ..caller import Caller
@@ -55,6 +57,20 @@ MAX_EDIT_DISTANCE = 2
 #: Words up to this long can lie wholly inside what a credential's mask keeps of it (its first
 #: :data:`~openclaw_fts.redact.KEEP_START_CHARS` or last ``KEEP_END_CHARS`` characters).
 MAX_FRAGMENT_CHARS = max(KEEP_START_CHARS, KEEP_END_CHARS)
+
+
+class OwnRows(NamedTuple):
+    """What a backend's read of a narrow caller's own rows found for one head (the first
+    letters its near words share): the words (PostgreSQL: lexemes) starting with it of each
+    of the caller's messages that holds one (``rows``), and the same of those messages whose
+    body holds no credential mask (``bare``: no
+    :data:`~openclaw_fts.redact.engine.MASK_ELLIPSIS`), what a backend's ``visible_words``
+    asks of a message with ``unmasked``: both answered from that one read."""
+
+    rows: list[frozenset[str]]
+    bare: list[frozenset[str]]
+
+
 #: Best-ranked messages holding such a word that are read to find it outside every mask.
 MASK_CHECK_MESSAGES = 8
 

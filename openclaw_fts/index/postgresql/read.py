@@ -35,7 +35,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Connection, Engine, TextClause, text
 
@@ -47,6 +47,7 @@ from ..hits import hit_texts, user_filters
 from ..impact import TERMS_TABLE, fast_path_word, trackable
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
+from ..suggest import OwnRows
 from ..visibility_sql import visible
 from . import impact
 from .names import CONTENT_TABLE, TEXT_SEARCH_CONFIG, TSVECTOR_COLUMN
@@ -804,16 +805,6 @@ def _prefix_query(head: str) -> str:
     return "'" + head.replace("\\", "\\\\").replace("'", "''") + "':*"
 
 
-class _OwnRows(NamedTuple):
-    """What :func:`_own_lexemes` read for one head: the lexemes starting with it of each of
-    the caller's rows that holds one (``rows``), and the same of those rows whose body holds
-    no credential mask (``bare``: no :data:`~openclaw_fts.redact.engine.MASK_ELLIPSIS`), what
-    :meth:`PostgresSearch.visible_words` asks of a row with ``unmasked``."""
-
-    rows: list[frozenset[str]]
-    bare: list[frozenset[str]]
-
-
 def _own_lexemes(
     conn: Connection,
     caller: Caller,
@@ -843,7 +834,7 @@ def _own_lexemes(
         return None
     where, params = _visible_sql(caller, None)
     visibility = predicate_key(where, params)
-    memo: dict[Any, _OwnRows] = kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
+    memo: dict[Any, OwnRows] = kept_for_transaction(conn, _OWN_LEXEMES_MEMO) or {}
     key = (visibility, head, exact)
     if only_kept:
         kept = memo.get(key)
@@ -887,7 +878,7 @@ def _own_lexemes(
         if not few[visibility]:
             return None
         held = [(frozenset(r[1]), bool(r[2])) for r in rows if r[1] is not None]
-        memo[key] = _OwnRows([x for x, _ in held], [x for x, bare_row in held if bare_row])
+        memo[key] = OwnRows([x for x, _ in held], [x for x, bare_row in held if bare_row])
         keep_for_transaction(conn, _OWN_LEXEMES_MEMO, memo)
     return memo[key].bare if bare else memo[key].rows
 

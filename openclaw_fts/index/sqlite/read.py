@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import Connection
 
@@ -55,7 +55,7 @@ from ..hits import hit_texts, user_filters
 from ..impact import FREQUENT_TERM_MIN_DOCS, TERMS_TABLE, fast_path_word, single_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
-from ..suggest import MAX_FRAGMENT_CHARS
+from ..suggest import MAX_FRAGMENT_CHARS, OwnRows
 from ..visibility_sql import Predicate, visible
 from . import impact
 from .fts import BM25_WEIGHTS, CONTENT_TABLE, CREATE_VOCAB, FTS_TABLE, VOCAB_TABLE, cursor
@@ -260,16 +260,6 @@ def _few_own_rows(conn: Connection, caller: Caller, exact: bool) -> bool:
     return memo[key]
 
 
-class _OwnRows(NamedTuple):
-    """What :func:`_own_words` read for one head: the words starting with it of each message
-    that holds one (``rows``), and the same of those messages whose body holds no credential
-    mask (``bare``: no :data:`~openclaw_fts.redact.engine.MASK_ELLIPSIS`), what the
-    ``unmasked`` proof of :meth:`SqliteSearch._prove` asks of a message."""
-
-    rows: list[frozenset[str]]
-    bare: list[frozenset[str]]
-
-
 def _own_words(
     conn: Connection,
     caller: Caller,
@@ -299,7 +289,7 @@ def _own_words(
     without a statement, :meth:`SqliteSearch.visible_words` with ``unmasked``)."""
     if len(head) < NEAR_PREFIX_CHARS or any(map(is_cjk, head)) or not caller.is_narrow:
         return None
-    memo: dict[Any, _OwnRows | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
+    memo: dict[Any, OwnRows | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
     if only_kept:
         kept = memo.get((_own_visibility(conn, caller, exact)[0], head))
         return None if kept is None else kept.bare if bare else kept.rows
@@ -329,7 +319,7 @@ def _own_words(
                 if MASK_ELLIPSIS not in text:  # instr(mi.body, :ellipsis) = 0
                     without_masks.append(words)
         else:
-            memo[key] = _OwnRows(rows, without_masks)
+            memo[key] = OwnRows(rows, without_masks)
         memo.setdefault(key, None)  # a body the mirror may misread, or too much text
         keep_for_transaction(conn, _OWN_WORDS_MEMO, memo)
     kept = memo[key]
