@@ -9,7 +9,6 @@ this layout too (tests/conftest.py, ``postgresql-partitioned``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import time
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ import pytest
 from factories import chain
 from sqlalchemy import Engine, event, text
 from test_cli import loads, ok, one_line_error, run
-from test_migrations import promote_signatures
+from test_migrations import promote_signatures, revision_module
 
 from openclaw_fts import AgentToAgent, Caller, TranscriptStore, migrate
 from openclaw_fts.alembic import VERSION_TABLE
@@ -349,16 +348,6 @@ def test_revision_0011_indexes_every_partition_by_time(pg_url: str, engine: Engi
     assert after == before
 
 
-def _revision_0012() -> Any:
-    """Revision 0012's script (its frozen copies of 0010's functions, which it replaces)."""
-    path = migrate.version_location() / "0012_impact_promotion_bounded.py"
-    spec = importlib.util.spec_from_file_location("revision_0012", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_revision_0012_bounds_the_promotion_of_a_partitioned_database(
     pg_url: str, engine: Engine
 ) -> None:
@@ -370,7 +359,7 @@ def test_revision_0012_bounds_the_promotion_of_a_partitioned_database(
         _populate(store)
         before = _answers(store)
     migrate.partition_by_agent(engine, PARTITIONS)
-    old = _revision_0012()
+    old = revision_module("0012_impact_promotion_bounded")
     with engine.begin() as conn:
         conn.execute(text(old.DUE_FUNCTION_0010))
         conn.execute(text("DROP FUNCTION openclaw_fts_impact_promote(bigint, integer)"))

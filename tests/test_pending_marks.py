@@ -9,7 +9,6 @@ the whole database and for each session; a search reports ``indexing`` exactly t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from conftest import PARTITIONED
 from factories import chain, msg, transcript_file
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session, sessionmaker
+from test_migrations import revision_module
 
 from openclaw_fts import Caller, TranscriptEvent, TranscriptStore, migrate
 from openclaw_fts.alembic import VERSION_TABLE
@@ -181,7 +181,7 @@ def test_revision_0014_marks_the_pending_sessions_of_an_existing_database(
     with engine.connect() as conn:
         assert conn.execute(text("SELECT to_regclass(:t)"), {"t": PENDING_TABLE}).scalar() is None
         assert not {r[0] for r in conn.execute(text("SELECT tgname FROM pg_trigger"))} & {
-            t[0] for t in _revision_0014().TRIGGERS
+            t[0] for t in revision_module("0014_pending_sessions").TRIGGERS
         }
     raw(engine, "DELETE FROM transcript_events WHERE session_id = 's2'")
     raw(engine, "DELETE FROM openclaw_index_state WHERE session_id = 's3'")
@@ -207,7 +207,7 @@ def drop_0014_by_hand(conn: Connection) -> Any:
     """Revision 0014's schema dropped by its own frozen statements, as its downgrade (or
     another process) would drop it, without touching the version table; returns the
     revision's script."""
-    old = _revision_0014()
+    old = revision_module("0014_pending_sessions")
     for name, table, _ in old.TRIGGERS:
         conn.execute(text(f"DROP TRIGGER {name} ON {table}"))
     for name in old.FUNCTION_NAMES:
@@ -217,20 +217,10 @@ def drop_0014_by_hand(conn: Connection) -> Any:
     return old
 
 
-def _revision_0014() -> Any:
-    """Revision 0014's script (its frozen DDL)."""
-    path = migrate.version_location() / "0014_pending_sessions.py"
-    spec = importlib.util.spec_from_file_location("revision_0014", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_revision_0014_froze_the_ddl_it_runs() -> None:
     """The revision's frozen copies are the DDL ``pending_marks`` holds today (a change of the
     definition of pending needs a revision of its own)."""
-    old = _revision_0014()
+    old = revision_module("0014_pending_sessions")
     assert old.CREATE_TABLE == pending_marks.CREATE_TABLE
     assert old.CREATE_VERSION_INDEX == pending_marks.CREATE_VERSION_INDEX
     assert old.BACKFILL == pending_marks.BACKFILL
