@@ -75,6 +75,7 @@ class SchemaFeature:
         if name in features:
             raise ValueError(f"schema feature {name!r} of {dialect} is declared twice")
         features[name] = sql
+        self.dialect = dialect
         self.name = name
 
     def present(self, conn: Connection) -> bool:
@@ -82,7 +83,7 @@ class SchemaFeature:
         it (read with every other feature when it does not)."""
         kept = conn.connection.info.get(_SCHEMA_MEMO)
         if kept is None or kept[0] != _generation or self.name not in kept[1]:
-            kept = _read_schema(conn)
+            kept = _read_schema(conn, self.dialect)
         return bool(kept[1][self.name])
 
     def note(self, conn: Connection, present: bool) -> None:
@@ -94,15 +95,14 @@ class SchemaFeature:
             kept[1][self.name] = present
 
 
-def _read_schema(conn: Connection) -> tuple[int, dict[str, bool]]:
-    """Every feature of ``conn``'s dialect, in one statement, kept on its pooled connection
-    with the generation read BEFORE the statement (a change meanwhile: read again)."""
+def _read_schema(conn: Connection, dialect: str) -> tuple[int, dict[str, bool]]:
+    """Every feature of ``dialect`` (the asking feature's, so ``conn``'s own), in one
+    statement, kept on its pooled connection with the generation read BEFORE the statement (a
+    change meanwhile: read again)."""
     generation = _generation
-    features = _FEATURES.get(conn.dialect.name, {})
-    found: dict[str, bool] = {}
-    if features:
-        row = conn.execute(text(f"SELECT {', '.join(features.values())}")).one()
-        found = {name: bool(value) for name, value in zip(features, row, strict=True)}
+    features = _FEATURES[dialect]
+    row = conn.execute(text(f"SELECT {', '.join(features.values())}")).one()
+    found = {name: bool(value) for name, value in zip(features, row, strict=True)}
     kept = (generation, found)
     conn.connection.info[_SCHEMA_MEMO] = kept
     if not event.contains(conn.engine, "handle_error", _forget_after_missing):
