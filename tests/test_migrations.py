@@ -1193,8 +1193,8 @@ def vocabulary_terms(engine: Engine) -> set[str] | None:
 
 def test_0015_keeps_the_vocabulary_and_downgrade_drops_it(engine: Engine) -> None:
     """0015 adds SQLite's writer-kept vocabulary (nothing on PostgreSQL): a database at 0014
-    with indexed words gets its word-like terms from FTS5's vocabulary (no identifier, no
-    number, no one-letter term), the writer adds the words of rows indexed after it, and the
+    with indexed words gets its terms of letters only from FTS5's vocabulary (no identifier,
+    no number), the writer adds the words of rows indexed after it, and the
     suggestions are the same at 0014, at head and after a downgrade, which drops the table (a
     host's version table that hides the plugin's revisions: 0014 without the table on SQLite,
     the head on PostgreSQL, where the two are one schema)."""
@@ -1208,7 +1208,7 @@ def test_0015_keeps_the_vocabulary_and_downgrade_drops_it(engine: Engine) -> Non
     assert before == ["lantern"]
     migrate.upgrade(engine)
     assert migrate.current_revisions(engine) == (HEAD_REVISION,)
-    assert vocabulary_terms(engine) == (None if postgresql else {"the", "lantern", "glows"})
+    assert vocabulary_terms(engine) == (None if postgresql else {"the", "lantern", "glows", "a"})
     with TranscriptStore(engine, background=False) as store:
         assert store.suggest(CALLER, "lanterm") == before
         store.create_session("s2", "agent:main:main")
@@ -1222,7 +1222,7 @@ def test_0015_keeps_the_vocabulary_and_downgrade_drops_it(engine: Engine) -> Non
         )
         assert store.suggest(CALLER, "lanternz") == ["lantern", "lanterns"]
     if not postgresql:
-        assert vocabulary_terms(engine) == {"the", "lantern", "glows", "lanterns"}
+        assert vocabulary_terms(engine) == {"the", "lantern", "glows", "a", "lanterns", "x"}
     assert revisions_under_host_table(engine) == (HEAD_REVISION,)
     migrate.downgrade(engine, migrate.PENDING_REVISION)
     assert migrate.current_revisions(engine) == (migrate.PENDING_REVISION,)

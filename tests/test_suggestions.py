@@ -684,3 +684,17 @@ def test_a_word_whose_rows_are_gone_is_no_near_word(store: TranscriptStore) -> N
     assert store.delete_session("s-gone")
     for caller in (MAIN, EVERYONE):
         assert store.suggest(caller, "zanzibax") == ["zanzibat"], caller.visibility
+
+
+def test_a_misspelt_word_of_another_script_gets_its_near_word(
+    store: TranscriptStore, db_engine: str
+) -> None:
+    """A word of Cyrillic letters: SQLite's writer-kept vocabulary reads Latin runs only (the
+    impact lists' read of a body), so the near words of such a word come from FTS5's own
+    vocabulary, as they did before it."""
+    if db_engine != "sqlite":
+        pytest.skip("the writer-kept vocabulary is SQLite's")
+    store.create_session("s-main", "agent:main:main")
+    store.append("s-main", msg("m1", "the планировщик runs nightly", parent=None))
+    for caller in (MAIN, EVERYONE):
+        assert store.suggest(caller, "планировщикк") == ["планировщик"], caller.visibility

@@ -5,8 +5,8 @@ A search that finds nothing reads the candidates of a misspelt word from the ind
 on SQLite FTS5's ``fts5vocab``, which counts every term it reads by walking the term's whole
 doclist, so reading the two-letter range of a word's candidates was 0.5-0.9 ms of a ~1 ms miss
 at 100k events against a 0.3-0.45 ms hit (bench/NOTES.md). Here ``message_vocabulary`` (one
-row per term, ``WITHOUT ROWID``) holds the word-like terms (letters only, at least two) of the
-index, filled once from ``fts5vocab``; the writer adds the words of the rows it indexes
+row per term, ``WITHOUT ROWID``) holds the terms of the index made of letters only, filled once
+from ``fts5vocab``; the writer adds the words of the rows it indexes
 (``openclaw_fts/index/sqlite/vocabulary.py`` says how, and why a superset is harmless), and a
 range of it is a B-tree read. PostgreSQL: nothing.
 
@@ -40,8 +40,6 @@ VOCAB = "temp.openclaw_fts_vocab_0015"
 CREATE_VOCAB = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB} USING fts5vocab(main, 'message_fts', 'row')"
 )
-#: Shortest term kept (a near word shares its misspelt word's first two letters).
-MIN_TERM_CHARS = 2
 #: Terms inserted per statement.
 FILL_CHUNK = 10_000
 
@@ -57,7 +55,7 @@ def upgrade() -> None:
     terms = [
         str(term)
         for (term,) in bind.execute(sa.text(f"SELECT term FROM {VOCAB}"))
-        if len(str(term)) >= MIN_TERM_CHARS and str(term).isalpha()
+        if str(term).isalpha()
     ]
     bind.execute(sa.text(f"DROP TABLE IF EXISTS {VOCAB}"))
     for start in range(0, len(terms), FILL_CHUNK):

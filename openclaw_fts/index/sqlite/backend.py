@@ -133,7 +133,7 @@ class SqliteBackend(SqliteSearch, SqlBackend):
             terms: set[str] | None = set() if vocabulary.kept(conn) else None
             impact.add_rows(cur, first, rows, terms)
             if terms:
-                vocabulary.add_words(conn, cur, terms)
+                vocabulary.add_words(conn, cur, vocabulary.letter_words(terms))
 
     def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
         delete_rows(conn, ids)

@@ -43,7 +43,6 @@ from ..impact import (
     trackable,
 )
 from .fts import CONTENT_TABLE, FTS_TABLE, cursor
-from .vocabulary import body_words
 
 #: FTS5's shadow tables this module reads: the per-row token counts and the index's totals.
 DOCSIZE_TABLE = f"{FTS_TABLE}_docsize"
@@ -225,8 +224,8 @@ def add_rows(
 ) -> None:
     """Add the lists' rows of index rows just inserted with ids ``first_id…`` (and their FTS5
     entries), then look for newly frequent words when the ids crossed a checkpoint.
-    ``terms``: also collect there the rows' words the writer-kept vocabulary keeps
-    (:func:`.vocabulary.body_words`, from the same read of each body)."""
+    ``terms``: also collect there the rows' words (:func:`words`, the same read of each body),
+    for the writer-kept vocabulary (:mod:`.vocabulary`)."""
     if not rows:
         return
     tracked = _tracked(cur)
@@ -235,7 +234,7 @@ def add_rows(
         for r in rows:
             read = words(r.body)
             if terms is not None:
-                terms.update(body_words(r.body, read))
+                terms.update(read)
             if tracked:
                 seen = Counter(read)
                 counts.append({w: seen[w] for w in seen.keys() & tracked.keys()})

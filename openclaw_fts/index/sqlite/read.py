@@ -1109,7 +1109,7 @@ class SqliteSearch:
             )
         }
         ranges = _without_tracked(ranges, list(tracked))
-        if vocabulary.kept(conn):
+        if vocabulary.holds(token) and vocabulary.kept(conn):
             # The writer-kept words (revision 0015): the range is a B-tree read, and only the
             # few terms within the distance are counted in fts5vocab (bench/NOTES.md).
             terms = vocabulary.range_terms(cur, ranges, MAX_NEAR_CANDIDATES)

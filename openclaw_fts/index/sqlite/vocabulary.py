@@ -1,39 +1,39 @@
 """The words of the SQLite index kept by its writer (revision 0015): where a wide caller's search
 that finds nothing takes its near words' candidates from.
 
-Invariant: :data:`VOCABULARY_TABLE` holds every word-like term (letters only, at least
-:data:`MIN_TERM_CHARS` of them) of the bodies indexed since the table exists, as
-:func:`body_words` reads them -- exactly FTS5's terms for ASCII text; in other text the
-tokenizer mirror's :func:`~openclaw_fts.tokens.fold` of each run of letters, which differs from
-FTS5 only where the mirror does (a word missing then only changes a suggestion) -- and the
-terms the revision found in FTS5's own vocabulary when it made the table. Terms only, no
-counts; a term is never deleted: a row deleted (a branch switch, a reconcile, a rewind)
-leaves its words, so the table is a superset of the index's words, and a word no index row
-holds any longer is dropped by the reader when its count is read (0) -- every suggestion is
-proved visible by a statement over the index anyway (:mod:`.read`). Written by the writer
-in the transaction that inserts the index rows (:func:`add_words`).
+Invariant: :data:`VOCABULARY_TABLE` holds every term made of letters only of the bodies indexed
+since the table exists, as the impact lists' :func:`.impact.words` reads them -- exactly FTS5's
+terms for ASCII text, Latin runs folded by the tokenizer mirror; a run holding a character from
+:data:`LATIN_END` on (Greek, Cyrillic, ...) is not read there, so a misspelt word holding one
+is looked up in FTS5's own vocabulary (:func:`holds`) -- and every term of letters only that
+the revision found in FTS5's vocabulary when it made the table. Terms only, no counts; a term
+is never deleted: a row deleted (a branch switch, a reconcile, a rewind) leaves its words, so
+the table is a superset of those words of the index, and a word no index row holds any longer
+is dropped by the reader when its count is read (0) -- every suggestion is proved visible by a
+statement over the index anyway (:mod:`.read`). Written by the writer in the transaction that
+inserts the index rows (:func:`add_words`).
 
 Why (bench/NOTES.md, "Searches that find nothing, fifth pass"): FTS5's ``fts5vocab`` counts a
 term by walking its whole doclist, so reading the two-letter range of a misspelt word's
 candidates was 0.5-0.9 ms of a ~1 ms miss at 100k events, against a 0.3-0.45 ms hit. A range
 of this table is a B-tree read; only the few candidates within the edit distance are counted
-in ``fts5vocab`` (:func:`term_counts`). What it costs the writer: one ``INSERT OR IGNORE`` per
-batch, of the words that the connection does not know to be in the table already
-(:data:`_KNOWN_MEMO`: words it found there, committed), from the read of each body the
-impact lists make anyway; at most :data:`KNOWN_TERMS_CAP` of them kept.
+in ``fts5vocab`` (:func:`term_counts`). What it costs the writer: the words of a batch that its
+connection does not know to be in the table (:data:`_KNOWN_MEMO`: words it found there,
+committed; at most :data:`KNOWN_TERMS_CAP`), each inserted by a statement of its own up to
+:data:`ONE_BY_ONE_TERMS` of them (so each one's ``rowcount`` says whether it was there), else
+looked up then inserted in one statement each; the words come from the read of each body the
+impact lists make anyway.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
 
-from ...tokens import fold
 from ..memo import SchemaFeature, keep_for_transaction, kept_for_transaction
 from .fts import VOCAB_TABLE
 
@@ -44,18 +44,22 @@ CREATE_VOCABULARY = (
     f"CONSTRAINT pk_{VOCABULARY_TABLE} PRIMARY KEY (term)) WITHOUT ROWID"
 )
 DROP_VOCABULARY = f"DROP TABLE IF EXISTS {VOCABULARY_TABLE}"
-#: Shortest term kept: a near word shares its misspelt word's first two letters
-#: (``read.NEAR_PREFIX_CHARS``), so a shorter term is never a candidate.
-MIN_TERM_CHARS = 2
 #: Words a connection remembers to be in the table (committed), so that its writes skip them:
-#: past this many the memo is emptied and fills again (at 100k events the table holds ~78k
+#: past this many the memo is emptied and fills again (at 100k events the table holds ~50k
 #: terms; each remembered word is ~60 bytes).
 KNOWN_TERMS_CAP = 131_072
+#: A batch's unknown words up to this many are inserted one statement each (a single append
+#: brings 2-3 once the connection knows the common ones); more are looked up, then the missing
+#: ones inserted, in two statements.
+ONE_BY_ONE_TERMS = 8
 #: Where a pooled DBAPI connection remembers those words.
 _KNOWN_MEMO = "openclaw_fts_sqlite_known_terms"
 #: Where it remembers, for one transaction, the words it inserted itself (not committed yet:
 #: never remembered as known, a ROLLBACK takes them away).
 _OWN_MEMO = "openclaw_fts_sqlite_own_terms"
+#: The first code point of a run :func:`.impact.words` does not read: a misspelt word holding
+#: one is looked up in FTS5's vocabulary, not in this table.
+LATIN_END = "\u0250"
 
 #: Whether the table exists (the catalogue only).
 PRESENT_SQL = (
@@ -64,10 +68,7 @@ PRESENT_SQL = (
 #: The table as one of the schema's features (:class:`~..memo.SchemaFeature`): a store opened
 #: with ``upgrade=False`` on a database below 0015 reads ``fts5vocab`` and writes no word.
 FEATURE = SchemaFeature("sqlite", "vocabulary", PRESENT_SQL)
-
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
-#: Runs of letters and digits (Python's word characters without ``_``).
-_WORD_RUN = re.compile(r"[^\W_]+")
+_INSERT_ONE = f"INSERT OR IGNORE INTO {VOCABULARY_TABLE} (term) VALUES (?)"
 
 
 def kept(conn: Connection) -> bool:
@@ -76,27 +77,23 @@ def kept(conn: Connection) -> bool:
     return FEATURE.present(conn)
 
 
-def body_words(body: str, ascii_words: Sequence[str] | None = None) -> set[str]:
-    """The word-like terms of one indexed body this table keeps: runs of letters and digits,
-    lower-cased, folded by the tokenizer mirror when not ASCII, made of letters only and at
-    least :data:`MIN_TERM_CHARS` long. ``ascii_words``: the body's runs as
-    :func:`.impact.words` read them already, used when the body is ASCII (the same runs)."""
-    if body.isascii():
-        runs: Sequence[str] = (
-            ascii_words if ascii_words is not None else _ASCII_WORD.findall(body.lower())
-        )
-    else:
-        runs = [w if w.isascii() else fold(w) for w in _WORD_RUN.findall(body.lower())]
-    return {w for w in runs if len(w) >= MIN_TERM_CHARS and w.isalpha()}
+def holds(token: str) -> bool:
+    """Whether the table holds ``token``'s near words, were they in the index: a token of no
+    character from :data:`LATIN_END` on (its near words share its first letters)."""
+    return not token or max(token) < LATIN_END
+
+
+def letter_words(runs: Iterable[str]) -> set[str]:
+    """Of ``runs`` (the words :func:`.impact.words` read from bodies), those the table keeps:
+    made of letters only."""
+    return set(filter(str.isalpha, runs))
 
 
 def add_words(conn: Connection, cur: sqlite3.Cursor, words: Iterable[str]) -> None:
-    """Insert ``words`` (:func:`body_words` of rows this transaction indexes) that the
-    connection does not remember to be in the table: one ``INSERT OR IGNORE`` of them. When it
-    inserted none, every one was there already, committed unless this transaction inserted it
-    (:data:`_OWN_MEMO`): those are remembered as known (terms are never deleted). When it
-    inserted some, which ones is not known: all of them count as this transaction's own (asked
-    again by a later write, which costs a statement, never a word)."""
+    """Insert ``words`` (:func:`letter_words` of the rows this transaction indexes) that the
+    connection does not remember to be in the table. Those found there already, but for this
+    transaction's own (:data:`_OWN_MEMO`), are remembered as known (committed, and terms are
+    never deleted)."""
     info: dict[str, Any] = conn.connection.info
     known: set[str] | None = info.get(_KNOWN_MEMO)
     if known is None or len(known) > KNOWN_TERMS_CAP:
@@ -104,18 +101,34 @@ def add_words(conn: Connection, cur: sqlite3.Cursor, words: Iterable[str]) -> No
     fresh = set(words) - known
     if not fresh:
         return
-    inserted = cur.execute(
-        f"INSERT OR IGNORE INTO {VOCABULARY_TABLE} (term) SELECT value FROM json_each(?)",
-        (json.dumps(sorted(fresh)),),
-    ).rowcount
     own: set[str] | None = kept_for_transaction(conn, _OWN_MEMO)
-    if inserted == 0:
-        known.update(fresh - own if own else fresh)
-        return
     if own is None:
         own = set()
         keep_for_transaction(conn, _OWN_MEMO, own)
-    own.update(fresh)
+    if len(fresh) <= ONE_BY_ONE_TERMS:
+        present = set()
+        for word in fresh:
+            if cur.execute(_INSERT_ONE, (word,)).rowcount:
+                own.add(word)
+            else:
+                present.add(word)
+        known.update(present - own)
+        return
+    present = {
+        str(t)
+        for (t,) in cur.execute(
+            f"SELECT term FROM {VOCABULARY_TABLE} WHERE term IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(fresh)),),
+        )
+    }
+    known.update(present - own)
+    missing = fresh - present
+    if missing:
+        cur.execute(
+            f"INSERT OR IGNORE INTO {VOCABULARY_TABLE} (term) SELECT value FROM json_each(?)",
+            (json.dumps(sorted(missing)),),
+        )
+        own.update(missing)
 
 
 def range_terms(cur: sqlite3.Cursor, ranges: Sequence[tuple[str, str]], cap: int) -> list[str]:
