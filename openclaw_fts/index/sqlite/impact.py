@@ -224,8 +224,8 @@ def add_rows(
 ) -> None:
     """Add the lists' rows of index rows just inserted with ids ``first_id…`` (and their FTS5
     entries), then look for newly frequent words when the ids crossed a checkpoint.
-    ``terms``: also collect there the rows' words (:func:`words`, the same read of each body),
-    for the writer-kept vocabulary (:mod:`.vocabulary`)."""
+    ``terms``: also collect there the rows' words (:func:`words`, the same read of each body)
+    but the tracked ones, for the writer-kept vocabulary (:mod:`.vocabulary`)."""
     if not rows:
         return
     tracked = _tracked(cur)
@@ -238,6 +238,8 @@ def add_rows(
             if tracked:
                 seen = Counter(read)
                 counts.append({w: seen[w] for w in seen.keys() & tracked.keys()})
+        if terms is not None:
+            terms.difference_update(tracked)  # read from their own table (.vocabulary)
     if tracked:
         ids = [first_id + k for k, c in enumerate(counts) if c]
         lens = _doc_lens(cur, ids)

@@ -2,7 +2,9 @@
 that finds nothing takes its near words' candidates from.
 
 Invariant: :data:`VOCABULARY_TABLE` holds every term made of letters only of the bodies indexed
-since the table exists, as the impact lists' :func:`.impact.words` reads them -- exactly FTS5's
+since the table exists but the words tracked when they were written (``message_impact_terms``,
+whose words the reader takes from that table, and a tracked word stays tracked), as the impact
+lists' :func:`.impact.words` reads them -- exactly FTS5's
 terms for ASCII text, Latin runs folded by the tokenizer mirror; a run holding a character from
 :data:`LATIN_END` on (Greek, Cyrillic, ...) is not read there, so a misspelt word holding one
 is looked up in FTS5's own vocabulary (:func:`holds`) -- and every term of letters only that
@@ -19,7 +21,8 @@ candidates was 0.5-0.9 ms of a ~1 ms miss at 100k events, against a 0.3-0.45 ms 
 of this table is a B-tree read; only the few candidates within the edit distance are counted
 in ``fts5vocab`` (:func:`term_counts`). What it costs the writer: the words of a batch that its
 connection does not know to be in the table (:data:`_KNOWN_MEMO`: words it found there,
-committed; at most :data:`KNOWN_TERMS_CAP`), each inserted by a statement of its own up to
+committed; at most :data:`KNOWN_TERMS_CAP`) and are not tracked (the most frequent: about
+half of a message's words), each inserted by a statement of its own up to
 :data:`ONE_BY_ONE_TERMS` of them (so each one's ``rowcount`` says whether it was there), else
 looked up then inserted in one statement each; the words come from the read of each body the
 impact lists make anyway.
