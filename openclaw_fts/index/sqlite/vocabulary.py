@@ -19,9 +19,9 @@ Why (bench/NOTES.md, "Searches that find nothing, fifth pass"): FTS5's ``fts5voc
 term by walking its whole doclist, so reading the two-letter range of a misspelt word's
 candidates was 0.5-0.9 ms of a ~1 ms miss at 100k events, against a 0.3-0.45 ms hit. A range
 of this table is a B-tree read; only the few candidates within the edit distance are counted
-in ``fts5vocab`` (:func:`term_counts`). What it costs the writer: the words of a batch that its
-connection does not know to be in the table (:data:`_KNOWN_MEMO`: words it found there,
-committed; at most :data:`KNOWN_TERMS_CAP`) and are not tracked (the most frequent: about
+in ``fts5vocab`` (:func:`term_counts`). What it costs the writer: the words of a batch that the
+process does not know to be in the table (:data:`_KNOWN`: words it found there, committed; at
+most :data:`KNOWN_TERMS_CAP` a database) and are not tracked (the most frequent: about
 half of a message's words), each inserted by a statement of its own up to
 :data:`ONE_BY_ONE_TERMS` of them (so each one's ``rowcount`` says whether it was there), else
 looked up then inserted in one statement each; the words come from the read of each body the
@@ -47,16 +47,24 @@ CREATE_VOCABULARY = (
     f"CONSTRAINT pk_{VOCABULARY_TABLE} PRIMARY KEY (term)) WITHOUT ROWID"
 )
 DROP_VOCABULARY = f"DROP TABLE IF EXISTS {VOCABULARY_TABLE}"
-#: Words a connection remembers to be in the table (committed), so that its writes skip them:
-#: past this many the memo is emptied and fills again (at 100k events the table holds ~50k
-#: terms; each remembered word is ~60 bytes).
+#: Words the process remembers to be in a database's table (committed), so that its writes skip
+#: them: past this many the memo of that database is emptied and fills again (at 100k events the
+#: table holds ~50k terms; each remembered word is ~60 bytes).
 KNOWN_TERMS_CAP = 131_072
+#: Databases (files, each at one schema version) whose words the process remembers at once.
+KNOWN_DATABASES = 8
 #: A batch's unknown words up to this many are inserted one statement each (a single append
 #: brings 2-3 once the connection knows the common ones); more are looked up, then the missing
 #: ones inserted, in two statements.
 ONE_BY_ONE_TERMS = 8
-#: Where a pooled DBAPI connection remembers those words.
-_KNOWN_MEMO = "openclaw_fts_sqlite_known_terms"
+#: The words the process remembers, by database file and schema version (``PRAGMA
+#: schema_version``, which every change of the file's schema raises, whoever makes it: a table
+#: dropped and made again is a new key). Shared by the connections and engines of the process,
+#: so a new store on a file the process wrote knows its words (the bench's single appends run
+#: on a store opened after the live ingest); a ``:memory:`` database is its connection's own.
+_KNOWN: dict[tuple[str, int], set[str]] = {}
+#: Where a pooled DBAPI connection remembers its database's file.
+_FILE_MEMO = "openclaw_fts_sqlite_database_file"
 #: Where it remembers, for one transaction, the words it inserted itself (not committed yet:
 #: never remembered as known, a ROLLBACK takes them away).
 _OWN_MEMO = "openclaw_fts_sqlite_own_terms"
@@ -94,13 +102,10 @@ def letter_words(runs: Iterable[str]) -> set[str]:
 
 def add_words(conn: Connection, cur: sqlite3.Cursor, words: Iterable[str]) -> None:
     """Insert ``words`` (:func:`letter_words` of the rows this transaction indexes) that the
-    connection does not remember to be in the table. Those found there already, but for this
-    transaction's own (:data:`_OWN_MEMO`), are remembered as known (committed, and terms are
-    never deleted)."""
-    info: dict[str, Any] = conn.connection.info
-    known: set[str] | None = info.get(_KNOWN_MEMO)
-    if known is None or len(known) > KNOWN_TERMS_CAP:
-        known = info[_KNOWN_MEMO] = set()
+    process does not remember to be in the table (:func:`_known`). Those found there already,
+    but for this transaction's own (:data:`_OWN_MEMO`), are remembered as known (committed --
+    a writer sees no other writer's uncommitted rows -- and terms are never deleted)."""
+    known = _known(conn, cur)
     fresh = set(words) - known
     if not fresh:
         return
@@ -132,6 +137,25 @@ def add_words(conn: Connection, cur: sqlite3.Cursor, words: Iterable[str]) -> No
             (json.dumps(sorted(missing)),),
         )
         own.update(missing)
+
+
+def _known(conn: Connection, cur: sqlite3.Cursor) -> set[str]:
+    """The words the process remembers to be in the table of ``conn``'s database at its
+    current schema version (:data:`_KNOWN`): one ``PRAGMA`` a write, the file's name read
+    once per pooled connection."""
+    info: dict[str, Any] = conn.connection.info
+    where: str | None = info.get(_FILE_MEMO)
+    if where is None:
+        row = cur.execute("SELECT file FROM pragma_database_list WHERE name = 'main'").fetchone()
+        named = str(row[0]) if row and row[0] else ""
+        where = info[_FILE_MEMO] = named or f"connection {id(conn.connection.dbapi_connection)}"
+    key = (where, int(cur.execute("PRAGMA schema_version").fetchone()[0]))
+    known = _KNOWN.get(key)
+    if known is None or len(known) > KNOWN_TERMS_CAP:
+        if key not in _KNOWN and len(_KNOWN) >= KNOWN_DATABASES:
+            _KNOWN.clear()
+        known = _KNOWN[key] = set()
+    return known
 
 
 def range_terms(cur: sqlite3.Cursor, ranges: Sequence[tuple[str, str]], cap: int) -> list[str]:
