@@ -743,6 +743,24 @@ def exact_words_starting(texts: Sequence[str], head: str) -> list[list[str]] | N
     return found
 
 
+def ascii_holds_token(text: str, word: str) -> bool:
+    """Whether ``word`` (a folded token) is a token of ``text``, an ASCII text lower-cased
+    (NUL aside, its tokens are its runs of ASCII letters and digits, folded by lower-casing:
+    :func:`scan_tokens`). A word beyond ASCII letters and digits is a token of none."""
+    if not word or not word.isascii() or not word.isalnum():
+        return False
+    size = len(word)
+    at = text.find(word)
+    while at >= 0:
+        end = at + size
+        if (not at or text[at - 1] not in _ASCII_TOKEN_CHARS) and (
+            end == len(text) or text[end] not in _ASCII_TOKEN_CHARS
+        ):
+            return True
+        at = text.find(word, at + 1)
+    return False
+
+
 def _starting_in_tokens(text: str, head: str) -> tuple[list[int], list[str]]:
     """:func:`words_starting_at` from every token of ``text`` (:func:`scan_tokens`)."""
     starts, _, norms = scan_tokens(text)

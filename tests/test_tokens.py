@@ -17,6 +17,7 @@ from openclaw_fts.tokens import (
     MIRROR_EXACT_RANGES,
     SEPARATOR_RANGES,
     Token,
+    ascii_holds_token,
     clean_text,
     exact_words_starting,
     fold,
@@ -447,6 +448,21 @@ def test_exact_words_starting_on_examples() -> None:
     ]  # fmt: skip
     assert exact_words_starting(["plan", "we deploy\U0001f972ed it"], "pl") is None
     assert exact_words_starting(["plan", "nul\x00"], "pl") is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from([*"abAB01 -_.\n", "é"]), max_size=30),
+    word=st.text(alphabet=st.sampled_from([*"ab01", "é", "B"]), max_size=3),
+)
+def test_ascii_holds_token_is_the_mirrors_tokens(text: str, word: str) -> None:
+    # A lower-cased ASCII text holds a word as a token exactly when the mirror says so; a
+    # word beyond ASCII letters and digits (or not folded) is held by none.
+    if not text.isascii():
+        text = text.encode("ascii", "replace").decode()
+    lowered = text.lower()
+    expected = word.isascii() and word.isalnum() and word in scan_tokens(lowered)[2]
+    assert ascii_holds_token(lowered, word) == expected
 
 
 def test_the_separator_ranges_separate_tokens(fts: sqlite3.Connection) -> None:
