@@ -1288,7 +1288,11 @@ class SqliteSearch:
         fast paths"), and a word
         that is not found is read by its near words anyway. A narrow caller's words that a
         filtered search of this transaction proved found (:func:`_keep_found_words`: a match
-        of its sessions the filters left out) need no statement."""
+        of its sessions the filters left out) need no statement. Otherwise (``counted=False``)
+        a narrow caller's words are first looked up in the whole index (:func:`_in_index`:
+        a word no message holds is not found), and one with at most
+        :data:`FOUND_READ_ROWS` messages has a word one of its ASCII bodies holds proved by
+        that body (:func:`_own_bodies`, the read its near words share)."""
         if unmasked:
             kept = set() if prefix else _kept_bare_words(conn, caller, exact)
             bare: list[str] = []
