@@ -1306,11 +1306,11 @@ class PostgresSearch:
         that index-wide count -- the order SQLite's wide callers have (FTS5's vocabulary,
         counted over every session). One statement, planned without sequential scans (as
         the probes of :meth:`near_words`; it puts the setting back itself, first). A tracked
-        word (:data:`TERMS_TABLE`,
-        kept by the writer) is known present, with the count it was tracked at (at least
-        :data:`FREQUENT_TERM_MIN_DOCS`, as on SQLite): no GIN lookup, whose bitmap is its whole
-        posting list. Any other is counted over the index up to :data:`NEAR_WORD_COUNT_CAP`
-        (a rare word's short posting list; one no row holds: one lookup). In that order
+        word (:data:`TERMS_TABLE`, kept by the writer) is known present, with the count it
+        was tracked at (at least :data:`FREQUENT_TERM_MIN_DOCS`, as on SQLite): no GIN
+        lookup, whose bitmap is its whole posting list. Any other is counted over the index
+        up to :data:`NEAR_WORD_COUNT_CAP` (a rare word's short posting list; one no row
+        holds: one lookup). In that order
         (ties: the word), each is then proved visible by its first visible message, with the
         visibility predicate in the proof, until ``want`` are: no candidate is counted among
         the visible messages (up to :data:`WORD_COUNT_CAP` each, the order's cost before,
