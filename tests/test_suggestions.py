@@ -12,6 +12,7 @@ import pytest
 from conftest import check_search_output
 from factories import chain, msg
 from sqlalchemy import event, update
+from sqlalchemy import text as sql
 from sqlalchemy.orm import Session, sessionmaker
 from test_cli import loads, ok, run
 
@@ -289,10 +290,10 @@ def test_near_words_are_ordered_by_what_the_caller_may_see(
     assert store.suggest(SELF, "walrut") == ["walnut", "walrus"]  # 2 against 1
     assert warning(store, SELF, "walrut") == "No matches. Did you mean: walnut, walrus?"
     assert store.suggest(EVERYONE, "walrut") == ["walrus", "walnut"]  # 9 against 5
-    # A wide caller: its visible counts on PostgreSQL (5 against 1); FTS5's vocabulary order
-    # on SQLite, where counting cost more (openclaw_fts/index/sqlite/read.py, near_words).
-    wide = ["walnut", "walrus"] if db_engine != "sqlite" else ["walrus", "walnut"]
-    assert store.suggest(MAIN, "walrut") == wide
+    # A wide caller: the index-wide order on both engines (9 against 5; it sees 5 against 1),
+    # where counting among its visible messages cost more (bench/NOTES.md; near_words of
+    # openclaw_fts/index/sqlite/read.py and _most_frequent_visible of .../postgresql/read.py).
+    assert store.suggest(MAIN, "walrut") == ["walrus", "walnut"]
     if db_engine != "sqlite":
         # A narrow caller whose sessions are too many to read row by row: counted through the
         # GIN index, with the visibility inside the count.
@@ -673,3 +674,55 @@ def test_a_wide_callers_near_words_are_proved_unmasked_by_their_count(
     statements.clear()
     assert "oboe" in store.suggest(EVERYONE, "oboq")  # its first row is masked (sk-obo…)
     assert any("strpos(mi.body" in s for s in statements), statements
+
+
+def test_a_wide_callers_near_words_follow_the_index_and_are_proved_for_it(
+    store: TranscriptStore,
+) -> None:
+    """A wide caller (``agent``, ``all``) gets its near words in the order of their frequency
+    over the whole index, on both engines (PostgreSQL counted them among its visible messages
+    before: ``walnut`` first for ``agent``), and still only words it may see: ``walrun``, the
+    most frequent of the three, is held only by another agent's session."""
+    texts = {
+        ("s-main", "agent:main:main"): ["walnut bread", "walnut cake", "a walrus tusk"],
+        ("s-side", "agent:main:side"): ["walnut tree"],
+        ("s-ops", "agent:ops:main"): ["the walrus swims"] * 6 + ["walrun"] * 9,
+    }
+    for (sid, key), lines in texts.items():
+        store.create_session(sid, key)
+        store.append_many(sid, chain(lines, prefix=f"{sid}-"))
+    assert store.suggest(MAIN, "walrut") == ["walrus", "walnut"]  # 7 against 3 (it sees 1, 3)
+    assert store.suggest(EVERYONE, "walrut") == ["walrun", "walrus", "walnut"]  # 9, 7, 3
+    assert store.suggest(SELF, "walrut") == ["walnut", "walrus"]  # its own: 2 against 1
+
+
+def test_a_wide_callers_tracked_near_word_comes_first_and_ties_past_the_cap_go_by_the_word(
+    store: TranscriptStore, db_engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL, a wide caller: a tracked near word (an impact list's word) is known present
+    with the count it was tracked at (at least ``FREQUENT_TERM_MIN_DOCS``, as on SQLite), so
+    it comes before every untracked one, and is proved visible from its list; untracked ones
+    are counted over the index up to ``NEAR_WORD_COUNT_CAP``, past which they tie (the word
+    orders them). No suggestion changes when a word becomes tracked."""
+    if db_engine != "postgresql":
+        pytest.skip("the cap and the tracked words' reading are PostgreSQL's")
+    from openclaw_fts.index.postgresql import impact
+    from openclaw_fts.index.postgresql import read as postgresql_read
+
+    store.create_session("s-main", "agent:main:main")
+    texts = ["walrus"] * 8 + ["walnut"] * 3 + ["walrun"] * 2 + ["walrux"]
+    store.append_many("s-main", chain(texts, prefix="s-main-"))
+    assert store.suggest(MAIN, "walrut") == ["walrus", "walnut", "walrun"]
+    with store.engine.begin() as conn:
+        conn.execute(sql("ANALYZE message_index"))
+        assert impact.promote(conn, 8) == 1  # walrus
+    assert store.suggest(MAIN, "walrut") == ["walrus", "walnut", "walrun"]
+    monkeypatch.setattr(postgresql_read, "NEAR_WORD_COUNT_CAP", 2)
+    # walnut (3) and walrun (2) both reach the cap: the word orders them, walrus still first
+    assert store.suggest(MAIN, "walrut") == ["walrus", "walnut", "walrun"]
+    monkeypatch.setattr(postgresql_read, "NEAR_WORD_COUNT_CAP", 1)
+    assert store.suggest(MAIN, "walrut") == ["walrus", "walnut", "walrun"]
+    with store.engine.begin() as conn:
+        conn.execute(sql("DELETE FROM message_impact_terms WHERE term = 'walrus'"))
+    # untracked again, and capped at 1 like the others: the word orders all four
+    assert store.suggest(MAIN, "walrut") == ["walnut", "walrun", "walrus"]
