@@ -210,6 +210,49 @@ def test_a_narrow_callers_found_words_are_proved_without_reading_its_lexemes(
         event.remove(store.engine, "before_cursor_execute", seen)
 
 
+def test_a_narrow_callers_found_words_are_proved_by_its_bodies_or_ruled_out_by_the_index(
+    store: TranscriptStore, db_engine: str
+) -> None:
+    """SQLite: a ``self`` or ``tree`` caller's query that found nothing asks whether each of
+    its words is found. One look-up in the index for all of them says which words some
+    message holds: a misspelt word no message holds costs no proof. Of the others, those an
+    ASCII message of the caller holds are proved by the bodies of its messages (read once,
+    and shared with the near words); only the rest take a statement with the caller's
+    sessions' tokens in the MATCH. Same answers: a word only another session holds is not
+    found for the caller, and is corrected from the caller's own words."""
+    if db_engine != "sqlite":
+        pytest.skip("SQLite's statements")
+    store.create_session("s-main", "agent:main:main")
+    lines = [
+        "please borrow the deployment notes",
+        "the walrus sleeps",
+        "borrowed time",
+        "café crème brûlée",
+    ]
+    store.append_many("s-main", chain(lines, prefix="s-main-"))
+    store.create_session("s-ops", "agent:ops:main")
+    store.append_many("s-ops", chain(["the walrsu of ops"], prefix="s-ops-"))
+    statements: list[str] = []
+
+    @event.listens_for(store.engine, "checkout")
+    def _trace(dbapi: object, record: object, proxy: object) -> None:
+        dbapi.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+
+    for caller in (SELF, Caller("agent:main:main", visibility="tree")):
+        for query, said, proofs in (
+            ("borrow walrsu", "walrus", 1),  # walrsu: only s-ops holds it
+            ("borrow walrux", "walrus", 0),  # walrux: no message holds it
+            ('"the deploymnet notes"', "deployment", 0),
+            ("borrow walrus", "", 0),  # found apart: the combination finds nothing
+            ("creme walrux", "walrus", 1),  # creme: only a message beyond ASCII holds it
+        ):
+            del statements[:]
+            assert said in warning(store, caller, query), (caller.visibility, query)
+            scoped = [s for s in statements if ") AND sess : (" in s and "EXISTS" in s]
+            assert len(scoped) == proofs, (caller.visibility, query, scoped)
+            assert sum("SELECT mi.body FROM" in s for s in statements) <= 1
+
+
 def test_never_a_word_the_caller_cannot_search(populated: TranscriptStore) -> None:
     # quokka / marmalade are only in agent ops's session; zeppelin only in an incognito one.
     for query in ("quoka", "marmelade", "quokka*x"):
