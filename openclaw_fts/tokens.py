@@ -37,7 +37,7 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple, TypeVar
 
 import regex  # type: ignore[import-untyped,unused-ignore]  # no stubs in the venv
@@ -105,6 +105,8 @@ FOLD_EXCEPTIONS: dict[str, str] = {"Ǡ": "ǡ", "ǡ": "ǡ", "ẛ": "s"}
 FOLD_CACHE_SIZE = 65536
 
 _CJK_STARTS = [lo for lo, _ in CJK_RANGES]
+#: Below it no character is CJK (:func:`is_cjk` needs no look-up).
+_FIRST_CJK = chr(min(_CJK_STARTS))
 
 
 def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
@@ -643,41 +645,127 @@ def _latin_spelling(head: str) -> re.Pattern[str] | None:
     return re.compile(f"{''.join(classes)}{_LATIN_WORD_CHAR}*")
 
 
-def _continues_latin_token(ch: str) -> bool:
-    """Whether ``ch``, before a match in a text of Latin and CJK characters, is a token
-    character that the match would continue (a CJK character is a token by itself)."""
-    return ch.isalnum() and not is_cjk(ch)
-
-
 def words_starting(text: str, head: str) -> list[str]:
     """The folded tokens of ``text`` that start with ``head`` (a folded token's first letters),
     in text order, repeats kept: ``[w for w in scan_tokens(text)[2] if w.startswith(head)]``.
     Text of ASCII, Latin and CJK characters is searched for ``head``'s spellings alone,
-    without a list of its every token."""
+    without a list of its every token (:func:`words_starting_at`)."""
+    return words_starting_at(text, head)[1]
+
+
+def words_starting_at(text: str, head: str) -> tuple[list[int], list[str]]:
+    """:func:`words_starting` with where each word starts in ``text``: two parallel lists, the
+    starts (offsets into ``text``, in order) and the folded words."""
     if not head or _CJK_RUN_RE.search(head) is not None:
-        return [word for word in scan_tokens(text)[2] if word.startswith(head)]
+        return _starting_in_tokens(text, head)
     if text.isascii() or _BEYOND_ASCII_RE.search(text) is None:
-        # Its tokens are ASCII letters and digits (folded: lower-cased) and CJK characters,
-        # each a token by itself (never one that starts with a head of two characters).
-        if not (head.isascii() and head.isalnum()):
-            return []
-        lowered = text.lower()
-        return [
-            m.group()
-            for m in _ascii_spelling(head).finditer(lowered)
-            if not (start := m.start()) or lowered[start - 1] not in _ASCII_TOKEN_CHARS
-        ]
+        return _ascii_words_at(text, head)
     if _BEYOND_LATIN_RE.search(text) is None:
-        pattern = _latin_spelling(head)
-        if pattern is None:
-            return []
-        spelt = [
-            m.group()
-            for m in pattern.finditer(text)
-            if not (start := m.start()) or not _continues_latin_token(text[start - 1])
-        ]
-        return [word for word in map(fold, spelt) if word.startswith(head)]
-    return [word for word in scan_tokens(text)[2] if word.startswith(head)]
+        return _latin_words_at(text, head)
+    return _starting_in_tokens(text, head)
+
+
+def _ascii_words_at(text: str, head: str) -> tuple[list[int], list[str]]:
+    """:func:`words_starting_at` of a text of ASCII, CJK characters and separators: its tokens
+    are ASCII letters and digits (folded: lower-cased) and CJK characters, each a token by
+    itself (never one that starts with a head of two characters)."""
+    if not (head.isascii() and head.isalnum()):
+        return [], []
+    lowered = text.lower()
+    found = [
+        m
+        for m in _ascii_spelling(head).finditer(lowered)
+        if not (start := m.start()) or lowered[start - 1] not in _ASCII_TOKEN_CHARS
+    ]
+    return [m.start() for m in found], [m.group() for m in found]
+
+
+def _latin_words_at(text: str, head: str) -> tuple[list[int], list[str]]:
+    """:func:`words_starting_at` of a text of ASCII, Latin (below U+0250) and CJK characters
+    and separators: ``head``'s spellings there, folded."""
+    pattern = _latin_spelling(head)
+    if pattern is None:
+        return [], []
+    starts: list[int] = []
+    words: list[str] = []
+    for m in pattern.finditer(text):
+        start = m.start()
+        before = text[start - 1] if start else " "
+        if before.isalnum() and (before < _FIRST_CJK or not is_cjk(before)):
+            continue  # inside a token (a CJK character is a token by itself)
+        word = fold(m.group())
+        if word.startswith(head):
+            starts.append(start)
+            words.append(word)
+    return starts, words
+
+
+#: What :func:`exact_words_starting` joins its texts with to search them as one: a separator
+#: for the mirror and for FTS5 alike, so no token spans two texts.
+TEXTS_JOINER = "\n"
+
+
+def exact_words_starting(texts: Sequence[str], head: str) -> list[list[str]] | None:
+    """:func:`words_starting` of each of ``texts`` (in order), or None when a character of
+    them is one the mirror may tokenize or fold otherwise than FTS5 (:func:`mirror_is_exact`
+    of every text). The ASCII texts are searched as one text, joined by
+    :data:`TEXTS_JOINER`, and so are the others when they are all of ASCII, Latin and CJK
+    characters and separators (text :func:`mirror_is_exact` vouches for, NUL aside: that
+    scan is the only one): one scan of each kind for all the texts instead of one per text
+    (a narrow caller's messages read for a search that found nothing, bench/NOTES.md).
+    Other texts are searched one by one."""
+    found: list[list[str]] = [[] for _ in texts]
+    plain = [n for n, text in enumerate(texts) if text.isascii()]
+    other = [n for n, text in enumerate(texts) if not text.isascii()]
+    for group in (plain, other):
+        if not group:
+            continue
+        joined = TEXTS_JOINER.join(texts[n] for n in group)
+        if "\x00" in joined:
+            return None
+        if not head or _CJK_RUN_RE.search(head) is not None:
+            words_at = None
+        elif group is plain or _BEYOND_ASCII_RE.search(joined) is None:
+            words_at = _ascii_words_at
+        elif _BEYOND_LATIN_RE.search(joined) is None:
+            words_at = _latin_words_at
+        else:
+            words_at = None
+        if words_at is not None:
+            ends = list(itertools.accumulate(len(texts[n]) + 1 for n in group))
+            for start, word in zip(*words_at(joined, head), strict=True):
+                found[group[bisect.bisect_right(ends, start)]].append(word)
+            continue
+        if not mirror_is_exact(joined):
+            return None
+        for n in group:
+            found[n] = words_starting(texts[n], head)
+    return found
+
+
+def ascii_holds_token(text: str, word: str) -> bool:
+    """Whether ``word`` (a folded token) is a token of ``text``, an ASCII text lower-cased
+    (NUL aside, its tokens are its runs of ASCII letters and digits, folded by lower-casing:
+    :func:`scan_tokens`). A word beyond ASCII letters and digits is a token of none."""
+    if not word or not word.isascii() or not word.isalnum():
+        return False
+    size = len(word)
+    at = text.find(word)
+    while at >= 0:
+        end = at + size
+        if (not at or text[at - 1] not in _ASCII_TOKEN_CHARS) and (
+            end == len(text) or text[end] not in _ASCII_TOKEN_CHARS
+        ):
+            return True
+        at = text.find(word, at + 1)
+    return False
+
+
+def _starting_in_tokens(text: str, head: str) -> tuple[list[int], list[str]]:
+    """:func:`words_starting_at` from every token of ``text`` (:func:`scan_tokens`)."""
+    starts, _, norms = scan_tokens(text)
+    kept = [n for n, word in enumerate(norms) if word.startswith(head)]
+    return [starts[n] for n in kept], [norms[n] for n in kept]
 
 
 def iter_tokens(text: str, pos: int = 0, endpos: int | None = None) -> Iterator[Token]:

@@ -397,3 +397,23 @@ def test_a_search_one_frequent_word_answers_from_its_list_is_one_round_trip(
             PostgresSearch.IMPACT_LISTS = True
     finally:
         store.close()
+
+
+def test_a_wide_callers_miss_is_the_search_and_its_near_words_statement(
+    pg_store: TranscriptStore, tmp_path: Path
+) -> None:
+    """A wide caller's one-word search that finds nothing: the search's statement, then, in
+    one REPEATABLE READ transaction, the ``enable_seqscan`` setting and ONE statement that
+    finds the near words (ordered by their frequency over the index, proved visible), reads
+    whether their first visible rows hold no credential mask, and counts the word's prefix
+    form -- what the near words' count, the mask check and the prefix form's count took three
+    statements for before (issue #38)."""
+    trace = Trace(pg_store, tmp_path / "trace")
+    pg_store.search(WIDE, "puffin")
+    mark = trace.mark()
+    missed = pg_store.search(WIDE, "puffi")
+    assert missed["results"] == []
+    assert missed.get("warning") == "No matches. Did you mean: puffin, puffi*?"
+    trips = trace.round_trips(mark)
+    assert "BEGIN ISOLATION LEVEL REPEATABLE READ" in trips[1] and "ROLLBACK" in trips[-1]
+    assert len(trips) == 5, trips  # the search, BEGIN, the setting, the near words, ROLLBACK

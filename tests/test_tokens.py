@@ -17,7 +17,9 @@ from openclaw_fts.tokens import (
     MIRROR_EXACT_RANGES,
     SEPARATOR_RANGES,
     Token,
+    ascii_holds_token,
     clean_text,
+    exact_words_starting,
     fold,
     has_token,
     index_body,
@@ -413,6 +415,54 @@ def test_words_starting_on_examples() -> None:
     assert words_starting(index_body(text), "pl") == words_starting(text, "pl")
     assert words_starting("\u212aelvin and kelvin", "ke") == ["kelvin", "kelvin"]
     assert words_starting("ASCII only", "жж") == []
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    texts=st.lists(
+        st.text(
+            alphabet=st.one_of(
+                _MIRROR_ALPHABET,
+                st.sampled_from([*"plPLstSTk \n", "\u212a", "ſ", "ĺ", "é", "，", "数", "\u0301"]),
+            ),
+            max_size=40,
+        ),
+        max_size=8,
+    ),
+    head=st.sampled_from(_HEADS),
+)
+def test_exact_words_starting_is_each_texts_words_starting(texts: list[str], head: str) -> None:
+    # The texts searched as one (joined by a separator) give each text its own words, or
+    # None as soon as one of them holds a character the mirror does not vouch for.
+    found = exact_words_starting(texts, head)
+    if all(map(mirror_is_exact, texts)):
+        assert found == [words_starting(text, head) for text in texts]
+    else:
+        assert found is None
+
+
+def test_exact_words_starting_on_examples() -> None:
+    texts = ["Plan a plé", "ASCII planned", "", "数据plan，Ṕlan", "Планировщик plan"]
+    assert exact_words_starting(texts, "pl") == [
+        ["plan", "ple"], ["planned"], [], ["plan", "plan"], ["plan"],
+    ]  # fmt: skip
+    assert exact_words_starting(["plan", "we deploy\U0001f972ed it"], "pl") is None
+    assert exact_words_starting(["plan", "nul\x00"], "pl") is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from([*"abAB01 -_.\n", "é"]), max_size=30),
+    word=st.text(alphabet=st.sampled_from([*"ab01", "é", "B"]), max_size=3),
+)
+def test_ascii_holds_token_is_the_mirrors_tokens(text: str, word: str) -> None:
+    # A lower-cased ASCII text holds a word as a token exactly when the mirror says so; a
+    # word beyond ASCII letters and digits (or not folded) is held by none.
+    if not text.isascii():
+        text = text.encode("ascii", "replace").decode()
+    lowered = text.lower()
+    expected = word.isascii() and word.isalnum() and word in scan_tokens(lowered)[2]
+    assert ascii_holds_token(lowered, word) == expected
 
 
 def test_the_separator_ranges_separate_tokens(fts: sqlite3.Connection) -> None:

@@ -148,8 +148,10 @@ class SearchReads(Protocol):
         backend's cap; it only orders suggestions and is never shown). Visibility is in the
         statements that prove and count each word: a word only in sessions the caller cannot
         see is never returned, and those sessions change neither the counts nor the order
-        (except for a wide caller on SQLite, whose count is FTS5's over every session:
-        :meth:`~openclaw_fts.index.sqlite.read.SqliteSearch.near_words` says why). Only
+        (except for a wide caller, ``agent`` or ``all``, whose count is over every session:
+        FTS5's on SQLite, :meth:`~openclaw_fts.index.sqlite.read.SqliteSearch.near_words` says
+        why; on PostgreSQL a tracked word's, or one counted up to a cap,
+        :meth:`~openclaw_fts.index.postgresql.read.PostgresSearch._most_frequent_visible`). Only
         sessions search does not hide count: a pending one's rows may hold words its
         transcript no longer has (:data:`~openclaw_fts.index.pending.EXACT_SESSION` in those
         statements), unless ``exact`` -- the caller knows that none of the sessions it may

@@ -12,12 +12,13 @@ statement too, unless the search that asks knows none of them is pending): searc
 pending session, whose rows may hold words its transcript no longer has, so a word found only
 there would send the caller to a query that finds nothing. No word is suggested that those
 messages hold only inside what a credential's mask keeps (``pro`` of ``sk-pro…0gEy``):
-:func:`said_outside_masks` reads the best messages holding each short candidate. Near words are
-ordered by how many messages the caller may see hold them (counted with the same predicate,
-not over the whole index), so neither their order nor which of them are kept depends on
-sessions the caller cannot see -- on PostgreSQL, and for a ``self`` or ``tree`` caller on
-SQLite; a wider caller on SQLite keeps the order of FTS5's vocabulary (frequency over every
-session), where counting cost its searches that find nothing more (measured:
+:func:`said_outside_masks` reads the best messages holding each short candidate. A ``self``
+or ``tree`` caller's near words are ordered by how many messages it may see hold them (counted
+with the same predicate, not over the whole index), so neither their order nor which of them
+are kept depends on sessions it cannot see; a wider caller's (``agent``, ``all``) keep the
+order of their frequency over the whole index on both engines (SQLite: FTS5's vocabulary;
+PostgreSQL: the tracked words' counts, then the others' counted up to a cap), where counting
+them among its visible messages cost its searches that find nothing more (measured:
 bench/NOTES.md). The work is
 bounded by named constants (:data:`MAX_CORRECTED_TOKENS` tokens, one edit each) and runs only
 when a query found nothing; only for word-like terms

@@ -21,11 +21,14 @@ filter running one, or only the one the engine last learnt the caller's sessions
 (:func:`_few_rows_hint`: it chooses a plan, never the rows). An ``agent`` caller's statement on
 the flat layout carries three such branches (:func:`_agent_plans`), one-time filters on its
 sessions' events and on whether the query's words are tracked choosing one.
-The words suggested when nothing is found are proved AND counted (the count orders them) with
-the visibility predicate in the counting statement, never over the whole index: sessions the
-caller cannot see decide neither which words are suggested nor their order (for a narrow
-caller with few rows, the statement reads the lexemes of its visible rows, and the counting is
-done on what it returned).
+The words suggested when nothing is found are proved with the visibility predicate in the
+proving statement: sessions the caller cannot see never decide which words are suggested. A
+narrow caller's near words are also counted among its visible messages (the count orders
+them; for a narrow caller with few rows, the statement reads the lexemes of its visible rows,
+and the counting is done on what it returned), so those sessions do not decide their order
+either; a wide caller's (``agent``, ``all``) are ordered by their frequency over the whole
+index, as SQLite's wide callers' are, and only the first ``want`` proved
+(:meth:`PostgresSearch._most_frequent_visible`).
 """
 
 from __future__ import annotations
@@ -44,7 +47,13 @@ from ...redact.engine import MASK_ELLIPSIS
 from ...rows import Hit, SearchRequest
 from ...spelling import is_word_like, messages_holding, note_examined, one_edit
 from ..hits import hit_texts, user_filters
-from ..impact import TERMS_TABLE, fast_path_word, trackable
+from ..impact import (
+    FREQUENT_TERM_MIN_DOCS,
+    IMPACT_TABLE,
+    TERMS_TABLE,
+    fast_path_word,
+    trackable,
+)
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..suggest import OwnRows
@@ -102,7 +111,15 @@ NEAR_PREFIX_CHARS = 2
 #: all probed; what kept an identifier's probes from running is the word-like gate
 #: (:func:`~openclaw_fts.spelling.term_is_word_like`).
 MAX_ONE_EDIT_PROBES = 2048
-#: Most messages counted per suggested word (the count only orders suggestions): messages the
+#: Most messages counted over the whole index per near word of a wide caller that is not
+#: tracked (:meth:`PostgresSearch._most_frequent_visible`; a tracked word's count is the one
+#: it was tracked at, at least :data:`~openclaw_fts.index.impact.FREQUENT_TERM_MIN_DOCS`):
+#: the count only orders its near words, and an untracked word is mostly a rare one, whose
+#: GIN matches are few; two untracked words both held by this many messages or more are
+#: ordered by the word.
+NEAR_WORD_COUNT_CAP = 100
+#: Most messages counted per suggested word of a narrow caller, and per word of
+#: :meth:`PostgresSearch.visible_words` (the count only orders suggestions): messages the
 #: caller may see, never of any session (a count over the whole index would let sessions the
 #: caller cannot see decide which near word comes first).
 WORD_COUNT_CAP = 1000
@@ -146,6 +163,11 @@ _OWN_LEXEMES_MEMO = "openclaw_fts_pg_own_lexemes"
 #: by a visible row without any credential mask, per predicate, for one transaction: the
 #: ``unmasked`` question is then answered without a statement.
 _BARE_WORDS_MEMO = "openclaw_fts_pg_bare_words"
+#: ``conn.info`` key of a wide caller's prefix-form counts, per predicate and word, for one
+#: transaction: the count :meth:`PostgresSearch.visible_words` gives ``word*`` (up to
+#: :data:`WORD_COUNT_CAP`), read by the statement of the word's near words
+#: (:meth:`PostgresSearch._most_frequent_visible`), which the suggestions ask next.
+_PREFIX_COUNTS_MEMO = "openclaw_fts_pg_prefix_counts"
 #: Where a pooled connection remembers ``pending_visible`` answers for one snapshot.
 _PENDING_VISIBLE_MEMO = "openclaw_fts_pg_pending_visible"
 #: Where a pooled connection remembers which words have impact lists
@@ -1189,12 +1211,13 @@ class PostgresSearch:
         """See the Reader protocol. PostgreSQL keeps no vocabulary of the index (``ts_stat``
         reads every row), so the candidates are the words ONE edit away
         (:func:`~openclaw_fts.spelling.one_edit`) that keep the token's first
-        :data:`NEAR_PREFIX_CHARS` letters, as on SQLite. A first statement keeps those that
-        are lexemes of the index at all: one GIN lookup each (a LATERAL probe per candidate,
-        so the planner sees one lexeme at a time; an OR of hundreds of lexemes is estimated
-        to match most rows and read by a sequential scan -- measured 1.3 s at 15k rows);
+        :data:`NEAR_PREFIX_CHARS` letters, as on SQLite. For a narrow caller, a first
+        statement keeps those that are lexemes of the index at all: one GIN lookup each (a
+        LATERAL probe per candidate, so the planner sees one lexeme at a time; an OR of
+        hundreds of lexemes is estimated to match most rows and read by a sequential scan --
+        measured 1.3 s at 15k rows);
         the few found are then proved visible, and counted among the messages the caller may
-        see, by :meth:`visible_words`. A narrow caller whose sessions hold at most
+        see, by :meth:`visible_words`. One whose sessions hold at most
         :data:`NARROW_SCAN_EVENTS` events takes instead the lexemes of its own rows that
         share the token's head and are one edit away (:func:`_own_lexemes`: one statement,
         shared with :meth:`visible_words` for the same word), counted there (a GIN lookup
@@ -1202,7 +1225,10 @@ class PostgresSearch:
         frequencies over the whole index do: 7.8 ms for 107 candidates at 1m messages, and
         counting a frequent one over the index 225 ms at 10m, bench/NOTES.md): the words
         :meth:`visible_words` would give, with the counts it would give below
-        :data:`WORD_COUNT_CAP`. ``max_distance`` beyond 1 is not reached here."""
+        :data:`WORD_COUNT_CAP`. A wide caller's candidates are ordered by their frequency
+        over the whole index and proved visible until ``want`` are, in one statement
+        (:meth:`_most_frequent_visible`: a tracked one is not probed). ``max_distance``
+        beyond 1 is not reached here."""
         if len(token) <= NEAR_PREFIX_CHARS or max_distance < 1:
             return []
         head = token[:NEAR_PREFIX_CHARS]
@@ -1238,6 +1264,8 @@ class PostgresSearch:
         # selectivity: a LIMIT 1 then looks cheaper as a sequential scan, which for a lexeme
         # no row holds reads the whole table, per candidate (measured 22 s for 480 candidates
         # at 15k rows). Index lookups only, for this statement.
+        if not caller.is_narrow:
+            return self._most_frequent_visible(conn, caller, token, candidates, want, exact)
         previous = conn.execute(
             text(
                 "SELECT current_setting('enable_seqscan'), "
@@ -1263,6 +1291,129 @@ class PostgresSearch:
             if r[0] is not None
         ]
         return self.visible_words(conn, caller, present, want=want, exact=exact)
+
+    @staticmethod
+    def _most_frequent_visible(
+        conn: Connection,
+        caller: Caller,
+        token: str,
+        candidates: list[str],
+        want: int,
+        exact: bool,
+    ) -> list[tuple[str, int]]:
+        """A wide caller's near words (:meth:`near_words`): of ``candidates``, the ``want``
+        most frequent over the whole index that a message the caller may see holds, each with
+        that index-wide count -- the order SQLite's wide callers have (FTS5's vocabulary,
+        counted over every session). One statement, planned without sequential scans (as
+        the probes of :meth:`near_words`; it puts the setting back itself, first). A tracked
+        word (:data:`TERMS_TABLE`, kept by the writer) is known present, with the count it
+        was tracked at (at least :data:`FREQUENT_TERM_MIN_DOCS`, as on SQLite): no GIN
+        lookup, whose bitmap is its whole posting list. Any other is counted over the index
+        up to :data:`NEAR_WORD_COUNT_CAP` (a rare word's short posting list; one no row
+        holds: one lookup). In that order
+        (ties: the word), each is then proved visible by its first visible message, with the
+        visibility predicate in the proof, until ``want`` are: no candidate is counted among
+        the visible messages (up to :data:`WORD_COUNT_CAP` each, the order's cost before,
+        bench/NOTES.md). Which words are suggested still depends only on what the caller may
+        see; their order, and which are kept past ``want``, on the whole index. The proof
+        also reads whether that first message's body holds no credential mask, kept for the
+        transaction (:data:`_BARE_WORDS_MEMO`), as :meth:`visible_words`' count does. The same
+        statement counts the visible messages holding a word that starts with ``token`` (its
+        prefix form, which the suggestions ask next), as :meth:`visible_words` would, and
+        keeps the answer for the transaction (:data:`_PREFIX_COUNTS_MEMO`): one statement and
+        round trip fewer for a search that finds nothing."""
+        where, params = _visible_sql(caller, None)
+        if not exact:
+            where = f"({where} AND {EXACT_SESSION})"
+        visibility = predicate_key(where, params)
+        bare_key = (visibility, False)
+        prefixes: dict[Any, int] = kept_for_transaction(conn, _PREFIX_COUNTS_MEMO) or {}
+        prefix_key = (visibility, token)
+        previous = conn.execute(
+            text(
+                "SELECT current_setting('enable_seqscan'), "
+                "set_config('enable_seqscan', 'off', true)"
+            )
+        ).one()[0]
+        params.update(
+            words=candidates,
+            v=previous,
+            cap=NEAR_WORD_COUNT_CAP,
+            min_docs=FREQUENT_TERM_MIN_DOCS,
+            want=want,
+            ellipsis=MASK_ELLIPSIS,
+            token=token,
+            word_cap=WORD_COUNT_CAP,
+        )
+        # The prefix form's count, as visible_words counts it (unless this transaction has it).
+        prefix_count = (
+            "0, false"
+            if prefix_key in prefixes
+            else "pc.n, (SELECT strpos(b.body, :ellipsis) = 0 "
+            f"FROM {CONTENT_TABLE} AS b WHERE b.id = pc.first)"
+        )
+        prefix_join = (
+            ""
+            if prefix_key in prefixes
+            else "CROSS JOIN LATERAL (SELECT count(*) AS n, min(r.id) AS first FROM (SELECT mi.id "
+            f"FROM {CONTENT_TABLE} AS mi JOIN openclaw_sessions AS s "
+            f"ON s.session_id = mi.session_id WHERE mi.{TSVECTOR_COLUMN} @@ "
+            f"to_tsquery('{TEXT_SEARCH_CONFIG}'::regconfig, :token || ':*') AND {where} "
+            "LIMIT :word_cap) AS r) AS pc "
+        )
+        lexeme = "CAST(quote_literal({}) AS tsquery)"
+        gin_match = f"mi.{TSVECTOR_COLUMN} @@ {lexeme.format('f.w')}"
+        visible_row = (
+            "JOIN openclaw_sessions AS s ON s.session_id = mi.session_id WHERE {} "
+            f"AND {where} LIMIT 1"
+        )
+        rows = conn.execute(
+            text(
+                f"SELECT k.w, k.docs, k.bare, {prefix_count} FROM "
+                f"(SELECT set_config('enable_seqscan', :v, true)) AS reset(v) {prefix_join}"
+                "LEFT JOIN LATERAL (SELECT f.w, f.docs, (SELECT strpos(b.body, :ellipsis) = 0 "
+                f"FROM {CONTENT_TABLE} AS b WHERE b.id = h.id) AS bare FROM ("
+                # The tracked candidates first, by the count they were tracked at; the
+                # others after them (UNION ALL runs its parts in turn: when the first gives
+                # the want-th visible word, the second part, and its counts, never run).
+                "(SELECT t.term AS w, greatest(t.docs, :min_docs) AS docs, "
+                "t.avg_len >= 0 AS listed FROM unnest(CAST(:words AS text[])) AS c(w) "
+                f"JOIN {TERMS_TABLE} AS t ON t.term = c.w "
+                'ORDER BY docs DESC, t.term COLLATE "C") '
+                # An untracked one is probed first (its first GIN match: one lookup when no row
+                # holds it), then counted, up to the cap.
+                "UNION ALL (SELECT c.w, (SELECT count(*) FROM (SELECT 1 "
+                f"FROM {CONTENT_TABLE} AS x WHERE x.{TSVECTOR_COLUMN} @@ {lexeme.format('c.w')} "
+                "LIMIT :cap) AS z) AS n, false FROM unnest(CAST(:words AS text[])) AS c(w) "
+                f"CROSS JOIN LATERAL (SELECT 1 FROM {CONTENT_TABLE} AS x "
+                f"WHERE x.{TSVECTOR_COLUMN} @@ {lexeme.format('c.w')} LIMIT 1) AS hit "
+                f"WHERE NOT EXISTS (SELECT 1 FROM {TERMS_TABLE} AS t WHERE t.term = c.w) "
+                'ORDER BY n DESC, c.w COLLATE "C")) AS f '
+                # Each proved by its first visible message, in that order (the nested loop
+                # keeps it), until the want-th: a tracked word's from its impact list (rows
+                # that hold it, read by the list's index: no GIN bitmap of its posting list),
+                # else from its GIN matches.
+                "CROSS JOIN LATERAL (SELECT p.id FROM ((SELECT mi.id "
+                f"FROM {IMPACT_TABLE} AS i JOIN {CONTENT_TABLE} AS mi ON mi.id = i.row_id "
+                f"{visible_row.format('f.listed AND i.term = f.w')}) UNION ALL (SELECT mi.id "
+                f"FROM {CONTENT_TABLE} AS mi {visible_row.format(gin_match)})"
+                ") AS p LIMIT 1) AS h LIMIT :want) AS k ON true"
+            ),
+            params,
+        ).all()
+        proved = [(str(r[0]), int(r[1]), bool(r[2])) for r in rows if r[0] is not None]
+        if any(bare for _, _, bare in proved):
+            memo: dict[Any, set[str]] = kept_for_transaction(conn, _BARE_WORDS_MEMO) or {}
+            memo[bare_key] = memo.get(bare_key, set()) | {w for w, _, bare in proved if bare}
+            keep_for_transaction(conn, _BARE_WORDS_MEMO, memo)
+        if prefix_key not in prefixes:
+            prefixes[prefix_key] = int(rows[0][3])
+            keep_for_transaction(conn, _PREFIX_COUNTS_MEMO, prefixes)
+            if rows[0][4]:  # its lowest counted row holds no mask, as visible_words keeps it
+                memo = kept_for_transaction(conn, _BARE_WORDS_MEMO) or {}
+                memo[(visibility, True)] = memo.get((visibility, True), set()) | {token}
+                keep_for_transaction(conn, _BARE_WORDS_MEMO, memo)
+        return _most_first([(w, n) for w, n, _ in proved], want)
 
     def visible_words(
         self,
@@ -1339,6 +1490,13 @@ class PostgresSearch:
         if not exact:
             where = f"({where} AND {EXACT_SESSION})"
         bare_key = (predicate_key(where, params), prefix)
+        if prefix and counted and not unmasked and len(plain) == 1:
+            # A wide caller's near words' statement counted this prefix form already.
+            kept = (kept_for_transaction(conn, _PREFIX_COUNTS_MEMO) or {}).get(
+                (bare_key[0], plain[0])
+            )
+            if kept is not None:
+                return [(plain[0], kept)] if kept else []
         bare_memo: dict[Any, set[str]] = kept_for_transaction(conn, _BARE_WORDS_MEMO) or {}
         bare = bare_memo.get(bare_key, set())
         if unmasked and all(w in bare for w in plain):

@@ -21,14 +21,16 @@ alone); for another narrow caller, statements over its sessions' tokens in the M
 count (order) its near words too; a wider caller's keep FTS5's vocabulary order, of every
 session (:meth:`SqliteSearch.near_words` says why). Whether a query word is found at all is
 proved the same way, or, for a narrow caller, by a row of its ranked statement that the user
-filters left out (a visible, exactly indexed match: :func:`_keep_found_words`).
+filters left out (a visible, exactly indexed match: :func:`_keep_found_words`); a narrow
+caller's words are first looked up in the whole index (:func:`_in_index`), which only ever
+rules a word out: one no message holds is held by none the caller may see.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
 
@@ -50,7 +52,14 @@ from ...spelling import (
     nearest,
     note_examined,
 )
-from ...tokens import is_cjk, mirror_is_exact, scan_tokens, words_starting
+from ...tokens import (
+    TEXTS_JOINER,
+    ascii_holds_token,
+    exact_words_starting,
+    is_cjk,
+    mirror_is_exact,
+    scan_tokens,
+)
 from ..hits import hit_texts, user_filters
 from ..impact import FREQUENT_TERM_MIN_DOCS, TERMS_TABLE, fast_path_word, single_word
 from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
@@ -91,10 +100,24 @@ NARROW_SCAN_ROWS = 10_000
 #: question back to the vocabulary path (the rows bound the count, not the size: a caller with
 #: megabytes of logs would tokenize them in Python for every search that finds nothing).
 NARROW_SCAN_CHARS = 262_144
+#: Characters of all of a narrow caller's messages :func:`_own_words` reads for one word
+#: (it reads every message, and searches those that can hold the word) before it gives the
+#: question back to the vocabulary path.
+NARROW_READ_CHARS = 4 * NARROW_SCAN_CHARS
+#: Rows of those messages fetched at a time (the characters are counted after each).
+OWN_ROWS_CHUNK = 256
+#: A narrow caller with at most this many messages has the words of a query that found
+#: nothing proved found from its messages' bodies (:func:`_own_bodies`, read once for the
+#: transaction and then shared with its near words) when an ASCII body holds them, instead of
+#: a statement each with its sessions' tokens in the MATCH (~0.12 ms a word at 100k events
+#: against ~0.06 ms for reading the bench's `tree` caller's 127 bodies, bench/NOTES.md); a
+#: caller with more keeps the statements, which stop at a word's first visible message.
+FOUND_READ_ROWS = 512
 #: Where a connection remembers, for one transaction, whether a narrow caller's messages are
 #: few (:func:`_few_own_rows`) and the words read from them (:func:`_own_words`).
 _FEW_ROWS_MEMO = "openclaw_fts_sqlite_few_rows"
 _OWN_WORDS_MEMO = "openclaw_fts_sqlite_own_words"
+_OWN_BODIES_MEMO = "openclaw_fts_sqlite_own_bodies"
 #: Where it remembers, for one transaction, the words a narrow caller's filtered search proved
 #: found (:func:`_keep_found_words`).
 _FOUND_WORDS_MEMO = "openclaw_fts_sqlite_found_words"
@@ -242,12 +265,18 @@ def _own_visibility(
 
 def _few_own_rows(conn: Connection, caller: Caller, exact: bool) -> bool:
     """Whether ``caller`` is narrow and its visible sessions hold at most
-    :data:`NARROW_SCAN_ROWS` indexed messages: asked once per caller and transaction (an
-    index-only count, stopped one past the bound)."""
+    :data:`NARROW_SCAN_ROWS` indexed messages (:func:`_own_row_count`)."""
+    return _own_row_count(conn, caller, exact) <= NARROW_SCAN_ROWS
+
+
+def _own_row_count(conn: Connection, caller: Caller, exact: bool) -> int:
+    """How many indexed messages a narrow ``caller``'s visible sessions hold, counted up to one
+    past :data:`NARROW_SCAN_ROWS` (a wider caller: past it): asked once per caller and
+    transaction (an index-only count, stopped one past the bound)."""
     if not caller.is_narrow:
-        return False
+        return NARROW_SCAN_ROWS + 1
     key, where, params = _own_visibility(conn, caller, exact)
-    memo: dict[Any, bool] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
+    memo: dict[Any, int] = kept_for_transaction(conn, _FEW_ROWS_MEMO) or {}
     if key not in memo:
         params["past"] = NARROW_SCAN_ROWS + 1
         held = cursor(conn).execute(
@@ -255,9 +284,51 @@ def _few_own_rows(conn: Connection, caller: Caller, exact: bool) -> bool:
             f"{CONTENT_TABLE} AS mi ON mi.session_id = s.session_id WHERE {where} LIMIT :past)",
             params,
         )
-        memo[key] = int(held.fetchone()[0]) <= NARROW_SCAN_ROWS
+        memo[key] = int(held.fetchone()[0])
         keep_for_transaction(conn, _FEW_ROWS_MEMO, memo)
     return memo[key]
+
+
+class _OwnBodies(NamedTuple):
+    """A narrow caller's messages' bodies as :func:`_own_bodies` read them: every body, and
+    the ASCII ones lower-cased and joined by a separator (a token of one is a run of ASCII
+    letters and digits there, exactly as FTS5 has it:
+    :func:`~openclaw_fts.tokens.ascii_holds_token`)."""
+
+    texts: list[str]
+    plain: str
+
+
+def _own_bodies(conn: Connection, caller: Caller, exact: bool) -> _OwnBodies | None:
+    """The bodies of a narrow caller's visible messages (one statement), kept for the
+    transaction: the near words of every head (:func:`_own_words`) and the found-word proofs
+    (:meth:`SqliteSearch.visible_words`) read them once. None when the caller has more than
+    :data:`NARROW_SCAN_ROWS` messages or they hold more than :data:`NARROW_READ_CHARS`
+    characters."""
+    if not _few_own_rows(conn, caller, exact):
+        return None
+    visibility, where, params = _own_visibility(conn, caller, exact)
+    memo: dict[Any, _OwnBodies | None] = kept_for_transaction(conn, _OWN_BODIES_MEMO) or {}
+    if visibility not in memo:
+        bodies = cursor(conn).execute(
+            f"SELECT mi.body FROM openclaw_sessions AS s CROSS JOIN {CONTENT_TABLE} AS mi "
+            f"ON mi.session_id = s.session_id WHERE {where}",
+            params,
+        )
+        texts: list[str] = []
+        read = 0
+        while chunk := bodies.fetchmany(OWN_ROWS_CHUNK):
+            more = [body for (body,) in chunk]
+            read += sum(map(len, more))
+            if read > NARROW_READ_CHARS:
+                memo[visibility] = None
+                break
+            texts += more
+        else:
+            plain = TEXTS_JOINER.join(t for t in texts if t.isascii() and "\x00" not in t)
+            memo[visibility] = _OwnBodies(texts, plain.lower())
+        keep_for_transaction(conn, _OWN_BODIES_MEMO, memo)
+    return memo[visibility]
 
 
 def _own_words(
@@ -272,58 +343,64 @@ def _own_words(
     """For a narrow caller with few messages (:func:`_few_own_rows`): the words starting with
     ``head`` of each of its visible messages that holds one, kept for the transaction; None
     for any other caller (and for a ``head`` shorter than :data:`NEAR_PREFIX_CHARS` or with
-    a CJK character). One statement reads the bodies of its messages that can hold such a
-    word (those whose ASCII-lower-cased text holds ``head``, and those with a character
-    beyond ASCII, whose folding is left to the tokenizer's mirror), and
-    :func:`~openclaw_fts.tokens.words_starting` tokenizes them as FTS5 does. None as well,
-    the vocabulary path then answering, when a body holds a character where the mirror and
-    FTS5 may differ (:func:`~openclaw_fts.tokens.mirror_is_exact`: mostly characters newer
-    than SQLite's Unicode tables, such as recent emoji) or the bodies read pass
-    :data:`NARROW_SCAN_CHARS`. A search that found nothing asks, for one query word, whether
-    the word is visible, its near words with their counts, and whether words start with it:
-    each is answered from this one read, as the statements over the caller's sessions'
-    tokens in the MATCH would answer it, without reading FTS5's vocabulary of every
-    session. ``only_kept``: only what this transaction has read already (None when it has
-    not). ``bare``: only the messages whose body holds no credential mask (the same read
-    keeps them apart: whether a near word is said outside every mask is then answered
-    without a statement, :meth:`SqliteSearch.visible_words` with ``unmasked``)."""
+    a CJK character). One statement reads the bodies of its messages, and those that can
+    hold such a word (those whose ASCII-lower-cased text holds ``head``, and those with a
+    character beyond ASCII, whose folding is left to the tokenizer's mirror) are tokenized
+    as FTS5 does (:func:`_own_rows`). None as well, the vocabulary path then answering,
+    when such a body holds a character where the mirror and FTS5 may differ
+    (:func:`~openclaw_fts.tokens.mirror_is_exact`: mostly characters newer than SQLite's
+    Unicode tables, such as recent emoji) or the bodies pass :data:`NARROW_SCAN_CHARS`
+    (all of them :data:`NARROW_READ_CHARS`). A search that found nothing asks, for one
+    query word, whether the word is visible, its near words with their counts, and whether
+    words start with it: each is answered from this one read, as the statements over the
+    caller's sessions' tokens in the MATCH would answer it, without reading FTS5's
+    vocabulary of every session. ``only_kept``: only what this transaction has read already
+    (None when it has not). ``bare``: only the messages whose body holds no credential mask
+    (the same read keeps them apart: whether a near word is said outside every mask is then
+    answered without a statement, :meth:`SqliteSearch.visible_words` with ``unmasked``)."""
     if len(head) < NEAR_PREFIX_CHARS or any(map(is_cjk, head)) or not caller.is_narrow:
         return None
     memo: dict[Any, OwnRows | None] = kept_for_transaction(conn, _OWN_WORDS_MEMO) or {}
     if only_kept:
         kept = memo.get((_own_visibility(conn, caller, exact)[0], head))
         return None if kept is None else kept.bare if bare else kept.rows
-    if not _few_own_rows(conn, caller, exact):
+    bodies = _own_bodies(conn, caller, exact)
+    if bodies is None:
         return None
-    visibility, where, params = _own_visibility(conn, caller, exact)
-    key = (visibility, head)
+    key = (_own_visibility(conn, caller, exact)[0], head)
     if key not in memo:
-        params["head"] = head
-        bodies = cursor(conn).execute(
-            f"SELECT mi.body FROM openclaw_sessions AS s CROSS JOIN {CONTENT_TABLE} AS mi "
-            f"ON mi.session_id = s.session_id WHERE {where} AND (instr(lower(mi.body), :head) "
-            "OR length(mi.body) < length(CAST(mi.body AS BLOB)))",
-            params,
-        )
-        rows: list[frozenset[str]] = []
-        without_masks: list[frozenset[str]] = []
-        read = 0
-        for (body,) in bodies:
-            text = str(body)
-            read += len(text)
-            if read > NARROW_SCAN_CHARS or not mirror_is_exact(text):
-                break
-            words = frozenset(words_starting(text, head))
-            if words:
-                rows.append(words)
-                if MASK_ELLIPSIS not in text:  # instr(mi.body, :ellipsis) = 0
-                    without_masks.append(words)
-        else:
-            memo[key] = OwnRows(rows, without_masks)
-        memo.setdefault(key, None)  # a body the mirror may misread, or too much text
+        memo[key] = _own_rows(bodies.texts, head)
         keep_for_transaction(conn, _OWN_WORDS_MEMO, memo)
     kept = memo[key]
     return None if kept is None else kept.bare if bare else kept.rows
+
+
+def _own_rows(texts: list[str], head: str) -> OwnRows | None:
+    """What :func:`_own_words` keeps for ``head`` from the bodies of a narrow caller's
+    messages (:func:`_own_bodies`): the words starting with it of each body that holds one,
+    and of those without a credential mask. None when the bodies that can hold such a word
+    (those with a character beyond ASCII, whose folding is left to the mirror, and the ASCII
+    ones whose lower-cased text holds ``head``) pass :data:`NARROW_SCAN_CHARS` characters or
+    one holds a character the mirror may misread
+    (:func:`~openclaw_fts.tokens.exact_words_starting`, which searches them as one text).
+    Every body is read, not only those: testing ``instr(lower(body), :head)`` and the body's
+    length in SQL cost more than returning each body (0.12 against 0.06 ms for the bench's
+    `tree` caller's 127 messages, bench/NOTES.md)."""
+    held = [text for text in texts if not text.isascii() or head in text.lower()]
+    if sum(map(len, held)) > NARROW_SCAN_CHARS:
+        return None
+    found = exact_words_starting(held, head)
+    if found is None:
+        return None
+    rows: list[frozenset[str]] = []
+    without_masks: list[frozenset[str]] = []
+    for text, starting in zip(held, found, strict=True):
+        if starting:
+            words = frozenset(starting)
+            rows.append(words)
+            if MASK_ELLIPSIS not in text:  # instr(mi.body, :ellipsis) = 0
+                without_masks.append(words)
+    return OwnRows(rows, without_masks)
 
 
 def _found_key(conn: Connection, caller: Caller) -> tuple[Any, ...]:
@@ -457,6 +534,24 @@ def _without_tracked(
 def _match_word(word: str, prefix: bool) -> str:
     """The FTS5 expression of one word (``prefix``: as the start of a word) in the body."""
     return "body : " + '"' + word.replace('"', '""') + '"' + (" *" if prefix else "")
+
+
+def _in_index(conn: Connection, words: Sequence[str]) -> list[str]:
+    """Those of ``words`` that some message of the index holds, whoever may see it, in the
+    order given: one statement, a MATCH of the word alone each (a term lookup). A word no
+    message holds is held by none the caller may see, so a narrow caller's found-word proofs
+    (statements with its sessions' tokens in the MATCH: ~0.12 ms each at 100k events, against
+    ~0.02 ms for the lookup, bench/NOTES.md) are asked only of the others; a misspelt word of
+    a query that found nothing is mostly one no message holds."""
+    if not words:
+        return []
+    exists = ", ".join(
+        f"EXISTS (SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :m{n})"
+        for n in range(len(words))
+    )
+    params = {f"m{n}": _match_word(word, False) for n, word in enumerate(words)}
+    held = cursor(conn).execute(f"SELECT {exists}", params).fetchone()
+    return [word for word, found in zip(words, held, strict=True) if found]
 
 
 def narrow_score(marked: str) -> float:
@@ -1205,7 +1300,11 @@ class SqliteSearch:
         fast paths"), and a word
         that is not found is read by its near words anyway. A narrow caller's words that a
         filtered search of this transaction proved found (:func:`_keep_found_words`: a match
-        of its sessions the filters left out) need no statement."""
+        of its sessions the filters left out) need no statement. Otherwise (``counted=False``)
+        a narrow caller's words are first looked up in the whole index (:func:`_in_index`:
+        a word no message holds is not found), and one with at most
+        :data:`FOUND_READ_ROWS` messages has a word one of its ASCII bodies holds proved by
+        that body (:func:`_own_bodies`, the read its near words share)."""
         if unmasked:
             kept = set() if prefix else _kept_bare_words(conn, caller, exact)
             bare: list[str] = []
@@ -1257,6 +1356,23 @@ class SqliteSearch:
                     proved.append(w)
             else:
                 return [(word, 0) for word in proved[:want]]
+        if caller.is_narrow and not counted and not prefix:
+            words = _in_index(conn, words)  # an unscoped lookup each: the scoped proof costs 5x
+            bodies = (
+                _own_bodies(conn, caller, exact)
+                if words and _own_row_count(conn, caller, exact) <= FOUND_READ_ROWS
+                else None
+            )
+            if bodies is not None:
+                proved = []
+                for w in words:  # in order, until want: a word of an ASCII body needs no proof
+                    if len(proved) >= want:
+                        break
+                    if ascii_holds_token(bodies.plain, w) or self._prove(
+                        conn, caller, [w], prefix=False, want=1, exact=exact
+                    ):
+                        proved.append(w)
+                return [(word, 0) for word in proved]
         proved = self._prove(conn, caller, words, prefix=prefix, want=want, exact=exact)
         return [(word, 0) for word in proved]
 

@@ -15,7 +15,7 @@ is dropped by the reader when its count is read (0) -- every suggestion is prove
 statement over the index anyway (:mod:`.read`). Written by the writer in the transaction that
 inserts the index rows (:func:`add_words`).
 
-Why (bench/NOTES.md, "Searches that find nothing, fifth pass"): FTS5's ``fts5vocab`` counts a
+Why (bench/NOTES.md, "Searches that find nothing, seventh pass"): FTS5's ``fts5vocab`` counts a
 term by walking its whole doclist, so reading the two-letter range of a misspelt word's
 candidates was 0.5-0.9 ms of a ~1 ms miss at 100k events, against a 0.3-0.45 ms hit. A range
 of this table is a B-tree read; only the few candidates within the edit distance are counted
