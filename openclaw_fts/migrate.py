@@ -80,9 +80,12 @@ TIME_ORDER_REVISION = "0011_index_rows_by_time"
 #: That revision; the one after it adds a column the models do not declare on PostgreSQL
 #: (the impact lists' rows' time: revision 0013), nothing on SQLite.
 BOUNDED_REVISION = "0012_impact_promotion_bounded"
-#: That revision; the head after it adds the pending marks (revision 0014: a table and
+#: That revision; the one after it adds the pending marks (revision 0014: a table and
 #: triggers on PostgreSQL, nothing on SQLite).
 ROW_TIME_REVISION = "0013_impact_row_time"
+#: That revision; the head after it adds SQLite's writer-kept vocabulary (revision 0015: a
+#: table the models do not declare on SQLite, nothing on PostgreSQL).
+PENDING_REVISION = "0014_pending_sessions"
 
 
 @functools.lru_cache(maxsize=1)
@@ -206,12 +209,13 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
     can hide it from that table (Alembic records heads only): then the plugin's tables decide —
     every model present means :data:`IMPACT_REVISION` (0007 added the impact lists' tables),
     :data:`LAST_SEQ_REVISION`, :data:`GUARD_REVISION`, :data:`SELF_PROMOTING_REVISION`,
-    :data:`TIME_ORDER_REVISION`, :data:`BOUNDED_REVISION`, :data:`ROW_TIME_REVISION` or the
-    head, which change no table
+    :data:`TIME_ORDER_REVISION`, :data:`BOUNDED_REVISION`, :data:`ROW_TIME_REVISION`,
+    :data:`PENDING_REVISION` or the head, which change no table
     of the models: they change triggers and functions on PostgreSQL (0013 adds a column there
-    the models do not declare, the head its pending marks' table), read there to tell them
+    the models do not declare, 0014 its pending marks' table), read there to tell them
     apart, and do nothing on SQLite, but for 0011's index on the index rows' time, read on
-    both; every model but those means
+    both, and the head's vocabulary table on SQLite (nothing on PostgreSQL), read there;
+    every model but those means
     :data:`TABLES_REVISION` or :data:`STATISTICS_REVISION`, which changes no table either: it
     sets a statistics target on PostgreSQL, read there likewise."""
     if isinstance(bind, Engine):
@@ -243,6 +247,8 @@ def host_revisions(bind: Engine | Connection) -> tuple[str, ...]:
             return (BOUNDED_REVISION,)
         if not probes_of(bind).pending_marked(bind):
             return (ROW_TIME_REVISION,)
+        if not probes_of(bind).vocabulary_kept(bind):
+            return (PENDING_REVISION,)
         return tuple(sorted(head_revisions()))
     if present == set(metadata.tables) - set(IMPACT_TABLES):
         if not probes_of(bind).tables_at_head(bind):

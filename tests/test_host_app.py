@@ -271,21 +271,26 @@ def test_the_first_day_runs_as_docs_alembic_md_writes_it(
     assert {"projects", "sessions", "chats"} | set(openclaw_fts.metadata.tables) <= left
 
 
-def documented_tables(page: Path) -> tuple[set[str], str]:
-    """The plugin's tables a page lists, and the FTS5 table it names for SQLite."""
+def documented_tables(page: Path) -> tuple[set[str], str, str]:
+    """The plugin's tables a page lists, and the FTS5 table and the writer-kept vocabulary it
+    names for SQLite."""
     text = " ".join(page.read_text(encoding="utf-8").split())
-    found = re.search(r"The plugin's tables are (.+?) and, on SQLite, the FTS5 table `(\w+)`", text)
+    found = re.search(
+        r"The plugin's tables are (.+?) and, on SQLite, the FTS5 table `(\w+)` .*? "
+        r"and the writer-kept vocabulary `(\w+)`",
+        text,
+    )
     assert found is not None, f"{page.name}: no sentence listing the plugin's tables"
-    return set(re.findall(r"`(\w+)`", found.group(1))), found.group(2)
+    return set(re.findall(r"`(\w+)`", found.group(1))), found.group(2), found.group(3)
 
 
 @pytest.mark.parametrize("page", ["alembic.md", "host.md"])
 def test_the_docs_list_the_tables_upgrade_heads_creates(app: Path, page: str) -> None:
     run(ALEMBIC, "upgrade", "heads", cwd=app)
-    listed, fts = documented_tables(REPO / "docs" / page)
+    listed, fts, vocabulary = documented_tables(REPO / "docs" / page)
     assert listed == set(openclaw_fts.metadata.tables)
     created = tables(app / "app.sqlite") - {"alembic_version", "projects", "sessions", "chats"}
-    assert {t for t in created if not t.startswith(f"{fts}_")} == listed | {fts}
+    assert {t for t in created if not t.startswith(f"{fts}_")} == listed | {fts, vocabulary}
 
 
 def test_ini_only_form_with_a_newline_separator(app: Path) -> None:

@@ -54,6 +54,7 @@ from openclaw_fts.errors import UnsupportedDatabaseError
 from openclaw_fts.index import postgresql as pg
 from openclaw_fts.index.pending import PENDING_TABLE
 from openclaw_fts.index.postgresql.pending_marks import FUNCTION_NAMES, VERSION_INDEX
+from openclaw_fts.index.sqlite.vocabulary import VOCABULARY_TABLE
 from openclaw_fts.models import IMPACT_TABLES, INDEX_TABLES, TIME_INDEX, TRANSCRIPT_TABLES
 
 pytestmark = [
@@ -65,7 +66,7 @@ REPO = Path(__file__).resolve().parent.parent
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_1 = "0001_transcripts"
 #: The plugin's newest revision.
-HEAD_REVISION = "0014_pending_sessions"
+HEAD_REVISION = "0015_sqlite_vocabulary"
 #: Tables of revision 1 under the names it gave them (0005 renames two of them).
 REVISION_1_TABLES = {"sessions", "transcript_events", "branches"}
 #: The plugin's tables at head, on every engine.
@@ -80,12 +81,13 @@ FTS_TABLES = {
 }
 #: The tables an engine's full-text index adds to :data:`PLUGIN_TABLES` (PostgreSQL's is a
 #: column and an index of ``message_index``).
-SEARCH_TABLES = {"sqlite": FTS_TABLES, "postgresql": {PENDING_TABLE}}
+SEARCH_TABLES = {"sqlite": FTS_TABLES | {VOCABULARY_TABLE}, "postgresql": {PENDING_TABLE}}
 #: What autogenerate would report without ``include_name`` on a database at head, besides the
 #: version table: the search objects the models do not declare (on PostgreSQL also the
-#: impact-list rows' time, revision 0013, and the pending marks, 0014).
+#: impact-list rows' time, revision 0013, and the pending marks, 0014; on SQLite the
+#: writer-kept vocabulary, 0015).
 UNFILTERED_DIFF = {
-    "sqlite": {("remove_table", name) for name in FTS_TABLES},
+    "sqlite": {("remove_table", name) for name in FTS_TABLES | {VOCABULARY_TABLE}},
     "postgresql": {
         ("remove_index", pg.GIN_INDEX),
         ("remove_column", pg.TSVECTOR_COLUMN),
@@ -876,7 +878,9 @@ def test_0011_orders_the_index_rows_by_time_and_downgrade_drops_it(engine: Engin
         conn.execute(text(f"CREATE INDEX {TIME_INDEX} ON message_index (timestamp_ms)"))
     # 0011's index without 0012's functions (PostgreSQL; 0012 changes nothing on SQLite).
     with_index = (
-        migrate.TIME_ORDER_REVISION if engine.dialect.name == "postgresql" else HEAD_REVISION
+        migrate.TIME_ORDER_REVISION
+        if engine.dialect.name == "postgresql"
+        else migrate.PENDING_REVISION
     )
     assert migrate.host_revisions(engine) == (with_index,)
     with engine.begin() as conn:
@@ -914,7 +918,8 @@ def test_0012_bounds_the_promotion_and_downgrade_restores_0011(engine: Engine) -
     words one promotion tracks; nothing on SQLite): downgrade to 0011 restores the unbounded
     function, which ``optimize`` and a reconciler's pass still call; a host's version table
     that hides the plugin's revisions is read from ``pg_proc`` (0011 against the head; on
-    SQLite the two are the same schema, read as the head); upgrading again restores the
+    SQLite the two are the same schema, read as 0014: 0015 added the one table SQLite tells
+    apart); upgrading again restores the
     bound and the store keeps working."""
     postgresql = engine.dialect.name == "postgresql"
     migrate.upgrade(engine)
@@ -929,7 +934,7 @@ def test_0012_bounds_the_promotion_and_downgrade_restores_0011(engine: Engine) -
         store.optimize()
         assert store.reconcile()["ran"]
         assert [r["messageId"] for r in store.search(CALLER, "lantern")["results"]] == ["m1"]
-    hidden = migrate.TIME_ORDER_REVISION if postgresql else HEAD_REVISION
+    hidden = migrate.TIME_ORDER_REVISION if postgresql else migrate.PENDING_REVISION
     assert revisions_under_host_table(engine) == (hidden,)
     migrate.upgrade(engine)
     assert migrate.current_revisions(engine) == (HEAD_REVISION,)
@@ -962,7 +967,7 @@ def test_0014_marks_the_pending_sessions_and_downgrade_restores_0012(engine: Eng
     exact and pending sessions gets its pending ones marked by the upgrade, and searches answer
     the same (``indexing`` included); downgrade to 0012 drops the table (a host's version table
     that hides the plugin's revisions is read from the catalogue: 0012 without it, the head
-    with it; on SQLite the two are one schema, read as the head)."""
+    with it; on SQLite the two are one schema, read as 0014: 0015's table is gone)."""
     postgresql = engine.dialect.name == "postgresql"
     migrate.upgrade(engine)
     for sid in ("s1", "s2", "s3"):
@@ -978,7 +983,7 @@ def test_0014_marks_the_pending_sessions_and_downgrade_restores_0012(engine: Eng
     with TranscriptStore(engine, upgrade=False, background=False) as store:
         before = store.search(CALLER, "lantern")
     assert before.get("indexing") is True
-    hidden = migrate.BOUNDED_REVISION if postgresql else HEAD_REVISION
+    hidden = migrate.BOUNDED_REVISION if postgresql else migrate.PENDING_REVISION
     assert revisions_under_host_table(engine) == (hidden,)
     migrate.upgrade(engine)
     assert migrate.current_revisions(engine) == (HEAD_REVISION,)
@@ -1058,7 +1063,7 @@ def test_0013_gives_the_list_rows_their_time_and_downgrade_drops_it(engine: Engi
         assert not pg_row_time(engine)
     assert [r[:3] for r in list_rows(engine)] == [r[:3] for r in listed]
     assert windows() == found
-    hidden = migrate.BOUNDED_REVISION if postgresql else HEAD_REVISION
+    hidden = migrate.BOUNDED_REVISION if postgresql else migrate.PENDING_REVISION
     assert revisions_under_host_table(engine) == (hidden,)
     if postgresql:  # 0012's partitioned layout (its change-of-agent function: 0009's)
         with engine.begin() as conn:
@@ -1176,3 +1181,54 @@ def test_wheel_installs_and_upgrades_a_database(tmp_path: Path) -> None:
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert data["ids"] == ["m1"]
     assert str(venv) in data["file"] and str(REPO) not in data["file"]
+
+
+def vocabulary_terms(engine: Engine) -> set[str] | None:
+    """The terms of revision 0015's writer-kept vocabulary (None: no table, as on PostgreSQL)."""
+    if VOCABULARY_TABLE not in tables(engine):
+        return None
+    with engine.connect() as conn:
+        return {r[0] for r in conn.execute(text(f"SELECT term FROM {VOCABULARY_TABLE}"))}
+
+
+def test_0015_keeps_the_vocabulary_and_downgrade_drops_it(engine: Engine) -> None:
+    """0015 adds SQLite's writer-kept vocabulary (nothing on PostgreSQL): a database at 0014
+    with indexed words gets its terms of letters only from FTS5's vocabulary (no identifier,
+    no number), the writer adds the words of rows indexed after it, and the
+    suggestions are the same at 0014, at head and after a downgrade, which drops the table (a
+    host's version table that hides the plugin's revisions: 0014 without the table on SQLite,
+    the head on PostgreSQL, where the two are one schema)."""
+    postgresql = engine.dialect.name == "postgresql"
+    migrate.upgrade(engine, migrate.PENDING_REVISION)
+    assert vocabulary_terms(engine) is None
+    add_message(engine, "s1", "m1", "the lantern glows w0g0n1q 1234 a")
+    with TranscriptStore(engine, upgrade=False, background=False) as store:
+        store.reconcile()
+        before = store.suggest(CALLER, "lanterm")
+    assert before == ["lantern"]
+    migrate.upgrade(engine)
+    assert migrate.current_revisions(engine) == (HEAD_REVISION,)
+    assert vocabulary_terms(engine) == (None if postgresql else {"the", "lantern", "glows", "a"})
+    with TranscriptStore(engine, background=False) as store:
+        assert store.suggest(CALLER, "lanterm") == before
+        store.create_session("s2", "agent:main:main")
+        store.append(
+            "s2",
+            {
+                "type": "message",
+                "id": "m2",
+                "message": {"role": "user", "content": "lanterns 99 x"},
+            },
+        )
+        assert store.suggest(CALLER, "lanternz") == ["lantern", "lanterns"]
+    if not postgresql:
+        assert vocabulary_terms(engine) == {"the", "lantern", "glows", "a", "lanterns", "x"}
+    assert revisions_under_host_table(engine) == (HEAD_REVISION,)
+    migrate.downgrade(engine, migrate.PENDING_REVISION)
+    assert migrate.current_revisions(engine) == (migrate.PENDING_REVISION,)
+    assert vocabulary_terms(engine) is None
+    hidden = HEAD_REVISION if postgresql else migrate.PENDING_REVISION
+    assert revisions_under_host_table(engine) == (hidden,)
+    with TranscriptStore(engine, upgrade=False, background=False) as store:
+        assert store.suggest(CALLER, "lanternz") == ["lantern", "lanterns"]
+    assert check(engine).ok

@@ -31,7 +31,7 @@ from openclaw_fts.check import check
 CALLER = Caller("agent:main:main", visibility="all")
 REVISION_2 = "0002_index"
 REVISION_4 = "0004_host_guest"
-HEAD = "0014_pending_sessions"
+HEAD = "0015_sqlite_vocabulary"
 OLD_NAMES = {"sessions", "branches", "index_state"}
 NEW_NAMES = {"openclaw_sessions", "openclaw_branches", "openclaw_index_state"}
 

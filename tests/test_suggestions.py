@@ -676,6 +676,74 @@ def test_a_wide_callers_near_words_are_proved_unmasked_by_their_count(
     assert any("strpos(mi.body" in s for s in statements), statements
 
 
+def test_identifiers_sharing_a_words_first_letters_do_not_crowd_it_out(
+    store: TranscriptStore,
+) -> None:
+    """More identifiers than the cap of examined candidates (``ab0000z`` …) share a misspelt
+    word's first two letters and sort before its near word: a wide caller's near words are
+    word-like only, so on SQLite the cap counts words (the writer-kept vocabulary holds no
+    identifier) and the near word is still examined and suggested; the identifiers took
+    every place before (PostgreSQL probes the one-edit words: the same answer)."""
+    ids = [f"ab{k:04d}z" for k in range(spelling.MAX_NEAR_CANDIDATES + 100)]
+    lines = [" ".join(ids[i : i + 10]) for i in range(0, len(ids), 10)]
+    store.create_session("s-main", "agent:main:main")
+    store.append_many("s-main", chain([*lines, "the abxdefgh valve"], prefix="s-main-"))
+    for caller in (MAIN, EVERYONE):
+        assert store.suggest(caller, "abqdefgh") == ["abxdefgh"], caller.visibility
+
+
+def test_a_word_written_again_after_a_rollback_is_a_near_word(
+    store: TranscriptStore, host: sessionmaker[Session]
+) -> None:
+    """A word first written by a transaction that rolled back, then by one that commits, on
+    the same connection: it is a near word (SQLite's writer remembers only the words it found
+    committed in its vocabulary, never its own uncommitted ones)."""
+    from openclaw_fts.models import AgentSession
+
+    db = host()
+    try:
+        s = AgentSession(session_id="s1", session_key="agent:main:main")
+        db.add(s)
+        db.add(TranscriptEvent(session=s, event=msg("m1", "the quixotic plan", parent=None)))
+        db.flush()
+        db.rollback()
+    finally:
+        db.close()
+    assert store.suggest(EVERYONE, "quixotix") == []
+    with host.begin() as db:
+        s = AgentSession(session_id="s1", session_key="agent:main:main")
+        db.add(s)
+        db.add(TranscriptEvent(session=s, event=msg("m1", "the quixotic plan", parent=None)))
+    assert store.suggest(EVERYONE, "quixotix") == ["quixotic"]
+
+
+def test_a_word_whose_rows_are_gone_is_no_near_word(store: TranscriptStore) -> None:
+    """The words of deleted rows stay in SQLite's writer-kept vocabulary (terms are never
+    deleted), but no index row holds them: no caller is offered one."""
+    store.create_session("s-gone", "agent:main:main")
+    store.append("s-gone", msg("g1", "the zanzibar ferry", parent=None))
+    store.create_session("s-kept", "agent:main:main")
+    store.append("s-kept", msg("k1", "the zanzibat typo", parent=None))
+    assert store.suggest(EVERYONE, "zanzibax") == ["zanzibar", "zanzibat"]
+    assert store.delete_session("s-gone")
+    for caller in (MAIN, EVERYONE):
+        assert store.suggest(caller, "zanzibax") == ["zanzibat"], caller.visibility
+
+
+def test_a_misspelt_word_of_another_script_gets_its_near_word(
+    store: TranscriptStore, db_engine: str
+) -> None:
+    """A word of Cyrillic letters: SQLite's writer-kept vocabulary reads Latin runs only (the
+    impact lists' read of a body), so the near words of such a word come from FTS5's own
+    vocabulary, as they did before it."""
+    if db_engine != "sqlite":
+        pytest.skip("the writer-kept vocabulary is SQLite's")
+    store.create_session("s-main", "agent:main:main")
+    store.append("s-main", msg("m1", "the планировщик runs nightly", parent=None))
+    for caller in (MAIN, EVERYONE):
+        assert store.suggest(caller, "планировщикк") == ["планировщик"], caller.visibility
+
+
 def test_a_wide_callers_near_words_follow_the_index_and_are_proved_for_it(
     store: TranscriptStore,
 ) -> None:

@@ -70,6 +70,11 @@ class RevisionProbes(Protocol):
         whether it also has what revision 0014 adds (the pending marks)."""
         ...
 
+    def vocabulary_kept(self, conn: Connection) -> bool:
+        """On a database at revision 0014 by its tables, triggers, functions and indexes:
+        whether it also has what revision 0015 adds (SQLite's writer-kept vocabulary)."""
+        ...
+
 
 @runtime_checkable
 class BackfillProbes(RevisionProbes, Protocol):

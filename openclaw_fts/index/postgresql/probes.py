@@ -76,6 +76,10 @@ class PostgresqlProbes:
         """Revision 0014 added the pending marks' table."""
         return pending_marks.marked(conn)
 
+    def vocabulary_kept(self, conn: Connection) -> bool:
+        """Revision 0015 does nothing on PostgreSQL: a database with 0014 has it."""
+        return True
+
 
 #: The trigger that raises ``last_seq`` on raw event inserts, and its ``pg_trigger.tgtype``
 #: bit for a row trigger (``TRIGGER_TYPE_ROW``): revision 0008 made it a statement trigger.

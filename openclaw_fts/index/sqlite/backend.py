@@ -26,7 +26,7 @@ from ..base import Connections, ImpactLists, Lease, Segments
 from ..dialect_sql import DialectSql
 from ..lease import TableLease
 from ..sql import SqlBackend, Statements
-from . import edit_triggers, impact
+from . import edit_triggers, impact, vocabulary
 from .compose import fts_weights, match_parts
 from .connect import SqliteConnections
 from .dialect import SqliteSql
@@ -84,12 +84,23 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     def attach_ddl(self) -> None:
         """``metadata.create_all()`` / ``drop_all()`` (hosts without Alembic, quick tests)
         create and drop the FTS5 side and revision 0004's edit triggers with ``message_index``,
-        and revision 0007's impact-row delete trigger with ``message_impact``, on SQLite (the
+        and revision 0007's impact-row delete trigger with ``message_impact``, and revision
+        0015's vocabulary (:mod:`.vocabulary`) with ``message_index``, on SQLite (the
         migrations carry frozen copies of the same statements)."""
         table = MessageIndex.__table__
         for when, statements in (
-            ("after_create", CREATE_STATEMENTS + edit_triggers.CREATE_STATEMENTS),
-            ("before_drop", edit_triggers.DROP_STATEMENTS + DROP_STATEMENTS),
+            (
+                "after_create",
+                (
+                    *CREATE_STATEMENTS,
+                    *edit_triggers.CREATE_STATEMENTS,
+                    vocabulary.CREATE_VOCABULARY,
+                ),
+            ),
+            (
+                "before_drop",
+                (vocabulary.DROP_VOCABULARY, *edit_triggers.DROP_STATEMENTS, *DROP_STATEMENTS),
+            ),
         ):
             for statement in statements:
                 ddl = DDL(statement).execute_if(dialect="sqlite")  # type: ignore[no-untyped-call]
@@ -113,10 +124,16 @@ class SqliteBackend(SqliteSearch, SqlBackend):
     # ------------------------------------------------------------ statements
 
     def insert_rows(self, conn: Connection, rows: Sequence[NewRow]) -> None:
-        """The rows, their FTS5 entries and their impact-list rows (:mod:`.impact`)."""
+        """The rows, their FTS5 entries, their impact-list rows (:mod:`.impact`) and their
+        words the vocabulary does not hold yet (:mod:`.vocabulary`), read from the same
+        tokenization of each body."""
         first = insert_rows(conn, rows)
         if rows:
-            impact.add_rows(cursor(conn), first, rows)
+            cur = cursor(conn)
+            terms: set[str] | None = set() if vocabulary.kept(conn) else None
+            impact.add_rows(cur, first, rows, terms)
+            if terms:
+                vocabulary.add_words(conn, cur, vocabulary.letter_words(terms))
 
     def delete_rows(self, conn: Connection, ids: Sequence[int]) -> None:
         delete_rows(conn, ids)

@@ -219,17 +219,28 @@ def _tracked(cur: sqlite3.Cursor) -> dict[str, tuple[float, float]]:
     }
 
 
-def add_rows(cur: sqlite3.Cursor, first_id: int, rows: Sequence[NewRow]) -> None:
+def add_rows(
+    cur: sqlite3.Cursor, first_id: int, rows: Sequence[NewRow], terms: set[str] | None = None
+) -> None:
     """Add the lists' rows of index rows just inserted with ids ``first_id…`` (and their FTS5
-    entries), then look for newly frequent words when the ids crossed a checkpoint."""
+    entries), then look for newly frequent words when the ids crossed a checkpoint.
+    ``terms``: also collect there the rows' words (:func:`words`, the same read of each body)
+    but the tracked ones, for the writer-kept vocabulary (:mod:`.vocabulary`)."""
     if not rows:
         return
     tracked = _tracked(cur)
-    if tracked:
-        counts = []
+    counts: list[dict[str, int]] = []
+    if tracked or terms is not None:
         for r in rows:
-            seen = Counter(words(r.body))
-            counts.append({w: seen[w] for w in seen.keys() & tracked.keys()})
+            read = words(r.body)
+            if terms is not None:
+                terms.update(read)
+            if tracked:
+                seen = Counter(read)
+                counts.append({w: seen[w] for w in seen.keys() & tracked.keys()})
+        if terms is not None:
+            terms.difference_update(tracked)  # read from their own table (.vocabulary)
+    if tracked:
         ids = [first_id + k for k, c in enumerate(counts) if c]
         lens = _doc_lens(cur, ids)
         found = (

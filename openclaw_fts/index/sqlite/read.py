@@ -66,7 +66,7 @@ from ..memo import keep_for_transaction, kept_for_transaction, predicate_key
 from ..pending import EXACT_JOIN, EXACT_SESSION, pending_probe_sql
 from ..suggest import MAX_FRAGMENT_CHARS, OwnRows
 from ..visibility_sql import Predicate, visible
-from . import impact
+from . import impact, vocabulary
 from .fts import BM25_WEIGHTS, CONTENT_TABLE, CREATE_VOCAB, FTS_TABLE, VOCAB_TABLE, cursor
 
 #: The characters :func:`_just_below` and :func:`_without_tracked` bound term ranges with: no
@@ -1204,19 +1204,31 @@ class SqliteSearch:
             )
         }
         ranges = _without_tracked(ranges, list(tracked))
-        part = f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term >= ? AND term < ? AND col = 'body'"
-        rows = (
-            cur.execute(
-                " UNION ALL ".join([part] * len(ranges)) + " LIMIT ?",
-                (*(v for r in ranges for v in r), MAX_NEAR_CANDIDATES),
-            ).fetchall()
-            if ranges
-            else []
-        )
-        note_examined("sqlite vocabulary", token, len(rows) + len(tracked))
-        docs = {str(term): int(doc) for term, doc in rows}
-        docs.update(tracked)
-        near = [(d, term, docs[term]) for term, d in nearest(token, list(docs), max_distance)]
+        if vocabulary.holds(token) and vocabulary.kept(conn):
+            # The writer-kept words (revision 0015): the range is a B-tree read, and only the
+            # few terms within the distance are counted in fts5vocab (bench/NOTES.md).
+            terms = vocabulary.range_terms(cur, ranges, MAX_NEAR_CANDIDATES)
+            note_examined("sqlite vocabulary", token, len(terms) + len(tracked))
+            within = nearest(token, [*terms, *tracked], max_distance)
+            docs = vocabulary.term_counts(cur, [t for t, _ in within if t not in tracked])
+            docs.update(tracked)
+            near = [(d, term, docs[term]) for term, d in within if term in docs]
+        else:
+            part = (
+                f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term >= ? AND term < ? AND col = 'body'"
+            )
+            rows = (
+                cur.execute(
+                    " UNION ALL ".join([part] * len(ranges)) + " LIMIT ?",
+                    (*(v for r in ranges for v in r), MAX_NEAR_CANDIDATES),
+                ).fetchall()
+                if ranges
+                else []
+            )
+            note_examined("sqlite vocabulary", token, len(rows) + len(tracked))
+            docs = {str(term): int(doc) for term, doc in rows}
+            docs.update(tracked)
+            near = [(d, term, docs[term]) for term, d in nearest(token, list(docs), max_distance)]
         if not caller.is_narrow:
             # The vocabulary's order, nearest and most frequent over every session first:
             # counting each candidate among the visible messages cost a wide caller's search
