@@ -32,8 +32,10 @@ from openclaw_fts.check import check
 from openclaw_fts.merge import MERGE_CHECK_WRITES, needs_merge
 from openclaw_fts.models import AgentSession, TranscriptEvent
 
-#: The file system's size: the database starts at ~0.3 MB.
-DISK_BYTES = 8 * 1024 * 1024
+#: The file system's size: the database starts at ~0.3 MB. The import test's store, written
+#: again in full once the disk is freed, holds ~96,000 distinct random words, each a row of
+#: the writer-kept vocabulary (revision 0015) too: with the WAL, ~11 MB.
+DISK_BYTES = 16 * 1024 * 1024
 #: Free bytes the filler leaves: the writes under test use them up within a few dozen commits.
 MARGIN = 1024 * 1024
 #: Writes tried before the test gives up waiting for the disk to fill (it fills in far fewer).
